@@ -1,0 +1,3 @@
+from evalstream.cli import main
+
+raise SystemExit(main())

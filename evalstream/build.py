@@ -1,0 +1,371 @@
+"""The build pipeline: lines -> cases or rejects -> checks -> judge states or skips.
+
+``Processor`` does the per-line work and owns no files, so a worker process can run
+one over its own byte range. ``run`` wires reader, processor and atomic sinks into a
+whole ``build`` or ``validate`` run and returns its report.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import numpy as np
+import xxhash
+
+from evalstream import ids, schema, tokens
+from evalstream.reader import DEFAULT_MAX_LINE_BYTES, Chunk, LongLine, input_size, open_input
+from evalstream.report import OverBudget, RubricInfo, RunReport, Tally
+from evalstream.report import encode as encode_report
+from evalstream.rubrics import Rubric, RubricSet
+from evalstream.sink import AtomicOutput, sidecar
+from evalstream.state import (
+    FIELD_OF,
+    CheckRecord,
+    ExactVerdict,
+    Exposure,
+    Tokens,
+    never_shown,
+    present_names,
+    question_text,
+)
+from evalstream.validate import Reject, long_line_reject, raw_text, reject, reject_kind
+
+_ITEM_KIND = {"messages": "message", "context": "passage", "toolEvents": "tool event"}
+FIRST_REJECTS_KEPT = 20
+
+
+class UsageError(Exception):
+    """The command line asks for something that cannot be done (exit code 2)."""
+
+
+@dataclass
+class Options:
+    """Everything a build or validate run needs; the CLI fills it from its arguments."""
+
+    input: str
+    output: str | None = None  # None: validate only
+    rejects: str | None = None
+    report: str | None = None
+    rubric_files: list[str] = field(default_factory=list)
+    max_tokens: int = tokens.DEFAULT_BUDGET
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    allow_unknown_fields: bool = False
+    workers: int = 1
+
+
+class _Judge:
+    """A judge rubric with what the hot path needs precomputed."""
+
+    __slots__ = ("rubric", "question", "attrs")
+
+    def __init__(self, rubric: Rubric) -> None:
+        self.rubric = rubric
+        self.question = question_text(rubric.question)
+        self.attrs = tuple((name, FIELD_OF[name]) for name in rubric.shows)
+
+
+class Processor:
+    """Turns chunks of lines into output bytes and rejects, counting everything in a Tally."""
+
+    def __init__(self, rubrics: RubricSet | None, max_tokens: int, max_line_bytes: int,
+                 allow_unknown_fields: bool) -> None:
+        self.rubrics = rubrics
+        self.max_line_bytes = max_line_bytes
+        self.tally = Tally()
+        self.decode = schema.decoder(allow_unknown_fields).decode
+        self.encoder = msgspec.json.Encoder()
+        self.index = ids.IdIndex()
+        self.first_rejects: list[Reject] = []
+        self.judges = [_Judge(r) for r in rubrics.rubrics] if rubrics else []
+        longest = max((tokens.count(j.question) for j in self.judges if j.rubric.kind == "judge"),
+                      default=0)
+        self.budget = tokens.Budget(max_tokens, longest)
+        self._unseen_when = {key: path for r in (rubrics.rubrics if rubrics else ())
+                             for key, path, _ in r.when}
+
+    # -- lines ------------------------------------------------------------------------------
+    def long_line(self, item: LongLine) -> list[Reject]:
+        """The reject for a line over the size limit."""
+        self.tally.counts.lines += 1
+        return [self._rejected(long_line_reject(item, self.max_line_bytes), "line too long")]
+
+    def chunk(self, chunk: Chunk) -> tuple[bytes, list[Reject]]:
+        """The output bytes and the rejects (in line order) of one chunk of lines."""
+        decode = self.decode
+        cases: list[Any] = []
+        where: list[int] = []
+        failed: list[tuple[int, BaseException]] = []  # (index in chunk, decode error)
+        blank = 0
+        for i, line in enumerate(chunk.lines):
+            try:
+                cases.append(decode(line))
+                where.append(i)
+            except (msgspec.DecodeError, RecursionError) as exc:
+                if not line or line.isspace():
+                    blank += 1
+                else:
+                    failed.append((i, exc))
+        counts = self.tally.counts
+        counts.lines += len(chunk.lines)
+        counts.blank += blank
+        offsets = None
+        rejects = []
+        for i, error in failed:
+            offsets = offsets or chunk.offsets()
+            rejects.append(self._rejected(
+                reject(chunk.line + i, offsets[i], chunk.lines[i], error), reject_kind(error)))
+        good, bad = self._check_ids(chunk, cases, where)
+        if bad:
+            offsets = offsets or chunk.offsets()
+            for k, path, message in bad:
+                i = where[k]
+                rejects.append(self._rejected(
+                    Reject(chunk.line + i, offsets[i], cases[k].id, path, message,
+                           raw_text(chunk.lines[i])), "duplicate id"))
+            rejects.sort(key=lambda r: r.line)
+        counts.cases += len(good)
+        if rejects and len(self.first_rejects) < FIRST_REJECTS_KEPT:
+            self.first_rejects += rejects[: FIRST_REJECTS_KEPT - len(self.first_rejects)]
+        if self.rubrics is None:
+            return b"", rejects
+        out = bytearray()
+        for k in good:
+            self._checks(cases[k], chunk.line + where[k], out)
+        return bytes(out), rejects
+
+    def _rejected(self, rej: Reject, kind: str) -> Reject:
+        self.tally.counts.rejected += 1
+        self.tally.rejected_by_kind[kind] += 1
+        return rej
+
+    def _check_ids(self, chunk: Chunk, cases: list[Any],
+                   where: list[int]) -> tuple[list[int], list[tuple[int, str, str]]]:
+        """Indexes into ``cases`` that pass the id rules, and (index, path, error) of the rest."""
+        bad: list[tuple[int, str, str]] = []
+        good: list[int] = []
+        for k, case in enumerate(cases):
+            dup = schema.duplicate_item_id(case)
+            if dup is None:
+                good.append(k)
+                continue
+            path, value = dup
+            kind = _ITEM_KIND[path[2:].split("[")[0]]
+            bad.append((k, path, f"`{path}` repeats the {kind} id {value!r}; {kind} ids "
+                                        "must be unique within a case."))
+        if good:
+            lo, hi = ids.id_hashes([cases[k].id for k in good])
+            lines = np.fromiter((chunk.line + where[k] for k in good), dtype=np.uint64,
+                                count=len(good))
+            first = self.index.add(lo, hi, lines)
+            if first.any():
+                keep = []
+                for k, line in zip(good, first.tolist(), strict=True):
+                    if line:
+                        bad.append((k, "$.id",
+                                    f"Case id {cases[k].id!r} was already used on line {line}; "
+                                    "case ids must be unique in a dataset."))
+                    else:
+                        keep.append(k)
+                good = keep
+        return good, bad
+
+    # -- checks -----------------------------------------------------------------------------
+    def _checks(self, case: Any, line: int, out: bytearray) -> None:
+        tally = self.tally
+        present = present_names(case)
+        pset = frozenset(present)
+        hidden = never_shown(case)
+        metadata = case.metadata
+        if self._unseen_when and metadata:
+            self._note_when_keys(metadata)
+        encode, encode_into = self.encoder.encode, self.encoder.encode_into
+        for judge in self.judges:
+            rubric = judge.rubric
+            reason = rubric.skip_reason(pset, metadata)
+            if reason is not None:
+                tally.skipped[rubric.id][reason] += 1
+                tally.counts.skipped += 1
+                continue
+            shown = [name for name, _ in judge.attrs if name in pset]
+            withheld = [name for name in present if name not in shown]
+            if rubric.check is not None:
+                events = case.tool_events
+                ok, read = rubric.check.evaluate(events)
+                record: Any = ExactVerdict(
+                    case.id, rubric.id, "exact", "pass" if ok else "fail",
+                    [events[i].id for i in sorted(read)],
+                    Exposure(shown, withheld, hidden), rubric.hash)
+            else:
+                state = {name: getattr(case, attr) for name, attr in judge.attrs if name in pset}
+                state_bytes = encode(state)
+                n, exact = self.budget.state_tokens(state_bytes)
+                total = n + self.budget.longest_question
+                if total > self.budget.max_tokens:
+                    tally.skipped[rubric.id]["over budget"] += 1
+                    tally.counts.skipped += 1
+                    tally.over(OverBudget(line, case.id, rubric.id, total))
+                    continue
+                record = CheckRecord(
+                    case.id, rubric.id, judge.question, msgspec.Raw(state_bytes),
+                    Exposure(shown, withheld, hidden, Tokens(
+                        n, self.budget.longest_question, total, self.budget.max_tokens,
+                        tokens.TOKENIZER, "bpe" if exact else "bytes")),
+                    rubric.hash, xxhash.xxh3_128_hexdigest(state_bytes))
+            encode_into(record, out, -1)
+            out += b"\n"
+            tally.counts.checks += 1
+            tally.checks_by_rubric[rubric.id] += 1
+            exposure = tally.exposure[rubric.id]
+            for name in shown:
+                exposure[name] += 1
+
+    def _note_when_keys(self, metadata: dict[str, Any]) -> None:
+        from evalstream.rubrics import metadata_has
+
+        for key, path in list(self._unseen_when.items()):
+            if metadata_has(metadata, path):
+                self.tally.when_keys_seen.add(key)
+                del self._unseen_when[key]
+
+
+# -- whole runs ---------------------------------------------------------------------------------
+def _same_file(a: str, b: str) -> bool:
+    if a == "-" or b == "-":
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _plan(opts: Options) -> tuple[str | None, str]:
+    """The rejects and report paths of a run, after checking no two paths collide."""
+    anchor = opts.output if opts.output not in (None, "-") else opts.input
+    rejects, report = opts.rejects, opts.report
+    if anchor == "-" and (rejects is None or report is None):
+        raise UsageError("reading stdin and writing stdout leaves nowhere to put the rejects and "
+                         "report by default; give --rejects FILE and --report FILE.")
+    rejects = rejects or sidecar(anchor, ".rejects.jsonl")
+    report = report or sidecar(anchor, ".report.json")
+    named = [("input", opts.input), ("output", opts.output), ("rejects", rejects),
+             ("report", report)]
+    for i, (name_a, a) in enumerate(named):
+        for name_b, b in named[i + 1:]:
+            if a is not None and b is not None and _same_file(a, b):
+                raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
+                                 "choose a different output name.")
+    if rejects == "-" and opts.output == "-":
+        raise UsageError("the output and the rejects cannot both go to stdout.")
+    return rejects, report
+
+
+def load_rubrics(files: list[str]) -> RubricSet:
+    """The rubric files given, or the built-in set when there are none."""
+    from evalstream import rubrics
+
+    return rubrics.load(files) if files else rubrics.builtin()
+
+
+def run(opts: Options, on_progress: Callable[[int, int | None], None] | None = None,
+        ) -> tuple[RunReport, list[Reject]]:
+    """Run ``build`` (when ``opts.output`` is set) or ``validate``; return the report and the
+    first rejects. Files appear under their names only if the whole run succeeds."""
+    from evalstream.reader import read_chunks
+
+    started = time.perf_counter()
+    command = "validate" if opts.output is None else "build"
+    rubric_set = load_rubrics(opts.rubric_files) if command == "build" else None
+    rejects_path, report_path = _plan(opts)
+    if opts.max_tokens <= 0 or opts.max_line_bytes <= 0:
+        raise UsageError("--max-tokens and --max-line-bytes must be positive.")
+    processor = Processor(rubric_set, opts.max_tokens, opts.max_line_bytes,
+                          opts.allow_unknown_fields)
+    size = input_size(opts.input)
+    stream = open_input(opts.input)
+    sinks: list[AtomicOutput] = []
+    try:
+        out = AtomicOutput(opts.output) if opts.output is not None else None
+        sinks += [out] if out else []
+        rej_out = AtomicOutput(rejects_path) if rejects_path else None
+        sinks += [rej_out] if rej_out else []
+        report_out = AtomicOutput(report_path)
+        sinks.append(report_out)
+        encode = msgspec.json.Encoder().encode
+        done = 0
+        for item in read_chunks(stream, opts.max_line_bytes):
+            if isinstance(item, Chunk):
+                data, rejects = processor.chunk(item)
+                if out is not None and data:
+                    out.write(data)
+                if on_progress is not None:
+                    done = item.offset + sum(map(len, item.lines)) + len(item.lines)
+            else:
+                rejects = processor.long_line(item)
+                if len(processor.first_rejects) < FIRST_REJECTS_KEPT:
+                    processor.first_rejects += rejects
+                done = item.offset + item.size + 1
+            if rejects and rej_out is not None:
+                rej_out.write(b"".join(encode(r) + b"\n" for r in rejects))
+            if on_progress is not None:
+                on_progress(done, size)
+        report = _report(processor, opts, command, rubric_set, rejects_path, started)
+        if rej_out is not None:
+            rej_out.commit()
+        if out is not None:
+            out.commit()
+        report_out.write(encode_report(report))
+        report_out.commit()
+    except BaseException:
+        for sink in sinks:
+            sink.abort()
+        raise
+    finally:
+        if opts.input != "-":
+            stream.close()
+    return report, processor.first_rejects
+
+
+def _report(processor: Processor, opts: Options, command: str, rubric_set: RubricSet | None,
+            rejects_path: str | None, started: float) -> RunReport:
+    warnings = []
+    if rubric_set is not None:
+        for key in rubric_set.when_keys:
+            if key not in processor.tally.when_keys_seen and processor.tally.counts.cases:
+                warnings.append(f"no case has metadata key `{key}`, named by a `when` rule: the "
+                                "rubrics that use it never apply.")
+    tally = processor.tally
+    return tally.to_report(
+        command=command,
+        input=opts.input,
+        output=opts.output,
+        rejects=rejects_path,
+        rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources))
+        if rubric_set else None,
+        tokenizer=tokens.TOKENIZER if rubric_set else None,
+        budget=opts.max_tokens if rubric_set else None,
+        rubric_ids=rubric_set.ids if rubric_set else [],
+        warnings=warnings,
+        seconds=round(time.perf_counter() - started, 3),
+        exit_code=1 if tally.counts.rejected else 0,
+    )
+
+
+def iter_cases(path: str, allow_unknown_fields: bool = False,
+               max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterable[tuple[int, Any]]:
+    """Every valid case of a dataset with its line number (rejects and blanks are skipped)."""
+    from evalstream.reader import read_chunks
+
+    decode = schema.decoder(allow_unknown_fields).decode
+    with open_input(path) as stream:
+        for item in read_chunks(stream, max_line_bytes):
+            if isinstance(item, Chunk):
+                for i, line in enumerate(item.lines):
+                    try:
+                        yield item.line + i, decode(line)
+                    except (msgspec.DecodeError, RecursionError):
+                        continue

@@ -1,0 +1,107 @@
+"""Exact duplicate-id detection in a few dozen bytes per case.
+
+Each case id is reduced to a 128-bit xxh3 hash, kept with the line that first used
+it in an open-addressing table of numpy arrays (two uint64 halves and a uint64 line
+per slot, grown at 2/3 load: 24 bytes a slot, 36 to 72 bytes a case). The ids
+themselves are never kept. With 128 bits, the chance that two different ids among
+a billion share a hash is about 1.5e-21, so a hash match is taken as a duplicate
+without re-reading the first line.
+
+Lookups and inserts run a block of ids at a time, vectorised, so the per-case cost
+is one hash in Python plus a share of a few numpy calls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xxhash
+
+_MASK64 = (1 << 64) - 1
+
+
+def id_hashes(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The two 64-bit halves of each id's xxh3-128 hash; the low half is never 0."""
+    digests = [xxhash.xxh3_128_intdigest(i.encode("utf-8", "surrogatepass")) for i in ids]
+    lo = np.fromiter((d & _MASK64 for d in digests), dtype=np.uint64, count=len(ids))
+    hi = np.fromiter((d >> 64 for d in digests), dtype=np.uint64, count=len(ids))
+    lo |= np.uint64(1)  # 0 marks an empty slot; one bit of 128 is a fair price
+    return lo, hi
+
+
+class IdIndex:
+    """The ids seen so far; ``add`` reports which new ids repeat an earlier one."""
+
+    def __init__(self, capacity: int = 1 << 16) -> None:
+        self._lo = np.zeros(capacity, dtype=np.uint64)
+        self._hi = np.zeros(capacity, dtype=np.uint64)
+        self._line = np.zeros(capacity, dtype=np.uint64)
+        self.size = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self._lo.nbytes + self._hi.nbytes + self._line.nbytes
+
+    def add(self, lo: np.ndarray, hi: np.ndarray, lines: np.ndarray) -> np.ndarray:
+        """Insert a block of ids in order; return, per id, the line of its first use or 0.
+
+        An id whose returned line is non-zero is a duplicate and is not inserted.
+        """
+        n = len(lo)
+        first = np.zeros(n, dtype=np.uint64)
+        if n == 0:
+            return first
+        # Duplicates inside the block: later copies point at the first copy's line.
+        keys = np.empty(n, dtype=[("lo", np.uint64), ("hi", np.uint64)])
+        keys["lo"], keys["hi"] = lo, hi
+        _, where, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        firsts = where[inverse]
+        inner = firsts != np.arange(n)
+        first[inner] = lines[firsts[inner]]
+        todo = np.flatnonzero(~inner)
+        if (self.size + len(todo)) * 3 > len(self._lo) * 2:
+            self._grow(self.size + len(todo))
+        found = self._insert(lo[todo], hi[todo], lines[todo])
+        first[todo] = found
+        # A later in-block copy of an id that was already in the table points at the table's line.
+        if inner.any():
+            carried = found[np.searchsorted(todo, firsts[inner])]
+            first[inner] = np.where(carried != 0, carried, first[inner])
+        return first
+
+    def _insert(self, lo: np.ndarray, hi: np.ndarray, lines: np.ndarray) -> np.ndarray:
+        mask = np.uint64(len(self._lo) - 1)
+        slot = lo & mask
+        found = np.zeros(len(lo), dtype=np.uint64)
+        pending = np.arange(len(lo))
+        while pending.size:
+            s = slot[pending]
+            here = self._lo[s]
+            match = (here == lo[pending]) & (self._hi[s] == hi[pending])
+            found[pending[match]] = self._line[s[match]]
+            empty = here == 0
+            # Two pending ids may want the same empty slot: the first of them takes it.
+            cand = np.flatnonzero(empty)
+            _, winners = np.unique(s[cand], return_index=True)
+            take = pending[cand[winners]]
+            ts = slot[take]
+            self._lo[ts], self._hi[ts], self._line[ts] = lo[take], hi[take], lines[take]
+            self.size += len(take)
+            done = match.copy()
+            done[cand[winners]] = True
+            moving = pending[~done & ~empty]
+            slot[moving] = (slot[moving] + np.uint64(1)) & mask
+            pending = pending[~done]
+        return found
+
+    def _grow(self, need: int) -> None:
+        capacity = len(self._lo)
+        while need * 3 > capacity * 2:
+            capacity *= 2
+        used = self._lo != 0
+        lo, hi, line = self._lo[used], self._hi[used], self._line[used]
+        self._lo = np.zeros(capacity, dtype=np.uint64)
+        self._hi = np.zeros(capacity, dtype=np.uint64)
+        self._line = np.zeros(capacity, dtype=np.uint64)
+        self.size = 0
+        self._insert(lo, hi, line)

