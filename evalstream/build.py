@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -35,6 +35,7 @@ from evalstream.state import (
 )
 from evalstream.validate import Reject, long_line_reject, raw_text, reject, reject_kind
 
+OVER_BUDGET = "over budget"
 _ITEM_KIND = {"messages": "message", "context": "passage", "toolEvents": "tool event"}
 FIRST_REJECTS_KEPT = 20
 
@@ -56,6 +57,19 @@ class Options:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     workers: int = 1
+
+
+class Outcome(NamedTuple):
+    """What became of one (case, rubric): written (``record``) or skipped (``reason``).
+
+    ``tokens`` is the state plus the longest question (0 for skipped-as-not-applicable and
+    exact rubrics); it is the byte bound unless the state needed an exact count.
+    """
+
+    rubric: Rubric
+    reason: str | None
+    record: Any
+    tokens: int
 
 
 class _Judge:
@@ -96,6 +110,24 @@ class Processor:
 
     def chunk(self, chunk: Chunk) -> tuple[bytes, list[Reject]]:
         """The output bytes and the rejects (in line order) of one chunk of lines."""
+        accepted, rejects = self.accept(chunk)
+        if self.rubrics is None:
+            return b"", rejects
+        out = bytearray()
+        encode_into = self.encoder.encode_into
+        for line, case in accepted:
+            for outcome in self.checks(case, line):
+                if outcome.record is not None:
+                    encode_into(outcome.record, out, -1)
+                    out += b"\n"
+        return bytes(out), rejects
+
+    def accept(self, chunk: Chunk) -> tuple[list[tuple[int, Any]], list[Reject]]:
+        """The valid cases of a chunk with their line numbers, and its rejects in line order.
+
+        Counts lines, blanks, cases and rejects; duplicate ids are checked against every
+        earlier chunk this processor saw.
+        """
         decode = self.decode
         cases: list[Any] = []
         where: list[int] = []
@@ -131,12 +163,7 @@ class Processor:
         counts.cases += len(good)
         if rejects and len(self.first_rejects) < FIRST_REJECTS_KEPT:
             self.first_rejects += rejects[: FIRST_REJECTS_KEPT - len(self.first_rejects)]
-        if self.rubrics is None:
-            return b"", rejects
-        out = bytearray()
-        for k in good:
-            self._checks(cases[k], chunk.line + where[k], out)
-        return bytes(out), rejects
+        return [(chunk.line + where[k], cases[k]) for k in good], rejects
 
     def _rejected(self, rej: Reject, kind: str) -> Reject:
         self.tally.counts.rejected += 1
@@ -175,7 +202,12 @@ class Processor:
         return good, bad
 
     # -- checks -----------------------------------------------------------------------------
-    def _checks(self, case: Any, line: int, out: bytearray) -> None:
+    def checks(self, case: Any, line: int) -> Iterator[Outcome]:
+        """Every rubric's outcome for one valid case, in rubric order, counted in the tally.
+
+        ``build`` writes the records; ``stats`` only counts. Nothing here is per-field work
+        beyond building the state the rubric shows.
+        """
         tally = self.tally
         present = present_names(case)
         pset = frozenset(present)
@@ -183,13 +215,15 @@ class Processor:
         metadata = case.metadata
         if self._unseen_when and metadata:
             self._note_when_keys(metadata)
-        encode, encode_into = self.encoder.encode, self.encoder.encode_into
+        encode = self.encoder.encode
+        budget = self.budget
         for judge in self.judges:
             rubric = judge.rubric
             reason = rubric.skip_reason(pset, metadata)
             if reason is not None:
                 tally.skipped[rubric.id][reason] += 1
                 tally.counts.skipped += 1
+                yield Outcome(rubric, reason, None, 0)
                 continue
             shown = [name for name, _ in judge.attrs if name in pset]
             withheld = [name for name in present if name not in shown]
@@ -200,29 +234,30 @@ class Processor:
                     case.id, rubric.id, "exact", "pass" if ok else "fail",
                     [events[i].id for i in sorted(read)],
                     Exposure(shown, withheld, hidden), rubric.hash)
+                total = 0
             else:
                 state = {name: getattr(case, attr) for name, attr in judge.attrs if name in pset}
                 state_bytes = encode(state)
-                n, exact = self.budget.state_tokens(state_bytes)
-                total = n + self.budget.longest_question
-                if total > self.budget.max_tokens:
-                    tally.skipped[rubric.id]["over budget"] += 1
+                n, exact = budget.state_tokens(state_bytes)
+                total = n + budget.longest_question
+                if total > budget.max_tokens:
+                    tally.skipped[rubric.id][OVER_BUDGET] += 1
                     tally.counts.skipped += 1
                     tally.over(OverBudget(line, case.id, rubric.id, total))
+                    yield Outcome(rubric, OVER_BUDGET, None, total)
                     continue
                 record = CheckRecord(
                     case.id, rubric.id, judge.question, msgspec.Raw(state_bytes),
                     Exposure(shown, withheld, hidden, Tokens(
-                        n, self.budget.longest_question, total, self.budget.max_tokens,
+                        n, budget.longest_question, total, budget.max_tokens,
                         tokens.TOKENIZER, "bpe" if exact else "bytes")),
                     rubric.hash, xxhash.xxh3_128_hexdigest(state_bytes))
-            encode_into(record, out, -1)
-            out += b"\n"
             tally.counts.checks += 1
             tally.checks_by_rubric[rubric.id] += 1
             exposure = tally.exposure[rubric.id]
             for name in shown:
                 exposure[name] += 1
+            yield Outcome(rubric, None, record, total)
 
     def _note_when_keys(self, metadata: dict[str, Any]) -> None:
         from evalstream.rubrics import metadata_has
@@ -353,19 +388,3 @@ def _report(processor: Processor, opts: Options, command: str, rubric_set: Rubri
         seconds=round(time.perf_counter() - started, 3),
         exit_code=1 if tally.counts.rejected else 0,
     )
-
-
-def iter_cases(path: str, allow_unknown_fields: bool = False,
-               max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterable[tuple[int, Any]]:
-    """Every valid case of a dataset with its line number (rejects and blanks are skipped)."""
-    from evalstream.reader import read_chunks
-
-    decode = schema.decoder(allow_unknown_fields).decode
-    with open_input(path) as stream:
-        for item in read_chunks(stream, max_line_bytes):
-            if isinstance(item, Chunk):
-                for i, line in enumerate(item.lines):
-                    try:
-                        yield item.line + i, decode(line)
-                    except (msgspec.DecodeError, RecursionError):
-                        continue
