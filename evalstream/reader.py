@@ -13,6 +13,7 @@ import io
 import os
 import sys
 from collections.abc import Iterator
+import itertools
 from itertools import accumulate
 from typing import BinaryIO, NamedTuple
 
@@ -91,31 +92,36 @@ def read_chunks(
     pending: list[bytes] = []  # pieces of the line being assembled
     pending_len = 0
     skipping: LongLine | None = None  # the over-long line being streamed past
-    strip_bom = first_offset == 0
-    while True:
-        try:
-            block = stream.read(block_size)
-        except (OSError, EOFError, ValueError) as exc:
-            raise InputError(f"cannot read input after byte {offset + pending_len}: {exc}") from exc
-        if not block:
-            break
-        if strip_bom:
-            # The BOM may be split over reads only for tiny block sizes; tests use those too.
-            strip_bom = False
-            if block.startswith(BOM):
-                block = block[len(BOM):]
-                offset += len(BOM)
+    blocks = _blocks(stream, block_size)
+    if first_offset == 0:
+        start = next(blocks, b"")
+        # A read may return fewer bytes than asked (pipes): make sure the BOM is whole.
+        while len(start) < len(BOM):
+            more = next(blocks, b"")
+            if not more:
+                break
+            start += more
+        if start.startswith(BOM):
+            start = start[len(BOM):]
+            offset += len(BOM)
+        blocks = itertools.chain([start] if start else [], blocks)
+    for block in blocks:
         if skipping is not None:
             nl = block.find(b"\n")
+            part = block if nl < 0 else block[:nl]
+            head = skipping.head
+            if len(head) < HEAD_BYTES:
+                head += part[: HEAD_BYTES - len(head)]
+            skipping = skipping._replace(size=skipping.size + len(part), head=head)
             if nl < 0:
-                skipping = skipping._replace(size=skipping.size + len(block))
                 continue
-            skipping = skipping._replace(size=skipping.size + nl)
             yield skipping
             offset = skipping.offset + skipping.size + 1
             line_no += 1
             skipping = None
             block = block[nl + 1:]
+            if not block:
+                continue
         last_nl = block.rfind(b"\n")
         if last_nl < 0:
             pending.append(block)
@@ -148,9 +154,24 @@ def read_chunks(
         pending_len = len(rest)
     if skipping is not None:
         yield skipping
-    elif pending:
+    elif pending_len:
         body = b"".join(pending)
         yield from _limit(Chunk(line_no, offset, [body]), max_line_bytes)
+
+
+def _blocks(stream: BinaryIO, block_size: int) -> Iterator[bytes]:
+    """The stream's bytes in blocks of at most ``block_size``, until the end."""
+    read = stream.read
+    done = 0
+    while True:
+        try:
+            block = read(block_size)
+        except (OSError, EOFError, ValueError) as exc:
+            raise InputError(f"cannot read input after byte {done}: {exc}") from exc
+        if not block:
+            return
+        done += len(block)
+        yield block
 
 
 def _limit(chunk: Chunk, max_line_bytes: int) -> Iterator[Chunk | LongLine]:

@@ -1,0 +1,164 @@
+"""The case schema: caps at exactly the limit and one over (in characters), ids, enums, nulls."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import pytest
+
+from evalstream import schema
+from evalstream.validate import explain
+
+STRICT = schema.decoder(False)
+LENIENT = schema.decoder(True)
+
+
+def case(**fields: Any) -> bytes:
+    base: dict[str, Any] = {"id": "c1", "input": "hi", "output": "hello"}
+    base.update(fields)
+    return json.dumps(base, ensure_ascii=False).encode()
+
+
+def error_of(line: bytes) -> tuple[str | None, str]:
+    with pytest.raises((msgspec.DecodeError, RecursionError)) as info:
+        STRICT.decode(line)
+    return explain(info.value, line)
+
+
+EMOJI = "\U0001F600"  # 4 bytes in UTF-8, 1 character, 2 UTF-16 units
+
+
+@pytest.mark.parametrize("field", ["input", "output", "policy"])
+def test_text_cap_counts_characters_not_bytes(field: str) -> None:
+    at_limit = EMOJI * schema.MAX_TEXT_CHARS  # 800,000 bytes, 200,000 characters
+    assert getattr(STRICT.decode(case(**{field: at_limit})), field) == at_limit
+    path, error = error_of(case(**{field: at_limit + "x"}))
+    assert path == f"$.{field}"
+    assert error == (f"`$.{field}` is 200,001 characters long; text fields allow at most "
+                     "200,000 characters.")
+
+
+@pytest.mark.parametrize(("field", "path", "make"), [
+    ("messages", "$.messages[1].content",
+     lambda text: [{"id": "m1", "role": "user", "content": "a"},
+                   {"id": "m2", "role": "assistant", "content": text}]),
+    ("context", "$.context[0].text", lambda text: [{"id": "c1", "text": text}]),
+    ("toolEvents", "$.toolEvents[0].output",
+     lambda text: [{"id": "t1", "name": "x", "status": "success", "output": text}]),
+    ("toolEvents", "$.toolEvents[0].error",
+     lambda text: [{"id": "t1", "name": "x", "status": "failure", "error": text}]),
+])
+def test_nested_text_caps(field: str, path: str, make: Any) -> None:
+    STRICT.decode(case(**{field: make("é" * schema.MAX_TEXT_CHARS)}))
+    got_path, error = error_of(case(**{field: make("é" * (schema.MAX_TEXT_CHARS + 1))}))
+    assert got_path == path
+    assert "200,001 characters" in error
+
+
+@pytest.mark.parametrize("field", ["messages", "context", "toolEvents"])
+def test_item_caps(field: str) -> None:
+    def items(n: int) -> list[dict[str, str]]:
+        if field == "messages":
+            return [{"id": f"m{i}", "role": "user", "content": "x"} for i in range(n)]
+        if field == "context":
+            return [{"id": f"c{i}", "text": "x"} for i in range(n)]
+        return [{"id": f"t{i}", "name": "n", "status": "success"} for i in range(n)]
+
+    STRICT.decode(case(**{field: items(500)}))
+    path, error = error_of(case(**{field: items(501)}))
+    assert path == f"$.{field}"
+    assert error == f"`$.{field}` has 501 items; at most 500 are allowed."
+
+
+@pytest.mark.parametrize("good", ["a", "x" * 512, "taubench.airline.task-0.trial-0", "ünï-çødé",
+                                  "case:17#b"])
+def test_valid_ids(good: str) -> None:
+    assert STRICT.decode(case(id=good)).id == good
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ("", "The id at `$.id` is empty; ids must be non-empty."),
+    ("x" * 513, "The id at `$.id` is 513 characters; ids allow at most 512."),
+    ("case 12", "Case id 'case 12' is not a slug"),
+    ("a/b", "Case id 'a/b' is not a slug"),
+    ("tab\there", "is not a slug"),
+])
+def test_invalid_ids(bad: str, message: str) -> None:
+    path, error = error_of(case(id=bad))
+    assert path == "$.id"
+    assert message in error
+
+
+@pytest.mark.parametrize(("fields", "path", "allowed"), [
+    ({"messages": [{"id": "m", "role": "bot", "content": ""}]}, "$.messages[0].role",
+     "system, user, assistant, tool"),
+    ({"toolEvents": [{"id": "t", "name": "n", "status": "ok"}]}, "$.toolEvents[0].status",
+     "success, failure"),
+    ({"expected": {"r-1": {"status": "passed", "source": "human"}}},
+     '$.expected["r-1"].status', "pass, fail, na"),
+    ({"expected": {"r-1": {"status": "pass", "source": "crowd"}}},
+     '$.expected["r-1"].source', "synthetic, human, imported"),
+])
+def test_enums_name_the_allowed_values(fields: dict[str, Any], path: str, allowed: str) -> None:
+    got_path, error = error_of(case(**fields))
+    assert got_path == path
+    assert error.endswith(f"allowed values are: {allowed}.")
+
+
+def test_null_optional_fields_mean_absent() -> None:
+    c = STRICT.decode(case(messages=None, context=None, policy=None, toolEvents=None,
+                           metadata=None, expected=None))
+    assert (c.messages, c.context, c.policy, c.tool_events, c.metadata, c.expected) == (None,) * 6
+
+
+@pytest.mark.parametrize(("field", "wording"), [
+    ("id", "`$.id` is null, but it is required and must be a string."),
+    ("input", "`$.input` is null, but it is required and must be a string."),
+])
+def test_null_required_fields(field: str, wording: str) -> None:
+    assert error_of(case(**{field: None})) == (f"$.{field}", wording)
+
+
+@pytest.mark.parametrize(("field", "parent", "near"), [
+    ("tool_events", "the case", "toolEvents"),
+    ("Input", "the case", "input"),
+    ("meta_data", "the case", "metadata"),
+])
+def test_unknown_fields_suggest_the_nearest_name(field: str, parent: str, near: str) -> None:
+    path, error = error_of(case(**{field: []}))
+    assert path == f"$.{field}"
+    assert error.startswith(f"Unknown field `{field}` in {parent}. Did you mean `{near}`?")
+    assert error.endswith("Use --allow-unknown-fields to ignore unknown fields.")
+
+
+def test_unknown_nested_field_lists_the_known_ones() -> None:
+    line = case(toolEvents=[{"id": "t", "name": "n", "status": "success", "result": 1}])
+    path, error = error_of(line)
+    assert path == "$.toolEvents[0].result"
+    assert "Known fields: `id`, `name`, `status`, `input`, `output`, `error`." in error
+
+
+def test_allow_unknown_fields_ignores_them_everywhere() -> None:
+    line = case(extra=1, messages=[{"id": "m", "role": "user", "content": "x", "ts": 3}],
+                expected={"r": {"status": "pass", "source": "human", "by": "me"}})
+    c = LENIENT.decode(line)
+    assert c.messages[0].content == "x"
+    assert c.expected["r"].status == "pass"
+
+
+def test_tool_values_take_any_json() -> None:
+    events = [{"id": f"t{i}", "name": "n", "status": "success", "input": value, "output": value}
+              for i, value in enumerate([{"a": [1, 2.5, None]}, "s", 3, 2.5, True, [1, "x"]])]
+    c = STRICT.decode(case(toolEvents=events))
+    assert [e.input for e in c.tool_events] == [e["input"] for e in events]
+
+
+def test_duplicate_item_ids_are_found() -> None:
+    c = STRICT.decode(case(context=[{"id": "c1", "text": "a"}, {"id": "c2", "text": "b"},
+                                    {"id": "c1", "text": "c"}]))
+    assert schema.duplicate_item_id(c) == ("$.context[2].id", "c1")
+    ok = STRICT.decode(case(messages=[{"id": "c1", "role": "user", "content": "a"}],
+                            context=[{"id": "c1", "text": "a"}]))
+    assert schema.duplicate_item_id(ok) is None  # unique within each list, not across lists
