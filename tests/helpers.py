@@ -1,10 +1,8 @@
-"""Shared fixtures: paths to the bundled samples and a helper to run a build in-process."""
+"""Shared test helpers: paths to the bundled samples and corpus, an in-process build."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from evalstream.build import Options, run
 from evalstream.report import RunReport
@@ -13,11 +11,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data" / "samples"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CORPUS = ROOT.parent / "shared" / "corpus"
-
-
-@pytest.fixture
-def samples() -> Path:
-    return SAMPLES
 
 
 def build(tmp_path: Path, lines: list[str] | bytes, **options: object) -> tuple[RunReport, Path]:

@@ -1,0 +1,269 @@
+"""build end to end: golden outputs, nothing lost, byte-identical reruns, the budget, exposure."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalstream import tokens
+from evalstream.build import Options, UsageError, run
+from evalstream.state import PREAMBLE, STATE_NAMES
+
+from tests.helpers import GOLDEN, SAMPLES, build
+
+REGEN = os.environ.get("EVALSTREAM_REGEN_GOLDEN") == "1"
+
+
+def golden(name: str, data: bytes) -> None:
+    """Compare with tests/golden/NAME; EVALSTREAM_REGEN_GOLDEN=1 rewrites it."""
+    path = GOLDEN / name
+    if REGEN:
+        path.write_bytes(data)
+    assert data == path.read_bytes(), f"{name} differs from its golden file"
+
+
+def stable_report(path: Path) -> dict[str, Any]:
+    report = json.loads(path.read_text())
+    for key in ("seconds", "input", "output", "rejects"):
+        report.pop(key)
+    return report
+
+
+def test_samples_golden(tmp_path: Path) -> None:
+    out = tmp_path / "states.jsonl"
+    report, _ = run(Options(input=str(SAMPLES / "cases.jsonl"), output=str(out)))
+    assert report.exit_code == 0
+    golden("samples.states.jsonl", out.read_bytes())
+    golden("samples.report.json",
+           (json.dumps(stable_report(tmp_path / "states.report.json"), indent=2) + "\n").encode())
+    assert (tmp_path / "states.rejects.jsonl").read_bytes() == b""
+
+
+def test_sample_rubric_file_golden(tmp_path: Path) -> None:
+    out = tmp_path / "states.jsonl"
+    run(Options(input=str(SAMPLES / "cases.jsonl"), output=str(out),
+                rubric_files=[str(SAMPLES / "rubrics.toml")]))
+    golden("samples.rubrics-toml.states.jsonl", out.read_bytes())
+
+
+def test_bad_samples_golden_rejects(tmp_path: Path) -> None:
+    out = tmp_path / "states.jsonl"
+    report, _ = run(Options(input=str(SAMPLES / "bad.jsonl"), output=str(out)))
+    golden("bad.rejects.jsonl", (tmp_path / "states.rejects.jsonl").read_bytes())
+    c = report.counts
+    assert (c.lines, c.blank, c.cases, c.rejected) == (24, 2, 1, 21)
+    assert report.exit_code == 1
+
+
+def test_seed_case_17(tmp_path: Path) -> None:
+    out = tmp_path / "states.jsonl"
+    run(Options(input=str(SAMPLES / "cases.jsonl"), output=str(out)))
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    claim = next(r for r in records if (r["case_id"], r["rubric_id"]) == ("case-17", "booking-claim"))
+    assert claim["state"] == {
+        "user_input": "Book me for Thursday 2pm.",
+        "assistant_response": "All set for Thursday at 14:00.",
+        "tool_events": [{"id": "t1", "name": "book_appointment", "status": "failure",
+                         "error": "SLOT_UNAVAILABLE"}]}
+    assert claim["exposure"]["shown"] == ["user_input", "assistant_response", "tool_events"]
+    assert claim["exposure"]["withheld"] == ["policy"]
+    assert claim["exposure"]["never_shown"] == ["expected", "metadata"]
+    assert claim["question"].startswith(PREAMBLE + "\n\n")
+    exact = next(r for r in records
+                 if (r["case_id"], r["rubric_id"]) == ("case-17", "booking-succeeded"))
+    assert (exact["kind"], exact["status"], exact["evidence"]) == ("exact", "fail", ["t1"])
+
+
+def test_reruns_are_byte_identical(tmp_path: Path) -> None:
+    outs = []
+    for n in range(2):
+        out = tmp_path / f"run{n}.jsonl"
+        run(Options(input=str(SAMPLES / "cases.jsonl"), output=str(out)))
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and outs[0]
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_compressed_input_and_output(tmp_path: Path, suffix: str) -> None:
+    plain = (SAMPLES / "cases.jsonl").read_bytes()
+    packed = gzip.compress(plain) if suffix == ".gz" else zstandard.compress(plain)
+    src = tmp_path / f"cases.jsonl{suffix}"
+    src.write_bytes(packed)
+    run(Options(input=str(SAMPLES / "cases.jsonl"), output=str(tmp_path / "ref.jsonl")))
+    out = tmp_path / f"states.jsonl{suffix}"
+    run(Options(input=str(src), output=str(out)))
+    raw = out.read_bytes()
+    unpacked = (gzip.decompress(raw) if suffix == ".gz"
+                else zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)).read())
+    assert unpacked == (tmp_path / "ref.jsonl").read_bytes()
+    assert (tmp_path / "states.report.json").exists()  # sidecar drops .jsonl.gz / .jsonl.zst
+
+
+def test_nothing_lost_and_counts_add_up(tmp_path: Path) -> None:
+    lines = (SAMPLES / "cases.jsonl").read_bytes() + (SAMPLES / "bad.jsonl").read_bytes()
+    report, out = build(tmp_path, lines)
+    c = report.counts
+    rejects = [json.loads(x) for x in (tmp_path / "states.rejects.jsonl").read_text().splitlines()]
+    assert c.lines == c.blank + c.cases + c.rejected == lines.count(b"\n")
+    assert len(rejects) == c.rejected
+    assert [r["line"] for r in rejects] == sorted(r["line"] for r in rejects)
+    records = out.read_bytes().splitlines()
+    assert len(records) == c.checks
+    case_ids = {json.loads(r)["case_id"] for r in records}
+    assert not case_ids & {r["id"] for r in rejects if r["id"] not in (None, "dup-1")}
+    assert sum(report.checks_by_rubric.values()) == c.checks
+    assert sum(n for reasons in report.skipped.values() for n in reasons.values()) == c.skipped
+    # Every (case, rubric) pair is either written or skipped, exactly once.
+    assert c.checks + c.skipped == c.cases * len(report.rubrics.ids)  # type: ignore[union-attr]
+    raw_lines = lines.split(b"\n")
+    for r in rejects:  # offsets point at the rejected line
+        assert lines[r["offset"]:].startswith(raw_lines[r["line"] - 1])
+
+
+def test_rejects_and_duplicates_name_the_first_line(tmp_path: Path) -> None:
+    report, out = build(tmp_path, ['{"id":"a","input":"x","output":"y"}',
+                                   '{"id":"b","input":"x","output":"y"}',
+                                   '{"id":"a","input":"other","output":"z"}'])
+    (rej,) = [json.loads(x) for x in (tmp_path / "states.rejects.jsonl").read_text().splitlines()]
+    assert (rej["line"], rej["id"], rej["path"]) == (3, "a", "$.id")
+    assert rej["error"] == ("Case id 'a' was already used on line 1; case ids must be unique "
+                            "in a dataset.")
+    assert report.counts.cases == 2
+
+
+def test_duplicates_across_chunks(tmp_path: Path) -> None:
+    # Enough lines to span several 1 MiB blocks, with repeats far apart.
+    lines = [f'{{"id":"c{i}","input":"{"x" * 300}","output":"y"}}' for i in range(8000)]
+    lines += ['{"id":"c5","input":"x","output":"y"}', '{"id":"c7999","input":"x","output":"y"}']
+    report, _ = build(tmp_path, lines)
+    rejects = [json.loads(x) for x in (tmp_path / "states.rejects.jsonl").read_text().splitlines()]
+    assert [(r["line"], r["error"].split(";")[0]) for r in rejects] == [
+        (8001, "Case id 'c5' was already used on line 6"),
+        (8002, "Case id 'c7999' was already used on line 8000")]
+
+
+def huge_case(n_chars: int) -> str:
+    return json.dumps({"id": "big", "input": "hi", "output": "ok",
+                       "context": [{"id": "c1", "text": "word " * (n_chars // 5)}]})
+
+
+def test_over_budget_is_counted_never_cut(tmp_path: Path) -> None:
+    report, out = build(tmp_path, [huge_case(100), huge_case(100_000).replace('"big"', '"big2"')],
+                        max_tokens=4_000)
+    written = [json.loads(x) for x in out.read_text().splitlines()]
+    assert all(r["case_id"] == "big" for r in written)
+    assert report.skipped["claim-support"]["over budget"] == 1
+    (over,) = report.over_budget
+    assert (over.line, over.case_id, over.rubric_id) == (2, "big2", "claim-support")
+    state = json.dumps({"user_input": "hi", "assistant_response": "ok",
+                        "reference_material": [{"id": "c1", "text": "word " * 20_000}]},
+                       separators=(",", ":"))
+    expected = tokens.count(state) + max(r["exposure"]["tokens"]["longest_question"]
+                                         for r in written if "tokens" in r["exposure"])
+    assert over.tokens == expected
+
+
+def test_exact_count_when_bytes_exceed_the_room(tmp_path: Path) -> None:
+    # ~2,600 bytes of state against a 2,000-token budget: counted exactly, and it fits.
+    report, out = build(tmp_path, [huge_case(2_500)], max_tokens=2_000)
+    (rec,) = [json.loads(x) for x in out.read_text().splitlines()]
+    t = rec["exposure"]["tokens"]
+    state_json = msgspec.json.encode(rec["state"]).decode()
+    assert t["method"] == "bpe"
+    assert t["state"] == tokens.count(state_json)
+    assert t["total"] == t["state"] + t["longest_question"] <= 2_000
+
+
+def test_byte_bound_is_an_upper_bound(tmp_path: Path) -> None:
+    _, out = build(tmp_path, [(SAMPLES / "cases.jsonl").read_text().splitlines()[16]])
+    for rec in map(json.loads, out.read_text().splitlines()):
+        t = rec["exposure"].get("tokens")
+        if t:
+            assert t["method"] == "bytes"
+            assert t["state"] >= tokens.count(msgspec.json.encode(rec["state"]).decode())
+
+
+def test_special_tokens_in_content_count_as_text() -> None:
+    assert tokens.count("<|endoftext|>") > 1
+
+
+def test_output_equal_to_input_is_refused(tmp_path: Path) -> None:
+    src = tmp_path / "cases.jsonl"
+    src.write_bytes((SAMPLES / "cases.jsonl").read_bytes())
+    with pytest.raises(UsageError, match="input and output paths are the same file"):
+        run(Options(input=str(src), output=str(src)))
+    assert src.read_bytes() == (SAMPLES / "cases.jsonl").read_bytes()
+
+
+def test_stdin_stdout_need_explicit_sidecars() -> None:
+    with pytest.raises(UsageError, match="give --rejects FILE and --report FILE"):
+        run(Options(input="-", output="-"))
+
+
+# -- exposure: never expected, never metadata -----------------------------------------------
+MARK = "MARKER-7f3a"
+text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+
+
+@st.composite
+def cases(draw: Any, n: int) -> dict[str, Any]:
+    case: dict[str, Any] = {"id": f"case-{n}", "input": draw(text), "output": draw(text)}
+    if draw(st.booleans()):
+        case["messages"] = [{"id": f"m{i}", "role": draw(st.sampled_from(
+            ["system", "user", "assistant", "tool"])), "content": draw(text)}
+            for i in range(draw(st.integers(0, 3)))]
+    if draw(st.booleans()):
+        case["context"] = [{"id": f"c{i}", "text": draw(text)} for i in range(draw(st.integers(0, 3)))]
+    if draw(st.booleans()):
+        case["policy"] = draw(text)
+    if draw(st.booleans()):
+        case["toolEvents"] = [
+            {"id": f"t{i}", "name": draw(st.sampled_from(["book_appointment", "lookup"])),
+             "status": draw(st.sampled_from(["success", "failure"])),
+             "input": draw(st.one_of(text, st.dictionaries(text, text, max_size=2))),
+             "output": draw(text)} for i in range(draw(st.integers(0, 3)))]
+    if draw(st.booleans()):
+        case["metadata"] = {"scenario": draw(st.sampled_from(["booking", "rag", MARK])),
+                            "note": MARK + draw(text), MARK: {"deep": MARK}}
+    if draw(st.booleans()):
+        case["expected"] = {MARK: {"status": "pass", "source": "human"},
+                            "booking-claim": {"status": "fail", "source": "synthetic"}}
+    return case
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_states_hold_exactly_what_the_rubric_shows(tmp_path: Path, data: Any) -> None:
+    dataset = [data.draw(cases(n)) for n in range(data.draw(st.integers(1, 6)))]
+    report, out = build(tmp_path, [json.dumps(c) for c in dataset])
+    assert report.counts.cases == len(dataset)
+    shows = {"booking-claim": {"user_input", "assistant_response", "conversation", "tool_events"},
+             "claim-support": {"user_input", "assistant_response", "reference_material"},
+             "policy-compliance": {"user_input", "assistant_response", "conversation", "policy",
+                                   "tool_events"},
+             "escalation": {"user_input", "assistant_response", "conversation", "policy"}}
+    field_of = dict(zip(STATE_NAMES, ["input", "output", "messages", "context", "policy",
+                                      "toolEvents"], strict=True))
+    by_id = {c["id"]: c for c in dataset}
+    raw = out.read_bytes()
+    assert MARK.encode() not in raw
+    for rec in map(json.loads, raw.splitlines()):
+        case = by_id[rec["case_id"]]
+        if rec.get("kind") == "exact":
+            continue
+        has = {name for name, f in field_of.items() if f in case}
+        assert set(rec["state"]) == shows[rec["rubric_id"]] & has
+        for name, value in rec["state"].items():
+            assert value == case[field_of[name]]  # copied exactly
+        assert set(rec["exposure"]["withheld"]) == has - set(rec["state"])
+        assert rec["exposure"]["never_shown"] == [f for f in ("expected", "metadata") if f in case]
