@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import os
 import sys
 from collections.abc import Iterator
-import itertools
 from itertools import accumulate
 from typing import BinaryIO, NamedTuple
 

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from evalstream import tokens
 from evalstream.build import Options, UsageError, run
 from evalstream.state import PREAMBLE, STATE_NAMES
-
 from tests.helpers import GOLDEN, SAMPLES, build
 
 REGEN = os.environ.get("EVALSTREAM_REGEN_GOLDEN") == "1"
