@@ -96,9 +96,8 @@ class Processor:
         self.index = ids.IdIndex()
         self.first_rejects: list[Reject] = []
         self.judges = [_Judge(r) for r in rubrics.rubrics] if rubrics else []
-        longest = max((tokens.count(j.question) for j in self.judges if j.rubric.kind == "judge"),
-                      default=0)
-        self.budget = tokens.Budget(max_tokens, longest)
+        self.budget = tokens.Budget(
+            max_tokens, [j.question for j in self.judges if j.rubric.kind == "judge"])
         self._unseen_when = {key: path for r in (rubrics.rubrics if rubrics else ())
                              for key, path, _ in r.when}
 
@@ -238,8 +237,8 @@ class Processor:
             else:
                 state = {name: getattr(case, attr) for name, attr in judge.attrs if name in pset}
                 state_bytes = encode(state)
-                n, exact = budget.state_tokens(state_bytes)
-                total = n + budget.longest_question
+                n, longest, exact = budget.fit(state_bytes)
+                total = n + longest
                 if total > budget.max_tokens:
                     tally.skipped[rubric.id][OVER_BUDGET] += 1
                     tally.counts.skipped += 1
@@ -249,7 +248,7 @@ class Processor:
                 record = CheckRecord(
                     case.id, rubric.id, judge.question, msgspec.Raw(state_bytes),
                     Exposure(shown, withheld, hidden, Tokens(
-                        n, budget.longest_question, total, budget.max_tokens,
+                        n, longest, total, budget.max_tokens,
                         tokens.TOKENIZER, "bpe" if exact else "bytes")),
                     rubric.hash, xxhash.xxh3_128_hexdigest(state_bytes))
             tally.counts.checks += 1

@@ -15,9 +15,9 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalstream import tokens
+from evalstream import rubrics, tokens
 from evalstream.build import Options, UsageError, run
-from evalstream.state import PREAMBLE, STATE_NAMES
+from evalstream.state import PREAMBLE, STATE_NAMES, question_text
 from tests.helpers import GOLDEN, SAMPLES, build
 
 REGEN = os.environ.get("EVALSTREAM_REGEN_GOLDEN") == "1"
@@ -167,9 +167,8 @@ def test_over_budget_is_counted_never_cut(tmp_path: Path) -> None:
     state = json.dumps({"user_input": "hi", "assistant_response": "ok",
                         "reference_material": [{"id": "c1", "text": "word " * 20_000}]},
                        separators=(",", ":"))
-    expected = tokens.count(state) + max(r["exposure"]["tokens"]["longest_question"]
-                                         for r in written if "tokens" in r["exposure"])
-    assert over.tokens == expected
+    questions = [question_text(r.question) for r in rubrics.builtin().rubrics if r.kind == "judge"]
+    assert over.tokens == tokens.count(state) + max(map(tokens.count, questions))
 
 
 def test_exact_count_when_bytes_exceed_the_room(tmp_path: Path) -> None:
@@ -185,11 +184,16 @@ def test_exact_count_when_bytes_exceed_the_room(tmp_path: Path) -> None:
 
 def test_byte_bound_is_an_upper_bound(tmp_path: Path) -> None:
     _, out = build(tmp_path, [(SAMPLES / "cases.jsonl").read_text().splitlines()[16]])
+    longest = max(len(question_text(r.question).encode())
+                  for r in rubrics.builtin().rubrics if r.kind == "judge")
     for rec in map(json.loads, out.read_text().splitlines()):
         t = rec["exposure"].get("tokens")
         if t:
             assert t["method"] == "bytes"
+            assert t["state"] == len(msgspec.json.encode(rec["state"]))
             assert t["state"] >= tokens.count(msgspec.json.encode(rec["state"]).decode())
+            assert t["longest_question"] == longest
+            assert longest >= tokens.count(rec["question"])
 
 
 def test_special_tokens_in_content_count_as_text() -> None:
