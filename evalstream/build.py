@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -25,17 +26,18 @@ from evalstream.rubrics import Rubric, RubricSet
 from evalstream.sink import AtomicOutput, sidecar
 from evalstream.state import (
     FIELD_OF,
+    NEVER_SHOWN,
+    STATE_NAMES,
     CheckRecord,
     ExactVerdict,
     Exposure,
     Tokens,
-    never_shown,
-    present_names,
     question_text,
 )
 from evalstream.validate import Reject, long_line_reject, raw_text, reject, reject_kind
 
 OVER_BUDGET = "over budget"
+_NO_QUESTION = msgspec.Raw(b"null")  # exact rubrics ask no judge
 _ITEM_KIND = {"messages": "message", "context": "passage", "toolEvents": "tool event"}
 FIRST_REJECTS_KEPT = 20
 
@@ -72,32 +74,43 @@ class Outcome(NamedTuple):
     tokens: int
 
 
-class _Judge:
-    """A judge rubric with what the hot path needs precomputed."""
+class _Plan(NamedTuple):
+    """What one rubric does with cases that have one pattern of present fields."""
 
-    __slots__ = ("rubric", "question", "attrs")
-
-    def __init__(self, rubric: Rubric) -> None:
-        self.rubric = rubric
-        self.question = question_text(rubric.question)
-        self.attrs = tuple((name, FIELD_OF[name]) for name in rubric.shows)
+    rubric: Rubric
+    reason: str | None  # a `requires` that this pattern lacks
+    present: frozenset[str]
+    attrs: tuple[tuple[str, str], ...]  # (judge-state name, case attribute) to copy
+    shown: list[str]
+    shown_key: tuple[str, ...]
+    withheld: list[str]
+    hidden: list[str]
+    exposure: Exposure  # without tokens: the exposure of an exact verdict
+    question: msgspec.Raw  # preamble + question, JSON-encoded once
 
 
 class Processor:
     """Turns chunks of lines into output bytes and rejects, counting everything in a Tally."""
 
     def __init__(self, rubrics: RubricSet | None, max_tokens: int, max_line_bytes: int,
-                 allow_unknown_fields: bool) -> None:
+                 allow_unknown_fields: bool, check_duplicates: bool = True) -> None:
         self.rubrics = rubrics
         self.max_line_bytes = max_line_bytes
         self.tally = Tally()
         self.decode = schema.decoder(allow_unknown_fields).decode
         self.encoder = msgspec.json.Encoder()
-        self.index = ids.IdIndex()
+        # A worker leaves duplicate ids to the parent, which sees the whole input in order;
+        # it logs each accepted case's id hash, line, offset and output end instead.
+        self.index: ids.IdIndex | None = ids.IdIndex() if check_duplicates else None
+        self.log: ids.CaseLog | None = None if check_duplicates else ids.CaseLog()
         self.first_rejects: list[Reject] = []
-        self.judges = [_Judge(r) for r in rubrics.rubrics] if rubrics else []
-        self.budget = tokens.Budget(
-            max_tokens, [j.question for j in self.judges if j.rubric.kind == "judge"])
+        judges = [r for r in rubrics.rubrics if r.kind == "judge"] if rubrics else []
+        self._questions = {r.id: msgspec.Raw(self.encoder.encode(question_text(r.question)))
+                           for r in judges}
+        self.budget = tokens.Budget(max_tokens, [question_text(r.question) for r in judges])
+        self._encode = self.encoder.encode
+        self._plans: dict[tuple[bool, ...], list[_Plan]] = {}
+        self._outcomes: Counter[tuple[str, str | None, tuple[str, ...]]] = Counter()
         self._unseen_when = {key: path for r in (rubrics.rubrics if rubrics else ())
                              for key, path, _ in r.when}
 
@@ -107,19 +120,24 @@ class Processor:
         self.tally.counts.lines += 1
         return [self._rejected(long_line_reject(item, self.max_line_bytes), "line too long")]
 
-    def chunk(self, chunk: Chunk) -> tuple[bytes, list[Reject]]:
+    def chunk(self, chunk: Chunk) -> tuple[bytes | bytearray, list[Reject]]:
         """The output bytes and the rejects (in line order) of one chunk of lines."""
         accepted, rejects = self.accept(chunk)
         if self.rubrics is None:
             return b"", rejects
         out = bytearray()
         encode_into = self.encoder.encode_into
+        ends: list[int] | None = [] if self.log is not None else None
         for line, case in accepted:
             for outcome in self.checks(case, line):
                 if outcome.record is not None:
                     encode_into(outcome.record, out, -1)
                     out += b"\n"
-        return bytes(out), rejects
+            if ends is not None:
+                ends.append(len(out))
+        if self.log is not None:
+            self.log.add(chunk, accepted, ends or [])
+        return out, rejects
 
     def accept(self, chunk: Chunk) -> tuple[list[tuple[int, Any]], list[Reject]]:
         """The valid cases of a chunk with their line numbers, and its rejects in line order.
@@ -183,7 +201,7 @@ class Processor:
             kind = _ITEM_KIND[path[2:].split("[")[0]]
             bad.append((k, path, f"`{path}` repeats the {kind} id {value!r}; {kind} ids "
                                         "must be unique within a case."))
-        if good:
+        if good and self.index is not None:
             lo, hi = ids.id_hashes([cases[k].id for k in good])
             lines = np.fromiter((chunk.line + where[k] for k in good), dtype=np.uint64,
                                 count=len(good))
@@ -204,59 +222,88 @@ class Processor:
     def checks(self, case: Any, line: int) -> Iterator[Outcome]:
         """Every rubric's outcome for one valid case, in rubric order, counted in the tally.
 
-        ``build`` writes the records; ``stats`` only counts. Nothing here is per-field work
-        beyond building the state the rubric shows.
+        ``build`` writes the records; ``stats`` only counts. What a rubric shows and withholds
+        depends only on which fields the case has, so it is planned once per pattern.
         """
-        tally = self.tally
-        present = present_names(case)
-        pset = frozenset(present)
-        hidden = never_shown(case)
         metadata = case.metadata
+        key = (case.messages is not None, case.context is not None, case.policy is not None,
+               case.tool_events is not None, metadata is not None, case.expected is not None)
+        plans = self._plans.get(key) or self._plan(key)
         if self._unseen_when and metadata:
             self._note_when_keys(metadata)
-        encode = self.encoder.encode
+        outcomes = self._outcomes
         budget = self.budget
-        for judge in self.judges:
-            rubric = judge.rubric
-            reason = rubric.skip_reason(pset, metadata)
+        for plan in plans:
+            rubric = plan.rubric
+            reason = plan.reason or (rubric.skip_reason(plan.present, metadata)
+                                     if rubric.when else None)
             if reason is not None:
-                tally.skipped[rubric.id][reason] += 1
-                tally.counts.skipped += 1
+                outcomes[rubric.id, reason, ()] += 1
                 yield Outcome(rubric, reason, None, 0)
                 continue
-            shown = [name for name, _ in judge.attrs if name in pset]
-            withheld = [name for name in present if name not in shown]
             if rubric.check is not None:
                 events = case.tool_events
                 ok, read = rubric.check.evaluate(events)
                 record: Any = ExactVerdict(
                     case.id, rubric.id, "exact", "pass" if ok else "fail",
-                    [events[i].id for i in sorted(read)],
-                    Exposure(shown, withheld, hidden), rubric.hash)
+                    [events[i].id for i in sorted(read)], plan.exposure, rubric.hash)
                 total = 0
             else:
-                state = {name: getattr(case, attr) for name, attr in judge.attrs if name in pset}
-                state_bytes = encode(state)
+                state_bytes = self._encode({name: getattr(case, attr) for name, attr in plan.attrs})
                 n, longest, exact = budget.fit(state_bytes)
                 total = n + longest
                 if total > budget.max_tokens:
-                    tally.skipped[rubric.id][OVER_BUDGET] += 1
-                    tally.counts.skipped += 1
-                    tally.over(OverBudget(line, case.id, rubric.id, total))
+                    outcomes[rubric.id, OVER_BUDGET, ()] += 1
+                    self.tally.over(OverBudget(line, case.id, rubric.id, total))
                     yield Outcome(rubric, OVER_BUDGET, None, total)
                     continue
                 record = CheckRecord(
-                    case.id, rubric.id, judge.question, msgspec.Raw(state_bytes),
-                    Exposure(shown, withheld, hidden, Tokens(
-                        n, longest, total, budget.max_tokens,
-                        tokens.TOKENIZER, "bpe" if exact else "bytes")),
+                    case.id, rubric.id, plan.question, msgspec.Raw(state_bytes),
+                    Exposure(plan.shown, plan.withheld, plan.hidden, Tokens(
+                        n, longest, total, budget.max_tokens, tokens.TOKENIZER,
+                        "bpe" if exact else "bytes")),
                     rubric.hash, xxhash.xxh3_128_hexdigest(state_bytes))
-            tally.counts.checks += 1
-            tally.checks_by_rubric[rubric.id] += 1
-            exposure = tally.exposure[rubric.id]
-            for name in shown:
-                exposure[name] += 1
+            outcomes[rubric.id, None, plan.shown_key] += 1
             yield Outcome(rubric, None, record, total)
+
+    def _plan(self, key: tuple[bool, ...]) -> list[_Plan]:
+        """The per-rubric plans for cases with this pattern of present fields."""
+        has = dict(zip(("conversation", "reference_material", "policy", "tool_events",
+                        "metadata", "expected"), key, strict=True))
+        present = tuple(n for n in STATE_NAMES if has.get(n, True))
+        pset = frozenset(present)
+        hidden = [n for n in NEVER_SHOWN if has[n]]
+        plans = []
+        for rubric in self.rubrics.rubrics if self.rubrics else ():
+            shown = [n for n in rubric.shows if n in pset]
+            withheld = [n for n in present if n not in shown]
+            missing = next((n for n in rubric.requires if n not in pset), None)
+            plans.append(_Plan(
+                rubric=rubric,
+                reason=f"requires {missing}" if missing else None,
+                present=pset,
+                attrs=tuple((n, FIELD_OF[n]) for n in shown),
+                shown=shown, shown_key=tuple(shown), withheld=withheld, hidden=hidden,
+                exposure=Exposure(shown, withheld, hidden),
+                question=self._questions.get(rubric.id, _NO_QUESTION)))
+        self._plans[key] = plans
+        return plans
+
+    def finish(self) -> Tally:
+        """Fold the per-outcome counts into the tally (call once the input is read)."""
+        tally = self.tally
+        for (rubric_id, reason, shown), n in self._outcomes.items():
+            if reason is None:
+                tally.counts.checks += n
+                tally.checks_by_rubric[rubric_id] += n
+                exposure = tally.exposure[rubric_id]
+                for name in shown:
+                    exposure[name] += n
+            else:
+                tally.counts.skipped += n
+                tally.skipped[rubric_id][reason] += n
+        self._outcomes.clear()
+        return tally
 
     def _note_when_keys(self, metadata: dict[str, Any]) -> None:
         from evalstream.rubrics import metadata_has
@@ -309,18 +356,17 @@ def run(opts: Options, on_progress: Callable[[int, int | None], None] | None = N
         ) -> tuple[RunReport, list[Reject]]:
     """Run ``build`` (when ``opts.output`` is set) or ``validate``; return the report and the
     first rejects. Files appear under their names only if the whole run succeeds."""
-    from evalstream.reader import read_chunks
-
     started = time.perf_counter()
     command = "validate" if opts.output is None else "build"
     rubric_set = load_rubrics(opts.rubric_files) if command == "build" else None
     rejects_path, report_path = _plan(opts)
-    if opts.max_tokens <= 0 or opts.max_line_bytes <= 0:
-        raise UsageError("--max-tokens and --max-line-bytes must be positive.")
-    processor = Processor(rubric_set, opts.max_tokens, opts.max_line_bytes,
-                          opts.allow_unknown_fields)
+    if opts.max_tokens <= 0 or opts.max_line_bytes <= 0 or opts.workers <= 0:
+        raise UsageError("--max-tokens, --max-line-bytes and --workers must be positive.")
     size = input_size(opts.input)
-    stream = open_input(opts.input)
+    warnings = []
+    if opts.workers > 1 and (opts.input == "-" or opts.input.endswith((".gz", ".zst"))):
+        warnings.append("--workers needs a plain input file (not stdin or compressed); "
+                        "ran in one process.")
     sinks: list[AtomicOutput] = []
     try:
         out = AtomicOutput(opts.output) if opts.output is not None else None
@@ -329,7 +375,40 @@ def run(opts: Options, on_progress: Callable[[int, int | None], None] | None = N
         sinks += [rej_out] if rej_out else []
         report_out = AtomicOutput(report_path)
         sinks.append(report_out)
-        encode = msgspec.json.Encoder().encode
+        from evalstream import parallel
+
+        if rubric_set is not None and parallel.worthwhile(opts, size):
+            assert size is not None
+            merger = parallel.run_parallel(opts, rubric_set, size, out, rej_out, on_progress)
+            tally, first_rejects = merger.tally, merger.first_rejects
+        else:
+            processor = Processor(rubric_set, opts.max_tokens, opts.max_line_bytes,
+                                  opts.allow_unknown_fields)
+            _serial(processor, opts, size, out, rej_out, on_progress)
+            tally, first_rejects = processor.finish(), processor.first_rejects
+        report = _report(tally, opts, command, rubric_set, rejects_path, started, warnings)
+        if rej_out is not None:
+            rej_out.commit()
+        if out is not None:
+            out.commit()
+        report_out.write(encode_report(report))
+        report_out.commit()
+    except BaseException:
+        for sink in sinks:
+            sink.abort()
+        raise
+    return report, first_rejects
+
+
+def _serial(processor: Processor, opts: Options, size: int | None, out: AtomicOutput | None,
+            rej_out: AtomicOutput | None,
+            on_progress: Callable[[int, int | None], None] | None) -> None:
+    """Read the whole input in this process, writing output and rejects as they come."""
+    from evalstream.reader import read_chunks
+
+    encode = msgspec.json.Encoder().encode
+    stream = open_input(opts.input)
+    try:
         done = 0
         for item in read_chunks(stream, opts.max_line_bytes):
             if isinstance(item, Chunk):
@@ -347,32 +426,18 @@ def run(opts: Options, on_progress: Callable[[int, int | None], None] | None = N
                 rej_out.write(b"".join(encode(r) + b"\n" for r in rejects))
             if on_progress is not None:
                 on_progress(done, size)
-        report = _report(processor, opts, command, rubric_set, rejects_path, started)
-        if rej_out is not None:
-            rej_out.commit()
-        if out is not None:
-            out.commit()
-        report_out.write(encode_report(report))
-        report_out.commit()
-    except BaseException:
-        for sink in sinks:
-            sink.abort()
-        raise
     finally:
         if opts.input != "-":
             stream.close()
-    return report, processor.first_rejects
 
 
-def _report(processor: Processor, opts: Options, command: str, rubric_set: RubricSet | None,
-            rejects_path: str | None, started: float) -> RunReport:
-    warnings = []
+def _report(tally: Tally, opts: Options, command: str, rubric_set: RubricSet | None,
+            rejects_path: str | None, started: float, warnings: list[str]) -> RunReport:
     if rubric_set is not None:
         for key in rubric_set.when_keys:
-            if key not in processor.tally.when_keys_seen and processor.tally.counts.cases:
+            if key not in tally.when_keys_seen and tally.counts.cases:
                 warnings.append(f"no case has metadata key `{key}`, named by a `when` rule: the "
                                 "rubrics that use it never apply.")
-    tally = processor.tally
     return tally.to_report(
         command=command,
         input=opts.input,

@@ -13,6 +13,8 @@ is one hash in Python plus a share of a few numpy calls.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import xxhash
 
@@ -105,3 +107,35 @@ class IdIndex:
         self._line = np.zeros(capacity, dtype=np.uint64)
         self.size = 0
         self._insert(lo, hi, line)
+
+
+class CaseLog:
+    """What a worker records of each accepted case, for the parent's duplicate check:
+    id hash halves, line (local to the worker's range), byte offset, and where the case's
+    output ends in the worker's part file."""
+
+    def __init__(self) -> None:
+        self.lo: list[np.ndarray] = []
+        self.hi: list[np.ndarray] = []
+        self.line: list[np.ndarray] = []
+        self.offset: list[np.ndarray] = []
+        self.end: list[np.ndarray] = []
+        self.written = 0  # output bytes before the next chunk
+
+    def add(self, chunk: Any, accepted: list[tuple[int, Any]], ends: list[int]) -> None:
+        """Log a chunk's accepted cases; ``ends`` are their output ends within the chunk."""
+        if accepted:
+            lo, hi = id_hashes([case.id for _, case in accepted])
+            self.lo.append(lo)
+            self.hi.append(hi)
+            lines = np.fromiter((line for line, _ in accepted), np.uint64, len(accepted))
+            self.line.append(lines)
+            starts = np.asarray(chunk.offsets(), dtype=np.uint64)
+            self.offset.append(starts[(lines - np.uint64(chunk.line)).astype(np.intp)])
+            self.end.append(np.asarray(ends, dtype=np.uint64) + np.uint64(self.written))
+        self.written += ends[-1] if ends else 0
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """(lo, hi, line, offset, end) for every logged case, in order."""
+        parts = (self.lo, self.hi, self.line, self.offset, self.end)
+        return tuple(np.concatenate(p) if p else np.zeros(0, np.uint64) for p in parts)

@@ -90,12 +90,22 @@ class Tally:
             self.over(item)
         self.when_keys_seen |= other.when_keys_seen
 
+    def subtract(self, other: Tally) -> None:
+        """Take back what ``other`` counted (a case found to be a duplicate after the fact)."""
+        for f in Counts.__struct_fields__:
+            setattr(self.counts, f, getattr(self.counts, f) - getattr(other.counts, f))
+        self.checks_by_rubric.subtract(other.checks_by_rubric)
+        for rubric, reasons in other.skipped.items():
+            self.skipped[rubric].subtract(reasons)
+        for rubric, fields in other.exposure.items():
+            self.exposure[rubric].subtract(fields)
+
     def to_report(self, **fields: Any) -> RunReport:
         """The report of this tally, with the run's settings given as keyword fields."""
         rubric_ids: list[str] = fields.pop("rubric_ids", [])
-        skipped = {r: dict(sorted(self.skipped[r].items()))
-                   for r in rubric_ids if r in self.skipped}
-        exposure = {r: dict(self.exposure[r]) for r in rubric_ids if r in self.exposure}
+        skipped = {r: dict(sorted((+self.skipped[r]).items()))
+                   for r in rubric_ids if +self.skipped[r]}
+        exposure = {r: dict(+self.exposure[r]) for r in rubric_ids if +self.exposure[r]}
         return RunReport(
             evalstream=__version__,
             counts=self.counts,

@@ -32,31 +32,60 @@ class AtomicOutput:
         self.path = path
         self.tmp: str | None = None
         self._raw: BinaryIO | None = None
+        self._direct: BinaryIO | None = None  # a device or pipe written in place
         if path == "-":
             self._stream: Any = sys.stdout.buffer
             return
-        directory = os.path.dirname(os.path.abspath(path))
+        if path.endswith(os.sep) or os.path.isdir(path):
+            raise OutputError(f"cannot write {path}: that names a directory; give a file name.")
+        if os.path.exists(path) and not os.path.isfile(path):
+            # A device or pipe (/dev/null, a FIFO): renaming over it would replace the device
+            # node with a plain file, so it is written in place, not atomically (as stdout is).
+            try:
+                self._direct = open(path, "wb")
+            except OSError as exc:
+                raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+            self._stream = _compressed(path, self._direct)
+            return
+        # A symlink keeps pointing where it did: the file it names is the one replaced.
+        self._target = os.path.realpath(path)
         try:
-            fd, self.tmp = tempfile.mkstemp(
-                dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+            fd, self.tmp = tempfile.mkstemp(dir=os.path.dirname(self._target),
+                                            prefix=f".{os.path.basename(path)}.", suffix=".tmp")
             os.fchmod(fd, 0o666 & ~_umask())
         except OSError as exc:
             raise OutputError(f"cannot create {path}: {exc.strerror or exc}") from exc
         self._raw = os.fdopen(fd, "wb", buffering=1 << 20)
-        if path.endswith(".gz"):
-            self._stream = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)
-        elif path.endswith(".zst"):
-            import zstandard
+        self._stream = _compressed(path, self._raw)
 
-            self._stream = zstandard.ZstdCompressor(level=3).stream_writer(
-                self._raw, closefd=False)
-        else:
-            self._stream = self._raw
-
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | bytearray) -> None:
         """Append bytes; an OS error (disk full, file too large) becomes an OutputError."""
         try:
             self._stream.write(data)
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+
+    def splice(self, path: str, start: int, end: int) -> None:
+        """Append bytes [start, end) of the file at ``path``, in the kernel where it can."""
+        try:
+            with open(path, "rb") as src:
+                if self._stream is self._raw and self._raw is not None:
+                    self._raw.flush()
+                    fd_in, fd_out = src.fileno(), self._raw.fileno()
+                    while start < end:
+                        copied = os.copy_file_range(fd_in, fd_out, end - start, start)
+                        if copied == 0:
+                            break
+                        start += copied
+                    if start >= end:
+                        return
+                src.seek(start)
+                while start < end:
+                    block = src.read(min(1 << 20, end - start))
+                    if not block:
+                        break
+                    self._stream.write(block)
+                    start += len(block)
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
 
@@ -65,14 +94,19 @@ class AtomicOutput:
         try:
             if self.tmp is None:
                 self._stream.flush()
+                if self._direct is not None:
+                    if self._stream is not self._direct:
+                        self._stream.close()
+                    self._direct.close()
                 return
             if self._stream is not self._raw:
                 self._stream.close()
             assert self._raw is not None
+            # No fsync: the rename makes the file appear whole or not at all to any process,
+            # which is the promise (errors, Ctrl-C, kill -9); surviving power loss is not.
             self._raw.flush()
-            os.fsync(self._raw.fileno())
             self._raw.close()
-            os.replace(self.tmp, self.path)
+            os.replace(self.tmp, self._target)
             self.tmp = None
         except OSError as exc:
             self.abort()
@@ -81,6 +115,11 @@ class AtomicOutput:
     def abort(self) -> None:
         """Drop the temporary file; the target, and any earlier file of that name, is untouched."""
         if self.tmp is None:
+            if self._direct is not None:
+                try:
+                    self._direct.close()
+                except OSError:
+                    pass
             return
         for closable in (self._stream, self._raw):
             try:
@@ -93,6 +132,17 @@ class AtomicOutput:
         except OSError:
             pass
         self.tmp = None
+
+
+def _compressed(path: str, raw: BinaryIO) -> Any:
+    """``raw`` wrapped in the compressor the target's name asks for (.gz, .zst), or itself."""
+    if path.endswith(".gz"):
+        return gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+    if path.endswith(".zst"):
+        import zstandard
+
+        return zstandard.ZstdCompressor(level=3).stream_writer(raw, closefd=False)
+    return raw
 
 
 def sidecar(path: str, suffix: str) -> str:

@@ -58,7 +58,7 @@ class CheckRecord(msgspec.Struct, gc=False):
 
     case_id: str
     rubric_id: str
-    question: str
+    question: msgspec.Raw  # a JSON string, encoded once per rubric
     state: msgspec.Raw
     exposure: Exposure
     rubric_hash: str

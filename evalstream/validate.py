@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from typing import Any
 
@@ -36,8 +37,15 @@ class _IdProbe(msgspec.Struct):
 
 _probe = msgspec.json.Decoder(_IdProbe)
 _ERROR_AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
-_LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# A high surrogate escape not followed by a low one, or a low one not preceded by a high one.
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 _PATH_PART = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_OUT_OF_RANGE = ("Number out of range", "Integer value out of range")
+# Longer integer literals are refused by Python's int() (sys.get_int_max_str_digits) and msgspec.
+_MAX_INT_DIGITS = 4_300
 
 _KNOWN_FIELDS = {
     "case": schema.CASE_FIELDS,
@@ -77,11 +85,40 @@ def case_id_of(line: bytes) -> str | None:
 def reject(line_no: int, offset: int, line: bytes, exc: BaseException) -> Reject:
     """A reject for a line that failed to decode, with a sentence a person can act on."""
     path, error = explain(exc, line)
-    return Reject(line_no, offset, case_id_of(line), path, error, raw_text(line))
+    case_id = case_id_of(line)
+    # A lone surrogate read by the lenient parser cannot be written as UTF-8: show it escaped.
+    return Reject(line_no, offset, case_id and _printable(case_id), path and _printable(path),
+                  _printable(error), raw_text(line))
 
 
-def reject_kind(exc: BaseException) -> str:
-    """A short name for the kind of decode failure, for the report's counts."""
+def _printable(text: str) -> str:
+    """``text`` with any lone surrogate written as its escape (``\\ud800``), so it encodes."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _syntax_error(line: bytes) -> BaseException | None:
+    """Why ``line`` is not well-formed JSON at all, or None when it is (error path only)."""
+    try:
+        msgspec.json.decode(line)
+    except msgspec.ValidationError:
+        return None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        return exc
+    return None
+
+
+def reject_kind(exc: BaseException, line: bytes | None = None) -> str:
+    """A short name for the kind of decode failure, for the report's counts.
+
+    Given the ``line``, a type error on a line that is not even well-formed JSON counts
+    as malformed, as ``explain`` reports it.
+    """
+    if line is not None and isinstance(exc, msgspec.ValidationError):
+        exc = _syntax_error(line) or exc
     if isinstance(exc, RecursionError):
         return "too deep"
     what = str(exc)
@@ -112,25 +149,37 @@ def explain(exc: BaseException, line: bytes) -> tuple[str | None, str]:
     if isinstance(exc, RecursionError):
         return "$", ("The JSON is nested too deeply to read (msgspec stops near 1,000 levels); "
                      "flatten the nested value.")
+    if isinstance(exc, msgspec.ValidationError):
+        # msgspec checks types while it parses, so a broken line can fail on a field first;
+        # a line that is not JSON at all must say so, not send the reader to rename a field.
+        malformed = _syntax_error(line)
+        if malformed is not None:
+            return explain(malformed, line)
     message = str(exc)
     m = _ERROR_AT.match(message)
     assert m is not None  # the pattern matches any string
     what, path = m["what"], m["path"] or "$"
     if "[...]" in path:
         path = _name_label(line, path)
+    if "[...]" in path and what in _OUT_OF_RANGE:
+        path = _out_of_range_path(line) or path
     if isinstance(exc, msgspec.ValidationError):
+        repeated = _repeated_key(line, path)
+        if repeated is not None:
+            return path, repeated
         return _explain_invalid(what, path, line)
     return _explain_malformed(what, line)
 
 
 def _explain_malformed(what: str, line: bytes) -> tuple[str | None, str]:
-    if _LONE_SURROGATE.search(line):
-        # msgspec reports these as truncated or malformed input; the stdlib parser can find them.
-        path = _surrogate_path(line)
-        if path is not None:
-            return path, (
-                "A string holds a lone UTF-16 surrogate escape (such as \\ud800), which is not "
-                "a Unicode character; remove it or pair it with its other half.")
+    lone = _LONE_SURROGATE.search(line)
+    if lone:
+        # msgspec reports these as truncated or malformed input; the stdlib parser can find them
+        # (unless the line is also nested too deeply for it: then the byte offset must do).
+        escape = lone[0].decode()
+        return _surrogate_path(line) or "$", (
+            f"A string holds a lone UTF-16 surrogate escape ({escape} at byte {lone.start()}), "
+            "which is not a Unicode character; remove it or pair it with its other half.")
     if what == "Input data was truncated":
         return "$", ("The JSON ends before the object is closed (an unclosed string, object or "
                      "array); each case must be one complete JSON object on one line.")
@@ -143,13 +192,28 @@ def _explain_malformed(what: str, line: bytes) -> tuple[str | None, str]:
         return "$", f"The line is not valid UTF-8{where}; datasets must be UTF-8 text."
     byte = re.search(r"\(byte (\d+)\)", what)
     pos = int(byte[1]) if byte else 0
-    near = line[pos:pos + 20].decode("utf-8", "replace")
     if "trailing characters" in what:
+        # msgspec counts this position one past the first unexpected byte.
+        pos = max(pos - 1, 0)
+        near = line[pos:pos + 20].decode("utf-8", "replace")
         return "$", (f"Unexpected text after the JSON object at byte {pos} ({near!r}); "
                      "each line must hold exactly one JSON object.")
+    near = line[pos:pos + 20].decode("utf-8", "replace")
     if line.startswith(BOM) and pos == 0:
         return "$", ("The line starts with a UTF-8 byte order mark (BOM); only the start of the "
                      "file may have one. Remove it.")
+    if line.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in line[:4]:
+        return "$", ("The line looks like UTF-16 text (it has a UTF-16 byte order mark or NUL "
+                     "bytes between characters); datasets must be UTF-8. Convert the file, "
+                     "e.g. with `iconv -f UTF-16 -t UTF-8`.")
+    bad_utf8 = _utf8_error_at(line)
+    if bad_utf8 is not None and bad_utf8 <= pos:
+        return "$", f"The line is not valid UTF-8 at byte {bad_utf8}; datasets must be UTF-8 text."
+    if near and near[0] < " ":
+        return _control_path(line, near[0]), (
+            f"The line holds a raw control character U+{ord(near[0]):04X} at byte {pos}; JSON "
+            f"strings must write it escaped (\\u{ord(near[0]):04x}) and it may not appear "
+            "outside strings.")
     if re.match(r"-?(NaN|Infinity)", near):
         return _nonfinite_path(line), (
             f"{near.split(',')[0].split('}')[0]!s} is not valid JSON (byte {pos}); "
@@ -161,7 +225,7 @@ def _explain_malformed(what: str, line: bytes) -> tuple[str | None, str]:
 def _explain_invalid(what: str, path: str, line: bytes) -> tuple[str | None, str]:
     if what.startswith("Object contains unknown field"):
         field = what.split("`")[1]
-        return f"{path}.{field}", _unknown_field(field, path)
+        return _key_path(path, field), _unknown_field(field, path)
     if what.startswith("Object missing required field"):
         field = what.split("`")[1]
         if path == "$":
@@ -172,7 +236,7 @@ def _explain_invalid(what: str, path: str, line: bytes) -> tuple[str | None, str
         value = what[len("Invalid enum value "):]
         allowed = _allowed_values(path)
         return path, f"`{path}` is {value}; allowed values are: {allowed}."
-    if what == "Number out of range":
+    if what in _OUT_OF_RANGE:
         return path, (f"The number at `{path}` is out of range; integers must fit in 64 bits and "
                       "floats must be finite. Write very large numbers as strings.")
     length = re.match(r"Expected `(str|array|object)` of length ([<>]=) (\d+)", what)
@@ -238,6 +302,14 @@ def _type_word(name: str) -> str:
     return _TYPE_WORDS.get(name, f"`{name}`")
 
 
+def _utf8_error_at(line: bytes) -> int | None:
+    try:
+        line.decode("utf-8")
+        return None
+    except UnicodeDecodeError as err:
+        return err.start
+
+
 def _walk(value: Any, path: str) -> Any:
     for name, index, key in _PATH_PART.findall(path):
         try:
@@ -255,29 +327,41 @@ def _value_at(line: bytes, path: str) -> Any:
         return None
 
 
-def _lenient_load(line: bytes) -> Any:
-    # The stdlib parser accepts lone surrogates and NaN, which lets us point at the field.
+def _lenient_load(line: bytes, **options: Any) -> Any:
+    # The stdlib parser accepts lone surrogates and NaN (and, with strict=False, raw control
+    # characters in strings), which lets us point at the field.
     try:
-        return json.loads(line.decode("utf-8", "surrogatepass"))
+        return json.loads(line.decode("utf-8", "surrogatepass"), **options)
     except (ValueError, RecursionError):
         return None
 
 
-def _find(value: Any, test: Any, path: str = "$") -> str | None:
-    if test(value):
-        return path
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if test(key):
-                return f"{path}.{key}"
-            found = _find(item, test, f"{path}.{key}")
-            if found:
-                return found
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found = _find(item, test, f"{path}[{i}]")
-            if found:
-                return found
+def _key_path(path: str, key: str) -> str:
+    if _PLAIN_KEY.match(key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _find(value: Any, test: Any) -> str | None:
+    """The JSON path of the first value or key (depth first, in document order) passing ``test``.
+
+    Iterative: a value nested just under the parser's limit must not exhaust the stack here.
+    """
+    todo: list[tuple[Any, str]] = [(value, "$")]
+    while todo:
+        item, path = todo.pop()
+        if test(item):
+            return path
+        if isinstance(item, dict):
+            children = []
+            for key, child in item.items():
+                if test(key):
+                    children.append((key, _key_path(path, key)))
+                    break
+                children.append((child, _key_path(path, key)))
+            todo.extend(reversed(children))
+        elif isinstance(item, list):
+            todo.extend((item[i], f"{path}[{i}]") for i in range(len(item) - 1, -1, -1))
     return None
 
 
@@ -286,6 +370,63 @@ def _surrogate_path(line: bytes) -> str | None:
         return isinstance(v, str) and any("\ud800" <= c <= "\udfff" for c in v)
 
     return _find(_lenient_load(line), has_surrogate)
+
+
+class _OutOfRange:
+    """Marks a number msgspec cannot hold (a float overflow, an integer of thousands of digits)."""
+
+
+def _out_of_range_path(line: bytes) -> str | None:
+    marker = _OutOfRange()
+
+    def parse_float(text: str) -> Any:
+        return marker if math.isinf(float(text)) else 0.0
+
+    def parse_int(text: str) -> Any:
+        return marker if len(text) > _MAX_INT_DIGITS else 0
+
+    return _find(_lenient_load(line, parse_float=parse_float, parse_int=parse_int),
+                 lambda v: v is marker)
+
+
+def _control_path(line: bytes, char: str) -> str:
+    return _find(_lenient_load(line, strict=False),
+                 lambda v: isinstance(v, str) and char in v) or "$"
+
+
+class _Pairs(dict[str, Any]):
+    """A JSON object that remembers which keys it was given more than once."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.repeated: set[str] = set()
+        if len(self) < len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                (self.repeated if key in seen else seen).add(key)
+
+
+def _repeated_key(line: bytes, path: str) -> str | None:
+    """A sentence for a field given twice in its object (JSON readers disagree on which wins)."""
+    if path == "$" or "[...]" in path:
+        return None
+    parent, last = _split_path(path)
+    if last is None:
+        return None
+    obj = _walk(_lenient_load(line, object_pairs_hook=_Pairs), parent)
+    if isinstance(obj, _Pairs) and last in obj.repeated:
+        return (f"`{path}` is given more than once in the same object; give each field once "
+                "(JSON readers disagree on which copy counts).")
+    return None
+
+
+def _split_path(path: str) -> tuple[str, str | None]:
+    parts = list(re.finditer(_PATH_PART, path))
+    if not parts:
+        return path, None
+    last = parts[-1]
+    name = last[1] or (json.loads(last[3]) if last[3] else None)
+    return path[:last.start()], name
 
 
 def _nonfinite_path(line: bytes) -> str:

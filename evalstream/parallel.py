@@ -1,0 +1,242 @@
+"""``build --workers N``: worker processes over byte ranges, spliced back in input order.
+
+Each worker reads its own newline-aligned byte range of the input with ``os.pread``,
+writes the range's output and rejects to part files, and returns only counts and a
+compact log of its accepted cases (id hash, line, offset, where its output ends). The
+parent takes the results in range order: it checks every id against one index of the
+whole input (so duplicate ids are found exactly as in one process), drops the output of
+duplicates, renumbers lines, and splices the parts into the targets with
+``os.copy_file_range``. The output is byte-identical for any number of workers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from evalstream import ids
+from evalstream.build import FIRST_REJECTS_KEPT, Options, Processor
+from evalstream.reader import Chunk, RangeReader, read_chunks
+from evalstream.report import Tally
+from evalstream.rubrics import RubricSet
+from evalstream.sink import AtomicOutput
+from evalstream.validate import Reject, raw_text
+
+RANGE_BYTES = 16 << 20
+_SCAN = 1 << 16
+
+
+@dataclass
+class Part:
+    """One worker's result for one byte range."""
+
+    index: int
+    start: int
+    end: int
+    out_path: str
+    rejects_path: str
+    tally: Tally
+    log: tuple[np.ndarray, ...]  # lo, hi, line, offset, end (see ids.CaseLog)
+
+
+def worthwhile(opts: Options, size: int | None) -> bool:
+    """Whether workers can and should run: a plain input file bigger than one range."""
+    return (opts.workers > 1 and size is not None and size > RANGE_BYTES
+            and opts.input != "-" and not opts.input.endswith((".gz", ".zst")))
+
+
+def _align(fd: int, pos: int, size: int) -> int:
+    """The start of the first line that begins at or after ``pos``."""
+    if pos <= 0:
+        return 0
+    at = pos - 1
+    while at < size:
+        block = os.pread(fd, _SCAN, at)
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return at + nl + 1
+        at += len(block)
+    return size
+
+
+# -- in the worker -----------------------------------------------------------------------------
+_worker: dict[str, Any] = {}
+
+
+def _init(opts: Options, rubric_set: RubricSet, parts_dir: str) -> None:
+    _worker["opts"] = opts
+    _worker["dir"] = parts_dir
+    _worker["fd"] = os.open(opts.input, os.O_RDONLY)
+    _worker["size"] = os.fstat(_worker["fd"]).st_size
+    _worker["processor"] = Processor(rubric_set, opts.max_tokens, opts.max_line_bytes,
+                                     opts.allow_unknown_fields, check_duplicates=False)
+
+
+def _run_range(task: tuple[int, int, int]) -> Part:
+    index, start, end = task
+    opts: Options = _worker["opts"]
+    fd, size = _worker["fd"], _worker["size"]
+    processor: Processor = _worker["processor"]
+    processor.tally, processor.log = Tally(), ids.CaseLog()
+    start, end = _align(fd, start, size), _align(fd, end, size)
+    out_path = os.path.join(_worker["dir"], f"{index:08d}.out")
+    rejects_path = os.path.join(_worker["dir"], f"{index:08d}.rejects")
+    encode = msgspec.json.Encoder().encode
+    with open(out_path, "wb") as out, open(rejects_path, "wb") as rej:
+        if start < end:
+            for item in read_chunks(RangeReader(fd, start, end), opts.max_line_bytes,
+                                    first_line=1, first_offset=start):
+                if isinstance(item, Chunk):
+                    data, rejects = processor.chunk(item)
+                    out.write(data)
+                else:
+                    rejects = processor.long_line(item)
+                if rejects:
+                    rej.write(b"".join(encode(r) + b"\n" for r in rejects))
+    processor.finish()
+    return Part(index, start, end, out_path, rejects_path, processor.tally,
+                processor.log.arrays())
+
+
+# -- in the parent -----------------------------------------------------------------------------
+def _tasks(size: int) -> list[tuple[int, int, int]]:
+    bounds = list(range(0, size, RANGE_BYTES)) + [size]
+    return [(i, a, b) for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))]
+
+
+def _read_line(fd: int, offset: int, limit: int) -> bytes:
+    """The line at ``offset`` (without its newline), at most ``limit`` bytes of it."""
+    pieces: list[bytes] = []
+    got = 0
+    while got < limit:
+        block = os.pread(fd, min(_SCAN, limit - got), offset + got)
+        if not block:
+            break
+        nl = block.find(b"\n")
+        if nl >= 0:
+            pieces.append(block[:nl])
+            break
+        pieces.append(block)
+        got += len(block)
+    return b"".join(pieces)
+
+
+class Merger:
+    """Takes parts in order and writes their output, rejects and counts as one run would."""
+
+    def __init__(self, opts: Options, rubric_set: RubricSet, out: AtomicOutput | None,
+                 rejects: AtomicOutput | None) -> None:
+        self.opts, self.out, self.rejects = opts, out, rejects
+        self.tally = Tally()
+        self.first_rejects: list[Reject] = []
+        self.index = ids.IdIndex()
+        self.lines = 0
+        self.fd = os.open(opts.input, os.O_RDONLY)
+        # Re-evaluates a duplicate's checks to take them back out of the counts.
+        self.scratch = Processor(rubric_set, opts.max_tokens, opts.max_line_bytes,
+                                 opts.allow_unknown_fields, check_duplicates=False)
+        self._decode_reject = msgspec.json.Decoder(Reject).decode
+        self._encode = msgspec.json.Encoder().encode
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def add(self, part: Part) -> None:
+        base = self.lines
+        lo, hi, line, offset, end = part.log
+        first = self.index.add(lo, hi, line + np.uint64(base))
+        dups = np.flatnonzero(first).tolist()
+        dup_rejects = [self._undo(part, k, base, int(first[k])) for k in dups]
+        self._splice_output(part, dups, end)
+        self._merge_rejects(part, base, dup_rejects)
+        for item in part.tally.over_budget:
+            item.line += base
+        dup_lines = {r.line for r in dup_rejects}
+        part.tally.over_budget = [o for o in part.tally.over_budget if o.line not in dup_lines]
+        self.tally.merge(part.tally)
+        self.lines += part.tally.counts.lines
+        os.unlink(part.out_path)
+        os.unlink(part.rejects_path)
+
+    def _undo(self, part: Part, k: int, base: int, first_line: int) -> Reject:
+        """Turn logged case ``k`` into a duplicate-id reject and take back what it counted."""
+        lo, hi, line, offset, end = part.log
+        line_no, at = int(line[k]) + base, int(offset[k])
+        raw = _read_line(self.fd, at, self.opts.max_line_bytes + 1)
+        case = self.scratch.decode(raw)
+        self.scratch.tally = Tally()
+        for _ in self.scratch.checks(case, line_no):
+            pass
+        undo = self.scratch.finish()
+        undo.counts.cases = 1
+        part.tally.subtract(undo)
+        part.tally.counts.rejected += 1
+        part.tally.rejected_by_kind["duplicate id"] += 1
+        return Reject(line_no, at, case.id, "$.id",
+                      f"Case id {case.id!r} was already used on line {first_line}; case ids "
+                      "must be unique in a dataset.", raw_text(raw))
+
+    def _splice_output(self, part: Part, dups: list[int], end: np.ndarray) -> None:
+        if self.out is None:
+            return
+        total = os.path.getsize(part.out_path)
+        keep: list[tuple[int, int]] = []
+        at = 0
+        for k in dups:
+            start = int(end[k - 1]) if k else 0
+            keep.append((at, start))
+            at = int(end[k])
+        keep.append((at, total))
+        for a, b in keep:
+            if b > a:
+                self.out.splice(part.out_path, a, b)
+
+    def _merge_rejects(self, part: Part, base: int, extra: list[Reject]) -> None:
+        if self.rejects is None:
+            return
+        merged: list[Reject] = []
+        with open(part.rejects_path, "rb") as f:
+            for raw in f:
+                r = self._decode_reject(raw)
+                r.line += base
+                merged.append(r)
+        if extra:
+            merged = sorted(merged + extra, key=lambda r: r.line)
+        if merged:
+            self.rejects.write(b"".join(self._encode(r) + b"\n" for r in merged))
+            room = FIRST_REJECTS_KEPT - len(self.first_rejects)
+            self.first_rejects += merged[:max(room, 0)]
+
+
+def run_parallel(opts: Options, rubric_set: RubricSet, size: int, out: AtomicOutput | None,
+                 rejects: AtomicOutput | None,
+                 on_progress: Callable[[int, int | None], None] | None) -> Merger:
+    """Build with ``opts.workers`` processes; returns the merger holding tally and rejects."""
+    directory = os.path.dirname(os.path.abspath(opts.output or opts.input))
+    if opts.output in (None, "-"):
+        directory = tempfile.gettempdir()
+    merger = Merger(opts, rubric_set, out, rejects)
+    ctx = multiprocessing.get_context("fork")
+    with tempfile.TemporaryDirectory(prefix=".evalstream-parts-", dir=directory) as parts_dir:
+        pool = ctx.Pool(opts.workers, initializer=_init, initargs=(opts, rubric_set, parts_dir))
+        try:
+            results: Iterator[Part] = pool.imap(_run_range, _tasks(size))
+            for part in results:
+                merger.add(part)
+                if on_progress is not None:
+                    on_progress(part.end, size)
+            pool.close()
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
+            merger.close()
+    return merger
