@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Iterator
 from itertools import accumulate
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, Protocol
 
 BLOCK_SIZE = 1 << 20
 DEFAULT_MAX_LINE_BYTES = 256 << 20
@@ -43,6 +43,12 @@ class LongLine(NamedTuple):
     offset: int
     size: int
     head: bytes
+
+
+class Readable(Protocol):
+    """Anything with ``read(n) -> bytes``: files, decompressors, stdin, RangeReader."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 class InputError(Exception):
@@ -77,7 +83,7 @@ def input_size(path: str) -> int | None:
 
 
 def read_chunks(
-    stream: BinaryIO,
+    stream: Readable,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     block_size: int = BLOCK_SIZE,
     first_line: int = 1,
@@ -159,7 +165,7 @@ def read_chunks(
         yield from _limit(Chunk(line_no, offset, [body]), max_line_bytes)
 
 
-def _blocks(stream: BinaryIO, block_size: int) -> Iterator[bytes]:
+def _blocks(stream: Readable, block_size: int) -> Iterator[bytes]:
     """The stream's bytes in blocks of at most ``block_size``, until the end."""
     read = stream.read
     done = 0
