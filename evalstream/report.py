@@ -147,6 +147,6 @@ def render_summary(report: RunReport, file: TextIO) -> None:
                           ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "-")
         console.print(table)
     if c.rejected and report.rejects != "-":
-        console.print(f"rejects written to {report.rejects}")
+        console.print(f"rejects written to {report.rejects}", soft_wrap=True)
     for warning in report.warnings:
         console.print(f"warning: {warning}")

@@ -166,8 +166,9 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
     allowed = JUDGE_KEYS if kind == "judge" else EXACT_KEYS
     unknown = set(table) - allowed
     if unknown:
-        raise RubricError(f"{where}: unknown key(s) {_list(unknown)}; a {kind} rubric takes "
-                          f"{_list(allowed)}.")
+        article = "an" if kind == "exact" else "a"
+        raise RubricError(f"{where}: unknown key(s) {_list(unknown)}; {article} {kind} rubric "
+                          f"takes {_list(allowed)}.")
     requires = _names(table.get("requires", []), f"{where}: `requires`")
     when = _when(table.get("when", {}), where)
     if kind == "judge":

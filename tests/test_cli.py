@@ -1,0 +1,138 @@
+"""The command line: exit codes, error messages, and a README that documents every option."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evalstream.cli import main, parser
+from tests.helpers import ROOT, SAMPLES
+
+
+def run_cli(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "evalstream", *args], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=120, **kw)  # type: ignore[call-overload]
+
+
+def test_clean_build_exits_0(tmp_path: Path) -> None:
+    r = run_cli("build", str(SAMPLES / "cases.jsonl"), str(tmp_path / "s.jsonl"))
+    assert r.returncode == 0, r.stderr
+    assert "48 lines = 48 cases + 0 rejected + 0 blank" in r.stderr
+    assert r.stdout == ""
+
+
+def test_rejects_exit_1(tmp_path: Path) -> None:
+    r = run_cli("build", str(SAMPLES / "bad.jsonl"), str(tmp_path / "s.jsonl"))
+    assert r.returncode == 1
+    assert f"rejects written to {tmp_path / 's.rejects.jsonl'}" in r.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["build", "missing.jsonl", "{tmp}/s.jsonl"], "evalstream: error: cannot read missing.jsonl"),
+    (["build", "{samples}/cases.jsonl", "{tmp}/no/such/dir/s.jsonl"], "evalstream: error: cannot create"),
+    (["build", "{samples}/cases.jsonl", "{tmp}/s.jsonl", "--rubrics", "{samples}/cases.jsonl"],
+     "not valid TOML"),
+    (["build", "{samples}/cases.jsonl", "{samples}/cases.jsonl"], "the input and output paths are the same file"),
+    (["build", "{samples}/cases.jsonl", "{tmp}/s.jsonl", "--max-tokens", "0"], "must be positive"),
+    (["build", "{samples}/cases.jsonl"], "the following arguments are required: output"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_usage_and_io_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    args = [a.format(tmp=tmp_path, samples=SAMPLES) for a in args]
+    r = run_cli(*args)
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_validate_table_and_json(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes((SAMPLES / "bad.jsonl").read_bytes())
+    r = run_cli("validate", str(bad))
+    assert r.returncode == 1
+    assert "First 20 of 21 problems" in r.stdout
+    assert "24 lines: 1 cases, 21 rejected, 2 blank." in r.stdout
+    assert (tmp_path / "bad.rejects.jsonl").exists() and (tmp_path / "bad.report.json").exists()
+    r = run_cli("validate", str(bad), "--format", "json", "-q", "--report", str(tmp_path / "r.json"))
+    assert r.returncode == 1
+    assert len(r.stdout.splitlines()) == 21
+
+
+def test_stdin_to_stdout(tmp_path: Path) -> None:
+    data = (SAMPLES / "cases.jsonl").read_bytes()
+    r = subprocess.run([sys.executable, "-m", "evalstream", "build", "-", "-", "-q",
+                        "--rejects", str(tmp_path / "r.jsonl"), "--report", str(tmp_path / "r.json")],
+                       input=data, capture_output=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0
+    assert r.stdout == (ROOT / "tests" / "golden" / "samples.states.jsonl").read_bytes()
+
+
+def test_ctrl_c_exits_130_and_leaves_nothing(tmp_path: Path) -> None:
+    # A pipe that never ends keeps build busy until it is interrupted.
+    proc = subprocess.Popen([sys.executable, "-m", "evalstream", "build", "-",
+                             str(tmp_path / "s.jsonl"), "-q"], stdin=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT)
+    assert proc.stdin is not None
+    line = (SAMPLES / "cases.jsonl").read_bytes().splitlines()[0]
+    for i in range(2000):
+        proc.stdin.write(line.replace(b'"case-01"', f'"c{i}"'.encode()) + b"\n")
+    proc.stdin.flush()
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert b"interrupted; no output was written." in err
+    assert b"Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def _options(p: argparse.ArgumentParser) -> set[str]:
+    found = set()
+    for action in p._actions:
+        found.update(o for o in action.option_strings if o.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _options(sub)
+    return found - {"--help"}
+
+
+def test_readme_documents_every_command_and_option() -> None:
+    readme = (ROOT / "README.md").read_text()
+    top = parser()
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name in commands:
+        assert re.search(rf"python -m evalstream {name}\b", readme), f"command {name} undocumented"
+    for option in sorted(_options(top)):
+        assert f"`{option}" in readme, f"option {option} is not in the README"
+
+
+def test_help_is_cheap() -> None:
+    code = ("import sys, evalstream.cli as c\n"
+            "try: c.main(['--help'])\nexcept SystemExit: pass\n"
+            "print(sorted(m for m in ('polars', 'numpy', 'rich', 'tiktoken') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_build_never_imports_polars(tmp_path: Path) -> None:
+    code = ("import sys\nfrom evalstream.cli import main\n"
+            f"main(['build', {str(SAMPLES / 'cases.jsonl')!r}, {str(tmp_path / 's.jsonl')!r}, '-q'])\n"
+            f"main(['validate', {str(SAMPLES / 'cases.jsonl')!r}, '-q', '--report', {str(tmp_path / 'r.json')!r}, '--rejects', {str(tmp_path / 'r.jsonl')!r}])\n"
+            "print('polars' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.stdout.strip().splitlines()[-1] == "False", r.stderr
+
+
+def test_main_in_process_returns_codes(tmp_path: Path) -> None:
+    assert main(["build", str(SAMPLES / "cases.jsonl"), str(tmp_path / "s.jsonl"), "-q"]) == 0
+    assert main(["build", str(SAMPLES / "bad.jsonl"), str(tmp_path / "b.jsonl"), "-q"]) == 1

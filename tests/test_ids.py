@@ -1,0 +1,43 @@
+"""The duplicate-id index agrees with a plain set over any sequence of blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalstream.ids import IdIndex, id_hashes
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks=st.lists(st.lists(st.sampled_from([f"id-{i}" for i in range(40)] + ["é", "😀"]),
+                                max_size=30), max_size=8))
+def test_index_matches_a_reference(blocks: list[list[str]]) -> None:
+    index = IdIndex(capacity=4)  # tiny: forces growth and collisions
+    first_seen: dict[str, int] = {}
+    line = 1
+    for block in blocks:
+        lo, hi = id_hashes(block)
+        lines = np.arange(line, line + len(block), dtype=np.uint64)
+        got = index.add(lo, hi, lines).tolist()
+        want = []
+        for i, ident in enumerate(block):
+            if ident in first_seen:
+                want.append(first_seen[ident])
+            else:
+                first_seen[ident] = line + i
+                want.append(0)
+        assert got == want
+        line += len(block)
+    assert index.size == len(first_seen)
+
+
+def test_bytes_per_case_stay_small() -> None:
+    index = IdIndex()
+    n = 200_000
+    ids = [f"case-{i}" for i in range(n)]
+    for start in range(0, n, 5_000):
+        lo, hi = id_hashes(ids[start:start + 5_000])
+        index.add(lo, hi, np.arange(start + 1, start + 5_001, dtype=np.uint64))
+    assert index.size == n
+    assert index.nbytes / n <= 72

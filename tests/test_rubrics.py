@@ -1,0 +1,112 @@
+"""Rubric files: loading, every error at load, applicability, hashes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalstream import rubrics
+from evalstream.rubrics import RubricError
+from tests.helpers import SAMPLES
+
+JUDGE = '''
+[[rubric]]
+id = "r1"
+question = "Is it good?"
+shows = ["assistant_response", "user_input"]
+'''
+
+
+def load_text(tmp_path: Path, text: str) -> rubrics.RubricSet:
+    path = tmp_path / "r.toml"
+    path.write_text(text)
+    return rubrics.load([str(path)])
+
+
+def test_builtin_set() -> None:
+    builtin = rubrics.builtin()
+    assert builtin.ids == ["booking-claim", "booking-succeeded", "claim-support",
+                           "policy-compliance", "escalation"]
+    by_id = {r.id: r for r in builtin.rubrics}
+    assert by_id["claim-support"].requires == ("reference_material",)
+    assert by_id["policy-compliance"].requires == ("policy",)
+    assert by_id["escalation"].requires == ("policy",)
+    assert by_id["booking-succeeded"].kind == "exact"
+    for r in builtin.rubrics:
+        if r.kind == "judge":
+            assert len(r.question) > 400  # real questions, not placeholders
+
+
+def test_shows_are_kept_in_the_fixed_order(tmp_path: Path) -> None:
+    (r,) = load_text(tmp_path, JUDGE).rubrics
+    assert r.shows == ("user_input", "assistant_response")
+
+
+def test_sample_rubric_file_loads() -> None:
+    loaded = rubrics.load([str(SAMPLES / "rubrics.toml")])
+    assert {r.kind for r in loaded.rubrics} == {"judge", "exact"}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[[rubric]\nid = 1", r"r\.toml: not valid TOML"),
+    ("[[rubric]]\nid = 'a b'\nquestion='q'\nshows=['policy']", r"rubric 1: `id` must be a non-empty string without whitespace"),
+    (JUDGE + "colour = 'red'\n", r"rubric 1 \(`r1`\): unknown key\(s\) `colour`; a judge rubric takes"),
+    (JUDGE.replace('"user_input"', '"user-input"'), r"names `user-input` \(did you mean `user_input`\?\), not a judge-state name; allowed: user_input, assistant_response"),
+    (JUDGE + "requires = ['expected']\n", r"`requires` names `expected`, not a judge-state name"),
+    (JUDGE.replace('shows = ["assistant_response", "user_input"]', 'shows = ["metadata"]'), r"`metadata`, not a judge-state name"),
+    (JUDGE + JUDGE, r"rubric 2: id `r1` is defined twice"),
+    (JUDGE.replace('"Is it good?"', '"   "'), r"`question` must be a non-empty string"),
+    (JUDGE.replace('shows = ["assistant_response", "user_input"]', ""), r"`shows` is required"),
+    (JUDGE.replace('shows = ["assistant_response", "user_input"]', "shows = []"), r"`shows` is empty"),
+    (JUDGE + "kind = 'llm'\n", r"`kind` is 'llm'; allowed: \"judge\" \(default\), \"exact\""),
+    (JUDGE + "when = { scenario = [] }\n", r"`when.scenario` must be a value or a non-empty list"),
+    ("title = 'x'\n" + JUDGE, r"unknown top-level key\(s\) `title`"),
+    ("", r"no \[\[rubric\]\] tables found"),
+    ("[[rubric]]\nid='e'\nkind='exact'\n", r"an exact rubric needs a `check` condition"),
+    ("[[rubric]]\nid='e'\nkind='exact'\ncheck={ called = 'x', status = 'y' }\n", r"`check` has keys \['called', 'status'\]"),
+    ("[[rubric]]\nid='e'\nkind='exact'\ncheck={ last_call = 'x', field = 'result', equals = 1 }\n", r"`check.field` must start with input, output or error"),
+    ("[[rubric]]\nid='e'\nkind='exact'\ncheck={ last_call = 'x', field = 'error', matches = '(' }\n", r"`check.matches` is not a valid regular expression"),
+    ("[[rubric]]\nid='e'\nkind='exact'\ncheck={ all = [] }\n", r"`check.all` must be a non-empty list of conditions"),
+    ("[[rubric]]\nid='e'\nkind='exact'\nquestion='q'\ncheck={ called = 'x' }\n", r"unknown key\(s\) `question`; an exact rubric takes"),
+])
+def test_errors_at_load(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(RubricError, match=message):
+        load_text(tmp_path, text)
+
+
+def test_duplicate_ids_across_files(tmp_path: Path) -> None:
+    (tmp_path / "a.toml").write_text(JUDGE)
+    (tmp_path / "b.toml").write_text(JUDGE)
+    with pytest.raises(RubricError, match="rubric id `r1` is defined twice"):
+        rubrics.load([str(tmp_path / "a.toml"), str(tmp_path / "b.toml")])
+
+
+def test_missing_file() -> None:
+    with pytest.raises(RubricError, match="nope.toml: cannot read the rubric file"):
+        rubrics.load(["nope.toml"])
+
+
+def test_applicability(tmp_path: Path) -> None:
+    text = JUDGE + 'requires = ["policy"]\nwhen = { scenario = ["a", "b"], "x.y" = 3 }\n'
+    (r,) = load_text(tmp_path, text).rubrics
+    present = frozenset({"user_input", "assistant_response", "policy"})
+    assert r.skip_reason(frozenset({"user_input"}), {}) == "requires policy"
+    assert r.skip_reason(present, None) == "when scenario"
+    assert r.skip_reason(present, {"scenario": "c", "x": {"y": 3}}) == "when scenario"
+    assert r.skip_reason(present, {"scenario": "a", "x": {"y": 4}}) == "when x.y"
+    assert r.skip_reason(present, {"scenario": "a", "x": {"y": True}}) == "when x.y"
+    assert r.skip_reason(present, {"scenario": "a", "x": {"y": 3}}) is None
+
+
+def test_nested_toml_keys_become_dotted_rules(tmp_path: Path) -> None:
+    (r,) = load_text(tmp_path, JUDGE + "when = { source.kind = 'prod' }\n").rubrics
+    assert [(k, path) for k, path, _ in r.when] == [("source.kind", ("source", "kind"))]
+
+
+def test_hashes_change_with_what_the_judge_is_asked(tmp_path: Path) -> None:
+    a = load_text(tmp_path, JUDGE)
+    b = load_text(tmp_path, JUDGE.replace("good?", "good."))
+    c = load_text(tmp_path, JUDGE + "# a comment\n")
+    assert a.rubrics[0].hash != b.rubrics[0].hash
+    assert a.rubrics[0].hash == c.rubrics[0].hash and a.hash == c.hash
