@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import msgspec
-import numpy as np
 import xxhash
 
 from evalstream import ids, schema, tokens
@@ -202,13 +201,11 @@ class Processor:
             bad.append((k, path, f"`{path}` repeats the {kind} id {value!r}; {kind} ids "
                                         "must be unique within a case."))
         if good and self.index is not None:
-            lo, hi = ids.id_hashes([cases[k].id for k in good])
-            lines = np.fromiter((chunk.line + where[k] for k in good), dtype=np.uint64,
-                                count=len(good))
-            first = self.index.add(lo, hi, lines)
-            if first.any():
+            first = self.index.add_ids([cases[k].id for k in good],
+                                       [chunk.line + where[k] for k in good])
+            if any(first):
                 keep = []
-                for k, line in zip(good, first.tolist(), strict=True):
+                for k, line in zip(good, first, strict=True):
                     if line:
                         bad.append((k, "$.id",
                                     f"Case id {cases[k].id!r} was already used on line {line}; "

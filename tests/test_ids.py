@@ -41,3 +41,22 @@ def test_bytes_per_case_stay_small() -> None:
         index.add(lo, hi, np.arange(start + 1, start + 5_001, dtype=np.uint64))
     assert index.size == n
     assert index.nbytes / n <= 72
+
+
+def test_small_dict_then_arrays(monkeypatch: object) -> None:
+    import evalstream.ids as ids_module
+
+    monkeypatch.setattr(ids_module, "SMALL", 50)  # type: ignore[attr-defined]
+    index = IdIndex(capacity=8)
+    ids = [f"id-{i % 70}" for i in range(200)]  # repeats before and after the switch
+    got: list[int] = []
+    for start in range(0, 200, 17):
+        block = ids[start:start + 17]
+        got += index.add_ids(block, list(range(start + 1, start + 1 + len(block))))
+    first_seen: dict[str, int] = {}
+    want = []
+    for line, ident in enumerate(ids, 1):
+        want.append(first_seen.get(ident, 0))
+        first_seen.setdefault(ident, line)
+    assert got == want
+    assert index.size == 70 and index.nbytes > 0
