@@ -71,7 +71,7 @@ class IdIndex:
         import numpy as np
 
         lo, hi = id_hashes(ids)
-        return self.add(lo, hi, np.asarray(lines, dtype=np.uint64)).tolist()  # type: ignore[no-any-return]
+        return self.add(lo, hi, np.asarray(lines, dtype=np.uint64)).tolist()
 
     def add(self, lo: Any, hi: Any, lines: Any) -> Any:
         """Insert a block of ids (hash halves, numpy arrays) in order; return, per id, the
