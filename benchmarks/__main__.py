@@ -1,0 +1,149 @@
+"""Command line: ``python -m benchmarks {generate,baseline,compare,check,run} ...``.
+
+Each subcommand imports only what it needs, so that a timed baseline does not pay for the
+imports of the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _size(value: str) -> int:
+    """argparse type for ``100MB``-style sizes."""
+    from benchmarks.generate import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Write a generated input file and report its size and speed on stderr."""
+    from benchmarks.generate import generate
+
+    start = time.perf_counter()
+    cases, written = generate(args.out, args.size, profile=args.profile, seed=args.seed)
+    elapsed = time.perf_counter() - start
+    print(
+        f"{args.out}: {cases} cases, {written / 1e6:.1f} MB in {elapsed:.1f}s "
+        f"({written / 1e6 / elapsed:.1f} MB/s)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    """Run one baseline pipeline."""
+    from benchmarks.baselines import main
+
+    return main(args.name, args.input, args.output)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Compare two state files."""
+    from benchmarks.compare import main
+
+    return main(args.a, args.b)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Check that the baselines agree on the edge cases and on the given inputs."""
+    from benchmarks.check import main
+
+    return main(args.inputs)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the benchmark matrix."""
+    from benchmarks.run import VARIANTS, main
+
+    return main(
+        sizes=args.size or [_size("100MB")],
+        runs=args.runs,
+        variant_names=args.variants or list(VARIANTS),
+        profiles=args.profiles,
+        cache=args.cache_dir,
+        seed=args.seed,
+        out=args.out,
+        keep_outputs=args.keep_outputs,
+        timeout=args.timeout,
+    )
+
+
+BASELINE_NAMES = ("lines", "msgspec", "pydantic", "json", "jq")
+VARIANT_HELP = (
+    "baselines lines msgspec json pydantic jq; evalstream-all evalstream-builtin "
+    "evalstream-long evalstream-w1 evalstream-w2 stats (default: all)"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Generate evaluation cases, run baseline pipelines, time evalstream.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    gen = sub.add_parser("generate", help="write a deterministic JSONL file of cases")
+    gen.add_argument("out", type=Path)
+    gen.add_argument("--size", type=_size, required=True, help="e.g. 100MB, 1GB (decimal)")
+    gen.add_argument("--profile", choices=("normal", "long"), default="normal")
+    gen.add_argument("--seed", type=int, default=0)
+    gen.set_defaults(func=cmd_generate)
+
+    base = sub.add_parser("baseline", help="run one baseline pipeline")
+    base.add_argument("name", choices=BASELINE_NAMES)
+    base.add_argument("input", type=Path)
+    base.add_argument("output", type=Path)
+    base.set_defaults(func=cmd_baseline)
+
+    cmp_ = sub.add_parser("compare", help="compare two state files line by line")
+    cmp_.add_argument("a", type=Path)
+    cmp_.add_argument("b", type=Path)
+    cmp_.set_defaults(func=cmd_compare)
+
+    check = sub.add_parser("check", help="check that the baselines agree with each other")
+    check.add_argument("inputs", type=Path, nargs="*", help="generated files to check too")
+    check.set_defaults(func=cmd_check)
+
+    run = sub.add_parser("run", help="time the variants on generated inputs")
+    run.add_argument(
+        "--size", type=_size, action="append", help="input size, repeatable (default 100MB)"
+    )
+    run.add_argument("--runs", type=int, default=3)
+    run.add_argument("--variants", nargs="+", metavar="NAME", help=VARIANT_HELP)
+    run.add_argument(
+        "--profiles",
+        nargs="+",
+        default=["normal"],
+        choices=("normal", "long"),
+        help="profiles for the variants not pinned to one (default normal)",
+    )
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+    run.add_argument("--out", type=Path, help="also write the results as a JSON document")
+    run.add_argument(
+        "--keep-outputs",
+        action="store_true",
+        help="keep each variant's last output in CACHE_DIR/out/VARIANT-PROFILE-SIZE/",
+    )
+    run.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
+    run.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the chosen subcommand; return its exit status."""
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
