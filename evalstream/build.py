@@ -230,6 +230,7 @@ class Processor:
             self._note_when_keys(metadata)
         outcomes = self._outcomes
         budget = self.budget
+        memo: dict[tuple[str, bool], int] = {}  # token counts of this case's field segments
         for plan in plans:
             rubric = plan.rubric
             reason = plan.reason or (rubric.skip_reason(plan.present, metadata)
@@ -247,7 +248,7 @@ class Processor:
                 total = 0
             else:
                 state_bytes = self._encode({name: getattr(case, attr) for name, attr in plan.attrs})
-                n, longest, exact = budget.fit(state_bytes)
+                n, longest, exact = budget.fit(state_bytes, plan.shown, memo)
                 total = n + longest
                 if total > budget.max_tokens:
                     outcomes[rubric.id, OVER_BUDGET, ()] += 1

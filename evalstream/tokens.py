@@ -10,10 +10,19 @@ A cl100k token is at least one byte of UTF-8, so a text's byte length bounds its
 count from above: a state whose bytes fit the budget fits, and only larger states are
 tokenized. Text is encoded as ordinary text, so a state that contains a special token
 such as ``<|endoftext|>`` is counted as the characters it is, never as a control token.
+
+Exact counts are additive over a state's top-level fields. cl100k first splits text into
+pieces with a regular expression and tokenizes each piece on its own. In a state's JSON,
+``...<value>,"next_key":...``, the punctuation run ``","`` always ends a piece right before
+the first letter of the next key (the run is matched possessively, and a key starts with a
+letter), so cutting the JSON at each key's first letter changes no piece. A field's segment
+(``key":<value>,"`` or, last, ``key":<value>}``) is the same in every state of a case that
+shows it, so each is tokenized once per case however many rubrics show it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -60,8 +69,37 @@ class Budget:
             self._longest_question = max(map(count, self._questions), default=0)
         return self._longest_question
 
-    def fit(self, state: bytes) -> tuple[int, int, bool]:
-        """(state tokens, longest-question tokens, exact): byte bounds when those fit."""
+    def fit(self, state: bytes, names: Sequence[str],
+            memo: dict[tuple[str, bool], int]) -> tuple[int, int, bool]:
+        """(state tokens, longest-question tokens, exact): byte bounds when those fit.
+
+        ``names`` are the state's top-level keys in order; ``memo`` caches segment counts
+        for one case (see the module docstring).
+        """
         if len(state) <= self.byte_room:
             return len(state), self.longest_question_bytes, False
-        return count(state.decode("utf-8")), self.longest_question, True
+        return state_tokens(state, names, memo), self.longest_question, True
+
+
+def state_tokens(state: bytes, names: Sequence[str], memo: dict[tuple[str, bool], int]) -> int:
+    """The exact token count of a state's JSON, summed over its field segments."""
+    if not names:
+        return count(state.decode("utf-8"))
+    total = _open_tokens()
+    start = 2  # after '{"'
+    last = len(names) - 1
+    for i, name in enumerate(names):
+        end = len(state) if i == last else state.index(b',"' + names[i + 1].encode() + b'":',
+                                                         start) + 2
+        key = (name, i == last)
+        n = memo.get(key)
+        if n is None:
+            n = memo[key] = count(state[start:end].decode("utf-8"))
+        total += n
+        start = end
+    return total
+
+
+@cache
+def _open_tokens() -> int:
+    return count('{"')

@@ -270,3 +270,19 @@ def test_states_hold_exactly_what_the_rubric_shows(tmp_path: Path, data: Any) ->
             assert value == case[field_of[name]]  # copied exactly
         assert set(rec["exposure"]["withheld"]) == has - set(rec["state"])
         assert rec["exposure"]["never_shown"] == [f for f in ("expected", "metadata") if f in case]
+
+
+# -- exact counts are additive over a state's fields ------------------------------------------
+nasty = st.lists(st.sampled_from(list('ab Z9.,"\\\'’“ é😀\n\t{}[]:-_') + ["'s", "'ll", "  ", "\r\n"]),
+                 max_size=30).map("".join)
+
+
+@settings(max_examples=int(os.environ.get("EVALSTREAM_EXAMPLES", "300")), deadline=None)
+@given(fields=st.dictionaries(st.sampled_from(STATE_NAMES), st.one_of(
+    nasty, st.lists(st.fixed_dictionaries({"id": nasty, "text": nasty}), max_size=3),
+    st.lists(st.dictionaries(nasty, st.one_of(nasty, st.integers(), st.floats(allow_nan=False))),
+             max_size=2)), min_size=1))
+def test_segment_counts_add_up_to_the_whole(fields: dict[str, Any]) -> None:
+    names = [n for n in STATE_NAMES if n in fields]
+    state = msgspec.json.encode({n: fields[n] for n in names})
+    assert tokens.state_tokens(state, names, {}) == tokens.count(state.decode())
