@@ -1,4 +1,4 @@
-"""Command line: ``python -m benchmarks {generate,baseline,compare,check,run} ...``.
+"""Command line: ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -59,6 +59,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     return main(args.inputs)
 
 
+def cmd_check_evalstream(args: argparse.Namespace) -> int:
+    """Check that evalstream's states equal the msgspec baseline's."""
+    from benchmarks.check import main_evalstream
+
+    return main_evalstream(args.inputs)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the benchmark matrix."""
     from benchmarks.run import VARIANTS, main
@@ -112,6 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="check that the baselines agree with each other")
     check.add_argument("inputs", type=Path, nargs="*", help="generated files to check too")
     check.set_defaults(func=cmd_check)
+
+    check_es = sub.add_parser(
+        "check-evalstream", help="check that evalstream's states equal the msgspec baseline's"
+    )
+    check_es.add_argument(
+        "inputs", type=Path, nargs="*", help="files to check after the edge cases"
+    )
+    check_es.set_defaults(func=cmd_check_evalstream)
 
     run = sub.add_parser("run", help="time the variants on generated inputs")
     run.add_argument(

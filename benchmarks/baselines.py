@@ -14,25 +14,32 @@ rejected, else 0. ``lines`` only counts lines (the I/O floor) and writes nothing
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Annotated, Any, Literal
+from typing import IO, Annotated, Any, Literal, NoReturn
 
 import msgspec
 
 from benchmarks.spec import (
+    CASE_ID_ONIG,
+    CASE_ID_PY,
     CASE_KEYS,
+    ID_CAP,
+    LABEL_KEYS,
     LABEL_SOURCES,
     LABEL_STATUSES,
     LIST_CAP,
+    MESSAGE_KEYS,
+    PASSAGE_KEYS,
     ROLES,
-    SLUG_ONIG,
-    SLUG_PY,
-    STR_CAP,
+    STATE_NAMES,
+    TEXT_CAP,
+    TOOL_EVENT_KEYS,
     TOOL_STATUSES,
 )
 
@@ -127,68 +134,67 @@ def run_lines(src: Path, dst: Path) -> Stats:
 
 
 # --- msgspec -------------------------------------------------------------------------------
+# Declared as evalstream/schema.py declares its strict Structs (same caps, enums, defaults and
+# options), except the case-id pattern: see ``spec.CASE_ID_PY``.
 
-MStr = Annotated[str, msgspec.Meta(max_length=STR_CAP)]
+Text = Annotated[str, msgspec.Meta(max_length=TEXT_CAP)]
+CaseId = Annotated[str, msgspec.Meta(min_length=1, max_length=ID_CAP, pattern=CASE_ID_PY)]
+ItemId = Annotated[str, msgspec.Meta(min_length=1, max_length=ID_CAP)]
+# Any JSON value; a string among them is still a text field.
+ToolValue = Text | dict[str, Any] | list[Any] | int | float | bool | None
+_OPTIONS: dict[str, Any] = {"forbid_unknown_fields": True, "gc": False, "omit_defaults": True}
 
 
-class _Closed(msgspec.Struct, forbid_unknown_fields=True, gc=False, omit_defaults=True):
-    """Base of every struct: unknown keys are errors; ``None`` fields are not encoded."""
-
-
-class Message(_Closed):
-    id: MStr
+class Message(msgspec.Struct, **_OPTIONS):
+    id: ItemId
     role: Literal["system", "user", "assistant", "tool"]
-    content: MStr
+    content: Text
 
 
-class Passage(_Closed):
-    id: MStr
-    text: MStr
+class Passage(msgspec.Struct, **_OPTIONS):
+    id: ItemId
+    text: Text
 
 
-class ToolEvent(_Closed):
-    id: MStr
-    name: MStr
+class ToolEvent(msgspec.Struct, **_OPTIONS):
+    id: ItemId
+    name: Text
     status: Literal["success", "failure"]
-    input: Any = None
-    output: Any = None
-    error: MStr | None = None
+    input: ToolValue = None
+    output: ToolValue = None
+    error: Text | None = None
 
 
-class Label(_Closed):
+class Label(msgspec.Struct, **_OPTIONS):
     status: Literal["pass", "fail", "na"]
     source: Literal["synthetic", "human", "imported"]
 
 
-class Metadata(_Closed):
-    scenario: MStr | None = None
-    split: MStr | None = None
-
-
-class Case(_Closed, rename="camel"):
-    id: Annotated[str, msgspec.Meta(max_length=STR_CAP, pattern=SLUG_PY)]
-    input: MStr
-    output: MStr
+class Case(msgspec.Struct, rename={"tool_events": "toolEvents"}, **_OPTIONS):
+    id: CaseId
+    input: Text
+    output: Text
     messages: Annotated[list[Message], msgspec.Meta(max_length=LIST_CAP)] | None = None
     context: Annotated[list[Passage], msgspec.Meta(max_length=LIST_CAP)] | None = None
-    policy: MStr | None = None
+    policy: Text | None = None
     tool_events: Annotated[list[ToolEvent], msgspec.Meta(max_length=LIST_CAP)] | None = None
-    metadata: Metadata | None = None
-    expected: dict[MStr, Label] | None = None
+    metadata: dict[str, Any] | None = None
+    expected: dict[str, Label] | None = None
+
+
+# Judge-state name -> Case attribute, in state order (as evalstream.state.FIELD_OF).
+_STATE_ATTRS = tuple(
+    (name, "tool_events" if field == "toolEvents" else field) for field, name in STATE_NAMES.items()
+)
 
 
 def msgspec_state(case: Case) -> dict[str, Any]:
-    """Return the judge state of a decoded case (structs are encoded as-is)."""
-    state: dict[str, Any] = {"user_input": case.input, "assistant_response": case.output}
-    if case.messages is not None:
-        state["conversation"] = case.messages
-    if case.context is not None:
-        state["reference_material"] = case.context
-    if case.policy is not None:
-        state["policy"] = case.policy
-    if case.tool_events is not None:
-        state["tool_events"] = case.tool_events
-    return state
+    """Return the judge state of a decoded case, as evalstream builds it: the present fields
+    by state name; the Structs are encoded as they are (``omit_defaults`` leaves out a tool
+    event's absent ``input``/``output``/``error``)."""
+    return {
+        name: value for name, attr in _STATE_ATTRS if (value := getattr(case, attr)) is not None
+    }
 
 
 def run_msgspec(src: Path, dst: Path) -> Stats:
@@ -200,7 +206,7 @@ def run_msgspec(src: Path, dst: Path) -> Stats:
         case = decode(line)
         return encode({"case_id": case.id, "state": msgspec_state(case)})
 
-    return run_lines_through("msgspec", src, dst, convert, (msgspec.DecodeError,))
+    return run_lines_through("msgspec", src, dst, convert, (msgspec.DecodeError, RecursionError))
 
 
 # --- pydantic ------------------------------------------------------------------------------
@@ -228,22 +234,33 @@ class Invalid(ValueError):
     """A case that parsed as JSON but breaks a rule of ``benchmarks.spec``."""
 
 
-_SLUG = re.compile(SLUG_PY)
+_CASE_ID = re.compile(CASE_ID_PY)
 _CASE_KEYS = frozenset(CASE_KEYS)
 _ROLES, _TOOL_STATUSES = frozenset(ROLES), frozenset(TOOL_STATUSES)
 _LABEL_STATUSES, _LABEL_SOURCES = frozenset(LABEL_STATUSES), frozenset(LABEL_SOURCES)
+_MESSAGE_KEYS = frozenset(MESSAGE_KEYS)
+_PASSAGE_KEYS = frozenset(PASSAGE_KEYS)
+_TOOL_KEYS = frozenset(TOOL_EVENT_KEYS)
+_LABEL_KEYS = frozenset(LABEL_KEYS)
 
 
-def _str(value: object, where: str) -> str:
-    """Return ``value`` if it is a string within the cap, else raise ``Invalid``."""
-    if type(value) is not str or len(value) > STR_CAP:
-        raise Invalid(f"{where}: expected a string of at most {STR_CAP} characters")
+def _text(value: object, where: str) -> str:
+    """Return ``value`` if it is a string within the text cap, else raise ``Invalid``."""
+    if type(value) is not str or len(value) > TEXT_CAP:
+        raise Invalid(f"{where}: expected a string of at most {TEXT_CAP} characters")
     return value
 
 
-def _optional_str(value: object, where: str) -> str | None:
-    """Return ``value`` if it is ``None`` or a string within the cap, else raise ``Invalid``."""
-    return None if value is None else _str(value, where)
+def _optional_text(value: object, where: str) -> str | None:
+    """Return ``value`` if it is ``None`` or a text field, else raise ``Invalid``."""
+    return None if value is None else _text(value, where)
+
+
+def _item_id(value: object, where: str) -> str:
+    """Return ``value`` if it is a string of 1 to ``ID_CAP`` characters, else raise."""
+    if type(value) is not str or not 0 < len(value) <= ID_CAP:
+        raise Invalid(f"{where}: expected a string of 1 to {ID_CAP} characters")
+    return value
 
 
 def _enum(value: object, allowed: frozenset[str], where: str) -> str:
@@ -269,58 +286,46 @@ def _list(value: object, where: str) -> list[Any]:
     return value
 
 
-_MESSAGE_KEYS = frozenset(("id", "role", "content"))
-_PASSAGE_KEYS = frozenset(("id", "text"))
-_TOOL_KEYS = frozenset(("id", "name", "status", "input", "output", "error"))
-_LABEL_KEYS = frozenset(("status", "source"))
-_METADATA_KEYS = frozenset(("scenario", "split"))
-
-
 def _message(value: object) -> dict[str, str]:
     """Validate a message; return it with its keys in schema order."""
     m = _object(value, _MESSAGE_KEYS, "message")
     return {
-        "id": _str(m.get("id"), "message.id"),
+        "id": _item_id(m.get("id"), "message.id"),
         "role": _enum(m.get("role"), _ROLES, "message.role"),
-        "content": _str(m.get("content"), "message.content"),
+        "content": _text(m.get("content"), "message.content"),
     }
 
 
 def _passage(value: object) -> dict[str, str]:
     """Validate a context passage; return it with its keys in schema order."""
     p = _object(value, _PASSAGE_KEYS, "passage")
-    return {"id": _str(p.get("id"), "passage.id"), "text": _str(p.get("text"), "passage.text")}
+    return {"id": _item_id(p.get("id"), "passage.id"), "text": _text(p.get("text"), "passage.text")}
 
 
 def _tool_event(value: object) -> dict[str, Any]:
     """Validate a tool event; return it in schema order without its null/absent fields."""
     t = _object(value, _TOOL_KEYS, "toolEvent")
     event = {
-        "id": _str(t.get("id"), "toolEvent.id"),
-        "name": _str(t.get("name"), "toolEvent.name"),
+        "id": _item_id(t.get("id"), "toolEvent.id"),
+        "name": _text(t.get("name"), "toolEvent.name"),
         "status": _enum(t.get("status"), _TOOL_STATUSES, "toolEvent.status"),
     }
     for key in ("input", "output"):
-        if t.get(key) is not None:
-            event[key] = t[key]
-    if (error := _optional_str(t.get("error"), "toolEvent.error")) is not None:
+        # Any JSON value, but a string is a text field.
+        if type(tool_value := t.get(key)) is str:
+            event[key] = _text(tool_value, f"toolEvent.{key}")
+        elif tool_value is not None:
+            event[key] = tool_value
+    if (error := _optional_text(t.get("error"), "toolEvent.error")) is not None:
         event["error"] = error
     return event
 
 
-def _check_metadata(value: object) -> None:
-    """Raise ``Invalid`` unless ``value`` is metadata with string scenario/split, if any."""
-    m = _object(value, _METADATA_KEYS, "metadata")
-    _optional_str(m.get("scenario"), "metadata.scenario")
-    _optional_str(m.get("split"), "metadata.split")
-
-
 def _check_expected(value: object) -> None:
-    """Raise ``Invalid`` unless ``value`` maps capped rubric ids to valid labels."""
+    """Raise ``Invalid`` unless ``value`` maps rubric ids to valid labels."""
     if type(value) is not dict:
         raise Invalid("expected: expected an object")
-    for rubric, label in value.items():
-        _str(rubric, "expected key")
+    for label in value.values():
         label = _object(label, _LABEL_KEYS, "expected label")
         _enum(label.get("status"), _LABEL_STATUSES, "expected.status")
         _enum(label.get("source"), _LABEL_SOURCES, "expected.source")
@@ -335,33 +340,48 @@ def _items(case: dict[str, Any], key: str, item: Callable[[object], Any]) -> lis
 def json_state(value: object) -> tuple[str, dict[str, Any]]:
     """Validate a parsed case; return its id and judge state, or raise ``Invalid``."""
     case = _object(value, _CASE_KEYS, "case")
-    case_id = _str(case.get("id"), "id")
-    if not _SLUG.match(case_id):
-        raise Invalid("id: expected a slug")
+    case_id = case.get("id")
+    if type(case_id) is not str or len(case_id) > ID_CAP or not _CASE_ID.search(case_id):
+        raise Invalid(f"id: expected 1 to {ID_CAP} characters, no whitespace and no '/'")
     state: dict[str, Any] = {
-        "user_input": _str(case.get("input"), "input"),
-        "assistant_response": _str(case.get("output"), "output"),
+        "user_input": _text(case.get("input"), "input"),
+        "assistant_response": _text(case.get("output"), "output"),
     }
     optional = {
         "conversation": _items(case, "messages", _message),
         "reference_material": _items(case, "context", _passage),
-        "policy": _optional_str(case.get("policy"), "policy"),
+        "policy": _optional_text(case.get("policy"), "policy"),
         "tool_events": _items(case, "toolEvents", _tool_event),
     }
     state.update((name, value) for name, value in optional.items() if value is not None)
-    if case.get("metadata") is not None:
-        _check_metadata(case["metadata"])
+    if (metadata := case.get("metadata")) is not None and type(metadata) is not dict:
+        raise Invalid("metadata: expected an object")
     if case.get("expected") is not None:
         _check_expected(case["expected"])
     return case_id, state
 
 
+def _not_json(constant: str) -> NoReturn:
+    """``parse_constant`` hook: ``NaN`` and ``Infinity`` are Python's extensions, not JSON."""
+    raise Invalid(f"{constant} is not JSON")
+
+
+def _finite(number: str) -> float:
+    """``parse_float`` hook: reject a number too large for a double (msgspec does too)."""
+    value = float(number)
+    if math.isinf(value):
+        raise Invalid(f"number out of range: {number[:20]}")
+    return value
+
+
 def run_json(src: Path, dst: Path) -> Stats:
-    """stdlib json: ``json.loads``, hand-written checks, ``json.dumps`` (UTF-8, compact)."""
+    """stdlib json: strict parse (no ``NaN``/``Infinity``, no overflow to ``inf``), hand-written
+    checks, ``json.dumps`` (UTF-8, compact)."""
+    loads = json.JSONDecoder(parse_float=_finite, parse_constant=_not_json).decode
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def convert(line: bytes) -> bytes:
-        case_id, state = json_state(json.loads(line))
+        case_id, state = json_state(loads(line.decode()))
         return dumps({"case_id": case_id, "state": state}).encode()
 
     return run_lines_through("json", src, dst, convert, (ValueError, RecursionError))
@@ -370,32 +390,31 @@ def run_json(src: Path, dst: Path) -> Stats:
 # --- jq ------------------------------------------------------------------------------------
 
 JQ_PROGRAM = r"""
-def str: type == "string" and length <= $str_cap;
+def text: type == "string" and length <= $text_cap;
+def item_id: type == "string" and length > 0 and length <= $id_cap;
 def optional(f): . == null or f;
 def one_of($values): type == "string" and (. as $v | any($values[]; . == $v));
 def closed($keys): type == "object" and ((keys_unsorted - $keys) | length) == 0;
 def list(f): type == "array" and length <= $list_cap and all(.[]; f);
-def message: closed(["id", "role", "content"])
-  and (.id | str) and (.role | one_of($roles)) and (.content | str);
-def passage: closed(["id", "text"]) and (.id | str) and (.text | str);
-def tool_event: closed(["id", "name", "status", "input", "output", "error"])
-  and (.id | str) and (.name | str) and (.status | one_of($tool_statuses))
-  and (.error | optional(str));
-def rubric_label: closed(["status", "source"])
+def finite: all(..; type != "number" or ((isinfinite or isnan) | not));
+def tool_value: (type != "string" or length <= $text_cap) and finite;
+def message: closed($message_keys)
+  and (.id | item_id) and (.role | one_of($roles)) and (.content | text);
+def passage: closed($passage_keys) and (.id | item_id) and (.text | text);
+def tool_event: closed($tool_event_keys)
+  and (.id | item_id) and (.name | text) and (.status | one_of($tool_statuses))
+  and (.input | tool_value) and (.output | tool_value) and (.error | optional(text));
+def rubric_label: closed($label_keys)
   and (.status | one_of($label_statuses)) and (.source | one_of($label_sources));
-def metadata: closed(["scenario", "split"])
-  and (.scenario | optional(str)) and (.split | optional(str));
-def expected: type == "object"
-  and all(to_entries[]; (.key | length <= $str_cap) and (.value | rubric_label));
 def valid_case: closed($case_keys)
-  and (.id | str and test($slug))
-  and (.input | str) and (.output | str)
+  and (.id | type == "string" and length <= $id_cap and test($case_id))
+  and (.input | text) and (.output | text)
   and (.messages | optional(list(message)))
   and (.context | optional(list(passage)))
-  and (.policy | optional(str))
+  and (.policy | optional(text))
   and (.toolEvents | optional(list(tool_event)))
-  and (.metadata | optional(metadata))
-  and (.expected | optional(expected));
+  and (.metadata | optional(type == "object" and finite))
+  and (.expected | optional(type == "object" and all(.[]; rubric_label)));
 def drop_nulls: with_entries(select(.value != null));
 def each(f): if . == null then null else map(f) end;
 def state: {
@@ -419,15 +438,20 @@ REJECT_MARKER = b'{"reject":'
 def jq_command(src: Path) -> list[str]:
     """Return the ``jq`` command line that validates and projects every line of ``src``."""
     args = {
-        "str_cap": STR_CAP,
+        "text_cap": TEXT_CAP,
+        "id_cap": ID_CAP,
         "list_cap": LIST_CAP,
         "roles": list(ROLES),
         "tool_statuses": list(TOOL_STATUSES),
         "label_statuses": list(LABEL_STATUSES),
         "label_sources": list(LABEL_SOURCES),
         "case_keys": list(CASE_KEYS),
+        "message_keys": list(MESSAGE_KEYS),
+        "passage_keys": list(PASSAGE_KEYS),
+        "tool_event_keys": list(TOOL_EVENT_KEYS),
+        "label_keys": list(LABEL_KEYS),
     }
-    argv = ["jq", "--compact-output", "--arg", "slug", SLUG_ONIG]
+    argv = ["jq", "--compact-output", "--arg", "case_id", CASE_ID_ONIG]
     for name, value in args.items():
         argv += ["--argjson", name, json.dumps(value)]
     return [*argv, JQ_PROGRAM, str(src)]

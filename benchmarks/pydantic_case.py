@@ -8,13 +8,23 @@ exclude=ROW_EXCLUDE)``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypeAliasType
 
-from benchmarks.spec import LIST_CAP, SLUG_RUST, STR_CAP
+from benchmarks.spec import CASE_ID_RUST, ID_CAP, LIST_CAP, TEXT_CAP
 
-Str = Annotated[str, Field(max_length=STR_CAP)]
+Text = Annotated[str, Field(max_length=TEXT_CAP)]
+CaseId = Annotated[str, Field(min_length=1, max_length=ID_CAP, pattern=CASE_ID_RUST)]
+ItemId = Annotated[str, Field(min_length=1, max_length=ID_CAP)]
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+# Any JSON value. Not `Any`: pydantic's JSON parser accepts NaN, Infinity and 1e400 (as inf)
+# and would write them as null, where msgspec rejects the line; a float has to say it is finite
+# at every depth. Nested strings are not capped.
+Json = TypeAliasType("Json", "Union[dict[str, Json], list[Json], str, int, Finite, bool, None]")
+# A tool event's input/output: any JSON value, but a string is a text field.
+ToolValue = Text | dict[str, Json] | list[Json] | int | Finite | bool | None
 
 
 class _Closed(BaseModel):
@@ -24,23 +34,23 @@ class _Closed(BaseModel):
 
 
 class Message(_Closed):
-    id: Str
+    id: ItemId
     role: Literal["system", "user", "assistant", "tool"]
-    content: Str
+    content: Text
 
 
 class Passage(_Closed):
-    id: Str
-    text: Str
+    id: ItemId
+    text: Text
 
 
 class ToolEvent(_Closed):
-    id: Str
-    name: Str
+    id: ItemId
+    name: Text
     status: Literal["success", "failure"]
-    input: Any = None
-    output: Any = None
-    error: Str | None = None
+    input: ToolValue = None
+    output: ToolValue = None
+    error: Text | None = None
 
 
 class Label(_Closed):
@@ -48,27 +58,24 @@ class Label(_Closed):
     source: Literal["synthetic", "human", "imported"]
 
 
-class Metadata(_Closed):
-    scenario: Str | None = None
-    split: Str | None = None
-
-
 class Case(_Closed):
-    id: Annotated[str, Field(max_length=STR_CAP, pattern=SLUG_RUST)]
-    input: Str = Field(serialization_alias="user_input")
-    output: Str = Field(serialization_alias="assistant_response")
+    id: CaseId
+    input: Text = Field(serialization_alias="user_input")
+    output: Text = Field(serialization_alias="assistant_response")
     messages: Annotated[list[Message], Field(max_length=LIST_CAP)] | None = Field(
         None, serialization_alias="conversation"
     )
     context: Annotated[list[Passage], Field(max_length=LIST_CAP)] | None = Field(
         None, serialization_alias="reference_material"
     )
-    policy: Str | None = None
-    tool_events: Annotated[list[ToolEvent], Field(max_length=LIST_CAP)] | None = Field(
-        None, alias="toolEvents", serialization_alias="tool_events"
+    policy: Text | None = None
+    # Named as in the JSON, not `tool_events` with an alias: pydantic ignores (rather than
+    # forbids) a key that spells a field's Python name, so `"tool_events": [...]` would pass.
+    toolEvents: Annotated[list[ToolEvent], Field(max_length=LIST_CAP)] | None = Field(
+        None, serialization_alias="tool_events"
     )
-    metadata: Metadata | None = None
-    expected: dict[Str, Label] | None = None
+    metadata: dict[str, Json] | None = None
+    expected: dict[str, Label] | None = None
 
 
 class Row(BaseModel):

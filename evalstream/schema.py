@@ -15,7 +15,7 @@ from msgspec import Meta, Struct
 MAX_TEXT_CHARS = 200_000
 MAX_ITEMS = 500
 MAX_ID_CHARS = 512
-ID_PATTERN = r"^[^\s/]+$"
+ID_PATTERN = r"^[^\s/]+\Z"  # \Z: `$` would accept a final newline
 
 Text = Annotated[str, Meta(max_length=MAX_TEXT_CHARS)]
 CaseId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)]

@@ -162,3 +162,9 @@ def test_duplicate_item_ids_are_found() -> None:
     ok = STRICT.decode(case(messages=[{"id": "c1", "role": "user", "content": "a"}],
                             context=[{"id": "c1", "text": "a"}]))
     assert schema.duplicate_item_id(ok) is None  # unique within each list, not across lists
+
+
+def test_id_with_a_final_newline_is_rejected() -> None:
+    # `$` in a regex matches before a final newline; the id rule must not.
+    path, error = error_of(case(id="abc\n"))
+    assert path == "$.id" and "is not a slug" in error
