@@ -230,7 +230,7 @@ class Processor:
             self._note_when_keys(metadata)
         outcomes = self._outcomes
         budget = self.budget
-        memo: dict[tuple[str, bool], int] = {}  # token counts of this case's field segments
+        memo: tokens.Memo = {}  # token counts of this case's field segments
         for plan in plans:
             rubric = plan.rubric
             reason = plan.reason or (rubric.skip_reason(plan.present, metadata)
@@ -248,18 +248,18 @@ class Processor:
                 total = 0
             else:
                 state_bytes = self._encode({name: getattr(case, attr) for name, attr in plan.attrs})
-                n, longest, exact = budget.fit(state_bytes, plan.shown, memo)
+                n, longest, method = budget.fit(state_bytes, plan.shown, memo)
                 total = n + longest
                 if total > budget.max_tokens:
                     outcomes[rubric.id, OVER_BUDGET, ()] += 1
-                    self.tally.over(OverBudget(line, case.id, rubric.id, total))
+                    self.tally.over(OverBudget(line, case.id, rubric.id, total,
+                                               method == tokens.BPE))
                     yield Outcome(rubric, OVER_BUDGET, None, total)
                     continue
                 record = CheckRecord(
                     case.id, rubric.id, plan.question, msgspec.Raw(state_bytes),
                     Exposure(plan.shown, plan.withheld, plan.hidden, Tokens(
-                        n, longest, total, budget.max_tokens, tokens.TOKENIZER,
-                        "bpe" if exact else "bytes")),
+                        n, longest, total, budget.max_tokens, tokens.TOKENIZER, method)),
                     rubric.hash, xxhash.xxh3_128_hexdigest(state_bytes))
             outcomes[rubric.id, None, plan.shown_key] += 1
             yield Outcome(rubric, None, record, total)

@@ -24,12 +24,17 @@ class Counts(msgspec.Struct):
 
 
 class OverBudget(msgspec.Struct):
-    """A check that was not emitted because state plus longest question exceed the budget."""
+    """A check that was not emitted because state plus longest question exceed the budget.
+
+    ``tokens`` is exact when ``exact`` is true; otherwise counting stopped once the state was
+    over the budget and ``tokens`` is a lower bound.
+    """
 
     line: int
     case_id: str
     rubric_id: str
     tokens: int
+    exact: bool
 
 
 class RubricInfo(msgspec.Struct):

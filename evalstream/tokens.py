@@ -22,11 +22,14 @@ shows it, so each is tokenized once per case however many rubrics show it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
 TOKENIZER = "cl100k_base"
+BYTES, BPE, AT_LEAST = "bytes", "bpe", "at-least"
+Memo = dict[tuple[str, bool], tuple[int, bool]]
 DEFAULT_BUDGET = 32_000
 
 
@@ -69,22 +72,28 @@ class Budget:
             self._longest_question = max(map(count, self._questions), default=0)
         return self._longest_question
 
-    def fit(self, state: bytes, names: Sequence[str],
-            memo: dict[tuple[str, bool], int]) -> tuple[int, int, bool]:
-        """(state tokens, longest-question tokens, exact): byte bounds when those fit.
+    def fit(self, state: bytes, names: Sequence[str], memo: Memo) -> tuple[int, int, str]:
+        """(state tokens, longest-question tokens, method) for one state.
 
+        ``method`` is "bytes" when the UTF-8 sizes fit (both figures are those sizes, upper
+        bounds), "bpe" for exact counts, and "at-least" when counting stopped because the
+        state alone was already over the budget (the state figure is then a lower bound).
         ``names`` are the state's top-level keys in order; ``memo`` caches segment counts
         for one case (see the module docstring).
         """
         if len(state) <= self.byte_room:
-            return len(state), self.longest_question_bytes, False
-        return state_tokens(state, names, memo), self.longest_question, True
+            return len(state), self.longest_question_bytes, BYTES
+        limit = self.max_tokens - self.longest_question
+        n, exact = state_tokens(state, names, memo, limit)
+        return n, self.longest_question, BPE if exact else AT_LEAST
 
 
-def state_tokens(state: bytes, names: Sequence[str], memo: dict[tuple[str, bool], int]) -> int:
-    """The exact token count of a state's JSON, summed over its field segments."""
+def state_tokens(state: bytes, names: Sequence[str], memo: Memo,
+                 limit: int | None = None) -> tuple[int, bool]:
+    """The token count of a state's JSON, summed over its field segments, and whether it is
+    exact. Past ``limit`` counting stops: the count is then a lower bound above ``limit``."""
     if not names:
-        return count(state.decode("utf-8"))
+        return count(state.decode("utf-8")), True
     total = _open_tokens()
     start = 2  # after '{"'
     last = len(names) - 1
@@ -92,12 +101,38 @@ def state_tokens(state: bytes, names: Sequence[str], memo: dict[tuple[str, bool]
         end = len(state) if i == last else state.index(b',"' + names[i + 1].encode() + b'":',
                                                          start) + 2
         key = (name, i == last)
-        n = memo.get(key)
-        if n is None:
-            n = memo[key] = count(state[start:end].decode("utf-8"))
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = _segment_tokens(state[start:end], limit)
+        n, complete = got
         total += n
+        if limit is not None and total > limit:
+            return total, complete and i == last
         start = end
-    return total
+    return total, True
+
+
+# Inside a field, a space between two ASCII letters is a piece boundary too: the letters
+# before it end a piece (letters are matched possessively) and the space starts the next
+# one (` ?` then letters). A long field is counted in parts cut there, about this long,
+# so that counting can stop once the limit is passed.
+_PART = 1 << 15
+_CUT = re.compile(rb"[A-Za-z] [A-Za-z]")
+
+
+def _segment_tokens(segment: bytes, limit: int | None) -> tuple[int, bool]:
+    """The tokens of one field segment, and whether all of it was counted."""
+    if limit is None or len(segment) <= _PART:
+        return count(segment.decode("utf-8")), True
+    total, start = 0, 0
+    while start < len(segment):
+        cut = _CUT.search(segment, start + _PART)
+        end = len(segment) if cut is None else cut.start() + 1
+        total += count(segment[start:end].decode("utf-8"))
+        start = end
+        if total > limit and start < len(segment):
+            return total, False
+    return total, True
 
 
 @cache
