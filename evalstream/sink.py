@@ -33,6 +33,7 @@ class AtomicOutput:
         self.tmp: str | None = None
         self._raw: BinaryIO | None = None
         self._direct: BinaryIO | None = None  # a device or pipe written in place
+        self._finished = False
         if path == "-":
             self._stream: Any = sys.stdout.buffer
             return
@@ -89,8 +90,13 @@ class AtomicOutput:
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
 
-    def commit(self) -> None:
-        """Finish the file and move it to its name, replacing any earlier file there."""
+    def finish(self) -> None:
+        """Write out everything buffered and close the file; ``commit`` then only renames.
+
+        A full disk or a file-size limit shows here, before any target is replaced.
+        """
+        if self._finished:
+            return
         try:
             if self.tmp is None:
                 self._stream.flush()
@@ -98,14 +104,25 @@ class AtomicOutput:
                     if self._stream is not self._direct:
                         self._stream.close()
                     self._direct.close()
-                return
-            if self._stream is not self._raw:
-                self._stream.close()
-            assert self._raw is not None
-            # No fsync: the rename makes the file appear whole or not at all to any process,
-            # which is the promise (errors, Ctrl-C, kill -9); surviving power loss is not.
-            self._raw.flush()
-            self._raw.close()
+            else:
+                if self._stream is not self._raw:
+                    self._stream.close()
+                assert self._raw is not None
+                # No fsync: the rename makes the file appear whole or not at all to any
+                # process, which is the promise (errors, Ctrl-C, kill -9); power loss is not.
+                self._raw.flush()
+                self._raw.close()
+            self._finished = True
+        except OSError as exc:
+            self.abort()
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+
+    def commit(self) -> None:
+        """Finish the file and move it to its name, replacing any earlier file there."""
+        self.finish()
+        if self.tmp is None:
+            return
+        try:
             os.replace(self.tmp, self._target)
             self.tmp = None
         except OSError as exc:
@@ -132,6 +149,20 @@ class AtomicOutput:
         except OSError:
             pass
         self.tmp = None
+
+
+def commit_all(outputs: list[AtomicOutput]) -> None:
+    """Finish every output, then rename them all: when one cannot be written, every target
+    (and any earlier file of its name) is left untouched."""
+    try:
+        for output in outputs:
+            output.finish()
+    except BaseException:
+        for output in outputs:
+            output.abort()
+        raise
+    for output in outputs:
+        output.commit()
 
 
 def _compressed(path: str, raw: BinaryIO) -> Any:

@@ -42,6 +42,7 @@ _LONE_SURROGATE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
     rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 _PATH_PART = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+_LEADING_ID = re.compile(rb'\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.){0,2048}")')
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OUT_OF_RANGE = ("Number out of range", "Integer value out of range")
 # Longer integer literals are refused by Python's int() (sys.get_int_max_str_digits) and msgspec.
@@ -79,6 +80,10 @@ def case_id_of(line: bytes) -> str | None:
         # Lone surrogates, NaN or a stray BOM stop msgspec but not the stdlib parser.
         loaded = _lenient_load(line.removeprefix(BOM))
         value = loaded.get("id") if isinstance(loaded, dict) else None
+        if loaded is None:
+            # A line cut short still names its case when the id comes first.
+            first = _LEADING_ID.match(line.removeprefix(BOM))
+            value = _lenient_load(first[1]) if first else None
     return value if isinstance(value, str) else None
 
 
@@ -163,6 +168,8 @@ def explain(exc: BaseException, line: bytes) -> tuple[str | None, str]:
         path = _name_label(line, path)
     if "[...]" in path and what in _OUT_OF_RANGE:
         path = _out_of_range_path(line) or path
+    if "[...]" in path:  # a key we could not name: point at the object that holds it
+        path = path.split("[...]")[0]
     if isinstance(exc, msgspec.ValidationError):
         repeated = _repeated_key(line, path)
         if repeated is not None:
@@ -210,14 +217,21 @@ def _explain_malformed(what: str, line: bytes) -> tuple[str | None, str]:
     if bad_utf8 is not None and bad_utf8 <= pos:
         return "$", f"The line is not valid UTF-8 at byte {bad_utf8}; datasets must be UTF-8 text."
     if near and near[0] < " ":
-        return _control_path(line, near[0]), (
+        return _control_path(line, pos), (
             f"The line holds a raw control character U+{ord(near[0]):04X} at byte {pos}; JSON "
             f"strings must write it escaped (\\u{ord(near[0]):04x}) and it may not appear "
             "outside strings.")
-    if re.match(r"-?(NaN|Infinity)", near):
+    nonfinite = re.match(r"-?(NaN|Infinity)", near)
+    before = line[:pos].rstrip()
+    if nonfinite and before.endswith(b"-"):  # msgspec points past the minus sign
+        pos, before, value = pos - 1, before[:-1].rstrip(), f"-{nonfinite[0]}"
+    elif nonfinite:
+        value = nonfinite[0]
+    # Only where a value belongs: `{"a"-NaN}` is a missing colon, not a bad number.
+    if nonfinite and before[-1:] in (b":", b",", b"["):
         return _nonfinite_path(line), (
-            f"{near.split(',')[0].split('}')[0]!s} is not valid JSON (byte {pos}); "
-            "write null or a string instead.")
+            f"The value {value} is not valid JSON (byte {pos}); write null or a string "
+            "instead.")
     return "$", (f"The line is not valid JSON: unexpected character at byte {pos}, near "
                  f"{near!r}.")
 
@@ -273,8 +287,18 @@ def _unknown_field(field: str, parent: str) -> str:
         hint = f" Did you mean `{near}`?"
     listed = ", ".join(f"`{k}`" for k in known)
     where = "the case" if parent == "$" else f"`{parent}`"
-    return (f"Unknown field `{field}` in {where}.{hint} Known fields: {listed}. "
+    return (f"Unknown field `{_shown(field)}` in {where}.{hint} Known fields: {listed}. "
             "Use --allow-unknown-fields to ignore unknown fields.")
+
+
+def _shown(name: str, limit: int = 80) -> str:
+    """A name from the data as a sentence may show it: control characters (a terminal would
+    obey them) escaped, and a very long name cut, saying how long it is."""
+    if not name.isprintable():
+        name = json.dumps(name, ensure_ascii=False)[1:-1]
+    if len(name) > limit:
+        name = f"{name[:limit]}... ({len(name):,} characters)"
+    return name
 
 
 def _allowed_values(path: str) -> str:
@@ -389,9 +413,14 @@ def _out_of_range_path(line: bytes) -> str | None:
                  lambda v: v is marker)
 
 
-def _control_path(line: bytes, char: str) -> str:
-    return _find(_lenient_load(line, strict=False),
-                 lambda v: isinstance(v, str) and char in v) or "$"
+def _control_path(line: bytes, pos: int) -> str:
+    """The path of the string holding the raw control character at byte ``pos``."""
+    # The same character may also appear escaped elsewhere: mark this very byte instead.
+    marker = next(c for c in "\U0010fffd\U0010fffc\U000ffffd\uffff"
+                  if c.encode() not in line)
+    marked = line[:pos] + marker.encode() + line[pos + 1:]
+    return _find(_lenient_load(marked, strict=False),
+                 lambda v: isinstance(v, str) and marker in v) or "$"
 
 
 class _Pairs(dict[str, Any]):
