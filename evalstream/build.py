@@ -22,7 +22,7 @@ from evalstream.reader import DEFAULT_MAX_LINE_BYTES, Chunk, LongLine, input_siz
 from evalstream.report import OverBudget, RubricInfo, RunReport, Tally
 from evalstream.report import encode as encode_report
 from evalstream.rubrics import Rubric, RubricSet
-from evalstream.sink import AtomicOutput, sidecar
+from evalstream.sink import AtomicOutput, commit_all, sidecar
 from evalstream.state import (
     FIELD_OF,
     NEVER_SHOWN,
@@ -385,12 +385,10 @@ def run(opts: Options, on_progress: Callable[[int, int | None], None] | None = N
             _serial(processor, opts, size, out, rej_out, on_progress)
             tally, first_rejects = processor.finish(), processor.first_rejects
         report = _report(tally, opts, command, rubric_set, rejects_path, started, warnings)
-        if rej_out is not None:
-            rej_out.commit()
-        if out is not None:
-            out.commit()
         report_out.write(encode_report(report))
-        report_out.commit()
+        # Every target written in full before any is renamed: a run that fails on its last
+        # file still leaves the earlier outputs of the same names as they were.
+        commit_all(sinks)
     except BaseException:
         for sink in sinks:
             sink.abort()

@@ -139,8 +139,13 @@ class Not(Condition):
         return not ok, read
 
 
-def parse(spec: Any, where: str = "check") -> Condition:
+MAX_DEPTH = 32  # nesting of all/any/not: far past any real check, well short of the stack
+
+
+def parse(spec: Any, where: str = "check", depth: int = 0) -> Condition:
     """A condition from its TOML table; ConditionError names ``where`` and what is allowed."""
+    if depth > MAX_DEPTH:
+        raise ConditionError(f"`{where}` nests all/any/not more than {MAX_DEPTH} levels deep.")
     if not isinstance(spec, dict):
         raise ConditionError(f"`{where}` must be a table such as {{ called = \"NAME\" }}.")
     keys = set(spec)
@@ -149,10 +154,10 @@ def parse(spec: Any, where: str = "check") -> Condition:
         parts = spec[key]
         if not isinstance(parts, list) or not parts:
             raise ConditionError(f"`{where}.{key}` must be a non-empty list of conditions.")
-        parsed = tuple(parse(p, f"{where}.{key}[{i}]") for i, p in enumerate(parts))
+        parsed = tuple(parse(p, f"{where}.{key}[{i}]", depth + 1) for i, p in enumerate(parts))
         return All(parsed) if key == "all" else Any_(parsed)
     if keys == {"not"}:
-        return Not(parse(spec["not"], f"{where}.not"))
+        return Not(parse(spec["not"], f"{where}.not", depth + 1))
     if keys == {"called"}:
         return Called(_name(spec["called"], f"{where}.called"))
     if keys == {"no_failed_calls"}:

@@ -134,13 +134,15 @@ def render_summary(report: RunReport, file: TextIO) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from evalstream.tables import literal
+
     console = Console(file=file, highlight=False)
     c = report.counts
     head = (f"{report.command}: {c.lines:,} lines = {c.cases:,} cases + {c.rejected:,} rejected "
             f"+ {c.blank:,} blank")
     if report.rubrics is not None:
         head += f"; {c.checks:,} checks written, {c.skipped:,} skipped"
-    console.print(head)
+    console.print(literal(head))
     if report.rubrics is not None and report.rubrics.ids:
         table = Table(show_edge=False, pad_edge=False)
         table.add_column("rubric")
@@ -148,10 +150,10 @@ def render_summary(report: RunReport, file: TextIO) -> None:
         table.add_column("skipped (reason: count)")
         for rid in report.rubrics.ids:
             reasons = report.skipped.get(rid, {})
-            table.add_row(rid, f"{report.checks_by_rubric.get(rid, 0):,}",
-                          ", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "-")
+            table.add_row(literal(rid), f"{report.checks_by_rubric.get(rid, 0):,}",
+                          literal(", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "-"))
         console.print(table)
     if c.rejected and report.rejects != "-":
-        console.print(f"rejects written to {report.rejects}", soft_wrap=True)
+        console.print(literal(f"rejects written to {report.rejects}"), soft_wrap=True)
     for warning in report.warnings:
-        console.print(f"warning: {warning}")
+        console.print(literal(f"warning: {warning}"))

@@ -133,6 +133,9 @@ def parse(text: str, source: str) -> list[Rubric]:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RubricError(f"{source}: not valid TOML: {exc}.") from exc
+    except RecursionError:
+        raise RubricError(f"{source}: arrays or tables nest too deeply to read; a rubric file "
+                          "needs only a few levels.") from None
     extra = set(doc) - {"rubric"}
     if extra:
         raise RubricError(f"{source}: unknown top-level key(s) {_list(extra)}; a rubric file "

@@ -18,6 +18,11 @@ the first letter of the next key (the run is matched possessively, and a key sta
 letter), so cutting the JSON at each key's first letter changes no piece. A field's segment
 (``key":<value>,"`` or, last, ``key":<value>}``) is the same in every state of a case that
 shows it, so each is tokenized once per case however many rubrics show it.
+
+A cl100k token is also at most 128 bytes, so a text has at least a 128th of its byte length
+in tokens. A field that alone would take the count past the budget is therefore over budget
+without tokenizing it: counting stops there with a lower bound, and hostile text (a
+megabyte without a space) never reaches the BPE.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ TOKENIZER = "cl100k_base"
 BYTES, BPE, AT_LEAST = "bytes", "bpe", "at-least"
 Memo = dict[tuple[str, bool], tuple[int, bool]]
 DEFAULT_BUDGET = 32_000
+MAX_TOKEN_BYTES = 128  # the longest cl100k token (tests check it against the encoding)
 
 
 @cache
@@ -84,6 +90,8 @@ class Budget:
         if len(state) <= self.byte_room:
             return len(state), self.longest_question_bytes, BYTES
         limit = self.max_tokens - self.longest_question
+        if len(state) > MAX_TOKEN_BYTES * max(limit, 0):
+            return _at_least(len(state)), self.longest_question, AT_LEAST
         n, exact = state_tokens(state, names, memo, limit)
         return n, self.longest_question, BPE if exact else AT_LEAST
 
@@ -102,6 +110,8 @@ def state_tokens(state: bytes, names: Sequence[str], memo: Memo,
                                                          start) + 2
         key = (name, i == last)
         got = memo.get(key)
+        if got is None and limit is not None and total + _at_least(end - start) > limit:
+            return total + _at_least(end - start), False
         if got is None:
             got = memo[key] = _segment_tokens(state[start:end], limit)
         n, complete = got
@@ -133,6 +143,11 @@ def _segment_tokens(segment: bytes, limit: int | None) -> tuple[int, bool]:
         if total > limit and start < len(segment):
             return total, False
     return total, True
+
+
+def _at_least(size: int) -> int:
+    """The fewest tokens ``size`` bytes of text can be."""
+    return -(-size // MAX_TOKEN_BYTES)
 
 
 @cache

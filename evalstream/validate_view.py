@@ -14,6 +14,8 @@ def print_problems(report: RunReport, first: list[Reject], file: TextIO,
     from rich.console import Console
     from rich.table import Table
 
+    from evalstream.tables import literal
+
     console = Console(file=file, width=width, highlight=False)
     c = report.counts
     if first:
@@ -23,10 +25,10 @@ def print_problems(report: RunReport, first: list[Reject], file: TextIO,
         table.add_column("path", overflow="fold", max_width=28)
         table.add_column("problem", overflow="fold", ratio=1)
         for r in first:
-            table.add_row(str(r.line), r.id or "", r.path or "", r.error)
+            table.add_row(str(r.line), literal(r.id or ""), literal(r.path or ""), literal(r.error))
         console.print(table)
     console.print(f"{c.lines:,} lines: {c.cases:,} cases, {c.rejected:,} rejected, "
                   f"{c.blank:,} blank.")
     if c.rejected:
         kinds = ", ".join(f"{k} {v:,}" for k, v in report.rejected_by_kind.items())
-        console.print(f"Rejected by kind: {kinds}. All rejects: {report.rejects}")
+        console.print(literal(f"Rejected by kind: {kinds}. All rejects: {report.rejects}"))

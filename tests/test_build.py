@@ -308,6 +308,23 @@ def test_counting_stops_past_the_limit_with_a_true_lower_bound(n_messages: int, 
         assert limit < n <= exact
 
 
+def test_no_cl100k_token_is_longer_than_the_bound_the_budget_relies_on() -> None:
+    longest = max(len(t) for t in tokens._encoding()._mergeable_ranks)
+    assert longest == tokens.MAX_TOKEN_BYTES
+
+
+@settings(max_examples=40, deadline=None)
+@given(unit=st.sampled_from(["a", "\u5b57", "\U0001F600", "ab ", "0"]),
+       repeat=st.integers(1, 60_000), limit=st.integers(1, 3_000))
+def test_dense_text_past_the_limit_has_a_true_lower_bound(unit: str, repeat: int,
+                                                          limit: int) -> None:
+    state = msgspec.json.encode({"user_input": "hi", "policy": unit * repeat})
+    names = ["user_input", "policy"]
+    exact = tokens.count(state.decode())
+    n, complete = tokens.state_tokens(state, names, {}, limit)
+    assert n == exact if complete else limit < n <= exact
+
+
 def test_over_budget_reports_a_lower_bound_when_counting_stopped(tmp_path: Path) -> None:
     messages = [{"id": f"m{i}", "role": "user", "content": "lorem ipsum dolor " * 500}
                 for i in range(40)]

@@ -121,10 +121,6 @@ DEEP = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="rubrics.parse lets tomllib's RecursionError (and "
-                   "exact.parse's own recursion) escape: exit 70 'internal error' instead of a "
-                   "RubricError. Fix: catch RecursionError in rubrics.parse and say the file "
-                   "nests too deeply; cap condition depth in exact.parse.")
 @pytest.mark.parametrize(("what", "text"), DEEP, ids=[d[0] for d in DEEP])
 def test_deeply_nested_rubric_file_is_a_clear_error(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str, text: str) -> None:

@@ -69,10 +69,6 @@ HOSTILE = [b'{"id":"[/x]","input":1,"output":"y"}',
            b'{"id":"[link=https://example.com]click[/link]","input":1,"output":"y"}']
 
 
-@pytest.mark.xfail(strict=True, reason="validate_view.print_problems passes ids, paths and "
-                   "messages to rich as markup: an id or field named `[/x]` raises MarkupError "
-                   "(exit 70), `[bold]...` restyles the table. Fix: add each cell as "
-                   "rich.text.Text(value), never as a markup string.")
 def test_table_shows_hostile_ids_and_fields_literally(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "cases.jsonl"
@@ -83,10 +79,6 @@ def test_table_shows_hostile_ids_and_fields_literally(
     assert "[/x]" in out and "[bold]" in out and "[link=https://example.com]" in out
 
 
-@pytest.mark.xfail(strict=True, reason="validate_view.print_problems prints case ids raw: an "
-                   "id holding ESC sequences (clear screen, set the terminal title, OSC 52 "
-                   "clipboard) reaches the terminal. Fix: escape control characters in every "
-                   "cell (e.g. json.dumps(value)[1:-1] when not value.isprintable()).")
 def test_table_never_sends_control_sequences_from_the_data(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "cases.jsonl"

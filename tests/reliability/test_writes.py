@@ -43,14 +43,6 @@ def _assert_old_outputs_intact(folder: Path, names: tuple[str, ...] = tuple(OLD)
         assert (folder / name).read_bytes() == OLD[name], f"{name} was touched"
 
 
-# build.run renames the rejects file into place before it finishes the states file, so
-# when the states cannot be written the rejects are already replaced (see the xfail below).
-NOT_REJECTS = ("states.jsonl", "states.report.json")
-GROUP_COMMIT = pytest.mark.xfail(
-    strict=True, reason="build.run commits the targets one by one (rejects, states, then "
-    "writes and commits the report): a failure on a later target leaves the earlier ones "
-    "replaced. Fix: write and flush every target first, then rename them together "
-    "(evalstream.sink.commit_all).")
 
 
 def _temp_files(folder: Path) -> list[str]:
@@ -143,11 +135,10 @@ def test_file_size_limit_is_an_io_error_and_old_outputs_survive(tmp_path: Path) 
     assert done.returncode == 2
     assert b"evalstream: error: cannot write states.jsonl: File too large" in done.stderr
     assert b"Traceback" not in done.stderr
-    _assert_old_outputs_intact(tmp_path, NOT_REJECTS)
+    _assert_old_outputs_intact(tmp_path)
     assert _temp_files(tmp_path) == []
 
 
-@GROUP_COMMIT
 def test_a_failed_states_file_leaves_the_old_rejects(tmp_path: Path) -> None:
     _old_outputs(tmp_path)
     (tmp_path / "in.jsonl").write_bytes(SAMPLES.read_bytes())
@@ -157,7 +148,6 @@ def test_a_failed_states_file_leaves_the_old_rejects(tmp_path: Path) -> None:
     _assert_old_outputs_intact(tmp_path)
 
 
-@GROUP_COMMIT
 def test_a_failed_report_leaves_the_other_targets_untouched(tmp_path: Path) -> None:
     _old_outputs(tmp_path)
     # No rubric applies, so states and rejects are empty; the report (~1.5 kB) is not.
@@ -190,7 +180,7 @@ def test_full_disk_is_an_io_error_and_old_outputs_survive(tiny_tmpfs: Path) -> N
     assert done.returncode == 2
     assert b"cannot write states.jsonl: No space left on device" in done.stderr
     assert b"Traceback" not in done.stderr
-    _assert_old_outputs_intact(tiny_tmpfs, NOT_REJECTS)
+    _assert_old_outputs_intact(tiny_tmpfs)
     assert _temp_files(tiny_tmpfs) == []
 
 
