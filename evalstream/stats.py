@@ -1,0 +1,583 @@
+"""`stats`: what a dataset holds, before anyone pays to judge it.
+
+The input is read and decoded exactly as ``build`` does it, and every case is run past
+the rubrics with build's own rules and token counts (``stats_rows``: one small row of
+numbers per case, never its text; ``stats_parallel``: the same over worker processes).
+Here the rows are aggregated with Polars into ``DatasetStats``: a msgspec Struct with a
+stable JSON shape (documented in the README). It holds no timings, so the same input
+gives the same bytes, whatever the number of workers.
+
+Memory: the rows take about 40 bytes per case (build's id index takes 36-72, and is freed
+before the aggregation); the rest is bounded: outcome and label counts per key, metadata
+keys (at most ``KEYS_CAP`` key paths, exact values up to ``DISTINCT_CAP`` per key, then a
+fixed-size estimate). Polars is imported only to aggregate.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import msgspec
+import numpy as np
+
+from evalstream import __version__, tokens
+from evalstream.build import OVER_BUDGET, Processor, UsageError, load_rubrics
+from evalstream.reader import DEFAULT_MAX_LINE_BYTES, Chunk, input_size, open_input, read_chunks
+from evalstream.report import RubricInfo
+from evalstream.rubrics import RubricSet
+from evalstream.sink import AtomicOutput
+from evalstream.stats_rows import (
+    DISTINCT_CAP,
+    FIELDS,
+    KEY_DEPTH,
+    KEYS_CAP,
+    MISSING,
+    NO_STATE,
+    SOURCES,
+    STATUSES,
+    Collector,
+    MetadataKeys,
+)
+from evalstream.validate import Reject
+
+if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
+    import polars as pl
+
+SHAPE = "evalstream.stats/1"  # the JSON shape's name and version; bumped on any change
+# Histogram bin edges (a 1-2-5 series): fixed, so two datasets' histograms line up.
+EDGES = (0, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000,
+         200_000, 500_000)
+TOP_VALUES = 10
+LOW_CARDINALITY = 20  # keys with at most this many distinct values list their top values
+FIRST_REJECTS = 20
+_DTYPES = {"g": "UInt32", "line_bytes": "UInt64", "input_chars": "UInt32",
+           "output_chars": "UInt32", "messages": "UInt16", "tool_events": "UInt16",
+           "tool_failures": "UInt16", "state_tokens": "Int64",
+           **{f"has_{f}": "Boolean" for f in FIELDS}}
+
+
+# -- the JSON shape ------------------------------------------------------------------------------
+class Summary(msgspec.Struct):
+    """A distribution: mean, median and 95th percentile (linear interpolation, as numpy's
+    default), and max. All null when there are no values."""
+
+    mean: float | None
+    median: float | None
+    p95: float | None
+    max: int | None
+
+
+class GroupStats(msgspec.Struct):
+    """The cases of one group (``key`` maps each ``--by`` key to its value; {} for all)."""
+
+    key: dict[str, str]
+    cases: int
+    fields: dict[str, int]  # cases that have each optional field (FIELDS)
+    tool_events: int
+    tool_failures: int
+    tool_failure_rate: float | None  # failures / tool events
+    messages: Summary  # messages per case (0 when absent)
+    input_chars: Summary
+    output_chars: Summary
+    line_bytes: Summary
+    state_tokens: Summary  # the largest judge state per case, over cases with one
+    checks: int  # checks build would write
+    over_budget: int  # checks skipped because state + longest question exceed the budget
+
+
+class LabelCounts(msgspec.Struct):
+    """Expected labels of one rubric (in one group, or overall), and its coverage."""
+
+    labels: int
+    status: dict[str, int]  # pass, fail, na
+    source: dict[str, dict[str, int]]  # source -> status -> labels
+    applies: int  # cases where the rubric applies (written or over budget)
+    labelled: int  # of those, cases with a label for the rubric
+    coverage: float | None  # labelled / applies
+    not_applicable: int  # labels on cases where the rubric does not apply: never comparable
+
+
+class GroupLabels(msgspec.Struct):
+    key: dict[str, str]
+    counts: LabelCounts
+
+
+class RubricLabels(msgspec.Struct):
+    rubric: str
+    in_rubrics: bool  # false: a label for a rubric the rubric set does not have
+    total: LabelCounts
+    groups: list[GroupLabels]
+
+
+class RubricChecks(msgspec.Struct):
+    """What ``build`` would do with one rubric: checks written and skipped, by reason."""
+
+    rubric: str
+    kind: str
+    applies: int
+    checks: int
+    skipped: dict[str, int]
+
+
+class ValueCount(msgspec.Struct):
+    value: str
+    cases: int
+
+
+class MetadataKey(msgspec.Struct):
+    """One metadata key path (nested keys joined with dots)."""
+
+    key: str
+    cases: int
+    objects: int  # cases where the value is an object (its keys are counted as key paths)
+    distinct: int  # distinct values that are not objects
+    distinct_exact: bool  # false: over DISTINCT_CAP values, ``distinct`` is an estimate
+    top: list[ValueCount] | None  # the most frequent values, for low-cardinality keys
+
+
+class MetadataStats(msgspec.Struct):
+    cases: int  # cases with metadata
+    keys: list[MetadataKey]
+    depth: int
+    distinct_cap: int
+    keys_cap: int
+    keys_dropped: int  # key occurrences not counted because KEYS_CAP paths were tracked
+
+
+class ByKey(msgspec.Struct):
+    distinct: int
+    missing: int
+
+
+class Overview(msgspec.Struct):
+    lines: int
+    blank: int
+    cases: int
+    rejected: int
+    bytes: int
+    rejected_by_kind: dict[str, int]
+    groups: int
+    by: dict[str, ByKey]
+
+
+class Histogram(msgspec.Struct):
+    """``counts[i]`` values fall in [edges[i], edges[i+1]); the last bin is open-ended."""
+
+    edges: list[int]
+    counts: list[int]
+
+
+class FirstReject(msgspec.Struct):
+    line: int
+    id: str | None
+    path: str | None
+    error: str
+
+
+class DatasetStats(msgspec.Struct):
+    """The whole ``stats`` report of a dataset."""
+
+    shape: str
+    evalstream: str
+    input: str
+    by: list[str]
+    rubrics: RubricInfo
+    tokenizer: str
+    budget: int
+    overview: Overview
+    total: GroupStats
+    groups: list[GroupStats]
+    labels: list[RubricLabels]
+    checks: list[RubricChecks]
+    metadata: MetadataStats
+    histograms: dict[str, Histogram]
+    first_rejects: list[FirstReject]
+    warnings: list[str]
+    exit_code: int
+
+
+# -- options -------------------------------------------------------------------------------------
+@dataclass
+class StatsOptions:
+    """What a stats run reads and how; the CLI fills it from its arguments."""
+
+    input: str
+    by: list[str] = field(default_factory=lambda: ["scenario"])
+    rubric_files: list[str] = field(default_factory=list)
+    max_tokens: int = tokens.DEFAULT_BUDGET
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    allow_unknown_fields: bool = False
+    rejects: str | None = None  # write rejects here (JSONL); None: count them only
+    workers: int | None = None  # None: the CPUs available (for a plain file over 128 MiB)
+
+
+def parse_by(text: str) -> list[str]:
+    """``scenario,split`` -> the metadata keys to group by (a leading ``metadata.`` is
+    dropped, dots reach nested metadata)."""
+    keys = [k.strip() for k in text.split(",")]
+    if not keys or any(not k for k in keys):
+        raise UsageError(f"--by {text!r}: give metadata keys separated by commas, "
+                         "e.g. --by scenario,split or --by source.kind.")
+    keys = [k.removeprefix("metadata.") or k for k in keys]
+    if len(set(keys)) != len(keys):
+        raise UsageError(f"--by {text!r} names a key twice.")
+    return keys
+
+
+# -- the run -------------------------------------------------------------------------------------
+class _Counting:
+    """A binary stream wrapper that counts the bytes read through it."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.bytes = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.bytes += len(data)
+        return data
+
+
+def collect(opts: StatsOptions,
+            on_progress: Callable[[int, int | None], None] | None = None) -> DatasetStats:
+    """Read the dataset once and return its stats; rejects go to ``opts.rejects`` if given.
+
+    Raises UsageError for bad options, RubricError for bad rubric files, InputError and
+    OutputError for files that cannot be read or written. A plain file over 128 MiB is read
+    by ``opts.workers`` processes; when Polars is already loaded they are spawned, which
+    needs the usual ``if __name__ == "__main__":`` guard in a calling script.
+    """
+    from evalstream import stats_parallel
+
+    if opts.max_tokens <= 0 or opts.max_line_bytes <= 0:
+        raise UsageError("--max-tokens and --max-line-bytes must be positive.")
+    if opts.workers is not None and opts.workers <= 0:
+        raise UsageError("--workers must be positive.")
+    if opts.rejects not in (None, "-") and opts.input != "-" and \
+            os.path.abspath(opts.rejects) == os.path.abspath(opts.input):
+        raise UsageError(f"the input and rejects paths are the same file ({opts.input}); "
+                         "choose a different --rejects name.")
+    rubric_set = load_rubrics(opts.rubric_files)
+    processor = Processor(rubric_set, opts.max_tokens, opts.max_line_bytes,
+                          opts.allow_unknown_fields)
+    collector = Collector(processor, opts.by)
+    size = input_size(opts.input)
+    workers = opts.workers if opts.workers is not None else stats_parallel.default_workers()
+    parallel = stats_parallel.worthwhile(opts.input, size, workers)
+    stream = None if parallel else _Counting(open_input(opts.input))
+    rejects_out = AtomicOutput(opts.rejects) if opts.rejects else None
+    try:
+        if stream is None:
+            assert size is not None
+            settings = stats_parallel.Settings(
+                opts.input, opts.by, rubric_set, opts.max_tokens, opts.max_line_bytes,
+                opts.allow_unknown_fields, None, FIRST_REJECTS)
+            first_rejects = stats_parallel.run_parallel(collector, settings, workers, size,
+                                                        rejects_out, on_progress)
+            n_bytes = size
+        else:
+            first_rejects = _read(collector, stream, opts, rejects_out, size, on_progress)
+            n_bytes = stream.bytes
+        collector.flush()
+        processor.index = None  # the duplicate-id index is done with: free it before Polars
+        stats = _summarize(collector, opts, rubric_set, n_bytes, first_rejects)
+        if rejects_out is not None:
+            rejects_out.commit()
+    except BaseException:
+        if rejects_out is not None:
+            rejects_out.abort()
+        raise
+    finally:
+        if stream is not None and opts.input != "-":
+            stream.stream.close()
+    return stats
+
+
+def _read(collector: Collector, stream: _Counting, opts: StatsOptions,
+          rejects_out: AtomicOutput | None, size: int | None,
+          on_progress: Callable[[int, int | None], None] | None) -> list[Reject]:
+    """Read the whole input in this process; return the first rejects."""
+    processor = collector.processor
+    first_rejects: list[Reject] = []
+    encode = msgspec.json.Encoder().encode
+    for item in read_chunks(stream, opts.max_line_bytes):
+        if isinstance(item, Chunk):
+            _, rejects = collector.take(item)
+        else:
+            rejects = processor.long_line(item)
+        if rejects:
+            if len(first_rejects) < FIRST_REJECTS:
+                first_rejects += rejects[: FIRST_REJECTS - len(first_rejects)]
+            if rejects_out is not None:
+                rejects_out.write(b"".join(encode(r) + b"\n" for r in rejects))
+        if on_progress is not None:
+            on_progress(stream.bytes, size)
+    return first_rejects
+
+
+# -- aggregation ---------------------------------------------------------------------------------
+_SUMMARIZED = ("messages", "input_chars", "output_chars", "line_bytes", "state_tokens")
+
+
+def _summary(column: str) -> list[pl.Expr]:
+    import polars as pl
+
+    col = pl.col(column)
+    return [col.mean().alias(f"{column}:mean"), col.median().alias(f"{column}:median"),
+            col.quantile(0.95, "linear").alias(f"{column}:p95"),
+            col.max().alias(f"{column}:max")]
+
+
+def _counts() -> list[pl.Expr]:
+    import polars as pl
+
+    return [pl.len().alias("cases"),
+            *(pl.col(f"has_{f}").sum().alias(f"has_{f}") for f in FIELDS),
+            pl.col("tool_events").cast(pl.UInt64).sum().alias("tool_events_sum"),
+            pl.col("tool_failures").cast(pl.UInt64).sum().alias("tool_failures_sum")]
+
+
+def _aggregate(cases: pl.DataFrame) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
+    """The counts and summaries of every group (by code) and of all cases.
+
+    One column at a time: a median sorts its column, and sorting one at a time keeps the
+    working memory to one column's copy.
+    """
+    counts = _counts()
+    groups = {row["g"]: row for row in cases.group_by("g").agg(counts).iter_rows(named=True)}
+    total = cases.select(counts).row(0, named=True)
+    for column in _SUMMARIZED:
+        part = cases.select("g", column)
+        for row in part.group_by("g").agg(_summary(column)).iter_rows(named=True):
+            groups[row.pop("g")].update(row)
+        total.update(part.select(_summary(column)).row(0, named=True))
+    return groups, total
+
+
+def _round(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _group_stats(key: dict[str, str], row: dict[str, Any], checks: int,
+                 over: int) -> GroupStats:
+    summaries = {}
+    for c in _SUMMARIZED:
+        most = row[f"{c}:max"]
+        summaries[c] = Summary(_round(row[f"{c}:mean"]), _round(row[f"{c}:median"]),
+                               _round(row[f"{c}:p95"]), None if most is None else int(most))
+    events, failures = int(row["tool_events_sum"] or 0), int(row["tool_failures_sum"] or 0)
+    return GroupStats(
+        key=key, cases=int(row["cases"]),
+        fields={f: int(row[f"has_{f}"] or 0) for f in FIELDS},
+        tool_events=events, tool_failures=failures,
+        tool_failure_rate=_ratio(failures, events),
+        messages=summaries["messages"], input_chars=summaries["input_chars"],
+        output_chars=summaries["output_chars"], line_bytes=summaries["line_bytes"],
+        state_tokens=summaries["state_tokens"], checks=checks, over_budget=over)
+
+
+def _histogram(frame: pl.DataFrame, column: str) -> Histogram:
+    import polars as pl
+
+    values = frame.get_column(column).drop_nulls()
+    counts = [0] * len(EDGES)
+    if len(values):
+        # The bin of each value: how many edges are at or below it, minus one.
+        bins = pl.Series(EDGES[1:]).search_sorted(values, side="right")
+        for b, n in pl.DataFrame({"b": bins}).group_by("b").len().iter_rows():
+            counts[int(b)] = int(n)
+    return Histogram(list(EDGES), counts)
+
+
+def _frame(collector: Collector) -> pl.DataFrame:
+    """All case rows as one frame (columns concatenated once, never row by row)."""
+    import polars as pl
+
+    columns = []
+    for name, dtype in _DTYPES.items():
+        # Column by column, each batch's copy dropped as soon as it is joined: the rows are
+        # held about once, not twice.
+        parts = [batch.pop(name) for batch in collector.batches]
+        values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        del parts
+        series = pl.Series(name, values, dtype=getattr(pl, dtype))
+        del values
+        if name == "state_tokens":
+            series = pl.select(pl.when(series == NO_STATE).then(None).otherwise(series)
+                               .alias(name)).to_series()
+        columns.append(series)
+    collector.batches.clear()
+    return pl.DataFrame(columns)
+
+
+def _metadata(keys: MetadataKeys) -> MetadataStats:
+    result = []
+    for path in sorted(keys.seen, key=lambda p: (-keys.seen[p], p)):
+        counts = keys.values[path]
+        objects = keys.objects.get(path, 0)
+        if counts is None:
+            result.append(MetadataKey(path, keys.seen[path], objects,
+                                      keys.sketches[path].estimate(), False, None))
+            continue
+        top = None
+        if counts and len(counts) <= LOW_CARDINALITY:
+            ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_VALUES]
+            top = [ValueCount(v, n) for v, n in ranked]
+        result.append(MetadataKey(path, keys.seen[path], objects, len(counts), True, top))
+    return MetadataStats(keys.cases, result, KEY_DEPTH, DISTINCT_CAP, KEYS_CAP, keys.dropped)
+
+
+def _empty_counts() -> dict[str, Any]:
+    return {"labels": 0, "status": dict.fromkeys(STATUSES, 0),
+            "source": {s: dict.fromkeys(STATUSES, 0) for s in SOURCES}, "not_applicable": 0,
+            "labelled": 0}
+
+
+def _summarize(collector: Collector, opts: StatsOptions, rubric_set: RubricSet, n_bytes: int,
+               first_rejects: list[Reject]) -> DatasetStats:
+    processor = collector.processor
+    tally = processor.tally
+    group_keys = sorted(collector.groups, key=collector.groups.__getitem__)  # by code
+    cases = _frame(collector)
+    rubrics = processor.rubrics.rubrics if processor.rubrics else ()
+    n_rubrics = len(rubrics)
+    signatures = sorted(collector.signatures, key=collector.signatures.__getitem__)
+
+    # What became of every rubric, per group, from the outcome signatures.
+    outcome: dict[int, list[dict[str | None, int]]] = {}
+    for (g, sig), n in sorted(collector.outcomes.items()):
+        if not n:  # a duplicate taken back out
+            continue
+        per_rubric = outcome.setdefault(g, [{} for _ in range(n_rubrics)])
+        for r, reason in enumerate(signatures[sig]):
+            per_rubric[r][reason] = per_rubric[r].get(reason, 0) + n
+    overall: list[dict[str | None, int]] = [{} for _ in range(n_rubrics)]
+    for per_rubric in outcome.values():
+        for r, reasons in enumerate(per_rubric):
+            for reason, n in reasons.items():
+                overall[r][reason] = overall[r].get(reason, 0) + n
+
+    def written(per_rubric: list[dict[str | None, int]]) -> tuple[int, int]:
+        return (sum(reasons.get(None, 0) for reasons in per_rubric),
+                sum(reasons.get(OVER_BUDGET, 0) for reasons in per_rubric))
+
+    # Groups.
+    rows, total_row = _aggregate(cases)
+    by = opts.by
+
+    def key_of(g: int) -> dict[str, str]:
+        return dict(zip(by, group_keys[g], strict=True))
+
+    groups = [_group_stats(key_of(g), rows[g], *written(outcome[g])) for g in rows]
+    groups.sort(key=lambda s: (-s.cases, list(s.key.values())))
+    total = _group_stats({}, total_row, *written(overall))
+
+    # Labels.
+    label_ids = collector.rubric_ids
+    per_group: dict[tuple[int, int], dict[str, Any]] = {}
+    label_total: dict[int, dict[str, Any]] = {}
+    for (g, r, st, src, is_applicable), n in sorted(collector.labels.items()):
+        if n:
+            for counts in (per_group.setdefault((r, g), _empty_counts()),
+                           label_total.setdefault(r, _empty_counts())):
+                counts["labels"] += n
+                counts["status"][STATUSES[st]] += n
+                counts["source"][SOURCES[src]][STATUSES[st]] += n
+                if is_applicable:
+                    counts["labelled"] += n
+                else:
+                    counts["not_applicable"] += n
+
+    def label_counts(counts: dict[str, Any], applies: int) -> LabelCounts:
+        return LabelCounts(counts["labels"], counts["status"], counts["source"], applies,
+                           counts["labelled"], _ratio(counts["labelled"], applies),
+                           counts["not_applicable"])
+
+    def applies_in(per_rubric: list[dict[str | None, int]] | None, r: int) -> int:
+        if per_rubric is None or r >= n_rubrics:
+            return 0
+        return per_rubric[r].get(None, 0) + per_rubric[r].get(OVER_BUDGET, 0)
+
+    labels = []
+    for r, rubric_id in enumerate(label_ids):
+        if r >= n_rubrics and r not in label_total:
+            continue
+        group_labels = []
+        for g in sorted(rows, key=lambda g: (-rows[g]["cases"], group_keys[g])):
+            applies = applies_in(outcome.get(g), r)
+            found = per_group.get((r, g))
+            if found is None and not applies:
+                continue
+            group_labels.append(GroupLabels(key_of(g),
+                                            label_counts(found or _empty_counts(), applies)))
+        labels.append(RubricLabels(rubric_id, r < n_rubrics,
+                                   label_counts(label_total.get(r, _empty_counts()),
+                                                applies_in(overall, r)), group_labels))
+
+    # Checks, as build would count them.
+    checks = []
+    for r, rubric in enumerate(rubrics):
+        reasons = overall[r]
+        skipped = {k: v for k, v in sorted(reasons.items(), key=lambda kv: str(kv[0]))
+                   if k is not None}
+        checks.append(RubricChecks(rubric.id, rubric.kind, applies_in(overall, r),
+                                   reasons.get(None, 0), skipped))
+
+    # Overview.
+    by_keys = {}
+    for i, key in enumerate(by):
+        values = {group_keys[g][i] for g in rows}  # groups with cases
+        missing = sum(rows[g]["cases"] for g in rows if group_keys[g][i] == MISSING)
+        by_keys[key] = ByKey(len(values - {MISSING}), missing)
+    c = tally.counts
+    overview = Overview(c.lines, c.blank, c.cases, c.rejected, n_bytes,
+                        dict(sorted(tally.rejected_by_kind.items())), len(groups), by_keys)
+
+    warnings = _warnings(collector, rubric_set, by_keys, labels, c.cases)
+    return DatasetStats(
+        shape=SHAPE, evalstream=__version__, input=opts.input, by=list(by),
+        rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources)),
+        tokenizer=tokens.TOKENIZER, budget=opts.max_tokens, overview=overview, total=total,
+        groups=groups, labels=labels, checks=checks, metadata=_metadata(collector.metadata),
+        histograms={c: _histogram(cases, c) for c in ("input_chars", "output_chars",
+                                                      "state_tokens")},
+        first_rejects=[FirstReject(r.line, r.id, r.path, r.error) for r in first_rejects],
+        warnings=warnings, exit_code=1 if c.rejected else 0)
+
+
+def _warnings(collector: Collector, rubric_set: RubricSet, by_keys: dict[str, ByKey],
+              labels: list[RubricLabels], n_cases: int) -> list[str]:
+    warnings = []
+    if n_cases:
+        for key in rubric_set.when_keys:
+            if key not in collector.when_seen:
+                warnings.append(f"no case has metadata key `{key}`, named by a `when` rule: the "
+                                "rubrics that use it never apply.")
+        for key, counts in by_keys.items():
+            if counts.distinct == 0:
+                warnings.append(f"no case has metadata key `{key}` (--by): every case is in the "
+                                f"{MISSING} group.")
+    unknown = [r for r in labels if not r.in_rubrics]
+    if unknown:
+        n = sum(r.total.labels for r in unknown)
+        warnings.append(f"{n:,} {'label names a rubric' if n == 1 else 'labels name rubrics'} "
+                        "that are not in the rubric set "
+                        f"({', '.join(r.rubric for r in unknown)}): no judge of this set can be "
+                        "compared with them.")
+    stray = sum(r.total.not_applicable for r in labels if r.in_rubrics)
+    if stray:
+        warnings.append(f"{stray:,} {'label is' if stray == 1 else 'labels are'} on cases where "
+                        "their rubric does not apply: "
+                        "no judge will ever see those checks, so the labels cannot be compared.")
+    if collector.metadata.dropped:
+        warnings.append(f"metadata has more than {KEYS_CAP:,} distinct key paths; "
+                        f"{collector.metadata.dropped:,} occurrences of further keys were not "
+                        "counted.")
+    return warnings

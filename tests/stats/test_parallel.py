@@ -1,0 +1,104 @@
+"""stats with worker processes gives the same figures, rejects and bytes as one process,
+including duplicate ids whose first use is in another worker's range."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from evalstream import stats_parallel
+from evalstream.cli import main
+from evalstream.stats import StatsOptions, collect
+from tests.helpers import CORPUS, SAMPLES
+
+
+@pytest.fixture(autouse=True, params=["fork", "spawn"])
+def small_ranges(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ranges of a few KiB, so that small files are split between the workers; both ways
+    # of starting them (the workers never touch Polars, so forking is safe here).
+    import sys
+
+    if request.param == "fork" and sys.version_info >= (3, 12) and _threads() > 1:
+        pytest.skip("Python 3.12+ warns about forking a process that runs threads (Polars' "
+                    "pool in this test process); the command line forks before loading it.")
+    monkeypatch.setattr(stats_parallel, "RANGE_BYTES", 3_000)
+    monkeypatch.setattr(stats_parallel, "_start_method", lambda: request.param)
+
+
+def _threads() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
+def test_fork_only_before_polars_is_loaded() -> None:
+    import subprocess
+    import sys
+
+    code = ("import evalstream.stats_parallel as p; a = p._start_method(); import polars; "
+            "print(a, p._start_method())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.split() == ["fork", "spawn"], done.stderr
+
+
+def _same_with_workers(path: Path, tmp_path: Path, **options: object) -> None:
+    one = collect(StatsOptions(input=str(path), workers=1, rejects=str(tmp_path / "r1.jsonl"),
+                               **options))  # type: ignore[arg-type]
+    two = collect(StatsOptions(input=str(path), workers=2, rejects=str(tmp_path / "r2.jsonl"),
+                               **options))  # type: ignore[arg-type]
+    assert two == one
+    assert (tmp_path / "r2.jsonl").read_bytes() == (tmp_path / "r1.jsonl").read_bytes()
+
+
+def test_bad_samples(tmp_path: Path) -> None:
+    _same_with_workers(SAMPLES / "bad.jsonl", tmp_path, by=["scenario", "split"])
+
+
+def test_duplicates_across_ranges(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    lines = []
+    for i in range(400):
+        # Every 7th case reuses an earlier id, with other metadata, labels and fields.
+        case_id = f"case-{rng.randrange(i)}" if i % 7 == 6 else f"case-{i}"
+        case: dict[str, object] = {
+            "id": case_id, "input": "q" * rng.randrange(1, 300), "output": "a" * (i % 50 + 1),
+            "metadata": {"scenario": rng.choice(["booking", "rag", f"only-{i}"]),
+                         "user": f"u{i}", f"key-{i % 9}": i},
+            "expected": {rng.choice(["claim-support", "escalation", "made-up"]):
+                         {"status": rng.choice(["pass", "fail", "na"]), "source": "human"}},
+        }
+        if i % 3 == 0:
+            case["policy"] = "p" * 40
+        if i % 4 == 0:
+            case["context"] = [{"id": "p1", "text": "t" * rng.randrange(10, 500)}]
+        lines.append(json.dumps(case))
+        if i % 50 == 0:
+            lines.append("")
+    path = tmp_path / "dups.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size > 10 * stats_parallel.RANGE_BYTES
+    one = collect(StatsOptions(input=str(path), workers=1))
+    assert one.overview.rejected_by_kind["duplicate id"] > 30
+    _same_with_workers(path, tmp_path)
+
+
+@pytest.mark.skipif(not (CORPUS / "faithbench.jsonl").exists(), reason="no corpus")
+def test_a_real_dataset_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stats_parallel, "RANGE_BYTES", 256 << 10)
+    source = CORPUS / "faithbench.jsonl"
+    for workers in ("1", "2"):
+        assert main(["stats", str(source), "--workers", workers, "--format", "json",
+                     "-o", str(tmp_path / f"w{workers}.json"), "-q"]) == 0
+    assert (tmp_path / "w2.json").read_bytes() == (tmp_path / "w1.json").read_bytes()
+
+
+def test_only_plain_files_big_enough_are_split() -> None:
+    assert stats_parallel.worthwhile("a.jsonl", 10 * stats_parallel.RANGE_BYTES, 2)
+    assert not stats_parallel.worthwhile("a.jsonl", 10 * stats_parallel.RANGE_BYTES, 1)
+    assert not stats_parallel.worthwhile("a.jsonl", stats_parallel.RANGE_BYTES, 2)
+    assert not stats_parallel.worthwhile("a.jsonl", 8 * stats_parallel.RANGE_BYTES, 2)
+    assert not stats_parallel.worthwhile("a.jsonl.gz", 10 * stats_parallel.RANGE_BYTES, 2)
+    assert not stats_parallel.worthwhile("-", None, 2)
