@@ -11,7 +11,6 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Callable
 from typing import Any
 
 EXIT_OK, EXIT_REJECTS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
@@ -65,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
         prog="evalstream",
         description="Turn LLM evaluation datasets into exactly what each judge may see.",
         epilog="Exit codes: 0 clean, 1 finished with rejects, 2 usage or I/O error, "
-               "130 interrupted.")
+               "130 interrupted, 143 terminated, 70 internal error (a bug).")
     from evalstream import __version__
 
     top.add_argument("--version", action="version", version=f"evalstream {__version__}")
@@ -97,21 +96,13 @@ def parser() -> argparse.ArgumentParser:
     _add_reading(v)
     v.set_defaults(func=_validate)
 
-    for name in ("stats", "agree", "compare"):
-        register = _optional_command(name)
-        if register is not None:
-            register(sub)
+    # Each command module imports only argparse at the top; its work is imported when it runs.
+    from evalstream import agree_cli, compare_cli, stats_cli
+
+    stats_cli.register(sub)
+    agree_cli.register(sub)
+    compare_cli.register(sub)
     return top
-
-
-def _optional_command(name: str) -> Callable[[Any], None] | None:
-    """The ``register`` function of a command module, when that module exists."""
-    import importlib.util
-
-    if importlib.util.find_spec(f"evalstream.{name}_cli") is None:
-        return None
-    module = importlib.import_module(f"evalstream.{name}_cli")
-    return module.register
 
 
 def _progress(args: argparse.Namespace) -> Any:

@@ -1,0 +1,604 @@
+"""``agree``: how well a judge's verdicts agree with the labels the cases carry.
+
+Both files are streamed into compact key columns (``verdicts.read_verdicts`` and
+``read_labels`` here) and joined with Polars on (case id, rubric). Every key lands in
+exactly one bucket, so the counts add up, per rubric and per cell:
+
+    labels   = pairs + unscored + labels_without_verdict + na_labels
+    verdicts = pairs + unscored + na_with_verdict + verdicts_without_label
+
+``pairs`` (a pass/fail label and a pass/fail verdict) are the only keys in the statistics.
+A label ``na`` says the rubric does not apply, so it is counted and left out; an
+``unscored`` verdict is counted and left out (never read as pass: evalstream fails closed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec import Struct
+
+from evalstream import __version__, agreement
+from evalstream.reader import DEFAULT_MAX_LINE_BYTES, Chunk, open_input, read_chunks
+from evalstream.validate import Reject
+from evalstream.verdicts import (
+    FAIL,
+    FIRST_REJECTS_KEPT,
+    FLUSH_ROWS,
+    PASS,
+    UNSCORED,
+    Codes,
+    Columns,
+    RejectSink,
+    VerdictFileSummary,
+    first_rows,
+    read_verdicts,
+)
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from evalstream.tables import Block
+
+LABEL_STATUSES = ("pass", "fail", "na")
+NA = 2  # label code of `na`; pass and fail share the verdicts' codes 0 and 1
+SOURCES = ("synthetic", "human", "imported")
+DEFAULT_MAX_IDS = 20
+EXAMPLE_KINDS = ("missed", "false_alarms", "unscored", "labels_without_verdict",
+                 "verdicts_without_label")
+
+
+# -- the report ------------------------------------------------------------------------------------
+class KappaOut(Struct):
+    """Cohen's kappa, its standard error and interval (``low``, ``high``)."""
+
+    value: float
+    se: float
+    low: float
+    high: float
+
+
+class ConfusionOut(Struct):
+    """Pass/fail labels (first word) by verdict (second word): pass and fail are the pairs;
+    unscored and no_verdict are left out of the statistics."""
+
+    pass_pass: int
+    pass_fail: int
+    fail_pass: int
+    fail_fail: int
+    pass_unscored: int
+    fail_unscored: int
+    pass_no_verdict: int
+    fail_no_verdict: int
+
+
+class Cell(Struct):
+    """Agreement over one set of keys (a rubric, a label source or a group), with what was
+    left out of it and why."""
+
+    pairs: int
+    accuracy: float | None
+    kappa: KappaOut | None
+    confusion: ConfusionOut
+    fail_precision: float | None
+    fail_recall: float | None
+    unscored: int
+    labels_without_verdict: int
+    na_labels: int
+    na_with_verdict: int
+    verdicts_without_label: int
+    unknown_case: int  # of verdicts_without_label: the case is not in the cases file
+
+
+class GroupCell(Cell):
+    """A cell for one value of the ``--by`` metadata key (null: the case lacks the key, or
+    is not in the cases file)."""
+
+    group: str | None
+
+
+class Examples(Struct):
+    """The first case ids (in verdict-file order, else case-file order) of each kind."""
+
+    missed: list[str]  # label fail, judge pass
+    false_alarms: list[str]  # label pass, judge fail
+    unscored: list[str]
+    labels_without_verdict: list[str]
+    verdicts_without_label: list[str]
+
+
+class RubricAgreement(Struct):
+    """Everything ``agree`` found for one rubric."""
+
+    rubric: str
+    labels: dict[str, int]  # by label status: pass, fail, na
+    verdicts: dict[str, int]  # by verdict status: pass, fail, unscored
+    all: Cell
+    by_source: dict[str, Cell]  # label sources present; keys that have a label only
+    by_group: list[GroupCell]  # with --by: one cell per value, sorted, null last
+    examples: Examples
+
+
+class CaseFileSummary(Struct):
+    """What the cases file held: ``lines == blank + cases + rejected``."""
+
+    path: str
+    lines: int
+    blank: int
+    cases: int
+    rejected: int
+    rejected_by_kind: dict[str, int]
+    labels: int
+    first_rejects: list[Reject]
+
+
+class AgreeReport(Struct):
+    """The result of ``agree``: the JSON output, and what the table, markdown and HTML show."""
+
+    command: str
+    evalstream: str
+    verdicts: VerdictFileSummary
+    cases: CaseFileSummary
+    by: str | None
+    confidence: float
+    max_ids: int
+    rubrics: list[RubricAgreement]
+    rejects: str | None
+    seconds: float
+    exit_code: int
+
+
+@dataclass
+class AgreeOptions:
+    """What an ``agree`` run needs; the CLI fills it from its arguments."""
+
+    verdicts: str
+    cases: str
+    by: str | None = None
+    rejects: str | None = None
+    max_ids: int = DEFAULT_MAX_IDS
+    confidence: float = agreement.DEFAULT_CONFIDENCE
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    allow_unknown_fields: bool = False
+
+
+# -- reading the cases -----------------------------------------------------------------------------
+@dataclass
+class CaseFile:
+    """The cases (case_id, group) and their labels (case, rubric, lstatus, source, cline,
+    group), where ``case`` is the case's row in ``cases``: labels hold no strings."""
+
+    summary: CaseFileSummary
+    labels: pl.DataFrame
+    cases: pl.DataFrame
+
+
+def _group_value(metadata: dict[str, Any] | None, path: tuple[str, ...]) -> str | None:
+    """The metadata value at a dotted path as text (JSON for non-strings), None when absent."""
+    value: Any = metadata
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value if isinstance(value, str) else msgspec.json.encode(value).decode()
+
+
+def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
+                by: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+                allow_unknown_fields: bool = False) -> CaseFile:
+    """Stream a cases file (decoded and checked exactly as ``build`` does) into key columns.
+
+    Each case leaves its id and ``--by`` group; each label its case's row number, rubric
+    code, status, source, line and group.
+    """
+    import polars as pl
+
+    from evalstream.build import Processor
+    from evalstream.tokens import DEFAULT_BUDGET
+
+    processor = Processor(None, DEFAULT_BUDGET, max_line_bytes, allow_unknown_fields)
+    label_cols = Columns({"case": pl.UInt32, "rubric": pl.UInt32, "lstatus": pl.UInt8,
+                          "source": pl.UInt8, "cline": pl.UInt32, "group": pl.UInt32})
+    case_cols = Columns({"case_id": pl.String, "group": pl.UInt32})
+    l_case, l_rubrics, l_status, l_source, l_line, l_group = label_cols.lists.values()
+    c_ids, c_groups = case_cols.lists.values()
+    status_code = {s: i for i, s in enumerate(LABEL_STATUSES)}
+    source_code = {s: i for i, s in enumerate(SOURCES)}
+    rubric_code, group_code = rubrics.code, groups.code
+    group_path = tuple(by.split(".")) if by else None
+    row = 0  # the case's row in the cases frame
+    stream = open_input(path)
+    try:
+        for item in read_chunks(stream, max_line_bytes):
+            if not isinstance(item, Chunk):
+                rejects = processor.long_line(item)
+                if len(processor.first_rejects) < FIRST_REJECTS_KEPT:
+                    processor.first_rejects += rejects
+                sink.write(path, rejects)
+                continue
+            accepted, rejects = processor.accept(item)
+            if rejects:
+                sink.write(path, rejects)
+            for line, case in accepted:
+                c_ids.append(case.id)
+                group = None
+                if group_path is not None:
+                    value = _group_value(case.metadata, group_path)
+                    group = None if value is None else group_code(value)
+                c_groups.append(group)
+                if case.expected:
+                    for rid, label in case.expected.items():
+                        l_case.append(row)
+                        l_rubrics.append(rubric_code(rid))
+                        l_status.append(status_code[label.status])
+                        l_source.append(source_code[label.source])
+                        l_line.append(line)
+                        l_group.append(group)
+                row += 1
+            if len(l_case) >= FLUSH_ROWS:
+                label_cols.flush()
+            if len(c_ids) >= FLUSH_ROWS:
+                case_cols.flush()
+    finally:
+        if path != "-":
+            stream.close()
+    labels, cases = label_cols.frame(), case_cols.frame()
+    tally = processor.tally
+    counts = tally.counts
+    summary = CaseFileSummary(
+        path=path, lines=counts.lines, blank=counts.blank, cases=counts.cases,
+        rejected=counts.rejected, rejected_by_kind=dict(sorted(tally.rejected_by_kind.items())),
+        labels=labels.height, first_rejects=processor.first_rejects[:FIRST_REJECTS_KEPT])
+    return CaseFile(summary, labels, cases)
+
+
+# -- joining and counting --------------------------------------------------------------------------
+def _key(case: str) -> pl.Expr:
+    """One 64-bit join key from a case row and a rubric code (null for an unknown case)."""
+    import polars as pl
+
+    return pl.col(case).cast(pl.UInt64) * (1 << 32) + pl.col("rubric").cast(pl.UInt64)
+
+
+def _joined(verdicts: pl.DataFrame, labels: pl.DataFrame, cases: pl.DataFrame) -> pl.LazyFrame:
+    """Every key of either file with its label, verdict and group (nulls where absent).
+
+    Verdicts find their case's row by id (a left join on the cases, whose strings are few
+    next to the keys); verdicts and labels then meet on one integer key, which takes a
+    third of the memory of a join on (string, rubric).
+    """
+    import polars as pl
+
+    rows = cases.lazy().with_row_index("vcase").select("case_id", "vcase",
+                                                         pl.col("group").alias("vgroup"))
+    judged = (verdicts.lazy().join(rows, on="case_id", how="left")
+              .select(_key("vcase").alias("key"), "case_id", "vcase", "vgroup",
+                      pl.col("rubric").alias("vrubric"), pl.col("status").alias("vstatus"),
+                      pl.col("line").alias("vline")))
+    return (labels.lazy().with_columns(_key("case").alias("key"))
+            .join(judged, on="key", how="full", coalesce=True)
+            .with_columns(rubric=pl.coalesce("rubric", "vrubric"),
+                          group=pl.coalesce("group", "vgroup"),
+                          case=pl.coalesce("case", "vcase"),
+                          known=pl.col("lstatus").is_not_null() | pl.col("vcase").is_not_null()))
+
+
+def _kind_expr() -> pl.Expr:
+    """Which example list a joined row belongs to (null: none)."""
+    import polars as pl
+
+    label, verdict = pl.col("lstatus"), pl.col("vstatus")
+    scored = label.is_in([PASS, FAIL])
+    return (pl.when(label.is_null()).then(pl.lit("verdicts_without_label"))
+            .when(scored & verdict.is_null()).then(pl.lit("labels_without_verdict"))
+            .when(scored & (verdict == UNSCORED)).then(pl.lit("unscored"))
+            .when(scored & (label == FAIL) & (verdict == PASS)).then(pl.lit("missed"))
+            .when(scored & (label == PASS) & (verdict == FAIL)).then(pl.lit("false_alarms"))
+            .otherwise(None))
+
+
+def _count_rows(joined: pl.LazyFrame, case_ids: pl.Series, max_ids: int,
+                ) -> tuple[list[tuple[Any, ...]], dict[tuple[int, str], list[str]]]:
+    """(rubric, source, group, known, lstatus, vstatus, n) counts, and the example ids."""
+    import polars as pl
+
+    keys = ["rubric", "source", "group", "known", "lstatus", "vstatus"]
+    # One query at a time: run together, each builds its own join and the peak doubles.
+    counts = joined.group_by(keys).agg(pl.len().alias("n")).collect(engine="streaming").rows()
+    if max_ids == 0:
+        return counts, {}
+    found = first_rows(
+        joined.with_columns(kind=_kind_expr(), order=pl.coalesce("vline", "cline"))
+        .filter(pl.col("kind").is_not_null()).select("rubric", "kind", "order", "case_id",
+                                                     "case"),
+        ["rubric", "kind"], "order", max_ids)
+    examples: dict[tuple[int, str], list[str]] = {}
+    for rubric, kind, _, case_id, row in found.iter_rows():
+        # A verdict carries its case id; a label only its case's row.
+        examples.setdefault((rubric, kind), []).append(
+            case_id if case_id is not None else case_ids[row])
+    return counts, examples
+
+
+@dataclass
+class _Bucket:
+    """The counts behind one Cell."""
+
+    confusion: agreement.Confusion = agreement.Confusion()
+    unscored: int = 0
+    labels_without_verdict: int = 0
+    unscored_by: tuple[int, int] = (0, 0)  # by label: pass, fail
+    missing_by: tuple[int, int] = (0, 0)
+    na_labels: int = 0
+    na_with_verdict: int = 0
+    verdicts_without_label: int = 0
+    unknown_case: int = 0
+
+    def add(self, known: bool | None, lstatus: int | None, vstatus: int | None, n: int) -> None:
+        if lstatus is None:
+            self.verdicts_without_label += n
+            if not known:
+                self.unknown_case += n
+        elif lstatus == NA:
+            self.na_labels += n
+            if vstatus is not None:
+                self.na_with_verdict += n
+        elif vstatus is None:
+            self.labels_without_verdict += n
+            self.missing_by = _bump(self.missing_by, lstatus, n)
+        elif vstatus == UNSCORED:
+            self.unscored += n
+            self.unscored_by = _bump(self.unscored_by, lstatus, n)
+        else:
+            cells = [0, 0, 0, 0]
+            cells[lstatus * 2 + vstatus] = n
+            self.confusion = self.confusion.plus(agreement.Confusion(*cells))
+
+    def cell(self, confidence: float, cls: type[Cell] = Cell, **extra: Any) -> Any:
+        c = self.confusion
+        k = agreement.kappa(c, confidence)
+        return cls(
+            pairs=c.pairs, accuracy=agreement.accuracy(c),
+            kappa=None if k is None else KappaOut(*k),
+            confusion=ConfusionOut(*c, *self.unscored_by, *self.missing_by),
+            fail_precision=agreement.fail_precision(c),
+            fail_recall=agreement.fail_recall(c), unscored=self.unscored,
+            labels_without_verdict=self.labels_without_verdict, na_labels=self.na_labels,
+            na_with_verdict=self.na_with_verdict,
+            verdicts_without_label=self.verdicts_without_label,
+            unknown_case=self.unknown_case, **extra)
+
+
+def _bump(pair: tuple[int, int], index: int, n: int) -> tuple[int, int]:
+    return (pair[0] + n, pair[1]) if index == 0 else (pair[0], pair[1] + n)
+
+
+def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], list[str]],
+                    rubric_names: list[str], group_names: list[str], by: str | None,
+                    confidence: float) -> list[RubricAgreement]:
+    """One RubricAgreement per rubric seen in either file, sorted by rubric id."""
+    whole: dict[int, _Bucket] = {}
+    by_source: dict[int, dict[int, _Bucket]] = {}
+    by_group: dict[int, dict[int | None, _Bucket]] = {}
+    labels: dict[int, Counter[str]] = {}
+    verdicts: dict[int, Counter[str]] = {}
+    for rubric, source, group, known, lstatus, vstatus, n in rows:
+        whole.setdefault(rubric, _Bucket()).add(known, lstatus, vstatus, n)
+        if source is not None:
+            by_source.setdefault(rubric, {}).setdefault(source, _Bucket()).add(
+                known, lstatus, vstatus, n)
+        if by is not None:
+            by_group.setdefault(rubric, {}).setdefault(group, _Bucket()).add(
+                known, lstatus, vstatus, n)
+        if lstatus is not None:
+            labels.setdefault(rubric, Counter())[LABEL_STATUSES[lstatus]] += n
+        if vstatus is not None:
+            verdicts.setdefault(rubric, Counter())[("pass", "fail", "unscored")[vstatus]] += n
+    results = []
+    for rubric in sorted(whole, key=lambda r: rubric_names[r]):
+        groups = by_group.get(rubric, {})
+        ordered = sorted(groups, key=lambda g: (g is None, group_names[g] if g is not None else ""))
+        results.append(RubricAgreement(
+            rubric=rubric_names[rubric],
+            labels={s: labels.get(rubric, Counter())[s] for s in LABEL_STATUSES},
+            verdicts={s: verdicts.get(rubric, Counter())[s] for s in ("pass", "fail", "unscored")},
+            all=whole[rubric].cell(confidence),
+            by_source={SOURCES[s]: b.cell(confidence)
+                       for s, b in sorted(by_source.get(rubric, {}).items())},
+            by_group=[groups[g].cell(confidence, GroupCell,
+                                     group=None if g is None else group_names[g])
+                      for g in ordered],
+            examples=Examples(**{kind: listed.get((rubric, kind), []) for kind in EXAMPLE_KINDS}),
+        ))
+    return results
+
+
+def run(opts: AgreeOptions) -> AgreeReport:
+    """Read both files, join them and compute the agreement of every rubric.
+
+    Rejects go to ``opts.rejects`` when given (written only if the run succeeds); raises
+    DuplicateKeyError (exit 2) when a verdict file repeats a key.
+    """
+    from evalstream.build import UsageError
+
+    started = time.perf_counter()
+    if opts.verdicts == "-" and opts.cases == "-":
+        raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
+    if opts.max_ids < 0:
+        raise UsageError("--max-ids must be 0 or more.")
+    if opts.by is not None and ("," in opts.by or not opts.by.strip(".")):
+        raise UsageError(f"--by takes one metadata key (dots reach nested metadata), not "
+                         f"{opts.by!r}.")
+    if not 0 < opts.confidence < 1:
+        raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
+    rubrics, groups = Codes(), Codes()
+    sink = RejectSink(opts.rejects)
+    try:
+        verdict_file = read_verdicts(opts.verdicts, rubrics, sink,
+                                     max_line_bytes=opts.max_line_bytes,
+                                     allow_unknown_fields=opts.allow_unknown_fields)
+        case_file = read_labels(opts.cases, rubrics, groups, sink, by=opts.by,
+                                max_line_bytes=opts.max_line_bytes,
+                                allow_unknown_fields=opts.allow_unknown_fields)
+        joined = _joined(verdict_file.frame, case_file.labels, case_file.cases)
+        rows, examples = _count_rows(joined, case_file.cases["case_id"], opts.max_ids)
+        results = _rubric_results(rows, examples, rubrics.names, groups.names, opts.by,
+                                  opts.confidence)
+        sink.commit()
+    except BaseException:
+        sink.abort()
+        raise
+    rejected = verdict_file.summary.rejected + case_file.summary.rejected
+    return AgreeReport(
+        command="agree", evalstream=__version__, verdicts=verdict_file.summary,
+        cases=case_file.summary, by=opts.by, confidence=opts.confidence, max_ids=opts.max_ids,
+        rubrics=results, rejects=opts.rejects, seconds=round(time.perf_counter() - started, 3),
+        exit_code=1 if rejected else 0)
+
+
+def encode(report: AgreeReport) -> bytes:
+    """The report as indented JSON with a final newline."""
+    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+
+
+# -- the text views --------------------------------------------------------------------------------
+def blocks(report: AgreeReport) -> list[Block]:
+    """What the table and markdown styles show: totals, then one section per rubric."""
+    from evalstream.tables import Heading
+
+    out: list[Block] = [Heading("evalstream agree", 1), *summary_blocks(report)]
+    for r in report.rubrics:
+        out += rubric_blocks(r, report)
+    return out
+
+
+def summary_blocks(report: AgreeReport) -> list[Block]:
+    """The files read, their rejects, and one line of figures per rubric."""
+    from evalstream.tables import Column, Paragraph, Table
+
+    out: list[Block] = [Paragraph(files_line(report))]
+    out += reject_blocks([(report.verdicts.path, report.verdicts.first_rejects,
+                           report.verdicts.rejected),
+                          (report.cases.path, report.cases.first_rejects, report.cases.rejected)],
+                         report.rejects)
+    if not report.rubrics:
+        out.append(Paragraph("Neither file holds a verdict or a label: nothing to compare."))
+        return out
+    summary = Table([Column("rubric"), Column("pairs", "count"), Column("accuracy", "share"),
+                     Column("kappa", "number"), Column(f"{report.confidence:.0%} CI"),
+                     Column("fail precision", "share"), Column("fail recall", "share"),
+                     Column("missed", "count"), Column("false alarms", "count"),
+                     Column("unscored", "count"), Column("no verdict", "count"),
+                     Column("no label", "count"), Column("na", "count")],
+                    title="Agreement per rubric (fail is the positive class)")
+    for r in report.rubrics:
+        c = r.all
+        summary.add(r.rubric, c.pairs, c.accuracy, _kappa(c), _interval(c),
+                    c.fail_precision, c.fail_recall, c.confusion.fail_pass,
+                    c.confusion.pass_fail, c.unscored, c.labels_without_verdict,
+                    c.verdicts_without_label, c.na_labels)
+    summary.note = ("missed: label fail, judge pass; false alarms: label pass, judge fail; "
+                    "no verdict: a pass/fail label without a verdict; no label: a verdict "
+                    "without a label; na: labels `na` (left out).")
+    out.append(summary)
+    return out
+
+
+def files_line(report: AgreeReport) -> str:
+    v, c = report.verdicts, report.cases
+    text = (f"{v.path}: {v.lines:,} lines = {v.verdicts:,} verdicts + {v.judge_states:,} judge "
+            f"states + {v.rejected:,} rejected + {v.blank:,} blank. {c.path}: {c.lines:,} lines "
+            f"= {c.cases:,} cases + {c.rejected:,} rejected + {c.blank:,} blank; "
+            f"{c.labels:,} labels.")
+    if v.judge_states:
+        text += (f" {v.judge_states:,} judge states (written by build, not yet judged) have no "
+                 "verdict.")
+    return text
+
+
+def reject_blocks(files: list[tuple[str, list[Reject], int]], rejects: str | None,
+                  ) -> list[Block]:
+    """The first rejects of each file (path, first rejects, total) as tables, and where the
+    rest are."""
+    from evalstream.tables import Column, Paragraph, Table
+
+    out: list[Block] = []
+    for path, first, total in files:
+        if not total:
+            continue
+        table = Table([Column("line", "count"), Column("path"), Column("problem")],
+                      title=f"{path}: {total:,} lines rejected (first {len(first)})")
+        for r in first:
+            table.add(r.line, r.path, r.error)
+        out.append(table)
+    if any(total for _, _, total in files):
+        out.append(Paragraph(f"All rejects: {rejects}" if rejects
+                             else "Give --rejects FILE to write every rejected line."))
+    return out
+
+
+def _kappa(c: Cell) -> str | None:
+    # Text, so that a kappa of 1 prints as 1.000 like its neighbours (right-aligned still).
+    return None if c.kappa is None else f"{c.kappa.value:.3f}"
+
+
+def _interval(c: Cell) -> str:
+    # A no-break space: a narrow column must not split the interval over two lines.
+    return "-" if c.kappa is None else f"[{c.kappa.low:.3f},\u00a0{c.kappa.high:.3f}]"
+
+
+def rubric_blocks(r: RubricAgreement, report: AgreeReport, heading: bool = True,
+                  ) -> list[Block]:
+    """One rubric's section: confusion matrix, what was left out, the breakdown, the ids."""
+    from evalstream.tables import Column, Heading, Paragraph, Table
+
+    c = r.all
+    out: list[Block] = [Heading(r.rubric, 2)] if heading else []
+    matrix = Table([Column("label \\ judge"), Column("pass", "count"), Column("fail", "count"),
+                    Column("unscored", "count"), Column("no verdict", "count")],
+                   title="Confusion matrix")
+    m = c.confusion
+    matrix.add("pass", m.pass_pass, m.pass_fail, m.pass_unscored, m.pass_no_verdict)
+    matrix.add("fail", m.fail_pass, m.fail_fail, m.fail_unscored, m.fail_no_verdict)
+    matrix.note = "Only the pass and fail columns are in the statistics."
+    out.append(matrix)
+    out.append(Paragraph(
+        f"labels: {r.labels['pass']:,} pass, {r.labels['fail']:,} fail, {r.labels['na']:,} na; "
+        f"verdicts: {r.verdicts['pass']:,} pass, {r.verdicts['fail']:,} fail, "
+        f"{r.verdicts['unscored']:,} unscored. Left out: {c.unscored:,} unscored, "
+        f"{c.labels_without_verdict:,} labels without a verdict, {c.na_labels:,} na labels "
+        f"({c.na_with_verdict:,} with a verdict), {c.verdicts_without_label:,} verdicts without "
+        f"a label ({c.unknown_case:,} for cases not in {report.cases.path})."))
+    cells: list[tuple[str, Cell]] = [(f"source {s}", cell) for s, cell in r.by_source.items()]
+    if report.by is not None:
+        cells += [(f"{report.by} = {g.group}" if g.group is not None
+                   else f"{report.by} missing", g) for g in r.by_group]
+    if cells:
+        table = Table([Column("keys"), Column("pairs", "count"), Column("accuracy", "share"),
+                       Column("kappa", "number"), Column(f"{report.confidence:.0%} CI"),
+                       Column("fail precision", "share"), Column("fail recall", "share"),
+                       Column("missed", "count"), Column("false alarms", "count"),
+                       Column("unscored", "count"), Column("no verdict", "count")],
+                      title="By label source" + (f" and by {report.by}" if report.by else ""))
+        for name, cell in cells:
+            table.add(name, cell.pairs, cell.accuracy, _kappa(cell), _interval(cell),
+                      cell.fail_precision, cell.fail_recall, cell.confusion.fail_pass,
+                      cell.confusion.pass_fail, cell.unscored, cell.labels_without_verdict)
+        out.append(table)
+    ex = r.examples
+    for kind, ids, total in (("missed (label fail, judge pass)", ex.missed, c.confusion.fail_pass),
+                             ("false alarms (label pass, judge fail)", ex.false_alarms,
+                              c.confusion.pass_fail),
+                             ("unscored", ex.unscored, c.unscored),
+                             ("labels without a verdict", ex.labels_without_verdict,
+                              c.labels_without_verdict),
+                             ("verdicts without a label", ex.verdicts_without_label,
+                              c.verdicts_without_label)):
+        if total:
+            more = f" (first {len(ids):,} of {total:,})" if len(ids) < total else ""
+            out.append(Paragraph(f"{kind}{more}: {', '.join(ids) if ids else '-'}"))
+    return out

@@ -1,0 +1,177 @@
+"""``evalstream agree``: the command line, and the output writing it shares with ``compare``.
+
+Only argparse is imported at the top: ``python -m evalstream --help`` must stay cheap and
+``build``/``validate`` must never import polars.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from evalstream.tables import Block
+
+FORMATS = ("table", "json", "markdown")
+TEXT_WIDTH = 100  # the width of a table written to a file with -o
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    """The options agree and compare share: output styles, rejects, reading limits."""
+    from evalstream.cli import _size
+
+    p.add_argument("--format", choices=FORMATS, default="table",
+                   help="table (terminal), json (stable shape, for scripts) or markdown (for a "
+                        "pull request); default table")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the result here instead of stdout (atomically)")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write a self-contained HTML page with the charts")
+    p.add_argument("--max-ids", type=_count, default=20, metavar="N",
+                   help="case ids listed per rubric for each kind of difference (default 20; "
+                        "0 lists none); the counts are always complete")
+    p.add_argument("--rejects", metavar="FILE",
+                   help="also write every rejected line here (JSONL with a `file` field); by "
+                        "default rejects are counted and the first 20 per file shown")
+    p.add_argument("--allow-unknown-fields", action="store_true",
+                   help="ignore fields the verdict (and case) format does not know instead of "
+                        "rejecting the line")
+    p.add_argument("--max-line-bytes", type=_size, default=256 << 20, metavar="N",
+                   help="reject longer lines without reading them whole (default 256MiB)")
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
+def _confidence(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (e.g. 0.95)")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``agree`` subcommand."""
+    p = subparsers.add_parser(
+        "agree", help="how well a judge's verdicts agree with the cases' expected labels",
+        description="Join verdicts with the cases' expected labels on (case id, rubric id) and "
+                    "report, per rubric, per label source and per --by group: pairs, accuracy, "
+                    "Cohen's kappa with a confidence interval, the confusion matrix, precision "
+                    "and recall of fail, and the ids where judge and label disagree. Labels "
+                    "without a verdict, verdicts without a label, unscored verdicts and na "
+                    "labels are counted and left out of the statistics.",
+        epilog="Exit codes: 0 clean, 1 some lines rejected, 2 usage or I/O error or a "
+               "(case_id, rubric_id) repeated in the verdicts, 130 interrupted.")
+    p.add_argument("verdicts", help="verdicts: a .jsonl path, .gz or .zst, or - for stdin")
+    p.add_argument("cases", help="the cases with their `expected` labels (as for build)")
+    p.add_argument("--by", metavar="KEY",
+                   help="also break the results down by this metadata key (dots reach nested "
+                        "metadata, e.g. source.kind)")
+    p.add_argument("--confidence", type=_confidence, default=0.95, metavar="C",
+                   help="confidence of the kappa interval (default 0.95)")
+    add_output_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``agree``; return the exit code (1 when some line was rejected)."""
+    from evalstream import agree
+    from evalstream.agree_html import agree_page
+
+    check_paths([("verdicts", args.verdicts), ("cases", args.cases)],
+                [("output", args.output or "-"), ("html", args.html), ("rejects", args.rejects)])
+    report = agree.run(agree.AgreeOptions(
+        verdicts=args.verdicts, cases=args.cases, by=args.by, rejects=args.rejects,
+        max_ids=args.max_ids, confidence=args.confidence, max_line_bytes=args.max_line_bytes,
+        allow_unknown_fields=args.allow_unknown_fields))
+    write(args, report, agree.encode, agree.blocks, agree_page)
+    return report.exit_code
+
+
+def check_paths(inputs: list[tuple[str, str]], outputs: list[tuple[str, str | None]]) -> None:
+    """Raise UsageError when an output would overwrite an input or another output, or when
+    two outputs go to stdout."""
+    from evalstream.build import UsageError
+
+    named = [*inputs, *outputs]
+    for i, (name_a, a) in enumerate(named):
+        for name_b, b in named[i + 1:]:
+            if i < len(inputs) and (name_b, b) in inputs:
+                continue  # reading one file twice harms nothing
+            if a is None or b is None or "-" in (a, b):
+                continue
+            if a == b or _same_file(a, b):
+                raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
+                                 "choose a different name.")
+    to_stdout = [name for name, path in outputs if path == "-"]
+    if len(to_stdout) > 1:
+        raise UsageError(f"the {' and '.join(to_stdout)} cannot all go to stdout.")
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def write(args: argparse.Namespace, report: Any, encode: Callable[[Any], bytes],
+          blocks: Callable[[Any], list[Block]], page: Callable[[Any], str]) -> None:
+    """Write the result in the chosen format (stdout, or -o atomically) and the HTML page."""
+    from evalstream.sink import AtomicOutput
+
+    outputs: list[tuple[AtomicOutput, bytes]] = []
+    try:
+        if args.html:
+            outputs.append((AtomicOutput(args.html), page(report).encode()))
+        to_terminal = args.format == "table" and args.output in (None, "-")
+        if not to_terminal:
+            data = encode(report) if args.format == "json" else render(blocks(report),
+                                                                        args.format)
+            outputs.append((AtomicOutput(args.output or "-"), data))
+        for out, data in outputs:
+            out.write(data)
+        for out, _ in outputs:
+            out.commit()
+    except BaseException:
+        for out, _ in outputs:
+            out.abort()
+        raise
+    if to_terminal:
+        from rich.console import Console
+
+        from evalstream.tables import render_rich
+
+        render_rich(blocks(report), Console(file=sys.stdout, highlight=False, emoji=False))
+
+
+def render(blocks: list[Block], fmt: str, width: int = TEXT_WIDTH) -> bytes:
+    """Blocks as markdown, or as plain-text tables ``width`` wide."""
+    if fmt == "markdown":
+        from evalstream.tables import to_markdown
+
+        return to_markdown(blocks).encode()
+    import io
+
+    from rich.console import Console
+
+    from evalstream.tables import render_rich
+
+    text = io.StringIO()
+    render_rich(blocks, Console(file=text, width=width, force_terminal=False, no_color=True,
+                                highlight=False, emoji=False))
+    return text.getvalue().encode()

@@ -1,0 +1,365 @@
+"""``compare``: what changed between two judge runs, pair by pair on (case id, rubric).
+
+Both verdict files are streamed into compact columns (key, status, line, and 64-bit
+hashes of ``rubric_hash``, ``state_hash`` and the exposure's ``shown`` names) and joined
+with Polars. A pair is comparable when the judge saw the same thing in both runs: the same
+rubric, the same state and the same exposure (a field absent from both verdicts counts as
+the same; absent from one only, as different). Pairs that are not comparable are counted
+by reason and left out of the statistics unless ``force``. Per rubric:
+
+    keys = only_a + only_b + paired;  paired = not_comparable + comparable
+    compared = comparable (+ not_comparable with force) = scored + pairs with an unscored side
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec import Struct
+
+from evalstream import __version__, agreement
+from evalstream.reader import DEFAULT_MAX_LINE_BYTES
+from evalstream.verdicts import (
+    FAIL,
+    PASS,
+    STATUSES,
+    Codes,
+    RejectSink,
+    VerdictFileSummary,
+    first_rows,
+    read_verdicts,
+)
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from evalstream.tables import Block
+
+DEFAULT_MAX_IDS = 20
+HASHES = ("rubric_hash", "state_hash", "exposure")
+TRANSITIONS = tuple(f"{a}->{b}" for a in STATUSES for b in STATUSES)
+EXAMPLE_KINDS = ("pass_to_fail", "fail_to_pass", "not_comparable", "only_a", "only_b")
+
+
+class McNemarOut(Struct):
+    """McNemar's test: ``b`` pass->fail and ``c`` fail->pass flips; method exact or chi2-cc."""
+
+    b: int
+    c: int
+    statistic: float
+    p_value: float
+    method: str
+
+
+class Examples(Struct):
+    """The first case ids of each kind, in run A's line order (run B's for ``only_b``)."""
+
+    pass_to_fail: list[str]
+    fail_to_pass: list[str]
+    not_comparable: list[str]
+    only_a: list[str]
+    only_b: list[str]
+
+
+class Counts(Struct):
+    """The counts of one rubric, or of all rubrics together."""
+
+    keys: int
+    only_a: int
+    only_b: int
+    paired: int
+    comparable: int
+    not_comparable: int
+    differs: dict[str, int]  # rubric_hash, state_hash, exposure: pairs that differ in it
+    forced: int  # not comparable, yet in the statistics (--force)
+    compared: int  # pairs in the statistics
+    absent_on_both: dict[str, int]  # compared pairs where neither verdict has the field
+    transitions: dict[str, int]  # "pass->fail": compared pairs by (run A, run B) status
+    scored: int  # compared pairs with pass or fail on both sides
+
+
+class RubricComparison(Struct):
+    """Everything ``compare`` found for one rubric."""
+
+    rubric: str
+    counts: Counts
+    pass_rate_a: float | None
+    pass_rate_b: float | None
+    difference: float | None  # pass_rate_b - pass_rate_a
+    mcnemar: McNemarOut | None  # None when no pair is scored on both sides
+    examples: Examples
+
+
+class CompareReport(Struct):
+    """The result of ``compare``: the JSON output, and what the other styles show."""
+
+    command: str
+    evalstream: str
+    run_a: VerdictFileSummary
+    run_b: VerdictFileSummary
+    force: bool
+    max_ids: int
+    summary: Counts
+    rubrics: list[RubricComparison]
+    rejects: str | None
+    seconds: float
+    exit_code: int
+
+
+@dataclass
+class CompareOptions:
+    """What a ``compare`` run needs; the CLI fills it from its arguments."""
+
+    run_a: str
+    run_b: str
+    force: bool = False
+    rejects: str | None = None
+    max_ids: int = DEFAULT_MAX_IDS
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    allow_unknown_fields: bool = False
+
+
+# -- joining and counting --------------------------------------------------------------------------
+def _joined(a: pl.DataFrame, b: pl.DataFrame) -> pl.LazyFrame:
+    """Every key of either run; run B's columns end in ``_b``; flags say what differs."""
+    import polars as pl
+
+    joined = a.lazy().join(b.lazy(), on=["case_id", "rubric"], how="full", coalesce=True,
+                           suffix="_b")
+    paired = pl.col("line").is_not_null() & pl.col("line_b").is_not_null()
+    return joined.with_columns(
+        in_a=pl.col("line").is_not_null(), in_b=pl.col("line_b").is_not_null(),
+        **{f"d_{h}": paired & ~pl.col(h).eq_missing(pl.col(f"{h}_b")) for h in HASHES},
+        **{f"n_{h}": pl.col(h).is_null() & pl.col(f"{h}_b").is_null() for h in HASHES})
+
+
+def _kind_exprs(force: bool) -> tuple[pl.Expr, pl.Expr]:
+    """Which example lists a joined row belongs to: by presence and comparability, and by
+    flip (a forced pair can be in both)."""
+    import polars as pl
+
+    differs = pl.col("d_rubric_hash") | pl.col("d_state_hash") | pl.col("d_exposure")
+    included = pl.col("in_a") & pl.col("in_b") & (pl.lit(True) if force else ~differs)
+    a, b = pl.col("status"), pl.col("status_b")
+    pairing = (pl.when(~pl.col("in_b")).then(pl.lit("only_a"))
+               .when(~pl.col("in_a")).then(pl.lit("only_b"))
+               .when(differs).then(pl.lit("not_comparable"))
+               .otherwise(None))
+    flip = (pl.when(included & (a == PASS) & (b == FAIL)).then(pl.lit("pass_to_fail"))
+            .when(included & (a == FAIL) & (b == PASS)).then(pl.lit("fail_to_pass"))
+            .otherwise(None))
+    return pairing, flip
+
+
+def _count_rows(joined: pl.LazyFrame, max_ids: int, force: bool,
+                ) -> tuple[list[dict[str, Any]], dict[tuple[int, str], list[str]]]:
+    import polars as pl
+
+    keys = ["rubric", "in_a", "in_b", *(f"d_{h}" for h in HASHES),
+            *(f"n_{h}" for h in HASHES), "status", "status_b"]
+    # One query at a time: run together, each builds its own join and the peak doubles.
+    counts = joined.group_by(keys).agg(pl.len().alias("n")).collect(engine="streaming")
+    examples: dict[tuple[int, str], list[str]] = {}
+    for kind in _kind_exprs(force) if max_ids > 0 else ():
+        found = first_rows(
+            joined.with_columns(kind=kind, order=pl.coalesce("line", "line_b"))
+            .filter(pl.col("kind").is_not_null()).select("rubric", "kind", "order", "case_id"),
+            ["rubric", "kind"], "order", max_ids)
+        for rubric, name, _, case_id in found.iter_rows():
+            examples.setdefault((rubric, name), []).append(case_id)
+    return counts.to_dicts(), examples
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.keys = self.only_a = self.only_b = self.paired = self.not_comparable = 0
+        self.forced = self.compared = self.scored = 0
+        self.differs = dict.fromkeys(HASHES, 0)
+        self.absent = dict.fromkeys(HASHES, 0)
+        self.transitions = dict.fromkeys(TRANSITIONS, 0)
+
+    def add(self, row: dict[str, Any], force: bool) -> None:
+        n = row["n"]
+        self.keys += n
+        if not row["in_b"]:
+            self.only_a += n
+            return
+        if not row["in_a"]:
+            self.only_b += n
+            return
+        self.paired += n
+        differs = [h for h in HASHES if row[f"d_{h}"]]
+        for h in differs:
+            self.differs[h] += n
+        if differs:
+            self.not_comparable += n
+            if not force:
+                return
+            self.forced += n
+        self.compared += n
+        for h in HASHES:
+            if row[f"n_{h}"]:
+                self.absent[h] += n
+        a, b = row["status"], row["status_b"]
+        self.transitions[f"{STATUSES[a]}->{STATUSES[b]}"] += n
+        if a in (PASS, FAIL) and b in (PASS, FAIL):
+            self.scored += n
+
+    def counts(self) -> Counts:
+        return Counts(keys=self.keys, only_a=self.only_a, only_b=self.only_b, paired=self.paired,
+                      comparable=self.paired - self.not_comparable,
+                      not_comparable=self.not_comparable, differs=self.differs,
+                      forced=self.forced, compared=self.compared, absent_on_both=self.absent,
+                      transitions=self.transitions, scored=self.scored)
+
+
+def _comparison(rubric: str, tally: _Tally, examples: dict[str, list[str]]) -> RubricComparison:
+    t = tally.transitions
+    pp, pf, fp = t["pass->pass"], t["pass->fail"], t["fail->pass"]
+    n = tally.scored
+    rate_a = (pp + pf) / n if n else None
+    rate_b = (pp + fp) / n if n else None
+    test = agreement.mcnemar(pf, fp) if n else None
+    return RubricComparison(
+        rubric=rubric, counts=tally.counts(), pass_rate_a=rate_a, pass_rate_b=rate_b,
+        difference=None if rate_a is None or rate_b is None else rate_b - rate_a,
+        mcnemar=None if test is None else McNemarOut(*test),
+        examples=Examples(**{k: examples.get(k, []) for k in EXAMPLE_KINDS}))
+
+
+def run(opts: CompareOptions) -> CompareReport:
+    """Read both runs, join them and compare them rubric by rubric.
+
+    Rejects go to ``opts.rejects`` when given; raises DuplicateKeyError (exit 2) when a run
+    repeats a key.
+    """
+    from evalstream.build import UsageError
+
+    started = time.perf_counter()
+    if opts.run_a == "-" and opts.run_b == "-":
+        raise UsageError("only one of the two runs can be read from stdin (-).")
+    if opts.max_ids < 0:
+        raise UsageError("--max-ids must be 0 or more.")
+    rubrics = Codes()
+    sink = RejectSink(opts.rejects)
+    try:
+        files = [read_verdicts(path, rubrics, sink, with_hashes=True,
+                               max_line_bytes=opts.max_line_bytes,
+                               allow_unknown_fields=opts.allow_unknown_fields)
+                 for path in (opts.run_a, opts.run_b)]
+        rows, example_rows = _count_rows(_joined(files[0].frame, files[1].frame), opts.max_ids,
+                                         opts.force)
+        sink.commit()
+    except BaseException:
+        sink.abort()
+        raise
+    tallies: dict[int, _Tally] = {}
+    whole = _Tally()
+    for row in rows:
+        tallies.setdefault(row["rubric"], _Tally()).add(row, opts.force)
+        whole.add(row, opts.force)
+    results = [_comparison(rubrics.names[r], tallies[r],
+                           {k: ids for (rubric, k), ids in example_rows.items() if rubric == r})
+               for r in sorted(tallies, key=lambda r: rubrics.names[r])]
+    rejected = files[0].summary.rejected + files[1].summary.rejected
+    return CompareReport(
+        command="compare", evalstream=__version__, run_a=files[0].summary,
+        run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids, summary=whole.counts(),
+        rubrics=results, rejects=opts.rejects, seconds=round(time.perf_counter() - started, 3),
+        exit_code=1 if rejected else 0)
+
+
+def encode(report: CompareReport) -> bytes:
+    """The report as indented JSON with a final newline."""
+    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+
+
+# -- the text views --------------------------------------------------------------------------------
+def comparability_line(report: CompareReport) -> str:
+    """One sentence on how many pairs could be compared, and why the others could not."""
+    s = report.summary
+    if not s.paired:
+        return "No key is in both runs: no pair could be compared."
+    if not s.not_comparable:
+        return f"All {s.paired:,} pairs are comparable (same rubric, state and exposure)."
+    reasons = ", ".join(f"{n:,} {h.replace('_', ' ')}" for h, n in s.differs.items() if n)
+    verb = ("included anyway (--force)" if report.force
+            else "left out of the statistics (use --force to include them)")
+    return (f"{s.not_comparable:,} of {s.paired:,} pairs are not comparable: the judge did not "
+            f"see the same thing (differs: {reasons}); {verb}.")
+
+
+def blocks(report: CompareReport) -> list[Block]:
+    """What the table and markdown styles show: the summary, then one section per rubric."""
+    from evalstream.tables import Heading
+
+    out: list[Block] = [Heading("evalstream compare", 1), *summary_blocks(report)]
+    for r in report.rubrics:
+        out += rubric_blocks(r)
+    return out
+
+
+def summary_blocks(report: CompareReport) -> list[Block]:
+    """The runs read, their rejects, comparability, and one line of figures per rubric."""
+    from evalstream.agree import reject_blocks
+    from evalstream.tables import Column, Paragraph, Table
+
+    a, b, s = report.run_a, report.run_b, report.summary
+    out: list[Block] = [
+        Paragraph(f"run A = {a.path}: {a.verdicts:,} verdicts ({a.rejected:,} lines rejected). "
+                  f"run B = {b.path}: {b.verdicts:,} verdicts ({b.rejected:,} lines rejected)."),
+        Paragraph(f"{s.keys:,} keys: {s.paired:,} in both runs, {s.only_a:,} only in A, "
+                  f"{s.only_b:,} only in B. " + comparability_line(report)),
+    ]
+    out += reject_blocks([(a.path, a.first_rejects, a.rejected),
+                          (b.path, b.first_rejects, b.rejected)], report.rejects)
+    if not report.rubrics:
+        out.append(Paragraph("Neither run holds a verdict: nothing to compare."))
+        return out
+    table = Table([Column("rubric"), Column("compared", "count"), Column("pass A", "share"),
+                   Column("pass B", "share"), Column("B - A", "share"),
+                   Column("pass->fail", "count"), Column("fail->pass", "count"),
+                   Column("McNemar p", "number"), Column("test"),
+                   Column("not comparable", "count"), Column("only A", "count"),
+                   Column("only B", "count")],
+                  title="Per rubric (pass rates over pairs scored in both runs)")
+    for r in report.rubrics:
+        c = r.counts
+        table.add(r.rubric, c.compared, r.pass_rate_a, r.pass_rate_b, r.difference,
+                  c.transitions["pass->fail"], c.transitions["fail->pass"],
+                  None if r.mcnemar is None else f"{r.mcnemar.p_value:.4f}",
+                  None if r.mcnemar is None else r.mcnemar.method, c.not_comparable,
+                  c.only_a, c.only_b)
+    out.append(table)
+    return out
+
+
+def rubric_blocks(r: RubricComparison, heading: bool = True) -> list[Block]:
+    """One rubric's section: what was compared, what could not be checked, the ids."""
+    from evalstream.tables import Heading, Paragraph
+
+    c = r.counts
+    t = c.transitions
+    unscored = sum(n for k, n in t.items() if "unscored" in k)
+    out: list[Block] = [Heading(r.rubric, 2)] if heading else []
+    out.append(Paragraph(
+        f"{c.compared:,} pairs compared ({c.scored:,} scored in both runs, {unscored:,} with an "
+        f"unscored side: {t['pass->unscored'] + t['fail->unscored']:,} became unscored, "
+        f"{t['unscored->pass'] + t['unscored->fail']:,} became scored)."))
+    absent = ", ".join(f"{h.replace('_', ' ')} {n:,}" for h, n in c.absent_on_both.items() if n)
+    if absent:
+        out.append(Paragraph(f"Compared without a field on either side (it could not be "
+                             f"checked): {absent}."))
+    ex = r.examples
+    for kind, ids, total in (("pass -> fail", ex.pass_to_fail, t["pass->fail"]),
+                             ("fail -> pass", ex.fail_to_pass, t["fail->pass"]),
+                             ("not comparable", ex.not_comparable, c.not_comparable),
+                             ("only in A", ex.only_a, c.only_a),
+                             ("only in B", ex.only_b, c.only_b)):
+        if total:
+            more = f" (first {len(ids):,} of {total:,})" if len(ids) < total else ""
+            out.append(Paragraph(f"{kind}{more}: {', '.join(ids) if ids else '-'}"))
+    return out

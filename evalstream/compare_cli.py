@@ -1,0 +1,47 @@
+"""``evalstream compare``: the command line (output writing is shared with ``agree``).
+
+Only argparse is imported at the top: ``python -m evalstream --help`` must stay cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compare`` subcommand."""
+    from evalstream.agree_cli import add_output_options
+
+    p = subparsers.add_parser(
+        "compare", help="what changed between two judge runs, pair by pair",
+        description="Join two verdict files on (case id, rubric id) and report, per rubric, "
+                    "pass->fail and fail->pass flips with their ids, the pass rate of each run "
+                    "with the difference and McNemar's paired test, and the keys found in one "
+                    "run only. A pair whose rubric_hash, state_hash or exposure differ is not "
+                    "comparable (the judge saw something else): it is counted and left out of "
+                    "the statistics unless --force.",
+        epilog="Exit codes: 0 clean, 1 some lines rejected, 2 usage or I/O error or a "
+               "(case_id, rubric_id) repeated in a run, 130 interrupted.")
+    p.add_argument("run_a", metavar="run-a", help="the first (baseline) run's verdicts")
+    p.add_argument("run_b", metavar="run-b", help="the second run's verdicts")
+    p.add_argument("--force", action="store_true",
+                   help="include pairs that are not comparable in the statistics (they are "
+                        "still counted as not comparable)")
+    add_output_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``compare``; return the exit code (1 when some line was rejected)."""
+    from evalstream import agree_html, compare
+    from evalstream.agree_cli import check_paths, write
+
+    check_paths([("run-a", args.run_a), ("run-b", args.run_b)],
+                [("output", args.output or "-"), ("html", args.html), ("rejects", args.rejects)])
+    report = compare.run(compare.CompareOptions(
+        run_a=args.run_a, run_b=args.run_b, force=args.force, rejects=args.rejects,
+        max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
+        allow_unknown_fields=args.allow_unknown_fields))
+    write(args, report, compare.encode, compare.blocks, agree_html.compare_page)
+    return report.exit_code

@@ -1,0 +1,513 @@
+"""The verdict record, and a streaming reader that turns a verdict file into compact columns.
+
+A verdict file is read line by line with ``reader.read_chunks`` and one reused typed
+msgspec decoder, as ``build`` reads cases. Each verdict leaves only its key and status
+(and, for ``compare``, three 64-bit hashes) in Python lists that become Polars frames every
+65,536 rows; rationales, judge details and evidence are checked while decoding and then
+dropped, so memory grows with the number of verdicts, never with their text. Lines that are
+not verdicts become rejects with the line, a JSON path and a sentence, as in ``build``.
+Lines written by ``build`` for a judge (judge states: a ``state`` and no ``status``) are
+counted apart: they are checks that have no verdict yet.
+"""
+
+# No `from __future__ import annotations`: msgspec must resolve the annotations of Structs
+# defined inside a function (the strict and lenient families).
+import difflib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+from evalstream import schema, validate
+from evalstream.reader import (
+    BOM,
+    DEFAULT_MAX_LINE_BYTES,
+    Chunk,
+    InputError,
+    LongLine,
+    open_input,
+    read_chunks,
+)
+from evalstream.validate import Reject, raw_text, reject_kind
+
+if TYPE_CHECKING:
+    import polars as pl
+
+STATUSES = ("pass", "fail", "unscored")
+STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
+PASS, FAIL, UNSCORED = 0, 1, 2
+VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "rubric_hash",
+                  "state_hash", "exposure", "kind", "evidence", "question", "state")
+EXPOSURE_FIELDS = ("shown", "withheld", "never_shown", "tokens")
+FLUSH_ROWS = 1 << 16
+MAX_LINE_NUMBER = (1 << 32) - 1  # line numbers are kept as UInt32
+FIRST_REJECTS_KEPT = 20
+MAX_JUDGES_LISTED = 20
+
+RubricId = Annotated[str, Meta(min_length=1, max_length=schema.MAX_ID_CHARS,
+                                pattern=schema.ID_PATTERN)]
+
+
+class Judge(Struct, forbid_unknown_fields=False, gc=False):
+    """Who judged: a model name and any other details, which are not kept."""
+
+    model: str
+
+
+def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
+    opts: dict[str, Any] = {"forbid_unknown_fields": forbid_unknown, "gc": False}
+
+    class VerdictExposure(Struct, **opts):
+        shown: list[str]
+        withheld: list[str] = []
+        never_shown: list[str] = []
+        tokens: dict[str, Any] | None = None
+
+    class Verdict(Struct, **opts):
+        case_id: schema.CaseId
+        rubric_id: RubricId
+        # Optional only so that a judge state (no status) can be told from a broken verdict.
+        status: Literal["pass", "fail", "unscored"] | None = None
+        rationale: str | None = None
+        judge: Judge | None = None
+        rubric_hash: str | None = None
+        state_hash: str | None = None
+        exposure: VerdictExposure | None = None
+        kind: Literal["judge", "exact"] | None = None
+        evidence: list[str] | None = None
+        # A judge state written by `build` has these; Raw keeps them undecoded.
+        question: msgspec.Raw = msgspec.Raw()
+        state: msgspec.Raw = msgspec.Raw()
+
+    return Verdict, VerdictExposure
+
+
+STRICT = _make_types(forbid_unknown=True)
+LENIENT = _make_types(forbid_unknown=False)
+
+
+def decoder(allow_unknown_fields: bool = False) -> msgspec.json.Decoder[Any]:
+    """A typed decoder for one verdict line; build it once and reuse it."""
+    return msgspec.json.Decoder((LENIENT if allow_unknown_fields else STRICT)[0])
+
+
+class DuplicateKeyError(InputError):
+    """A verdict file holds two verdicts for one (case id, rubric id): which counts is unknown."""
+
+
+class FileReject(Struct, gc=False):
+    """A reject record with the file it came from (agree and compare read two files)."""
+
+    file: str
+    line: int
+    offset: int
+    id: str | None
+    path: str | None
+    error: str
+    raw: str
+
+
+class VerdictFileSummary(Struct):
+    """What one verdict file held: ``lines == blank + verdicts + judge_states + rejected``."""
+
+    path: str
+    lines: int
+    blank: int
+    verdicts: int
+    judge_states: int
+    rejected: int
+    rejected_by_kind: dict[str, int]
+    by_status: dict[str, int]
+    judges: dict[str, int]  # judge model -> verdicts, the first 20 models seen
+    judges_unlisted: int  # verdicts by models beyond those
+    no_judge: int  # verdicts without a `judge`
+    first_rejects: list[Reject]
+
+
+# -- compact columns -----------------------------------------------------------------------------
+class Codes:
+    """Small integer codes for repeated strings (rubric ids, groups), shared by both files so
+    that joins compare integers."""
+
+    def __init__(self) -> None:
+        self.of: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def code(self, name: str) -> int:
+        found = self.of.get(name)
+        if found is None:
+            found = self.of[name] = len(self.names)
+            self.names.append(name)
+        return found
+
+
+class Columns:
+    """Python lists appended row by row, frozen into a Polars frame every 65,536 rows."""
+
+    def __init__(self, schema_: dict[str, Any]) -> None:
+        self.schema = schema_
+        self.lists: dict[str, list[Any]] = {name: [] for name in schema_}
+        self.frames: list["pl.DataFrame"] = []
+
+    def flush(self) -> None:
+        import polars as pl
+
+        first = next(iter(self.lists.values()))
+        if first:
+            self.frames.append(pl.DataFrame(
+                {name: pl.Series(name, values, dtype=self.schema[name])
+                 for name, values in self.lists.items()}))
+            for values in self.lists.values():
+                values.clear()
+
+    def frame(self) -> "pl.DataFrame":
+        """Everything appended, as one (chunked) frame."""
+        import polars as pl
+
+        self.flush()
+        if not self.frames:
+            return pl.DataFrame(schema=self.schema)
+        frame = pl.concat(self.frames, rechunk=False)
+        self.frames = []
+        return frame
+
+
+def verdict_schema(with_hashes: bool) -> dict[str, Any]:
+    """The column types of a verdict frame; ``compare`` adds the three hashes."""
+    import polars as pl
+
+    columns: dict[str, Any] = {"case_id": pl.String, "rubric": pl.UInt32, "status": pl.UInt8,
+                               "line": pl.UInt32}
+    if with_hashes:
+        columns |= {"rubric_hash": pl.Int64, "state_hash": pl.Int64, "exposure": pl.Int64}
+    return columns
+
+
+def _hash(text: str | None) -> int | None:
+    # Python's 64-bit string hash: the keys are only compared within one process, and a str
+    # caches its hash, so this costs nothing for the rubric hash repeated on every line.
+    return None if text is None else hash(text)
+
+
+def exposure_key(shown: list[str]) -> int:
+    """A 64-bit key for what a judge was shown: the set of judge-state names."""
+    return hash("\x1f".join(sorted(shown)))
+
+
+def first_rows(rows: "pl.LazyFrame", groups: list[str], order: str, k: int,
+               batched: bool | None = None) -> "pl.DataFrame":
+    """The ``k`` rows with the smallest ``order`` in each group, sorted by group and order.
+
+    Streamed in batches and merged (memory: the join plus one batch), when this Polars
+    has ``collect_batches``; otherwise one group-by, which holds every row of a group.
+    """
+    import polars as pl
+
+    if batched is None:
+        batched = hasattr(pl.LazyFrame, "collect_batches")
+    if batched:
+        best: pl.DataFrame | None = None
+        for batch in rows.collect_batches(engine="streaming"):
+            merged = batch if best is None else pl.concat([best, batch])
+            best = merged.sort(order).group_by(groups, maintain_order=True).head(k)
+        if best is None:
+            best = rows.clear().collect()
+    else:
+        values = [c for c in rows.collect_schema().names() if c not in groups]
+        best = (rows.group_by(groups).agg(pl.col(c).bottom_k_by(order, k=k) for c in values)
+                .collect(engine="streaming").explode(values))
+    return best.sort([*groups, order])
+
+
+# -- rejects ---------------------------------------------------------------------------------------
+class RejectSink:
+    """Where the rejects of a run go: counted always, written as JSONL when a path is given."""
+
+    def __init__(self, path: str | None) -> None:
+        from evalstream.sink import AtomicOutput
+
+        self.path = path
+        self._out = AtomicOutput(path) if path else None
+        self._encode = msgspec.json.Encoder().encode
+
+    def write(self, file: str, rejects: Iterable[Reject]) -> None:
+        if self._out is None:
+            return
+        self._out.write(b"".join(
+            self._encode(FileReject(file, *msgspec.structs.astuple(r))) + b"\n"
+            for r in rejects))
+
+    def commit(self) -> None:
+        if self._out is not None:
+            self._out.commit()
+
+    def abort(self) -> None:
+        if self._out is not None:
+            self._out.abort()
+
+
+@dataclass
+class _Tally:
+    lines: int = 0
+    blank: int = 0
+    judge_states: int = 0
+    rejected: int = 0
+    by_kind: Counter[str] = field(default_factory=Counter)
+    judges: Counter[str] = field(default_factory=Counter)
+    judges_unlisted: int = 0
+    no_judge: int = 0
+    first: list[Reject] = field(default_factory=list)
+
+    def rejects(self, found: list[Reject], kinds: list[str]) -> None:
+        self.rejected += len(found)
+        self.by_kind.update(kinds)
+        if len(self.first) < FIRST_REJECTS_KEPT:
+            self.first += found[: FIRST_REJECTS_KEPT - len(self.first)]
+
+
+@dataclass
+class VerdictFile:
+    """A verdict file read into compact columns, with what it held."""
+
+    summary: VerdictFileSummary
+    frame: "pl.DataFrame"
+
+
+def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: bool = False,
+                  max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+                  allow_unknown_fields: bool = False) -> VerdictFile:
+    """Stream a verdict file into a frame of (case_id, rubric code, status code, line[, hashes]).
+
+    Rejects go to ``sink`` as they are found; every line is counted. Raises DuplicateKeyError
+    when two verdicts share a (case id, rubric id).
+    """
+    decode = decoder(allow_unknown_fields).decode
+    columns = Columns(verdict_schema(with_hashes))
+    lists = columns.lists
+    case_ids, codes, statuses, line_nos = (lists["case_id"], lists["rubric"], lists["status"],
+                                           lists["line"])
+    hashes = (lists["rubric_hash"], lists["state_hash"], lists["exposure"]) if with_hashes \
+        else None
+    rubric_code = rubrics.code
+    tally = _Tally()
+    stream = open_input(path)
+    try:
+        for item in read_chunks(stream, max_line_bytes):
+            if not isinstance(item, Chunk):
+                tally.lines += 1
+                found = [_long_line_reject(item, max_line_bytes)]
+                tally.rejects(found, ["line too long"])
+                sink.write(path, found)
+                continue
+            if item.line + len(item.lines) > MAX_LINE_NUMBER:
+                raise InputError(f"{path}: more than {MAX_LINE_NUMBER:,} lines; split the file.")
+            failed: list[tuple[int, BaseException | None]] = []
+            first = item.line
+            for i, line in enumerate(item.lines):
+                try:
+                    v = decode(line)
+                except (msgspec.DecodeError, RecursionError) as exc:
+                    if not line or line.isspace():
+                        tally.blank += 1
+                    else:
+                        failed.append((i, exc))
+                    continue
+                status = v.status
+                if status is None:
+                    if v.state:
+                        tally.judge_states += 1
+                    else:
+                        failed.append((i, None))
+                    continue
+                case_ids.append(v.case_id)
+                codes.append(rubric_code(v.rubric_id))
+                statuses.append(STATUS_CODE[status])
+                line_nos.append(first + i)
+                if v.judge is None:
+                    tally.no_judge += 1
+                else:
+                    _count_judge(tally, v.judge.model)
+                if hashes is not None:
+                    hashes[0].append(_hash(v.rubric_hash))
+                    hashes[1].append(_hash(v.state_hash))
+                    hashes[2].append(None if v.exposure is None else exposure_key(v.exposure.shown))
+            tally.lines += len(item.lines)
+            if failed:
+                offsets = item.offsets()
+                found = [verdict_reject(first + i, offsets[i], item.lines[i], exc)
+                         for i, exc in failed]
+                tally.rejects(found, [_kind(exc) for _, exc in failed])
+                sink.write(path, found)
+            if len(case_ids) >= FLUSH_ROWS:
+                columns.flush()
+    finally:
+        if path != "-":
+            stream.close()
+    frame = columns.frame()
+    check_duplicates(path, frame, rubrics.names)
+    return VerdictFile(_summary(path, tally, frame), frame)
+
+
+def _count_judge(tally: _Tally, model: str) -> None:
+    if model in tally.judges or len(tally.judges) < MAX_JUDGES_LISTED:
+        tally.judges[model] += 1
+    else:
+        tally.judges_unlisted += 1
+
+
+def _summary(path: str, tally: _Tally, frame: "pl.DataFrame") -> VerdictFileSummary:
+    counts = Counter(dict(frame["status"].value_counts().iter_rows()))
+    return VerdictFileSummary(
+        path=path, lines=tally.lines, blank=tally.blank, verdicts=frame.height,
+        judge_states=tally.judge_states, rejected=tally.rejected,
+        rejected_by_kind=dict(sorted(tally.by_kind.items())),
+        by_status={s: counts.get(code, 0) for code, s in enumerate(STATUSES)},
+        judges=dict(tally.judges.most_common()), judges_unlisted=tally.judges_unlisted,
+        no_judge=tally.no_judge, first_rejects=tally.first)
+
+
+def check_duplicates(path: str, frame: "pl.DataFrame", rubric_names: list[str]) -> None:
+    """Raise DuplicateKeyError naming the first repeated (case id, rubric id) and its lines.
+
+    A sorted 64-bit hash of each key finds candidates in 16 bytes a row (a Polars group-by
+    on the string key takes ten times that); candidates are then checked on the keys.
+    """
+    import polars as pl
+
+    if frame.height < 2:
+        return
+    key = (pl.col("case_id").hash(0x5EED) ^ (pl.col("rubric").cast(pl.UInt64)
+                                             * 0x9E3779B97F4A7C15)).alias("key")
+    hashes = frame.select(key).to_series().sort()
+    repeated = hashes.filter(hashes == hashes.shift(1))
+    del hashes
+    if repeated.is_empty():
+        return
+    groups = (frame.filter(key.is_in(repeated.implode()))
+              .group_by("case_id", "rubric").agg(pl.col("line").sort())
+              .filter(pl.col("line").list.len() > 1)
+              .sort(pl.col("line").list.get(1)))
+    if groups.is_empty():
+        return  # different keys that share a hash
+    case_id, rubric, lines = groups.row(0)
+    more = f" ({groups.height:,} keys are repeated in all)" if groups.height > 1 else ""
+    raise DuplicateKeyError(
+        f"{path}: lines {lines[0]} and {lines[1]} are both verdicts for case `{case_id}`, rubric "
+        f"`{rubric_names[rubric]}`{more}. A file may hold one verdict per (case_id, rubric_id): "
+        "which one counts is unknown, so nothing was computed. Keep one line per key (e.g. the "
+        "last retry) and run again.")
+
+
+# -- reject sentences ------------------------------------------------------------------------------
+_ERROR_AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
+_ID_AT = re.compile(r"^Expected `str` (of length|matching).* - at `\$\.(case_id|rubric_id)`$")
+_ALLOWED = {"status": "pass, fail, unscored", "kind": "judge, exact"}
+_TYPE_WORDS = {
+    "str": "a string", "int": "an integer", "float": "a number", "object": "an object",
+    "array": "an array", "null": "null", "bool": "true or false",
+}
+_MISSING_STATUS = ("Required field `status` is missing or null; a verdict's status is `pass`, "
+                   "`fail` or `unscored` (a verdict that could not be read is `unscored`).")
+
+
+def _kind(exc: BaseException | None) -> str:
+    """The kind of reject, for the summary's counts (as build names them)."""
+    if exc is None:
+        return "missing field"
+    kind = reject_kind(exc)
+    if kind in ("invalid value", "over a cap") and _ID_AT.search(str(exc)):
+        return "invalid id"
+    return kind
+
+
+def _long_line_reject(item: LongLine, max_line_bytes: int) -> Reject:
+    error = (f"The line is {item.size:,} bytes, over the limit of {max_line_bytes:,} bytes; a "
+             "verdict is rarely that long (check the file), or raise --max-line-bytes.")
+    return Reject(item.line, item.offset, None, None, error, raw_text(item.head))
+
+
+def verdict_reject(line_no: int, offset: int, line: bytes, exc: BaseException | None) -> Reject:
+    """A reject for a line that is not a verdict (``exc`` None: it has no status)."""
+    if exc is None:
+        path: str | None
+        path, error = "$.status", _MISSING_STATUS
+    else:
+        path, error = explain(exc, line)
+    return Reject(line_no, offset, _case_id_of(line), path, error, raw_text(line))
+
+
+class _IdProbe(Struct):
+    case_id: Any = None
+
+
+_probe = msgspec.json.Decoder(_IdProbe)
+
+
+def _case_id_of(line: bytes) -> str | None:
+    """The line's case id when it can be read, even if the rest of the verdict is invalid."""
+    try:
+        value = _probe.decode(line).case_id
+    except (msgspec.DecodeError, RecursionError):
+        # Lone surrogates, NaN, invalid UTF-8 or a stray BOM stop msgspec, not the stdlib.
+        try:
+            loaded = json.loads(line.removeprefix(BOM).decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            return None
+        value = loaded.get("case_id") if isinstance(loaded, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def explain(exc: BaseException, line: bytes) -> tuple[str | None, str]:
+    """The JSON path and the sentence for a verdict line that failed to decode."""
+    if not isinstance(exc, msgspec.ValidationError):
+        # Malformed JSON reads the same whatever the record: reuse build's sentences.
+        path, error = validate.explain(exc, line)
+        return path, error.replace("each case must be", "each verdict must be")
+    m = _ERROR_AT.match(str(exc))
+    assert m is not None  # the pattern matches any string
+    what, path = m["what"], m["path"] or "$"
+    if what.startswith("Object contains unknown field"):
+        name = what.split("`")[1]
+        return f"{path}.{name}", _unknown_field(name, path)
+    if what.startswith("Object missing required field"):
+        name = what.split("`")[1]
+        if path == "$":
+            return f"$.{name}", (f"Required field `{name}` is missing; every verdict needs "
+                                 "`case_id`, `rubric_id` and `status`.")
+        return f"{path}.{name}", f"`{path}` is missing its required field `{name}`."
+    if what.startswith("Invalid enum value"):
+        value = what[len("Invalid enum value "):]
+        allowed = _ALLOWED.get(path.rsplit(".", 1)[-1], "")
+        return path, f"`{path}` is {value}; allowed values are: {allowed}."
+    if what.startswith("Expected `str` matching regex") or re.match(
+            r"Expected `str` of length [<>]=", what):
+        return path, (f"`{path}` must be a slug: non-empty, at most {schema.MAX_ID_CHARS} "
+                      "characters, without whitespace or `/`.")
+    got = re.match(r"Expected `([^`]+)`, got `([^`]+)`", what)
+    if got:
+        if path == "$":
+            return path, (f"The line is {_type_word(got[2])}, not a verdict; each line must be "
+                          "one JSON object with `case_id`, `rubric_id` and `status`.")
+        wanted = " or ".join(_type_word(t) for t in got[1].split(" | "))
+        return path, f"`{path}` must be {wanted}, not {_type_word(got[2])}."
+    return path, f"`{path}`: {what}."
+
+
+def _unknown_field(name: str, parent: str) -> str:
+    known = EXPOSURE_FIELDS if parent == "$.exposure" else VERDICT_FIELDS
+    where = "the verdict" if parent == "$" else f"`{parent}`"
+    near = next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None)
+    hint = f" Did you mean `{near}`?" if near else ""
+    listed = ", ".join(f"`{k}`" for k in known if k not in ("question", "state"))
+    return (f"Unknown field `{name}` in {where}.{hint} Known fields: {listed}. "
+            "Use --allow-unknown-fields to ignore unknown fields.")
+
+
+def _type_word(name: str) -> str:
+    return _TYPE_WORDS.get(name, f"`{name}`")
+
