@@ -23,9 +23,8 @@ from evalstream.verdicts import DuplicateKeyError
 from tests.agree.plain import PlainCell, plain_agree
 from tests.helpers import CORPUS, SAMPLES
 
-DATA = Path(__file__).resolve().parent / "data"
 GOLDEN = Path(__file__).resolve().parent / "golden"
-VERDICTS = DATA / "verdicts.jsonl"
+VERDICTS = SAMPLES / "verdicts.jsonl"
 CASES = SAMPLES / "cases.jsonl"
 REGEN = os.environ.get("EVALSTREAM_REGEN_GOLDEN") == "1"
 

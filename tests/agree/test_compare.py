@@ -19,10 +19,10 @@ from evalstream.cli import main
 from evalstream.compare import CompareOptions, CompareReport, blocks, encode, run
 from evalstream.verdicts import STATUSES
 from tests.agree.plain import plain_compare
+from tests.helpers import SAMPLES
 
-DATA = Path(__file__).resolve().parent / "data"
 GOLDEN = Path(__file__).resolve().parent / "golden"
-RUN_A, RUN_B = DATA / "verdicts.jsonl", DATA / "run-b.jsonl"
+RUN_A, RUN_B = SAMPLES / "verdicts.jsonl", SAMPLES / "verdicts-b.jsonl"
 REGEN = os.environ.get("EVALSTREAM_REGEN_GOLDEN") == "1"
 
 
@@ -113,7 +113,7 @@ def test_sample_known_facts() -> None:
 def test_sample_goldens() -> None:
     report = run(CompareOptions(str(RUN_A), str(RUN_B), max_ids=5))
     report.seconds = 0.0
-    report.run_a.path, report.run_b.path = "verdicts.jsonl", "run-b.jsonl"
+    report.run_a.path, report.run_b.path = "verdicts.jsonl", "verdicts-b.jsonl"
     golden("compare.json", encode(report))
     golden("compare.md", render(blocks(report), "markdown"))
     golden("compare.txt", render(blocks(report), "table"))

@@ -14,7 +14,6 @@ from evalstream.compare import run as compare
 from tests.browser import load
 from tests.helpers import SAMPLES
 
-DATA = Path(__file__).resolve().parent / "data"
 BLUE, RED, GREEN = bytes.fromhex("4e79a7"), bytes.fromhex("e15759"), bytes.fromhex("59a14f")
 
 CELLS_JS = """JSON.stringify([...document.querySelectorAll('svg.chart-confusion')].map(svg =>
@@ -23,7 +22,7 @@ CELLS_JS = """JSON.stringify([...document.querySelectorAll('svg.chart-confusion'
 
 
 def test_agree_page_in_chromium(tmp_path: Path) -> None:
-    report = agree(AgreeOptions(str(DATA / "verdicts.jsonl"), str(SAMPLES / "cases.jsonl"),
+    report = agree(AgreeOptions(str(SAMPLES / "verdicts.jsonl"), str(SAMPLES / "cases.jsonl"),
                                 by="scenario"))
     page = tmp_path / "agree.html"
     page.write_text(agree_page(report))
@@ -45,7 +44,7 @@ def test_agree_page_in_chromium(tmp_path: Path) -> None:
 
 
 def test_compare_page_in_chromium(tmp_path: Path) -> None:
-    report = compare(CompareOptions(str(DATA / "verdicts.jsonl"), str(DATA / "run-b.jsonl")))
+    report = compare(CompareOptions(str(SAMPLES / "verdicts.jsonl"), str(SAMPLES / "verdicts-b.jsonl")))
     page = tmp_path / "compare.html"
     page.write_text(compare_page(report))
     result = load(page, """JSON.stringify([...document.querySelectorAll('rect.flip')].map(r =>

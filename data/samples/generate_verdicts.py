@@ -1,10 +1,10 @@
-"""Regenerate the verdict files in this folder (deterministic): ``python tests/agree/data/generate.py``.
+"""Regenerate the verdict files in this folder (deterministic): ``python data/samples/generate_verdicts.py``.
 
 ``verdicts.jsonl`` plays a judge over ``data/samples/cases.jsonl``: one verdict per judge
 state that ``build`` writes for the sample (with its rubric_hash, state_hash and exposure),
 agreeing with the case's label except where listed below, plus build's own exact verdicts,
 a verdict for a check with no label and one for a case that is not in the file.
-``run-b.jsonl`` is a second run of the same judge with known differences from the first.
+``verdicts-b.jsonl`` is a second run of the same judge with known differences from the first.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
+ROOT = HERE.parents[1]
 CASES = ROOT / "data" / "samples" / "cases.jsonl"
 
 # (case, rubric) -> what the judge said instead of agreeing with the label.
@@ -97,7 +97,7 @@ def main() -> None:
         run_b.append(v)
     run_b.append({"case_id": "case-44", "rubric_id": "escalation", "status": "pass",
                   "judge": JUDGE})  # only in B
-    write(HERE / "run-b.jsonl", run_b)
+    write(HERE / "verdicts-b.jsonl", run_b)
 
 
 def write(path: Path, records: list[dict]) -> None:
