@@ -16,10 +16,9 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import numpy as np
 
 from evalstream import ids
 from evalstream.build import FIRST_REJECTS_KEPT, Options, Processor
@@ -28,6 +27,9 @@ from evalstream.report import Tally
 from evalstream.rubrics import RubricSet
 from evalstream.sink import AtomicOutput
 from evalstream.validate import Reject, raw_text
+
+if TYPE_CHECKING:  # numpy is imported when workers run: serial builds never pay for it
+    import numpy as np
 
 RANGE_BYTES = 16 << 20
 _SCAN = 1 << 16
@@ -150,6 +152,8 @@ class Merger:
 
     def add(self, part: Part) -> None:
         base = self.lines
+        import numpy as np
+
         lo, hi, line, offset, end = part.log
         first = self.index.add(lo, hi, line + np.uint64(base))
         dups = np.flatnonzero(first).tolist()
