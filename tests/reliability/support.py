@@ -13,9 +13,9 @@ from typing import Any
 
 from evalstream.build import Options, run
 from evalstream.report import RunReport
+from tests.helpers import CORPUS
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT.parent / "shared" / "corpus"
 JSONTESTSUITE = CORPUS / "jsontestsuite"
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
 # Phrases of msgspec's own errors that must never reach a person unexplained.
