@@ -22,7 +22,7 @@ import msgspec
 
 from evalstream import ids
 from evalstream.build import FIRST_REJECTS_KEPT, Options, Processor
-from evalstream.reader import Chunk, RangeReader, read_chunks
+from evalstream.reader import Chunk, RangeReader, line_start, range_tasks, read_chunks, read_line_at
 from evalstream.report import Tally
 from evalstream.rubrics import RubricSet
 from evalstream.sink import AtomicOutput
@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # numpy is imported when workers run: serial builds never pay
     import numpy as np
 
 RANGE_BYTES = 16 << 20
-_SCAN = 1 << 16
 
 
 @dataclass
@@ -54,20 +53,6 @@ def worthwhile(opts: Options, size: int | None) -> bool:
             and opts.input != "-" and not opts.input.endswith((".gz", ".zst")))
 
 
-def _align(fd: int, pos: int, size: int) -> int:
-    """The start of the first line that begins at or after ``pos``."""
-    if pos <= 0:
-        return 0
-    at = pos - 1
-    while at < size:
-        block = os.pread(fd, _SCAN, at)
-        nl = block.find(b"\n")
-        if nl >= 0:
-            return at + nl + 1
-        at += len(block)
-    return size
-
-
 # -- in the worker -----------------------------------------------------------------------------
 _worker: dict[str, Any] = {}
 
@@ -87,7 +72,7 @@ def _run_range(task: tuple[int, int, int]) -> Part:
     fd, size = _worker["fd"], _worker["size"]
     processor: Processor = _worker["processor"]
     processor.tally, processor.log = Tally(), ids.CaseLog()
-    start, end = _align(fd, start, size), _align(fd, end, size)
+    start, end = line_start(fd, start, size), line_start(fd, end, size)
     out_path = os.path.join(_worker["dir"], f"{index:08d}.out")
     rejects_path = os.path.join(_worker["dir"], f"{index:08d}.rejects")
     encode = msgspec.json.Encoder().encode
@@ -108,28 +93,6 @@ def _run_range(task: tuple[int, int, int]) -> Part:
 
 
 # -- in the parent -----------------------------------------------------------------------------
-def _tasks(size: int) -> list[tuple[int, int, int]]:
-    bounds = list(range(0, size, RANGE_BYTES)) + [size]
-    return [(i, a, b) for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))]
-
-
-def _read_line(fd: int, offset: int, limit: int) -> bytes:
-    """The line at ``offset`` (without its newline), at most ``limit`` bytes of it."""
-    pieces: list[bytes] = []
-    got = 0
-    while got < limit:
-        block = os.pread(fd, min(_SCAN, limit - got), offset + got)
-        if not block:
-            break
-        nl = block.find(b"\n")
-        if nl >= 0:
-            pieces.append(block[:nl])
-            break
-        pieces.append(block)
-        got += len(block)
-    return b"".join(pieces)
-
-
 class Merger:
     """Takes parts in order and writes their output, rejects and counts as one run would."""
 
@@ -173,7 +136,7 @@ class Merger:
         """Turn logged case ``k`` into a duplicate-id reject and take back what it counted."""
         lo, hi, line, offset, end = part.log
         line_no, at = int(line[k]) + base, int(offset[k])
-        raw = _read_line(self.fd, at, self.opts.max_line_bytes + 1)
+        raw = read_line_at(self.fd, at, self.opts.max_line_bytes + 1)
         case = self.scratch.decode(raw)
         self.scratch.tally = Tally()
         for _ in self.scratch.checks(case, line_no):
@@ -231,7 +194,7 @@ def run_parallel(opts: Options, rubric_set: RubricSet, size: int, out: AtomicOut
     with tempfile.TemporaryDirectory(prefix=".evalstream-parts-", dir=directory) as parts_dir:
         pool = ctx.Pool(opts.workers, initializer=_init, initargs=(opts, rubric_set, parts_dir))
         try:
-            results: Iterator[Part] = pool.imap(_run_range, _tasks(size))
+            results: Iterator[Part] = pool.imap(_run_range, range_tasks(size, RANGE_BYTES))
             for part in results:
                 merger.add(part)
                 if on_progress is not None:

@@ -228,3 +228,45 @@ class RangeReader(io.RawIOBase):
         data = os.pread(self._fd, size, self._pos)
         self._pos += len(data)
         return data
+
+
+# -- byte ranges, for worker processes that each read their own part of a file --------------
+_SCAN = 1 << 16
+
+
+def range_tasks(size: int, range_bytes: int) -> list[tuple[int, int, int]]:
+    """(index, start, end) of consecutive byte ranges covering ``size`` bytes; each worker
+    moves both ends to line starts (``line_start``), so every line falls in one range."""
+    bounds = [*range(0, size, range_bytes), size]
+    return [(i, a, b) for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))]
+
+
+def line_start(fd: int, pos: int, size: int) -> int:
+    """The start of the first line that begins at or after ``pos``."""
+    if pos <= 0:
+        return 0
+    at = pos - 1
+    while at < size:
+        block = os.pread(fd, _SCAN, at)
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return at + nl + 1
+        at += len(block)
+    return size
+
+
+def read_line_at(fd: int, offset: int, limit: int) -> bytes:
+    """The line at ``offset`` (without its newline), at most ``limit`` bytes of it."""
+    pieces: list[bytes] = []
+    got = 0
+    while got < limit:
+        block = os.pread(fd, min(_SCAN, limit - got), offset + got)
+        if not block:
+            break
+        nl = block.find(b"\n")
+        if nl >= 0:
+            pieces.append(block[:nl])
+            break
+        pieces.append(block)
+        got += len(block)
+    return b"".join(pieces)

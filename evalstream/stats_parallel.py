@@ -28,7 +28,7 @@ import numpy as np
 
 from evalstream import ids
 from evalstream.build import Processor
-from evalstream.reader import Chunk, RangeReader, read_chunks
+from evalstream.reader import Chunk, RangeReader, line_start, range_tasks, read_chunks, read_line_at
 from evalstream.report import Tally
 from evalstream.rubrics import RubricSet
 from evalstream.sink import AtomicOutput
@@ -39,7 +39,6 @@ RANGE_BYTES = 16 << 20
 MIN_RANGES = 8  # below 128 MiB one process is as fast
 MAX_WORKERS = 8
 AHEAD = 2  # ranges sent to a worker before its first result is taken
-_SCAN = 1 << 16
 
 
 def default_workers() -> int:
@@ -98,25 +97,11 @@ def _init(settings: Settings) -> None:
     _worker["size"] = os.fstat(_worker["fd"]).st_size
 
 
-def _align(fd: int, pos: int, size: int) -> int:
-    """The start of the first line that begins at or after ``pos``."""
-    if pos <= 0:
-        return 0
-    at = pos - 1
-    while at < size:
-        block = os.pread(fd, _SCAN, at)
-        nl = block.find(b"\n")
-        if nl >= 0:
-            return at + nl + 1
-        at += len(block)
-    return size
-
-
 def _run_range(task: tuple[int, int, int]) -> Part:
     index, start, end = task
     s: Settings = _worker["settings"]
     fd, size = _worker["fd"], _worker["size"]
-    start, end = _align(fd, start, size), _align(fd, end, size)
+    start, end = line_start(fd, start, size), line_start(fd, end, size)
     processor = Processor(s.rubric_set, s.max_tokens, s.max_line_bytes, s.allow_unknown_fields,
                           check_duplicates=False)
     rows = Collector(processor, s.by)
@@ -153,28 +138,6 @@ def _run_range(task: tuple[int, int, int]) -> Part:
 
 
 # -- in the parent -------------------------------------------------------------------------------
-def _tasks(size: int) -> list[tuple[int, int, int]]:
-    bounds = [*range(0, size, RANGE_BYTES), size]
-    return [(i, a, b) for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))]
-
-
-def _read_line(fd: int, offset: int, limit: int) -> bytes:
-    """The line at ``offset`` (without its newline), at most ``limit`` bytes of it."""
-    pieces: list[bytes] = []
-    got = 0
-    while got < limit:
-        block = os.pread(fd, min(_SCAN, limit - got), offset + got)
-        if not block:
-            break
-        nl = block.find(b"\n")
-        if nl >= 0:
-            pieces.append(block[:nl])
-            break
-        pieces.append(block)
-        got += len(block)
-    return b"".join(pieces)
-
-
 class Merger:
     """Takes the parts in input order and adds them to one collector and one tally."""
 
@@ -203,7 +166,7 @@ class Merger:
         found = []
         for k in dups:
             at, line_no = int(offset[k]), int(line[k]) + base
-            raw = _read_line(self.fd, at, self.settings.max_line_bytes + 1)
+            raw = read_line_at(self.fd, at, self.settings.max_line_bytes + 1)
             case = self.collector.processor.decode(raw)
             duplicates.append(case)
             found.append(Reject(
@@ -277,7 +240,7 @@ def run_parallel(collector: Collector, settings: Settings, workers: int, size: i
     error here (EOF on its pipe), never a hang, and the workers are always stopped.
     """
     ctx: Any = multiprocessing.get_context(_start_method())
-    tasks = _tasks(size)
+    tasks = range_tasks(size, RANGE_BYTES)
     procs: list[Any] = []
     conns: list[Any] = []
     with tempfile.TemporaryDirectory(prefix="evalstream-stats-") as parts_dir:
