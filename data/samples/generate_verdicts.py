@@ -1,4 +1,5 @@
-"""Regenerate the verdict files in this folder (deterministic): ``python data/samples/generate_verdicts.py``.
+"""Regenerate the sample verdict files (deterministic):
+``python data/samples/generate_verdicts.py``.
 
 ``verdicts.jsonl`` plays a judge over ``data/samples/cases.jsonl``: one verdict per judge
 state that ``build`` writes for the sample (with its rubric_hash, state_hash and exposure),
