@@ -114,9 +114,9 @@ class Merger:
         os.close(self.fd)
 
     def add(self, part: Part) -> None:
-        base = self.lines
         import numpy as np
 
+        base = self.lines
         lo, hi, line, offset, end = part.log
         first = self.index.add(lo, hi, line + np.uint64(base))
         dups = np.flatnonzero(first).tolist()

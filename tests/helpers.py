@@ -25,6 +25,16 @@ def _corpus() -> Path:
 
 
 CORPUS = _corpus()
+REGEN = os.environ.get("EVALSTREAM_REGEN_GOLDEN") == "1"
+
+
+def golden(name: str, data: bytes, folder: Path = GOLDEN) -> None:
+    """Compare ``data`` with the golden file FOLDER/NAME; EVALSTREAM_REGEN_GOLDEN=1 rewrites it."""
+    path = folder / name
+    if REGEN:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+    assert data == path.read_bytes(), f"{name} differs from its golden file"
 
 
 def build(tmp_path: Path, lines: list[str] | bytes, **options: object) -> tuple[RunReport, Path]:

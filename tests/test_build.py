@@ -18,17 +18,7 @@ from hypothesis import strategies as st
 from evalstream import rubrics, tokens
 from evalstream.build import Options, UsageError, run
 from evalstream.state import PREAMBLE, STATE_NAMES, question_text
-from tests.helpers import GOLDEN, SAMPLES, build
-
-REGEN = os.environ.get("EVALSTREAM_REGEN_GOLDEN") == "1"
-
-
-def golden(name: str, data: bytes) -> None:
-    """Compare with tests/golden/NAME; EVALSTREAM_REGEN_GOLDEN=1 rewrites it."""
-    path = GOLDEN / name
-    if REGEN:
-        path.write_bytes(data)
-    assert data == path.read_bytes(), f"{name} differs from its golden file"
+from tests.helpers import SAMPLES, build, golden
 
 
 def stable_report(path: Path) -> dict[str, Any]:

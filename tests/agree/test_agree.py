@@ -4,7 +4,6 @@ identities that make counts add up, rejects, duplicate keys, goldens for every s
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -21,21 +20,13 @@ from evalstream.agree_cli import render
 from evalstream.cli import main
 from evalstream.verdicts import DuplicateKeyError
 from tests.agree.plain import PlainCell, plain_agree
-from tests.helpers import CORPUS, SAMPLES
+from tests.helpers import CORPUS, SAMPLES, golden
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+AGREE_GOLDEN = Path(__file__).resolve().parent / "golden"
+
 VERDICTS = SAMPLES / "verdicts.jsonl"
 CASES = SAMPLES / "cases.jsonl"
-REGEN = os.environ.get("EVALSTREAM_REGEN_GOLDEN") == "1"
 
-
-def golden(name: str, data: bytes) -> None:
-    """Compare with tests/agree/golden/NAME; EVALSTREAM_REGEN_GOLDEN=1 rewrites it."""
-    path = GOLDEN / name
-    if REGEN:
-        path.parent.mkdir(exist_ok=True)
-        path.write_bytes(data)
-    assert data == path.read_bytes(), f"{name} differs from its golden file"
 
 
 def check_cell(cell: Cell, plain: PlainCell) -> None:
@@ -147,9 +138,9 @@ def test_sample_goldens() -> None:
     report = run(AgreeOptions(str(VERDICTS), str(CASES), by="scenario", max_ids=5))
     report.seconds = 0.0
     report.verdicts.path, report.cases.path = "verdicts.jsonl", "cases.jsonl"
-    golden("agree.json", encode(report))
-    golden("agree.md", render(blocks(report), "markdown"))
-    golden("agree.txt", render(blocks(report), "table"))
+    golden("agree.json", encode(report), AGREE_GOLDEN)
+    golden("agree.md", render(blocks(report), "markdown"), AGREE_GOLDEN)
+    golden("agree.txt", render(blocks(report), "table"), AGREE_GOLDEN)
 
 
 def test_json_round_trips_into_the_report_type() -> None:

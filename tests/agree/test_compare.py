@@ -4,7 +4,6 @@ pairing and statsmodels; --force; goldens; exit codes."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +18,12 @@ from evalstream.cli import main
 from evalstream.compare import CompareOptions, CompareReport, blocks, encode, run
 from evalstream.verdicts import STATUSES
 from tests.agree.plain import plain_compare
-from tests.helpers import SAMPLES
+from tests.helpers import SAMPLES, golden
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+AGREE_GOLDEN = Path(__file__).resolve().parent / "golden"
+
 RUN_A, RUN_B = SAMPLES / "verdicts.jsonl", SAMPLES / "verdicts-b.jsonl"
-REGEN = os.environ.get("EVALSTREAM_REGEN_GOLDEN") == "1"
 
-
-def golden(name: str, data: bytes) -> None:
-    path = GOLDEN / name
-    if REGEN:
-        path.write_bytes(data)
-    assert data == path.read_bytes(), f"{name} differs from its golden file"
 
 
 def check_report(report: CompareReport, a_text: str, b_text: str, force: bool) -> None:
@@ -114,9 +107,9 @@ def test_sample_goldens() -> None:
     report = run(CompareOptions(str(RUN_A), str(RUN_B), max_ids=5))
     report.seconds = 0.0
     report.run_a.path, report.run_b.path = "verdicts.jsonl", "verdicts-b.jsonl"
-    golden("compare.json", encode(report))
-    golden("compare.md", render(blocks(report), "markdown"))
-    golden("compare.txt", render(blocks(report), "table"))
+    golden("compare.json", encode(report), AGREE_GOLDEN)
+    golden("compare.md", render(blocks(report), "markdown"), AGREE_GOLDEN)
+    golden("compare.txt", render(blocks(report), "table"), AGREE_GOLDEN)
 
 
 def test_exposure_compares_the_shown_set_only(tmp_path: Path) -> None:

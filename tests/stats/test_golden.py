@@ -12,16 +12,7 @@ from rich.console import Console
 from evalstream.stats import StatsOptions, collect
 from evalstream.stats_cli import blocks, render
 from evalstream.tables import render_rich
-from tests.helpers import GOLDEN, ROOT
-
-REGEN = os.environ.get("EVALSTREAM_REGEN_GOLDEN") == "1"
-
-
-def golden(name: str, data: bytes) -> None:
-    path = GOLDEN / name
-    if REGEN:
-        path.write_bytes(data)
-    assert data == path.read_bytes(), f"{name} differs from its golden file"
+from tests.helpers import ROOT, golden
 
 
 @pytest.fixture(scope="module")
