@@ -20,9 +20,9 @@ letter), so cutting the JSON at each key's first letter changes no piece. A fiel
 shows it, so each is tokenized once per case however many rubrics show it.
 
 A cl100k token is also at most 128 bytes, so a text has at least a 128th of its byte length
-in tokens. A field that alone would take the count past the budget is therefore over budget
-without tokenizing it: counting stops there with a lower bound, and hostile text (a
-megabyte without a space) never reaches the BPE.
+in tokens. Once the fields not yet counted hold more than 128 times the room left in bytes,
+the state is over budget without tokenizing them: counting stops there with a lower bound,
+and hostile text (a megabyte without a space) never reaches the BPE.
 """
 
 from __future__ import annotations
@@ -90,8 +90,6 @@ class Budget:
         if len(state) <= self.byte_room:
             return len(state), self.longest_question_bytes, BYTES
         limit = self.max_tokens - self.longest_question
-        if len(state) > MAX_TOKEN_BYTES * max(limit, 0):
-            return _at_least(len(state)), self.longest_question, AT_LEAST
         n, exact = state_tokens(state, names, memo, limit)
         return n, self.longest_question, BPE if exact else AT_LEAST
 
@@ -110,8 +108,9 @@ def state_tokens(state: bytes, names: Sequence[str], memo: Memo,
                                                          start) + 2
         key = (name, i == last)
         got = memo.get(key)
-        if got is None and limit is not None and total + _at_least(end - start) > limit:
-            return total + _at_least(end - start), False
+        if got is None and limit is not None and total + _at_least(len(state) - start) > limit:
+            # The rest of the state is at least a 128th of its bytes in tokens: already over.
+            return total + _at_least(len(state) - start), False
         if got is None:
             got = memo[key] = _segment_tokens(state[start:end], limit)
         n, complete = got
