@@ -22,7 +22,7 @@ import msgspec
 
 from evalstream import ids
 from evalstream.build import FIRST_REJECTS_KEPT, Options, Processor
-from evalstream.reader import Chunk, RangeReader, line_start, range_tasks, read_chunks, read_line_at
+from evalstream.reader import Chunk, line_start, open_range, range_tasks, read_chunks, read_line_at
 from evalstream.report import Tally
 from evalstream.rubrics import RubricSet
 from evalstream.sink import AtomicOutput
@@ -76,17 +76,16 @@ def _run_range(task: tuple[int, int, int]) -> Part:
     out_path = os.path.join(_worker["dir"], f"{index:08d}.out")
     rejects_path = os.path.join(_worker["dir"], f"{index:08d}.rejects")
     encode = msgspec.json.Encoder().encode
-    with open(out_path, "wb") as out, open(rejects_path, "wb") as rej:
-        if start < end:
-            for item in read_chunks(RangeReader(fd, start, end), opts.max_line_bytes,
-                                    first_line=1, first_offset=start):
-                if isinstance(item, Chunk):
-                    data, rejects = processor.chunk(item)
-                    out.write(data)
-                else:
-                    rejects = processor.long_line(item)
-                if rejects:
-                    rej.write(b"".join(encode(r) + b"\n" for r in rejects))
+    with open(out_path, "wb") as out, open(rejects_path, "wb") as rej, \
+            open_range(fd, start, end) as lines:
+        for item in read_chunks(lines, opts.max_line_bytes, first_line=1, first_offset=start):
+            if isinstance(item, Chunk):
+                data, rejects = processor.chunk(item)
+                out.write(data)
+            else:
+                rejects = processor.long_line(item)
+            if rejects:
+                rej.write(b"".join(encode(r) + b"\n" for r in rejects))
     processor.finish()
     return Part(index, start, end, out_path, rejects_path, processor.tally,
                 processor.log.arrays())

@@ -235,8 +235,8 @@ class _Counting:
         self.stream = stream
         self.bytes = 0
 
-    def read(self, size: int = -1) -> bytes:
-        data = self.stream.read(size)
+    def readline(self, size: int = -1) -> bytes:
+        data = self.stream.readline(size)
         self.bytes += len(data)
         return data
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from evalstream import ids
 from evalstream.build import Processor
-from evalstream.reader import Chunk, RangeReader, line_start, range_tasks, read_chunks, read_line_at
+from evalstream.reader import Chunk, line_start, open_range, range_tasks, read_chunks, read_line_at
 from evalstream.report import Tally
 from evalstream.rubrics import RubricSet
 from evalstream.sink import AtomicOutput
@@ -114,9 +114,8 @@ def _run_range(task: tuple[int, int, int]) -> Part:
         out = open(rejects_path, "wb")
     encode = msgspec.json.Encoder().encode
     try:
-        if start < end:
-            for item in read_chunks(RangeReader(fd, start, end), s.max_line_bytes,
-                                    first_line=1, first_offset=start):
+        with open_range(fd, start, end) as lines:
+            for item in read_chunks(lines, s.max_line_bytes, first_line=1, first_offset=start):
                 if isinstance(item, Chunk):
                     accepted, found = rows.take(item)
                     log.add(item, accepted, [0] * len(accepted))
