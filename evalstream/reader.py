@@ -68,7 +68,7 @@ def open_input(path: str) -> BinaryIO:
 
             raw = open(path, "rb")
             reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-            return io.BufferedReader(reader, BLOCK_SIZE)  # type: ignore[arg-type]
+            return io.BufferedReader(reader, BLOCK_SIZE)
         return open(path, "rb", buffering=BLOCK_SIZE)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
