@@ -60,6 +60,11 @@ class IdIndex:
         return [put((h := id_hash(case_id)) & _MASK64 | 1, h >> 64, line)
                 for case_id, line in zip(ids, lines, strict=True)]
 
+    def add_id(self, case_id: str, line: int) -> int:
+        """Insert one id; return the line of its first use, or 0 if it is new."""
+        h = id_hash(case_id)
+        return self._put(h & _MASK64 | 1, h >> 64, line)
+
     def add(self, lo: Any, hi: Any, lines: Any) -> Any:
         """``add_ids`` for hashes already split into halves (numpy arrays, as a worker's
         ``CaseLog`` holds them); returns a numpy array."""
@@ -114,20 +119,21 @@ class CaseLog:
         self.end: list[Any] = []
         self.written = 0  # output bytes before the next chunk
 
-    def add(self, chunk: Any, accepted: list[tuple[int, Any]], ends: list[int]) -> None:
-        """Log a chunk's accepted cases; ``ends`` are their output ends within the chunk."""
+    def add(self, chunk: Any, logged: list[tuple[int, str, int]]) -> None:
+        """Log a chunk's accepted cases, given as (index in the chunk, case id, where its
+        output ends within the chunk's output)."""
         import numpy as np
 
-        if accepted:
-            lo, hi = id_hashes([case.id for _, case in accepted])
+        if logged:
+            index = np.fromiter((i for i, _, _ in logged), np.intp, len(logged))
+            lo, hi = id_hashes([case_id for _, case_id, _ in logged])
             self.lo.append(lo)
             self.hi.append(hi)
-            lines = np.fromiter((line for line, _ in accepted), np.uint64, len(accepted))
-            self.line.append(lines)
-            starts = np.asarray(chunk.offsets(), dtype=np.uint64)
-            self.offset.append(starts[(lines - np.uint64(chunk.line)).astype(np.intp)])
-            self.end.append(np.asarray(ends, dtype=np.uint64) + np.uint64(self.written))
-        self.written += ends[-1] if ends else 0
+            self.line.append(index.astype(np.uint64) + np.uint64(chunk.line))
+            self.offset.append(np.asarray(chunk.offsets(), dtype=np.uint64)[index])
+            self.end.append(np.fromiter((end for _, _, end in logged), np.uint64, len(logged))
+                            + np.uint64(self.written))
+            self.written += logged[-1][2]
 
     def arrays(self) -> tuple[Any, ...]:
         """(lo, hi, line, offset, end) for every logged case, in order."""

@@ -118,7 +118,7 @@ def _run_range(task: tuple[int, int, int]) -> Part:
             for item in read_chunks(lines, s.max_line_bytes, first_line=1, first_offset=start):
                 if isinstance(item, Chunk):
                     accepted, found = rows.take(item)
-                    log.add(item, accepted, [0] * len(accepted))
+                    log.add(item, [(line - item.line, case.id, 0) for line, case in accepted])
                 else:
                     found = processor.long_line(item)
                 if found:
