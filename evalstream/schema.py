@@ -7,6 +7,7 @@ fixes ``forbid_unknown_fields`` per class, hence the factory.
 
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -102,12 +103,26 @@ def decoder(allow_unknown_fields: bool = False) -> msgspec.json.Decoder[Any]:
 
 def duplicate_item_id(case: Any) -> tuple[str, str] | None:
     """The JSON path and value of the first repeated message, passage or tool-event id."""
-    for field, items in (("messages", case.messages), ("context", case.context),
-                         ("toolEvents", case.tool_events)):
-        if items and len(items) > 1 and len({item.id for item in items}) != len(items):
-            seen: set[str] = set()
-            for i, item in enumerate(items):
-                if item.id in seen:
-                    return f"$.{field}[{i}].id", item.id
-                seen.add(item.id)
+    # Runs for every case: a set built in C per list, unrolled (measured 1.5 -> 1.0 us a case).
+    items = case.messages
+    if items and len(items) > 1 and len(set(map(_ID, items))) < len(items):
+        return _first_repeat("messages", items)
+    items = case.context
+    if items and len(items) > 1 and len(set(map(_ID, items))) < len(items):
+        return _first_repeat("context", items)
+    items = case.tool_events
+    if items and len(items) > 1 and len(set(map(_ID, items))) < len(items):
+        return _first_repeat("toolEvents", items)
     return None
+
+
+_ID = attrgetter("id")
+
+
+def _first_repeat(field: str, items: list[Any]) -> tuple[str, str]:
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if item.id in seen:
+            return f"$.{field}[{i}].id", item.id
+        seen.add(item.id)
+    raise AssertionError("no repeated id")  # only called when the ids repeat

