@@ -30,8 +30,10 @@ from evalstream.state import (
     CheckRecord,
     ExactVerdict,
     Exposure,
+    RecordLayout,
     Tokens,
     question_text,
+    record_layout,
 )
 from evalstream.validate import Reject, long_line_reject, raw_text, reject, reject_kind
 
@@ -60,17 +62,12 @@ class Options:
     workers: int = 1
 
 
-class Outcome(msgspec.Struct, gc=False):
-    """What became of one (case, rubric): written (``record``) or skipped (``reason``).
-
-    ``tokens`` is the state plus the longest question (0 for skipped-as-not-applicable and
-    exact rubrics); it is the byte bound unless the state needed an exact count.
-    """
+class Outcome(NamedTuple):
+    """What became of one (case, rubric): written (``record``) or skipped (``reason``)."""
 
     rubric: Rubric
     reason: str | None
     record: Any
-    tokens: int
 
 
 class _Plan(NamedTuple):
@@ -86,6 +83,7 @@ class _Plan(NamedTuple):
     hidden: list[str]
     exposure: Exposure  # without tokens: the exposure of an exact verdict
     question: msgspec.Raw  # preamble + question, JSON-encoded once
+    layout: RecordLayout  # a judge record's fixed bytes
     slot: int  # where ``Processor`` counts this plan's fixed outcome (its reason, or written)
 
 
@@ -108,7 +106,7 @@ class Processor:
         self._questions = {r.id: msgspec.Raw(self.encoder.encode(question_text(r.question)))
                            for r in judges}
         self.budget = tokens.Budget(max_tokens, [question_text(r.question) for r in judges])
-        self._encode = self.encoder.encode
+        self._encode, self._encode_into = self.encoder.encode, self.encoder.encode_into
         self._plans: dict[tuple[bool, ...], list[_Plan]] = {}
         # Outcomes fixed by a plan are counted by its slot; the others (`when` skips, over
         # budget) by (rubric id, reason, shown fields). ``finish`` folds both into the tally.
@@ -133,8 +131,7 @@ class Processor:
         if self.rubrics is None:
             return b"", self.accept(chunk)[1]
         out = bytearray()
-        encode_into = self.encoder.encode_into
-        admit, checks = self._admit, self.checks
+        admit, write = self._admit, self.write
         log = self.log
         logged: list[tuple[int, str, int]] = []  # a worker's (index, id, output end)
         rejects: list[Reject] = []
@@ -143,10 +140,7 @@ class Processor:
             case = admit(line, first + i, rejects)
             if case is None:
                 continue
-            for outcome in checks(case, first + i):
-                if outcome.record is not None:
-                    encode_into(outcome.record, out, -1)
-                    out += b"\n"
+            write(case, first + i, out)
             if log is not None:
                 logged.append((i, case.id, len(out)))
         self._counted(chunk, rejects)
@@ -218,10 +212,25 @@ class Processor:
 
     # -- checks -----------------------------------------------------------------------------
     def checks(self, case: Any, line: int) -> list[Outcome]:
-        """Every rubric's outcome for one valid case, in rubric order, counted in the tally.
+        """Every rubric's outcome for one valid case, in rubric order, counted in the tally,
+        with the records ``write`` would write read back as objects."""
+        out = bytearray()
+        skipped: list[tuple[Rubric, str | None]] = []
+        self.write(case, line, out, skipped)
+        records = iter(out.splitlines())
+        return [Outcome(rubric, reason, None if reason else msgspec.json.decode(
+                    next(records), type=CheckRecord if rubric.kind == "judge" else ExactVerdict))
+                for rubric, reason in skipped]
 
-        ``build`` writes the records; ``stats`` only counts. What a rubric shows and withholds
-        depends only on which fields the case has, so it is planned once per pattern.
+    def write(self, case: Any, line: int, out: bytearray,
+              outcomes: list[tuple[Rubric, str | None]] | None = None) -> None:
+        """Append a record for every rubric that applies to one valid case to ``out``, and
+        count every rubric's outcome in the tally (in ``outcomes`` too, when given: the
+        rubric and its skip reason, None when written).
+
+        What a rubric shows and withholds depends only on which fields the case has, so it
+        is planned once per pattern; a judge record is appended in pieces around the
+        plan's fixed bytes (``RecordLayout``): no object per check on this hot path.
         """
         metadata = case.metadata
         key = (case.messages is not None, case.context is not None, case.policy is not None,
@@ -231,28 +240,20 @@ class Processor:
             self._note_when_keys(metadata)
         slot_counts = self._slot_counts
         budget = self.budget
-        encode = self._encode
+        encode, encode_into = self._encode, self._encode_into
         memo: tokens.Memo | None = None  # token counts of this case's field segments
-        done = []
         for plan in plans:
             rubric = plan.rubric
             reason = plan.reason or (rubric.skip_reason(plan.present, metadata)
                                      if rubric.when else None)
-            if reason is not None:
-                if reason is plan.reason:
-                    slot_counts[plan.slot] += 1
-                else:
-                    self._outcomes[rubric.id, reason, ()] += 1
-                done.append(Outcome(rubric, reason, None, 0))
-                continue
-            if rubric.check is not None:
+            if reason is None and rubric.check is not None:
                 events = case.tool_events
                 ok, read = rubric.check.evaluate(events)
-                record: Any = ExactVerdict(
-                    case.id, rubric.id, "exact", "pass" if ok else "fail",
-                    [events[i].id for i in sorted(read)], plan.exposure, rubric.hash)
-                total = 0
-            else:
+                encode_into(ExactVerdict(case.id, rubric.id, "exact", "pass" if ok else "fail",
+                                         [events[i].id for i in sorted(read)], plan.exposure,
+                                         rubric.hash), out, -1)
+                out += b"\n"
+            elif reason is None:
                 state = encode({name: getattr(case, attr) for name, attr in plan.attrs})
                 if len(state) <= budget.byte_room:
                     n, longest, method = len(state), budget.longest_question_bytes, tokens.BYTES
@@ -260,20 +261,29 @@ class Processor:
                     memo = {} if memo is None else memo
                     n, longest, method = budget.fit(state, plan.shown, memo)
                 total = n + longest
-                if total > budget.max_tokens:
-                    self._outcomes[rubric.id, OVER_BUDGET, ()] += 1
+                if total <= budget.max_tokens:
+                    layout = plan.layout
+                    out += layout.start
+                    encode_into(case.id, out, -1)
+                    out += layout.head
+                    out += state
+                    out += layout.exposure
+                    encode_into(Tokens(n, longest, total, budget.max_tokens, tokens.TOKENIZER,
+                                       method), out, -1)
+                    out += layout.hashes
+                    out += xxhash.xxh3_128_hexdigest(state).encode()
+                    out += layout.end
+                    out += b"\n"
+                else:
+                    reason = OVER_BUDGET
                     self.tally.over(OverBudget(line, case.id, rubric.id, total,
                                                method == tokens.BPE))
-                    done.append(Outcome(rubric, OVER_BUDGET, None, total))
-                    continue
-                record = CheckRecord(
-                    case.id, rubric.id, plan.question, msgspec.Raw(state),
-                    Exposure(plan.shown, plan.withheld, plan.hidden, Tokens(
-                        n, longest, total, budget.max_tokens, tokens.TOKENIZER, method)),
-                    rubric.hash, xxhash.xxh3_128_hexdigest(state))
-            slot_counts[plan.slot] += 1
-            done.append(Outcome(rubric, None, record, total))
-        return done
+            if reason is plan.reason:  # written, or skipped for what the pattern lacks
+                slot_counts[plan.slot] += 1
+            else:
+                self._outcomes[rubric.id, reason, ()] += 1
+            if outcomes is not None:
+                outcomes.append((rubric, reason))
 
     def _plan(self, key: tuple[bool, ...]) -> list[_Plan]:
         """The per-rubric plans for cases with this pattern of present fields."""
@@ -288,6 +298,8 @@ class Processor:
             withheld = [n for n in present if n not in shown]
             missing = next((n for n in rubric.requires if n not in pset), None)
             reason = f"requires {missing}" if missing else None
+            question = self._questions.get(rubric.id, _NO_QUESTION)
+            exposure = Exposure(shown, withheld, hidden)
             self._slots.append((rubric.id, reason, () if reason else tuple(shown)))
             self._slot_counts.append(0)
             plans.append(_Plan(
@@ -296,8 +308,9 @@ class Processor:
                 present=pset,
                 attrs=tuple((n, FIELD_OF[n]) for n in shown),
                 shown=shown, shown_key=tuple(shown), withheld=withheld, hidden=hidden,
-                exposure=Exposure(shown, withheld, hidden),
-                question=self._questions.get(rubric.id, _NO_QUESTION),
+                exposure=exposure,
+                question=question,
+                layout=record_layout(rubric.id, question, exposure, rubric.hash),
                 slot=len(self._slots) - 1))
         self._plans[key] = plans
         return plans

@@ -11,13 +11,14 @@ from typing import Any
 
 import msgspec
 import pytest
+import xxhash
 import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalstream import rubrics, tokens
 from evalstream.build import Options, UsageError, run
-from evalstream.state import PREAMBLE, STATE_NAMES, question_text
+from evalstream.state import PREAMBLE, STATE_NAMES, CheckRecord, ExactVerdict, question_text
 from tests.helpers import SAMPLES, build, golden
 
 
@@ -213,7 +214,9 @@ text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_siz
 
 @st.composite
 def cases(draw: Any, n: int) -> dict[str, Any]:
-    case: dict[str, Any] = {"id": f"case-{n}", "input": draw(text), "output": draw(text)}
+    # Ids that JSON must escape too ("\\", '"', controls), kept unique by the number.
+    odd = draw(st.text(st.sampled_from('"\\\x01\x7fé😀<>'), max_size=3))
+    case: dict[str, Any] = {"id": f"case-{n}{odd}", "input": draw(text), "output": draw(text)}
     if draw(st.booleans()):
         case["messages"] = [{"id": f"m{i}", "role": draw(st.sampled_from(
             ["system", "user", "assistant", "tool"])), "content": draw(text)}
@@ -263,6 +266,13 @@ def test_states_hold_exactly_what_the_rubric_shows(tmp_path: Path, data: Any) ->
             assert value == case[field_of[name]]  # copied exactly
         assert set(rec["exposure"]["withheld"]) == has - set(rec["state"])
         assert rec["exposure"]["never_shown"] == [f for f in ("expected", "metadata") if f in case]
+    for line in raw.splitlines():
+        # build appends records in pieces (RecordLayout): each must be the Struct's encoding.
+        exact = json.loads(line).get("kind") == "exact"
+        record = msgspec.json.decode(line, type=ExactVerdict if exact else CheckRecord)
+        assert msgspec.json.encode(record) == line
+        if not exact:
+            assert record.state_hash == xxhash.xxh3_128_hexdigest(bytes(record.state))
 
 
 # -- exact counts are additive over a state's fields ------------------------------------------
