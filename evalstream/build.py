@@ -136,14 +136,16 @@ class Processor:
         logged: list[tuple[int, str, int]] = []  # a worker's (index, id, output end)
         rejects: list[Reject] = []
         first = chunk.line
+        cases = 0
         for i, line in enumerate(chunk.lines):
             case = admit(line, first + i, rejects)
             if case is None:
                 continue
+            cases += 1
             write(case, first + i, out)
             if log is not None:
                 logged.append((i, case.id, len(out)))
-        self._counted(chunk, rejects)
+        self._counted(chunk, cases, rejects)
         if log is not None:
             log.add(chunk, logged)
         return out, rejects
@@ -162,12 +164,12 @@ class Processor:
             case = admit(line, first + i, rejects)
             if case is not None:
                 accepted.append((first + i, case))
-        self._counted(chunk, rejects)
+        self._counted(chunk, len(accepted), rejects)
         return accepted, rejects
 
     def _admit(self, line: bytes, line_no: int, rejects: list[Reject]) -> Any:
-        """The case on this line, or None: blank (counted) or rejected (added to ``rejects``,
-        its offset still 0: ``_counted`` sets it)."""
+        """The case on this line (the caller counts it), or None: blank (counted) or
+        rejected (added to ``rejects``, its offset still 0: ``_counted`` sets it)."""
         try:
             case = self.decode(line)
         except (msgspec.DecodeError, RecursionError) as exc:
@@ -192,12 +194,12 @@ class Processor:
                     f"line {used}; case ids must be unique in a dataset.", raw_text(line)),
                     "duplicate id"))
                 return None
-        self.tally.counts.cases += 1
         return case
 
-    def _counted(self, chunk: Chunk, rejects: list[Reject]) -> None:
-        """Count a chunk's lines, give its rejects their offsets, keep the first rejects."""
+    def _counted(self, chunk: Chunk, cases: int, rejects: list[Reject]) -> None:
+        """Count a chunk's lines and cases, give its rejects their offsets, keep the first."""
         self.tally.counts.lines += len(chunk.lines)
+        self.tally.counts.cases += cases
         if rejects:
             offsets = chunk.offsets()
             for r in rejects:
@@ -437,6 +439,8 @@ def _serial(processor: Processor, opts: Options, size: int | None, out: AtomicOu
 
     encode = msgspec.json.Encoder().encode
     stream = open_input(opts.input)
+    if out is not None:
+        out.write_behind()
     try:
         done = 0
         for item in read_chunks(stream, opts.max_line_bytes):

@@ -62,7 +62,7 @@ class IdIndex:
 
     def add_id(self, case_id: str, line: int) -> int:
         """Insert one id; return the line of its first use, or 0 if it is new."""
-        h = id_hash(case_id)
+        h = xxhash.xxh3_128_intdigest(case_id.encode("utf-8", "surrogatepass"))  # id_hash
         return self._put(h & _MASK64 | 1, h >> 64, line)
 
     def add(self, lo: Any, hi: Any, lines: Any) -> Any:
