@@ -106,7 +106,7 @@ class Processor:
         self._questions = {r.id: msgspec.Raw(self.encoder.encode(question_text(r.question)))
                            for r in judges}
         self.budget = tokens.Budget(max_tokens, [question_text(r.question) for r in judges])
-        self._encode, self._encode_into = self.encoder.encode, self.encoder.encode_into
+        self._encode = self.encoder.encode
         self._plans: dict[tuple[bool, ...], list[_Plan]] = {}
         # Outcomes fixed by a plan are counted by its slot; the others (`when` skips, over
         # budget) by (rubric id, reason, shown fields). ``finish`` folds both into the tally.
@@ -122,18 +122,21 @@ class Processor:
         self.tally.counts.lines += 1
         return [self._rejected(long_line_reject(item, self.max_line_bytes), "line too long")]
 
-    def chunk(self, chunk: Chunk) -> tuple[bytes | bytearray, list[Reject]]:
-        """The output bytes and the rejects (in line order) of one chunk of lines.
+    def chunk(self, chunk: Chunk) -> tuple[list[bytes], list[Reject]]:
+        """The output records (one line each) and the rejects (in line order) of one chunk.
 
         Each case is checked and written as soon as it is decoded: holding a chunk's
         decoded cases before encoding them measured 2 us a case slower (cache misses).
+        Records stay separate ``bytes`` until they are written (``os.writev`` takes them
+        as they are): appending them to one growing buffer cost reallocations and copies.
         """
         if self.rubrics is None:
-            return b"", self.accept(chunk)[1]
-        out = bytearray()
+            return [], self.accept(chunk)[1]
+        out: list[bytes] = []
         admit, write = self._admit, self.write
         log = self.log
         logged: list[tuple[int, str, int]] = []  # a worker's (index, id, output end)
+        size = 0  # a worker's output bytes so far in this chunk
         rejects: list[Reject] = []
         first = chunk.line
         cases = 0
@@ -142,9 +145,13 @@ class Processor:
             if case is None:
                 continue
             cases += 1
-            write(case, first + i, out)
-            if log is not None:
-                logged.append((i, case.id, len(out)))
+            if log is None:
+                write(case, first + i, out)
+            else:
+                before = len(out)
+                write(case, first + i, out)
+                size += sum(map(len, out[before:]))
+                logged.append((i, case.id, size))
         self._counted(chunk, cases, rejects)
         if log is not None:
             log.add(chunk, logged)
@@ -216,17 +223,17 @@ class Processor:
     def checks(self, case: Any, line: int) -> list[Outcome]:
         """Every rubric's outcome for one valid case, in rubric order, counted in the tally,
         with the records ``write`` would write read back as objects."""
-        out = bytearray()
+        out: list[bytes] = []
         skipped: list[tuple[Rubric, str | None]] = []
         self.write(case, line, out, skipped)
-        records = iter(out.splitlines())
+        records = iter(out)
         return [Outcome(rubric, reason, None if reason else msgspec.json.decode(
                     next(records), type=CheckRecord if rubric.kind == "judge" else ExactVerdict))
                 for rubric, reason in skipped]
 
-    def write(self, case: Any, line: int, out: bytearray,
+    def write(self, case: Any, line: int, out: list[bytes],
               outcomes: list[tuple[Rubric, str | None]] | None = None) -> None:
-        """Append a record for every rubric that applies to one valid case to ``out``, and
+        """Append a record line for every rubric that applies to one valid case to ``out``, and
         count every rubric's outcome in the tally (in ``outcomes`` too, when given: the
         rubric and its skip reason, None when written).
 
@@ -242,7 +249,7 @@ class Processor:
             self._note_when_keys(metadata)
         slot_counts = self._slot_counts
         budget = self.budget
-        encode, encode_into = self._encode, self._encode_into
+        encode = self._encode
         memo: tokens.Memo | None = None  # token counts of this case's field segments
         for plan in plans:
             rubric = plan.rubric
@@ -251,10 +258,9 @@ class Processor:
             if reason is None and rubric.check is not None:
                 events = case.tool_events
                 ok, read = rubric.check.evaluate(events)
-                encode_into(ExactVerdict(case.id, rubric.id, "exact", "pass" if ok else "fail",
-                                         [events[i].id for i in sorted(read)], plan.exposure,
-                                         rubric.hash), out, -1)
-                out += b"\n"
+                out.append(encode(ExactVerdict(
+                    case.id, rubric.id, "exact", "pass" if ok else "fail",
+                    [events[i].id for i in sorted(read)], plan.exposure, rubric.hash)) + b"\n")
             elif reason is None:
                 state = encode({name: getattr(case, attr) for name, attr in plan.attrs})
                 if len(state) <= budget.byte_room:
@@ -265,17 +271,11 @@ class Processor:
                 total = n + longest
                 if total <= budget.max_tokens:
                     layout = plan.layout
-                    out += layout.start
-                    encode_into(case.id, out, -1)
-                    out += layout.head
-                    out += state
-                    out += layout.exposure
-                    encode_into(Tokens(n, longest, total, budget.max_tokens, tokens.TOKENIZER,
-                                       method), out, -1)
-                    out += layout.hashes
-                    out += xxhash.xxh3_128_hexdigest(state).encode()
-                    out += layout.end
-                    out += b"\n"
+                    out.append(b"".join((
+                        layout.start, encode(case.id), layout.head, state, layout.exposure,
+                        encode(Tokens(n, longest, total, budget.max_tokens, tokens.TOKENIZER,
+                                      method)),
+                        layout.hashes, xxhash.xxh3_128_hexdigest(state).encode(), layout.end)))
                 else:
                     reason = OVER_BUDGET
                     self.tally.over(OverBudget(line, case.id, rubric.id, total,
@@ -445,9 +445,9 @@ def _serial(processor: Processor, opts: Options, size: int | None, out: AtomicOu
         done = 0
         for item in read_chunks(stream, opts.max_line_bytes):
             if isinstance(item, Chunk):
-                data, rejects = processor.chunk(item)
-                if out is not None and data:
-                    out.write(data)
+                records, rejects = processor.chunk(item)
+                if out is not None:
+                    out.write_all(records)
                 if on_progress is not None:
                     done = item.offset + sum(map(len, item.lines)) + len(item.lines)
             else:

@@ -80,8 +80,8 @@ def _run_range(task: tuple[int, int, int]) -> Part:
             open_range(fd, start, end) as lines:
         for item in read_chunks(lines, opts.max_line_bytes, first_line=1, first_offset=start):
             if isinstance(item, Chunk):
-                data, rejects = processor.chunk(item)
-                out.write(data)
+                records, rejects = processor.chunk(item)
+                out.write(b"".join(records))
             else:
                 rejects = processor.long_line(item)
             if rejects:

@@ -77,6 +77,17 @@ class AtomicOutput:
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
 
+    def write_all(self, pieces: list[bytes]) -> None:
+        """Append the pieces in order (``write`` of their join, without the join after
+        ``write_behind``)."""
+        try:
+            if self._behind is not None:
+                self._behind.extend(pieces)
+            elif pieces:
+                self._stream.write(b"".join(pieces))
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+
     def write_behind(self) -> None:
         """Write from now on in a background thread, so copying the bytes into the file
         overlaps the work that makes the next ones (a plain file only; others ignore it).
@@ -204,10 +215,13 @@ class _WriteBehind:
         self._thread.start()
 
     def write(self, data: bytes | bytearray) -> None:
+        self.extend([data])
+
+    def extend(self, pieces: list[bytes] | list[bytes | bytearray]) -> None:
         if self._error is not None:
             raise self._error
-        self._pending.append(data)
-        self._size += len(data)
+        self._pending += pieces
+        self._size += sum(map(len, pieces))
         if self._size >= self.BATCH:
             self._hand_over()
 
@@ -242,14 +256,22 @@ class _WriteBehind:
 
 def _write_all(fd: int, buffers: list[bytes | bytearray]) -> None:
     """``os.writev`` until every byte is written (a write may stop short)."""
-    views = [memoryview(b) for b in buffers if b]
-    while views:
-        done = os.writev(fd, views[:1024])  # IOV_MAX is 1024 on Linux
-        while views and done >= len(views[0]):
-            done -= len(views[0])
-            views.pop(0)
-        if views and done:
-            views[0] = views[0][done:]
+    for at in range(0, len(buffers), _IOV_MAX):
+        group = buffers[at:at + _IOV_MAX]
+        done = os.writev(fd, group)
+        if done == sum(map(len, group)):
+            continue
+        for piece in group:  # a short write: the rest of the group one piece at a time
+            if done >= len(piece):
+                done -= len(piece)
+                continue
+            view = memoryview(piece)[done:]
+            done = 0
+            while view:
+                view = view[os.write(fd, view):]
+
+
+_IOV_MAX = 1024  # the most buffers one writev takes on Linux
 
 
 def commit_all(outputs: list[AtomicOutput]) -> None:

@@ -95,8 +95,8 @@ def question_text(question: str) -> str:
 class RecordLayout(NamedTuple):
     """The fixed bytes of one rubric's CheckRecords for one exposure, around the parts that
     vary by case: ``start`` case id ``head`` state ``exposure`` tokens ``hashes`` state
-    hash ``end``. ``build`` appends records piece by piece into its output buffer, without
-    a CheckRecord object per check; the pieces are cut from msgspec's own encoding of a
+    hash ``end`` (with the line's newline). ``build`` joins a record from these pieces,
+    without a CheckRecord object per check; they are cut from msgspec's own encoding of a
     record, so the bytes are the same as encoding the CheckRecord (a test checks this)."""
 
     start: bytes
@@ -129,5 +129,5 @@ def record_layout(rubric_id: str, question: msgspec.Raw, exposure: Exposure,
         head=full[case_at + len(case_mark):state_at],
         exposure=full[state_at + len(_STATE_MARK):tokens_at],
         hashes=full[tokens_at + len(encode(tokens)):hash_at + 1],  # up to the opening quote
-        end=full[hash_at + len(hash_mark) - 1:],
+        end=full[hash_at + len(hash_mark) - 1:] + b"\n",
     )
