@@ -78,11 +78,9 @@ class _Plan(NamedTuple):
     present: frozenset[str]
     attrs: tuple[tuple[str, str], ...]  # (judge-state name, case attribute) to copy
     shown: list[str]
-    shown_key: tuple[str, ...]
     withheld: list[str]
     hidden: list[str]
     exposure: Exposure  # without tokens: the exposure of an exact verdict
-    question: msgspec.Raw  # preamble + question, JSON-encoded once
     layout: RecordLayout  # a judge record's fixed bytes
     slot: int  # where ``Processor`` counts this plan's fixed outcome (its reason, or written)
 
@@ -238,8 +236,8 @@ class Processor:
         rubric and its skip reason, None when written).
 
         What a rubric shows and withholds depends only on which fields the case has, so it
-        is planned once per pattern; a judge record is appended in pieces around the
-        plan's fixed bytes (``RecordLayout``): no object per check on this hot path.
+        is planned once per pattern; a judge record is joined from the plan's fixed bytes
+        (``RecordLayout``) and the case's own parts: no object per check on this hot path.
         """
         metadata = case.metadata
         key = (case.messages is not None, case.context is not None, case.policy is not None,
@@ -309,9 +307,8 @@ class Processor:
                 reason=reason,
                 present=pset,
                 attrs=tuple((n, FIELD_OF[n]) for n in shown),
-                shown=shown, shown_key=tuple(shown), withheld=withheld, hidden=hidden,
+                shown=shown, withheld=withheld, hidden=hidden,
                 exposure=exposure,
-                question=question,
                 layout=record_layout(rubric.id, question, exposure, rubric.hash),
                 slot=len(self._slots) - 1))
         self._plans[key] = plans
