@@ -77,6 +77,11 @@ class _Plan(NamedTuple):
     reason: str | None  # a `requires` that this pattern lacks
     present: frozenset[str]
     attrs: tuple[tuple[str, str], ...]  # (judge-state name, case attribute) to copy
+    # When two or more judge rubrics apply to the pattern: (b'{"name":' or b',"name":',
+    # attribute) per shown field, to join the state from fields encoded once per case.
+    # A state encoded whole is one call; from fields, one per field plus a join: shared
+    # fields pay for that only when some other rubric shows them too.
+    keys: tuple[tuple[bytes, str], ...]
     shown: list[str]
     withheld: list[str]
     hidden: list[str]
@@ -249,6 +254,7 @@ class Processor:
         budget = self.budget
         encode = self._encode
         memo: tokens.Memo | None = None  # token counts of this case's field segments
+        fields: dict[str, bytes] | None = None  # encoded fields, for plans with ``keys``
         for plan in plans:
             rubric = plan.rubric
             reason = plan.reason or (rubric.skip_reason(plan.present, metadata)
@@ -260,7 +266,18 @@ class Processor:
                     case.id, rubric.id, "exact", "pass" if ok else "fail",
                     [events[i].id for i in sorted(read)], plan.exposure, rubric.hash)) + b"\n")
             elif reason is None:
-                state = encode({name: getattr(case, attr) for name, attr in plan.attrs})
+                if plan.keys:  # fields shown by several rubrics: each encoded once a case
+                    fields = {} if fields is None else fields
+                    parts: list[bytes] = []
+                    for key_bytes, attr in plan.keys:
+                        value = fields.get(attr)
+                        if value is None:
+                            value = fields[attr] = encode(getattr(case, attr))
+                        parts += (key_bytes, value)
+                    parts.append(b"}")
+                    state = b"".join(parts)
+                else:
+                    state = encode({name: getattr(case, attr) for name, attr in plan.attrs})
                 if len(state) <= budget.byte_room:
                     n, longest, method = len(state), budget.longest_question_bytes, tokens.BYTES
                 else:
@@ -293,7 +310,9 @@ class Processor:
         pset = frozenset(present)
         hidden = [n for n in NEVER_SHOWN if has[n]]
         plans = []
-        for rubric in self.rubrics.rubrics if self.rubrics else ():
+        rubrics = self.rubrics.rubrics if self.rubrics else ()
+        judges = sum(r.kind == "judge" and all(n in pset for n in r.requires) for r in rubrics)
+        for rubric in rubrics:
             shown = [n for n in rubric.shows if n in pset]
             withheld = [n for n in present if n not in shown]
             missing = next((n for n in rubric.requires if n not in pset), None)
@@ -307,6 +326,8 @@ class Processor:
                 reason=reason,
                 present=pset,
                 attrs=tuple((n, FIELD_OF[n]) for n in shown),
+                keys=tuple((("{" if i == 0 else ",").encode() + self._encode(n) + b":",
+                            FIELD_OF[n]) for i, n in enumerate(shown)) if judges > 1 else (),
                 shown=shown, withheld=withheld, hidden=hidden,
                 exposure=exposure,
                 layout=record_layout(rubric.id, question, exposure, rubric.hash),
