@@ -15,6 +15,7 @@ block at a time cost ~11 us per id on blocks of ~30 ids, and its import 12 MB).
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from typing import Any
 
 import xxhash
@@ -27,14 +28,10 @@ def id_hash(case_id: str) -> int:
     return xxhash.xxh3_128_intdigest(case_id.encode("utf-8", "surrogatepass"))
 
 
-def id_hashes(ids: list[str]) -> tuple[Any, Any]:
-    """The two 64-bit halves (numpy uint64 arrays) of each id's hash; the low half is never 0."""
-    import numpy as np
-
+def id_hashes(ids: list[str]) -> tuple[array[int], array[int]]:
+    """The two 64-bit halves of each id's hash; the low half is never 0."""
     digests = [id_hash(i) for i in ids]
-    lo = np.fromiter((d & _MASK64 | 1 for d in digests), dtype=np.uint64, count=len(digests))
-    hi = np.fromiter((d >> 64 for d in digests), dtype=np.uint64, count=len(digests))
-    return lo, hi
+    return array("Q", [d & _MASK64 | 1 for d in digests]), array("Q", [d >> 64 for d in digests])
 
 
 def _zeros(n: int) -> array[int]:
@@ -65,15 +62,11 @@ class IdIndex:
         h = xxhash.xxh3_128_intdigest(case_id.encode("utf-8", "surrogatepass"))  # id_hash
         return self._put(h & _MASK64 | 1, h >> 64, line)
 
-    def add(self, lo: Any, hi: Any, lines: Any) -> Any:
-        """``add_ids`` for hashes already split into halves (numpy arrays, as a worker's
-        ``CaseLog`` holds them); returns a numpy array."""
-        import numpy as np
-
+    def add(self, lo: Sequence[int], hi: Sequence[int], lines: Sequence[int]) -> list[int]:
+        """``add_ids`` for hashes already split into halves (as a worker's ``CaseLog``
+        holds them)."""
         put = self._put
-        first = [put(a, b, c) for a, b, c in zip(lo.tolist(), hi.tolist(), lines.tolist(),
-                                                 strict=True)]
-        return np.array(first, dtype=np.uint64)
+        return [put(a, b, c) for a, b, c in zip(lo, hi, lines, strict=True)]
 
     def _put(self, lo: int, hi: int, line: int) -> int:
         """Insert one hash; return the line of its first use, or 0 when it is new."""
@@ -109,35 +102,28 @@ class IdIndex:
 class CaseLog:
     """What a worker records of each accepted case, for the parent's duplicate check:
     id hash halves, line (local to the worker's range), byte offset, and where the case's
-    output ends in the worker's part file."""
+    output ends in the worker's part file. Plain arrays: workers never import numpy."""
 
     def __init__(self) -> None:
-        self.lo: list[Any] = []
-        self.hi: list[Any] = []
-        self.line: list[Any] = []
-        self.offset: list[Any] = []
-        self.end: list[Any] = []
+        self.lo, self.hi = array("Q"), array("Q")
+        self.line, self.offset, self.end = array("Q"), array("Q"), array("Q")
         self.written = 0  # output bytes before the next chunk
 
     def add(self, chunk: Any, logged: list[tuple[int, str, int]]) -> None:
         """Log a chunk's accepted cases, given as (index in the chunk, case id, where its
         output ends within the chunk's output)."""
-        import numpy as np
+        if not logged:
+            return
+        offsets = chunk.offsets()
+        for i, case_id, end in logged:
+            h = id_hash(case_id)
+            self.lo.append(h & _MASK64 | 1)
+            self.hi.append(h >> 64)
+            self.line.append(chunk.line + i)
+            self.offset.append(offsets[i])
+            self.end.append(self.written + end)
+        self.written += logged[-1][2]
 
-        if logged:
-            index = np.fromiter((i for i, _, _ in logged), np.intp, len(logged))
-            lo, hi = id_hashes([case_id for _, case_id, _ in logged])
-            self.lo.append(lo)
-            self.hi.append(hi)
-            self.line.append(index.astype(np.uint64) + np.uint64(chunk.line))
-            self.offset.append(np.asarray(chunk.offsets(), dtype=np.uint64)[index])
-            self.end.append(np.fromiter((end for _, _, end in logged), np.uint64, len(logged))
-                            + np.uint64(self.written))
-            self.written += logged[-1][2]
-
-    def arrays(self) -> tuple[Any, ...]:
+    def arrays(self) -> tuple[array[int], ...]:
         """(lo, hi, line, offset, end) for every logged case, in order."""
-        import numpy as np
-
-        parts = (self.lo, self.hi, self.line, self.offset, self.end)
-        return tuple(np.concatenate(p) if p else np.zeros(0, np.uint64) for p in parts)
+        return self.lo, self.hi, self.line, self.offset, self.end

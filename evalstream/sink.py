@@ -10,6 +10,7 @@ import queue
 import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 
@@ -233,7 +234,7 @@ class _WriteBehind:
         while (batch := self._queue.get()) is not None:
             if self._error is None:
                 try:
-                    _write_all(self._fd, batch)
+                    write_all(self._fd, batch)
                 except OSError as exc:
                     self._error = exc
 
@@ -254,7 +255,7 @@ class _WriteBehind:
         self._thread.join()
 
 
-def _write_all(fd: int, buffers: list[bytes | bytearray]) -> None:
+def write_all(fd: int, buffers: Sequence[bytes | bytearray]) -> None:
     """``os.writev`` until every byte is written (a write may stop short)."""
     for at in range(0, len(buffers), _IOV_MAX):
         group = buffers[at:at + _IOV_MAX]

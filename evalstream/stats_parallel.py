@@ -19,12 +19,12 @@ import multiprocessing
 import os
 import signal
 import tempfile
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-import numpy as np
 
 from evalstream import ids
 from evalstream.build import Processor
@@ -84,7 +84,7 @@ class Part:
     tally: Tally
     rejects: list[Reject]  # the first few, when the run does not write rejects
     rejects_path: str | None  # a file of every reject of the range, when it does
-    log: tuple[np.ndarray, ...]  # id hash halves, line, offset of each case, in row order
+    log: tuple[array[int], ...]  # id hash halves, line, offset of each case, in row order
 
 
 # -- in the worker -------------------------------------------------------------------------------
@@ -159,8 +159,8 @@ class Merger:
     def add(self, part: Part) -> None:
         base = self.lines
         lo, hi, line, offset = part.log
-        first = self.index.add(lo, hi, line + np.uint64(base))
-        dups = np.flatnonzero(first).tolist()
+        first = self.index.add(lo, hi, [n + base for n in line])
+        dups = [k for k, used in enumerate(first) if used]
         duplicates = []
         found = []
         for k in dups:
