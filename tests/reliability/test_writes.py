@@ -337,3 +337,51 @@ def test_commit_all_replaces_every_target_or_none(tmp_path: Path,
         output.write(b"NEW\n")
     commit_all(outputs)
     assert all((tmp_path / name).read_bytes() == b"NEW\n" for name in OLD)
+
+
+# -- the write-behind thread of build's output ------------------------------------------------
+def test_write_behind_keeps_the_order_of_every_piece(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalstream import sink
+
+    monkeypatch.setattr(sink._WriteBehind, "BATCH", 7)  # a hand-over every few pieces
+    out = sink.AtomicOutput(str(tmp_path / "states.jsonl"))
+    out.write_behind()
+    pieces = [b"%d," % i for i in range(5_000)]
+    for at in range(0, len(pieces), 3):
+        out.write_all(pieces[at:at + 3])
+    out.commit()
+    assert (tmp_path / "states.jsonl").read_bytes() == b"".join(pieces)
+
+
+def test_write_behind_reports_a_failed_write_and_the_target_is_untouched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from evalstream import sink
+
+    _old_outputs(tmp_path)
+    monkeypatch.setattr(sink._WriteBehind, "BATCH", 4)
+    written: list[int] = []
+
+    def full(fd: int, buffers: list[bytes]) -> int:
+        if written:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written.append(fd)
+        return sum(map(len, buffers))
+
+    monkeypatch.setattr(sink.os, "writev", full)
+    out = sink.AtomicOutput(str(tmp_path / "states.jsonl"))
+    out.write_behind()
+    raised = None
+    for _ in range(10_000):  # the thread's error comes back on a later write
+        try:
+            out.write_all([b"12345"])
+        except sink.OutputError as exc:
+            raised = exc
+            break
+        time.sleep(0.001)
+    assert raised is not None and "cannot write" in str(raised) and "No space left" in str(raised)
+    out.abort()
+    _assert_old_outputs_intact(tmp_path)
+    assert _temp_files(tmp_path) == []
