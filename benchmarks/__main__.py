@@ -1,4 +1,5 @@
-"""Command line: ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run}``.
+"""Command line:
+``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,stages}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -83,6 +84,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_stages(args: argparse.Namespace) -> int:
+    """Show where build's time goes, stage by stage."""
+    from benchmarks.stages import main
+
+    return main(args.input, args.repeat)
+
+
 BASELINE_NAMES = ("lines", "msgspec", "pydantic", "json", "jq")
 VARIANT_HELP = (
     "baselines lines msgspec json pydantic jq; evalstream-all evalstream-builtin "
@@ -151,6 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     run.set_defaults(func=cmd_run)
+
+    stages = sub.add_parser("stages", help="where build's time goes, in one process")
+    stages.add_argument("input", type=Path)
+    stages.add_argument("--repeat", type=int, default=5)
+    stages.set_defaults(func=cmd_stages)
     return parser
 
 

@@ -1,9 +1,9 @@
-"""Streaming line reader: large binary blocks in, numbered lines with byte offsets out.
+"""Streaming line reader: a buffered stream in, chunks of numbered lines with byte offsets out.
 
-The reader never holds more than one block plus the line being assembled. A line
-longer than ``max_line_bytes`` is not assembled at all: its head is kept for the
-reject record and the rest is skipped as it streams past. Offsets count bytes of
-the decompressed stream; line numbers are 1-based.
+The reader holds its stream's buffer, one chunk of lines (about ``BLOCK_SIZE`` bytes) and
+the line being read. A line longer than ``max_line_bytes`` is never held whole: its head
+is kept for the reject record and the rest is skipped in pieces as it streams past.
+Offsets count bytes of the decompressed stream; line numbers are 1-based.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from itertools import accumulate
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
-BLOCK_SIZE = 1 << 18  # 256 KiB: measured faster and 14 MB leaner than 1 MiB
+BLOCK_SIZE = 1 << 18  # 256 KiB, read buffer and chunk: measured faster and leaner than 1 MiB
 DEFAULT_MAX_LINE_BYTES = 256 << 20
 BOM = b"\xef\xbb\xbf"
 # Enough bytes to show a reject's first 2,000 characters even if all are 4-byte UTF-8.
