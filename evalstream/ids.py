@@ -28,18 +28,12 @@ def id_hash(case_id: str) -> int:
     return xxhash.xxh3_128_intdigest(case_id.encode("utf-8", "surrogatepass"))
 
 
-def id_hashes(ids: list[str]) -> tuple[array[int], array[int]]:
-    """The two 64-bit halves of each id's hash; the low half is never 0."""
-    digests = [id_hash(i) for i in ids]
-    return array("Q", [d & _MASK64 | 1 for d in digests]), array("Q", [d >> 64 for d in digests])
-
-
 def _zeros(n: int) -> array[int]:
     return array("Q", bytes(8 * n))
 
 
 class IdIndex:
-    """The ids seen so far; ``add_ids`` reports which new ids repeat an earlier one."""
+    """The ids seen so far; ``add_id`` reports whether a new id repeats an earlier one."""
 
     def __init__(self, capacity: int = 1 << 12) -> None:
         capacity = 1 << max(capacity - 1, 1).bit_length()  # a power of two
@@ -51,20 +45,14 @@ class IdIndex:
     def nbytes(self) -> int:
         return 24 * len(self._lo)
 
-    def add_ids(self, ids: list[str], lines: list[int]) -> list[int]:
-        """Insert ids in order; return, per id, the line of its first use or 0 if it is new."""
-        put = self._put
-        return [put((h := id_hash(case_id)) & _MASK64 | 1, h >> 64, line)
-                for case_id, line in zip(ids, lines, strict=True)]
-
     def add_id(self, case_id: str, line: int) -> int:
         """Insert one id; return the line of its first use, or 0 if it is new."""
-        h = xxhash.xxh3_128_intdigest(case_id.encode("utf-8", "surrogatepass"))  # id_hash
+        h = id_hash(case_id)
         return self._put(h & _MASK64 | 1, h >> 64, line)
 
     def add(self, lo: Sequence[int], hi: Sequence[int], lines: Sequence[int]) -> list[int]:
-        """``add_ids`` for hashes already split into halves (as a worker's ``CaseLog``
-        holds them)."""
+        """``add_id`` for a run of hashes already split into halves (the low half never 0,
+        as a worker's ``CaseLog`` holds them); the first lines, 0 for new ids."""
         put = self._put
         return [put(a, b, c) for a, b, c in zip(lo, hi, lines, strict=True)]
 
