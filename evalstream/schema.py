@@ -103,16 +103,11 @@ def decoder(allow_unknown_fields: bool = False) -> msgspec.json.Decoder[Any]:
 
 def duplicate_item_id(case: Any) -> tuple[str, str] | None:
     """The JSON path and value of the first repeated message, passage or tool-event id."""
-    # Runs for every case: a set built in C per list, unrolled (measured 1.5 -> 1.0 us a case).
-    items = case.messages
-    if items and len(items) > 1 and len(set(map(_ID, items))) < len(items):
-        return _first_repeat("messages", items)
-    items = case.context
-    if items and len(items) > 1 and len(set(map(_ID, items))) < len(items):
-        return _first_repeat("context", items)
-    items = case.tool_events
-    if items and len(items) > 1 and len(set(map(_ID, items))) < len(items):
-        return _first_repeat("toolEvents", items)
+    # Runs for every case: the set is built in C (measured 1.5 -> 1.15 us a case).
+    for field, items in (("messages", case.messages), ("context", case.context),
+                         ("toolEvents", case.tool_events)):
+        if items and len(items) > 1 and len(set(map(_ID, items))) < len(items):
+            return _first_repeat(field, items)
     return None
 
 
