@@ -130,7 +130,7 @@ class Merger:
     def _undo(self, part: Part, k: int, base: int, first_line: int) -> Reject:
         """Turn logged case ``k`` into a duplicate-id reject and take back what it counted."""
         lo, hi, line, offset, end = part.log
-        line_no, at = int(line[k]) + base, int(offset[k])
+        line_no, at = line[k] + base, offset[k]
         raw = read_line_at(self.fd, at, self.opts.max_line_bytes + 1)
         case = self.scratch.decode(raw)
         self.scratch.tally = Tally()
@@ -152,9 +152,9 @@ class Merger:
         keep: list[tuple[int, int]] = []
         at = 0
         for k in dups:
-            start = int(end[k - 1]) if k else 0
+            start = end[k - 1] if k else 0
             keep.append((at, start))
-            at = int(end[k])
+            at = end[k]
         keep.append((at, total))
         for a, b in keep:
             if b > a:

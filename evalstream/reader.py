@@ -124,7 +124,8 @@ def read_chunks(
             line, long_line = _rest_of_line(readline, line, max_line_bytes,
                                             line_no + len(lines), offset)
         elif len(line) - (line[-1] == 10) > max_line_bytes:
-            long_line = _long_line(line_no + len(lines), offset, line)
+            long_line = _long_line(line_no + len(lines), offset, line, len(line),
+                                   line[-1] == 10)
         if long_line is not None:
             if lines:
                 yield Chunk(line_no, offset - held, lines)
@@ -178,14 +179,14 @@ def _rest_of_line(readline: Callable[[int], bytes], start: bytes, max_line_bytes
                 pieces.append(part)
     if pieces is not None:
         return b"".join(pieces), None
-    return b"", LongLine(line_no, offset, used - ended, head[:used - ended], ended)
+    return b"", _long_line(line_no, offset, head, used, ended)
 
 
-def _long_line(line_no: int, offset: int, line: bytes) -> LongLine:
-    """The LongLine of a complete line over the limit (a limit below a piece)."""
-    ended = line[-1] == 10
-    return LongLine(line_no, offset, len(line) - ended, line[:min(HEAD_BYTES, len(line) - ended)],
-                    ended)
+def _long_line(line_no: int, offset: int, head: bytes, used: int, ended: bool) -> LongLine:
+    """The LongLine that took ``used`` bytes (its newline too, when ``ended``) and begins
+    with ``head``."""
+    size = used - ended
+    return LongLine(line_no, offset, size, head[:min(HEAD_BYTES, size)], ended)
 
 
 def open_range(fd: int, start: int, end: int) -> io.BufferedReader:

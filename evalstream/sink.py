@@ -66,26 +66,17 @@ class AtomicOutput:
         self._stream = _compressed(path, self._raw)
 
     def write(self, data: bytes | bytearray) -> None:
-        """Append bytes; an OS error (disk full, file too large) becomes an OutputError.
+        """Append bytes; an OS error (disk full, file too large) becomes an OutputError."""
+        self.write_all([data])
 
-        After ``write_behind`` the bytes must not be changed once handed over.
-        """
-        try:
-            if self._behind is not None:
-                self._behind.write(data)
-            else:
-                self._stream.write(data)
-        except OSError as exc:
-            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
-
-    def write_all(self, pieces: list[bytes]) -> None:
-        """Append the pieces in order (``write`` of their join, without the join after
-        ``write_behind``)."""
+    def write_all(self, pieces: list[bytes] | list[bytes | bytearray]) -> None:
+        """Append the pieces in order; after ``write_behind`` they are handed to the
+        writer thread as they are (no join), and must not change afterwards."""
         try:
             if self._behind is not None:
                 self._behind.extend(pieces)
             elif pieces:
-                self._stream.write(b"".join(pieces))
+                self._stream.write(b"".join(pieces))  # one piece of bytes: itself, no copy
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
 
@@ -215,9 +206,6 @@ class _WriteBehind:
         self._thread = threading.Thread(target=self._run, name="evalstream-write-behind",
                                         daemon=True)
         self._thread.start()
-
-    def write(self, data: bytes | bytearray) -> None:
-        self.extend([data])
 
     def extend(self, pieces: list[bytes] | list[bytes | bytearray]) -> None:
         if self._error is not None:

@@ -164,13 +164,13 @@ class Merger:
         duplicates = []
         found = []
         for k in dups:
-            at, line_no = int(offset[k]), int(line[k]) + base
+            at, line_no = offset[k], line[k] + base
             raw = read_line_at(self.fd, at, self.settings.max_line_bytes + 1)
             case = self.collector.processor.decode(raw)
             duplicates.append(case)
             found.append(Reject(
                 line_no, at, case.id, "$.id",
-                f"Case id {case.id!r} was already used on line {int(first[k])}; case ids must "
+                f"Case id {case.id!r} was already used on line {first[k]}; case ids must "
                 "be unique in a dataset.", raw_text(raw)))
         self.collector.absorb(part.rows, drop=dups)
         for case in duplicates:
