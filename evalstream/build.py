@@ -18,6 +18,7 @@ import msgspec
 import xxhash
 
 from evalstream import ids, schema, tokens
+from evalstream.errors import UsageError
 from evalstream.reader import DEFAULT_MAX_LINE_BYTES, Chunk, LongLine, input_size, open_input
 from evalstream.report import OverBudget, RubricInfo, RunReport, Tally
 from evalstream.report import encode as encode_report
@@ -41,10 +42,6 @@ OVER_BUDGET = "over budget"
 _NO_QUESTION = msgspec.Raw(b"null")  # exact rubrics ask no judge
 _ITEM_KIND = {"messages": "message", "context": "passage", "toolEvents": "tool event"}
 FIRST_REJECTS_KEPT = 20
-
-
-class UsageError(Exception):
-    """The command line asks for something that cannot be done (exit code 2)."""
 
 
 @dataclass

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from itertools import accumulate
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
+from evalstream.errors import InputError
+
 BLOCK_SIZE = 1 << 18  # 256 KiB, read buffer and chunk: measured faster and leaner than 1 MiB
 DEFAULT_MAX_LINE_BYTES = 256 << 20
 BOM = b"\xef\xbb\xbf"
@@ -50,10 +52,6 @@ class Readable(Protocol):
     ``open_range`` return, gzip files, stdin, BytesIO."""
 
     def readline(self, size: int = -1, /) -> bytes: ...
-
-
-class InputError(Exception):
-    """An input could not be opened or read."""
 
 
 def open_input(path: str) -> BinaryIO:

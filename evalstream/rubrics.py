@@ -16,15 +16,12 @@ from typing import Any
 import xxhash
 
 from evalstream import exact
+from evalstream.errors import RubricError
 from evalstream.state import PREAMBLE, STATE_NAMES
 
 JUDGE_KEYS = {"id", "kind", "question", "shows", "requires", "when"}
 EXACT_KEYS = {"id", "kind", "description", "requires", "when", "check"}
 MAX_QUESTION_CHARS = 20_000
-
-
-class RubricError(ValueError):
-    """A rubric file cannot be used; the message names the file, the rubric and the key."""
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
-
-class OutputError(Exception):
-    """An output could not be created, written or moved into place."""
+from evalstream.errors import OutputError
 
 
 def _umask() -> int:
