@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import Struct
 
-from evalstream import __version__, agreement
-from evalstream.reader import DEFAULT_MAX_LINE_BYTES
-from evalstream.verdicts import (
+from evalstream import __version__
+from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
+from evalstream.verdicts import agreement
+from evalstream.verdicts.records import (
     FAIL,
     PASS,
     STATUSES,
@@ -36,7 +37,7 @@ from evalstream.verdicts import (
 if TYPE_CHECKING:
     import polars as pl
 
-    from evalstream.tables import Block
+    from evalstream.render.tables import Block
 
 DEFAULT_MAX_IDS = 20
 HASHES = ("rubric_hash", "state_hash", "exposure")
@@ -236,7 +237,7 @@ def run(opts: CompareOptions) -> CompareReport:
     Rejects go to ``opts.rejects`` when given; raises DuplicateKeyError (exit 2) when a run
     repeats a key.
     """
-    from evalstream.build import UsageError
+    from evalstream.pipeline.build import UsageError
 
     started = time.perf_counter()
     if opts.run_a == "-" and opts.run_b == "-":
@@ -294,7 +295,7 @@ def comparability_line(report: CompareReport) -> str:
 
 def blocks(report: CompareReport) -> list[Block]:
     """What the table and markdown styles show: the summary, then one section per rubric."""
-    from evalstream.tables import Heading
+    from evalstream.render.tables import Heading
 
     out: list[Block] = [Heading("evalstream compare", 1), *summary_blocks(report)]
     for r in report.rubrics:
@@ -304,8 +305,8 @@ def blocks(report: CompareReport) -> list[Block]:
 
 def summary_blocks(report: CompareReport) -> list[Block]:
     """The runs read, their rejects, comparability, and one line of figures per rubric."""
-    from evalstream.agree import reject_blocks
-    from evalstream.tables import Column, Paragraph, Table
+    from evalstream.render.tables import Column, Paragraph, Table
+    from evalstream.verdicts.agree import reject_blocks
 
     a, b, s = report.run_a, report.run_b, report.summary
     out: list[Block] = [
@@ -339,7 +340,7 @@ def summary_blocks(report: CompareReport) -> list[Block]:
 
 def rubric_blocks(r: RubricComparison, heading: bool = True) -> list[Block]:
     """One rubric's section: what was compared, what could not be checked, the ids."""
-    from evalstream.tables import Heading, Paragraph
+    from evalstream.render.tables import Heading, Paragraph
 
     c = r.counts
     t = c.transitions
