@@ -1,6 +1,7 @@
 """Command line: parse arguments, call the library, map its errors to messages and exit codes.
 
-Exit codes: 0 clean; 1 finished with rejects; 2 usage or I/O error; 130 interrupted
+Exit codes: 0 clean; 1 finished with rejects; 2 usage or I/O error; 4 a wrong file
+(``convert``: the input is plainly not the format named); 130 interrupted
 (Ctrl-C); 143 terminated (SIGTERM); 70 an internal error (a bug: please report it).
 Only argparse is imported up front so that ``--help`` stays as cheap as importing msgspec.
 """
@@ -63,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="evalstream",
         description="Turn LLM evaluation datasets into exactly what each judge may see.",
-        epilog="Exit codes: 0 clean, 1 finished with rejects, 2 usage or I/O error, "
+        epilog="Exit codes: 0 clean, 1 finished with rejects, 2 usage or I/O error, 4 wrong file, "
                "130 interrupted, 143 terminated, 70 internal error (a bug).")
     from evalstream import __version__
 
@@ -97,11 +98,12 @@ def parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_validate)
 
     # Each command module imports only argparse at the top; its work is imported when it runs.
-    from evalstream.cli import agree, compare, stats
+    from evalstream.cli import agree, compare, convert, stats
 
     stats.register(sub)
     agree.register(sub)
     compare.register(sub)
+    convert.register(sub)
     return top
 
 
@@ -174,20 +176,15 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    from evalstream.checks.rubrics import RubricError
-    from evalstream.files.lines import InputError
-    from evalstream.files.outputs import OutputError
-    from evalstream.pipeline.build import UsageError
+    from evalstream.errors import EvalstreamError
 
     try:
         result: int = args.func(args)
         return result
-    except (UsageError, RubricError) as exc:
+    except EvalstreamError as exc:
+        # Each class carries its code: usage, input and output errors 2, a wrong file 4.
         _error(str(exc))
-        return EXIT_USAGE
-    except (InputError, OutputError) as exc:
-        _error(str(exc))
-        return EXIT_USAGE
+        return exc.exit_code
     except KeyboardInterrupt:
         _error("interrupted; no output was written.")
         return EXIT_INTERRUPTED
