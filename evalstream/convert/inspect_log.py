@@ -15,8 +15,8 @@ assistant message with text; ``messages`` the sample's messages with ids ``m1``,
 their tool messages (status ``failure`` when the tool message has an ``error``);
 ``expected`` one label a scorer, source ``imported``: ``C``, true, 1 -> pass; ``I``, false,
 0 -> fail; ``N`` -> na; any other value (``P``, 0.5, a dict) is not mapped and counted;
-``metadata`` the sample metadata plus ``inspect``: task, model, epoch, target and the raw
-scores.
+``metadata`` the sample metadata plus ``inspect``: task, model, epoch, target and each
+score's value, answer, explanation and metadata.
 """
 
 from __future__ import annotations
@@ -227,7 +227,8 @@ def build(values: dict[str, Any], notes: Notes, header: EvalHeader) -> Built:
                          "$.metadata.inspect", kind="metadata clash", case_id=case_id)
     metadata["inspect"] = {"task": header.task, "model": header.model,
                            "epoch": values.get("epoch"), "target": values.get("target"),
-                           "scores": scores}
+                           "scores": {name: _score_fields(score)
+                                      for name, score in scores.items()}}
     case["metadata"] = metadata
     origin[("metadata",)] = "metadata"
     expected = {}
@@ -243,6 +244,16 @@ def build(values: dict[str, Any], notes: Notes, header: EvalHeader) -> Built:
     if expected:
         case["expected"] = expected
     return Built(case, origin)
+
+
+SCORE_FIELDS = ("value", "answer", "explanation", "metadata")
+
+
+def _score_fields(score: Any) -> Any:
+    """The documented fields of a score (its edit history and internals are left out)."""
+    if not isinstance(score, dict):
+        return score
+    return {k: score[k] for k in SCORE_FIELDS if score.get(k) is not None}
 
 
 def _completion(output: Any) -> str:

@@ -266,11 +266,23 @@ def head_of(stream: BinaryIO, size: int = HEAD_BYTES) -> tuple[bytes, BinaryIO]:
             return head, stream
     if _seekable(stream):
         at = stream.tell()
-        head = stream.read(size)
+        head = _read_up_to(stream, size)
         stream.seek(at)
         return head, stream
-    head = stream.read(size)
+    head = _read_up_to(stream, size)
     return head, io.BufferedReader(_Replay(head, stream), 1 << 18)
+
+
+def _read_up_to(stream: BinaryIO, size: int) -> bytes:
+    """``size`` bytes, or fewer at the end: a pipe may return less than asked at a time."""
+    parts, got = [], 0
+    while got < size:
+        part = stream.read(size - got)
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
 
 
 def _seekable(stream: BinaryIO) -> bool:
