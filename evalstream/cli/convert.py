@@ -43,8 +43,10 @@ def register(subparsers: Any) -> None:
                    help="rewrite a mapped column's values, e.g. expected.x.status=yes:fail,"
                         "no:pass (an empty TO leaves the field out); repeatable")
     p.add_argument("--id-from", metavar="COLUMN",
-                   help="take case ids from this column (default: xxh3-128 hex of the row's "
-                        "canonical JSON, stable across runs and machines)")
+                   help="take case ids from this column, or from a template such as "
+                        "'halueval.{ID}' or 'begin.{source}.row-{#}' ({#}: the row number); "
+                        "default: xxh3-128 hex of the row's canonical JSON, stable across runs "
+                        "and machines")
     p.add_argument("--parse-json", action="append", default=[], metavar="COLUMNS",
                    help="columns whose text cells hold JSON (lists, objects), parsed before "
                         "mapping; comma-separated")
@@ -57,6 +59,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--split", metavar="NAME", help="the split of a Hugging Face dataset folder")
     p.add_argument("--separator", metavar="CHAR",
                    help="the CSV separator (default , for csv and a tab for tsv)")
+    p.add_argument("--no-quoting", action="store_true",
+                   help="read quote characters as text (TSV written without quoting)")
     p.add_argument("--rejects", metavar="FILE",
                    help="where rejected rows go (JSONL); default: next to the output "
                         "(cases.rejects.jsonl)")
@@ -89,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         input=args.input, output=args.output, format=args.source_format, maps=args.map,
         sets=args.set, values=args.values, id_from=args.id_from, parse_json=args.parse_json,
         keep_unmapped=args.keep_unmapped, tool_failure_when=args.tool_failure_when,
-        split=args.split, separator=args.separator, rejects=args.rejects, report=args.report,
+        split=args.split, separator=args.separator, quoting=not args.no_quoting,
+        rejects=args.rejects, report=args.report,
         max_line_bytes=args.max_line_bytes))
     if not args.quiet:
         render_summary(report, sys.stderr)

@@ -58,8 +58,9 @@ class Mapping:
     def used_columns(self) -> list[str]:
         """Every column the mapping reads, in the order given."""
         cols = list(dict.fromkeys([*self.columns.values(), *self.parse_json]))
-        if self.id_from is not None and self.id_from not in cols:
-            cols.append(self.id_from)
+        id_columns = template_columns(self.id_from) if self.id_from and "{" in self.id_from \
+            else [self.id_from] if self.id_from else []
+        cols += [c for c in id_columns if c not in cols]
         return cols
 
     def describe(self) -> dict[str, str]:
@@ -97,6 +98,8 @@ def parse_field(text: str, option: str) -> Field:
 def parse(maps: Sequence[str], sets: Sequence[str], values: Sequence[str],
           id_from: str | None, parse_json: Sequence[str], keep_unmapped: bool) -> Mapping:
     """The mapping the options describe; every problem is a UsageError naming its item."""
+    if id_from is not None and "{" in id_from:
+        check_template(id_from)
     mapping = Mapping(id_from=id_from, parse_json=tuple(split_items(parse_json)),
                       keep_unmapped=keep_unmapped)
     for item in split_items(maps):
@@ -164,6 +167,39 @@ def check_columns(mapping: Mapping, columns: Sequence[str], source: str) -> None
             more = f" and {len(columns) - 20} more" if len(columns) > 20 else ""
             raise UsageError(f"{source} has no column {column!r}.{hint} Its columns: "
                              f"{listed}{more}.")
+
+
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+ROW_NUMBER = "#"
+
+
+def template_columns(template: str) -> list[str]:
+    """The columns an id template names (``{#}``, the row number, is not one)."""
+    return [c for c in _PLACEHOLDER.findall(template) if c != ROW_NUMBER]
+
+
+def check_template(template: str) -> None:
+    """A UsageError for an id template with an empty or unclosed placeholder."""
+    rest = _PLACEHOLDER.sub("", template)
+    if "{" in rest or "}" in rest or "" in _PLACEHOLDER.findall(template):
+        raise UsageError(f"--id-from {template!r}: write each placeholder as {{COLUMN}} or "
+                         "{#} (the row number), e.g. 'halueval.general.{ID}'.")
+
+
+def fill_template(template: str, values: dict[str, Any], number: int) -> str:
+    """An id from a template: ``{COLUMN}`` by the row's value (text or integer), ``{#}`` by the
+    row number."""
+    def fill(m: re.Match[str]) -> str:
+        name = m[1]
+        if name == ROW_NUMBER:
+            return str(number)
+        value = lookup(values, name)
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise RowProblem(f"Column {name!r} (in --id-from) holds {type_word(value)}; an id "
+                             "is made of text and integers.", name, "$.id", kind="invalid id")
+        return str(value)
+
+    return _PLACEHOLDER.sub(fill, template)
 
 
 # -- a row -----------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ class Options:
     tool_failure_when: list[str] = field(default_factory=list)
     split: str | None = None
     separator: str | None = None
+    quoting: bool = True
     rejects: str | None = None
     report: str | None = None
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
@@ -78,6 +79,8 @@ def run(opts: Options, on_row: Callable[[int], None] | None = None,
         fmt, inferred = formats.infer(opts.input)
     _check_options(opts, fmt)
     rules = openai_chat.parse_failure_rules(opts.tool_failure_when)
+    if opts.id_from is not None and "{" in opts.id_from:
+        mapping.check_template(opts.id_from)
     table_map = None
     if fmt in TABLES:
         table_map = mapping.parse(opts.maps, opts.sets, opts.values, opts.id_from,
@@ -149,8 +152,8 @@ def _check_options(opts: Options, fmt: str) -> None:
                          "records its own error.")
     if fmt != "hf" and opts.split:
         raise UsageError("--split applies to Hugging Face datasets (--from hf) only.")
-    if fmt not in ("csv", "tsv") and opts.separator:
-        raise UsageError("--separator applies to --from csv and tsv only.")
+    if fmt not in ("csv", "tsv") and (opts.separator or not opts.quoting):
+        raise UsageError("--separator and --no-quoting apply to --from csv and tsv only.")
     if opts.separator is not None and len(opts.separator.encode()) != 1:
         raise UsageError(f"--separator {opts.separator!r} must be one single-byte character.")
     if opts.input == "-" and fmt not in formats.STREAMABLE:
@@ -185,7 +188,8 @@ def _open(opts: Options, fmt: str, table_map: mapping.Mapping | None,
     assert table_map is not None
     if fmt in ("csv", "tsv"):
         path = stack.enter_context(tables.plain_file(opts.input))
-        scan = tables.csv_scan(path, opts.separator or ("\t" if fmt == "tsv" else ","))
+        scan = tables.csv_scan(path, opts.separator or ("\t" if fmt == "tsv" else ","),
+                               opts.quoting)
         columns = tables.scan_columns(scan, opts.input)
         frames = tables.batches(scan, opts.input)
     elif fmt == "parquet":
@@ -261,7 +265,7 @@ class _Converter:
             built = self.source.build(values, notes)
             case = built.case
             if "id" not in case:
-                case = {"id": self._case_id(values), **case}
+                case = {"id": self._case_id(values, row.number), **case}
                 built.origin[("id",)] = self.id_from or "(hash of the row)"
             data = self.encode(case)
         except RowProblem as problem:
@@ -300,9 +304,11 @@ class _Converter:
             self.notes.merge(notes)
         return data + b"\n"
 
-    def _case_id(self, values: dict[str, Any]) -> Any:
+    def _case_id(self, values: dict[str, Any], number: int) -> Any:
         if self.id_from is None:
             return xxhash.xxh3_128_hexdigest(msgspec.json.encode(values, order="sorted"))
+        if "{" in self.id_from:
+            return mapping.fill_template(self.id_from, values, number)
         value = mapping.lookup(values, self.id_from)
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise RowProblem(f"Column {self.id_from!r} (--id-from) holds "

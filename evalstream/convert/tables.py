@@ -86,12 +86,14 @@ def plain_file(path: str) -> Iterator[str]:
             os.unlink(tmp)
 
 
-def csv_scan(path: str, separator: str) -> Any:
-    """A lazy CSV scan with every column read as text."""
+def csv_scan(path: str, separator: str, quoting: bool = True) -> Any:
+    """A lazy CSV scan with every column read as text; without ``quoting``, quote
+    characters are text like any other (TSV files written without quoting)."""
     import polars as pl
 
     return pl.scan_csv(path, separator=separator, infer_schema=False, has_header=True,
-                       quote_char='"', encoding="utf8", raise_if_empty=False)
+                       quote_char='"' if quoting else None, encoding="utf8",
+                       raise_if_empty=False)
 
 
 def parquet_scan(paths: str | list[str]) -> Any:
