@@ -307,9 +307,9 @@ def _assign(f: Field, value: Any, column: str, case: dict[str, Any], metadata: d
         expected.setdefault(f.parts[1], {})[f.parts[2]] = value
         origin[tuple(f.parts)] = column
         return
+    origin[(head,)] = column
     if value is None:
         return  # null is absent; a required field then rejects the row, naming the column
-    origin[(head,)] = column
     if head == "context":
         case["context"] = _passages(value, column)
     elif head == "messages":

@@ -74,9 +74,9 @@ def run(opts: Options, on_row: Callable[[int], None] | None = None,
         if fmt not in formats.NAMES:
             raise UsageError(f"--from {fmt!r} is not a format; formats: "
                              f"{', '.join(formats.NAMES)}.")
-        formats.check(opts.input, fmt)
     else:
         fmt, inferred = formats.infer(opts.input)
+    formats.check(opts.input, fmt)
     _check_options(opts, fmt)
     rules = openai_chat.parse_failure_rules(opts.tool_failure_when)
     if opts.id_from is not None and "{" in opts.id_from:
@@ -261,14 +261,20 @@ class _Converter:
         values = row.values
         assert values is not None
         notes = Notes()
+        case_id = None
         try:
+            if self.source.ids_from != "the sample id":
+                case_id = self._case_id(values, row.number)  # first, so rejects can name it
             built = self.source.build(values, notes)
             case = built.case
             if "id" not in case:
-                case = {"id": self._case_id(values, row.number), **case}
-                built.origin[("id",)] = self.id_from or "(hash of the row)"
+                case = {"id": case_id, **case}
+                if self.id_from is not None:
+                    built.origin[("id",)] = self.id_from
             data = self.encode(case)
         except RowProblem as problem:
+            if problem.case_id is None and isinstance(case_id, str):
+                problem.case_id = case_id
             self._reject(row, problem)
             return None
         except UnicodeEncodeError:
