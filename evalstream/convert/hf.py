@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -53,7 +54,12 @@ def locate(path: str, split: str | None) -> Layout:
         return Layout("arrow", files, split)
     parquet = sorted(os.path.join(root, name) for root, _, names in os.walk(path)
                      for name in names if name.endswith(".parquet"))
-    if split is not None:
+    if split is None:
+        splits = sorted({m[1] for p in parquet if (m := _SHARD.match(os.path.basename(p)))})
+        if len(splits) > 1:
+            raise UsageError(f"{path} holds the splits {', '.join(map(repr, splits))}; choose "
+                             "one with --split NAME.")
+    else:
         parquet = [p for p in parquet if os.path.basename(p).startswith(f"{split}-")
                    or f"{os.sep}{split}{os.sep}" in p[len(path):]]
     if parquet:
@@ -65,6 +71,9 @@ def locate(path: str, split: str | None) -> Layout:
     raise InputError(f"{path} holds no dataset{which}: no dataset_dict.json, state.json, "
                      ".parquet or .arrow files. Save a Hugging Face dataset with "
                      "`ds.save_to_disk(FOLDER)` or `ds.to_parquet(FILE)`.")
+
+
+_SHARD = re.compile(r"(.+?)-\d+-of-\d+\.parquet\Z")  # a hub shard: train-00000-of-00002
 
 
 def _json(path: str) -> dict[str, Any]:

@@ -201,6 +201,7 @@ def build(values: dict[str, Any], notes: Notes, header: EvalHeader) -> Built:
                          "to convert.", "error", "$", kind="sample error", case_id=case_id)
     origin: dict[CasePath, str] = {("id",): "id"}
     messages, events = _transcript(values.get("messages") or [], notes, origin)
+    notes.generated_ids["messages"] += len(messages)  # inspect's own ids are random per run
     output = _completion(values.get("output"))
     origin[("output",)] = "output.completion"
     if not output:

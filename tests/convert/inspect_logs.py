@@ -8,8 +8,29 @@ Two scorers (``match``, ``includes``) give labels; one custom scorer gives a par
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+
+from tests.helpers import ROOT
+
+
+def write_logs_apart(folder: Path, runs: dict[str, tuple[str, int]]) -> dict[str, Path]:
+    """``write_logs`` for each name -> (format, epochs), in a separate Python process: inspect
+    runs its own event loop and warns about its dependencies, none of which belongs in the
+    test process (where warnings are errors)."""
+    code = ("import json, sys; from pathlib import Path; "
+            "from tests.convert.inspect_logs import write_logs; "
+            "runs = json.loads(sys.argv[2]); "
+            "print(json.dumps({k: str(write_logs(Path(sys.argv[1]) / k, f, e)) "
+            "for k, (f, e) in runs.items()}))")
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code, str(folder),
+                           json.dumps(runs)], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "INSPECT_LOG_LEVEL": "error"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {k: Path(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
 def write_logs(folder: Path, log_format: str = "eval", epochs: int = 1) -> Path:
