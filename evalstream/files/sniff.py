@@ -196,7 +196,11 @@ def _table(start: bytes) -> Sniffed | None:
         text = text[:text.rfind("\n") + 1] or text
     for delimiter, kind, fmt in (("\t", "tsv", "tsv"), (",", "csv", "csv"),
                                  (";", "csv", "csv"), ("|", "csv", "csv")):
-        rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if r][:_LINES]
+        try:
+            rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+                    if r][:_LINES]
+        except csv.Error:  # e.g. a NUL or a lone CR outside quotes: not a table this way
+            continue
         widths = {len(r) for r in rows}
         if rows and len(widths) == 1 and widths.pop() >= 2:
             columns = ", ".join(_shown(c) for c in rows[0][:8])

@@ -131,10 +131,10 @@ def test_json_array_and_jsonl(tmp_path: Path) -> None:
     (tmp_path / "rows.json").write_text(json.dumps(rows, indent=2))
     (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n\n[1]\n")
     maps = ["input=q,output=r.text,context=ctx,metadata.model=r.model"]
-    a = convert(tmp_path / "a" if (tmp_path / "a").mkdir() is None else tmp_path,
-                tmp_path / "rows.json", maps=maps)
-    b = convert(tmp_path / "b" if (tmp_path / "b").mkdir() is None else tmp_path,
-                tmp_path / "rows.jsonl", maps=maps)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = convert(tmp_path / "a", tmp_path / "rows.json", maps=maps)
+    b = convert(tmp_path / "b", tmp_path / "rows.jsonl", maps=maps)
     golden_run("jsonl", b)
     assert a.cases == b.cases
     assert a.report.format == "json" and b.report.format == "jsonl"

@@ -222,3 +222,22 @@ def test_stdin_stream_is_checked_and_kept_whole() -> None:
         check_cases_stream(io.BytesIO(b"q,a\n1,2\n"))
     with pytest.raises(WrongFileError, match="gzip -dc"):
         check_cases_stream(io.BytesIO(gzip.compress(CASES)))
+
+
+@given(st.binary(max_size=4096), st.sampled_from(["c.jsonl", "c.jsonl.gz", "c.csv", "-", ""]))
+def test_diagnose_never_raises(data: bytes, name: str) -> None:
+    found = diagnose(data, name)
+    assert found is None or (found.kind and found.what and found.fix)
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+
+
+@given(st.lists(st.fixed_dictionaries({"id": _TEXT, "input": _TEXT, "output": _TEXT,
+                                       "metadata": st.dictionaries(_TEXT, _TEXT, max_size=3)}),
+                min_size=1, max_size=20),
+       st.booleans(), st.sampled_from([b"\n", b"\r\n"]))
+def test_any_jsonl_of_objects_passes(rows: list[dict[str, object]], ascii_only: bool,
+                                     newline: bytes) -> None:
+    data = newline.join(json.dumps(r, ensure_ascii=ascii_only).encode() for r in rows)
+    assert diagnose(data[:HEAD_BYTES], "cases.jsonl") is None
