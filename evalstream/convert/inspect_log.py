@@ -201,7 +201,7 @@ def build(values: dict[str, Any], notes: Notes, header: EvalHeader) -> Built:
                          "to convert.", "error", "$", kind="sample error", case_id=case_id)
     origin: dict[CasePath, str] = {("id",): "id"}
     messages, events = _transcript(values.get("messages") or [], notes, origin)
-    notes.generated_ids["messages"] += len(messages)  # inspect's own ids are random per run
+    notes.add("generated_ids", "messages", n=len(messages))  # inspect's ids: random per run
     output = _completion(values.get("output"))
     origin[("output",)] = "output.completion"
     if not output:
@@ -293,7 +293,7 @@ def _transcript(raw: list[Any], notes: Notes, origin: dict[CasePath, str]
                 name, args = call.get("function"), call.get("arguments")
                 call_id = call.get("id") or f"t{len(events) + 1}"
                 if not call.get("id"):
-                    notes.generated_ids["tool_events"] += 1
+                    notes.add("generated_ids", "tool_events")
                 event = {"id": call_id, "name": name, "status": None, "input": arguments(args)}
                 shown = args if isinstance(args, str) else msgspec.json.encode(args).decode()
                 lines.append(f"{TOOL_CALL_PREFIX} {name} {shown}")
@@ -314,7 +314,7 @@ def _transcript(raw: list[Any], notes: Notes, origin: dict[CasePath, str]
                 event["error"] = str(error.get("message") if isinstance(error, dict) else error)
             else:
                 event["status"] = "success"
-            notes.tool_events[event["status"]] += 1
+            notes.add("tool_events", event["status"])
         messages.append({"id": f"m{i + 1}", "role": role, "content": text, "own": own})
         origin[("messages", i)] = where
     if pending:

@@ -144,19 +144,19 @@ def part_text(part: dict[str, Any], notes: Notes) -> str:
         return str(part["refusal"])
     name = kind if isinstance(kind, str) and kind else "untyped"
     if name in ("image_url", "image"):
-        notes.placeholders["image"] += 1
+        notes.add("placeholders", "image")
         inner = part.get(name)
         url = inner.get("url") if isinstance(inner, dict) else inner
         return f"[image: {_location(url)}]"
     if name in ("input_audio", "audio"):
-        notes.placeholders["audio"] += 1
+        notes.add("placeholders", "audio")
         inner = part.get(name)
         if isinstance(inner, dict):  # OpenAI: {"data": base64, "format": "wav"}
             return f"[audio: {inner.get('format') or 'unknown format'}, " \
                    f"{len(str(inner.get('data') or '')):,} bytes of base64]"
         return f"[audio: {part.get('format') or 'unknown format'}, {_location(inner)}]"
     if name in ("file", "document"):
-        notes.placeholders["file"] += 1
+        notes.add("placeholders", "file")
         inner = part.get("file") if name == "file" else part
         label = None
         if isinstance(inner, dict):
@@ -164,7 +164,7 @@ def part_text(part: dict[str, Any], notes: Notes) -> str:
             if label is None and isinstance(inner.get("document"), str):
                 label = _location(inner["document"])
         return f"[file: {label or 'unnamed'}]"
-    notes.placeholders[name] += 1
+    notes.add("placeholders", name)
     return f"[{name} part]"
 
 
@@ -223,7 +223,7 @@ def transcript(messages: Any, source: str, notes: Notes, rules: list[FailureRule
             raise RowProblem(_role_sentence(m.get("role"), where), f"{where}.role",
                              f"$.messages[{i}].role", kind="bad role")
         if m["role"] != role:
-            notes.roles_renamed[f"{m['role']} -> {role}"] += 1
+            notes.add("roles_renamed", f"{m['role']} -> {role}")
         text = content_text(m.get("content"), f"{where}.content", notes)
         if role == "assistant" and not text and isinstance(m.get("refusal"), str):
             text = m["refusal"]
@@ -240,7 +240,7 @@ def transcript(messages: Any, source: str, notes: Notes, rules: list[FailureRule
         msg_id = m.get("id")
         if not isinstance(msg_id, str) or not msg_id:
             msg_id = f"m{i + 1}"
-            notes.generated_ids["messages"] += 1
+            notes.add("generated_ids", "messages")
         out.append({"id": msg_id, "role": role, "content": text})
         origin[("messages", i)] = where
         if role == "assistant" and own_text.strip():
@@ -290,7 +290,7 @@ def _calls(calls: Any, where: str, text: str, events: list[dict[str, Any]],
         call_id = call.get("id")
         if not isinstance(call_id, str) or not call_id:
             call_id = f"t{len(events) + 1}"
-            notes.generated_ids["tool_events"] += 1
+            notes.add("generated_ids", "tool_events")
         if call_id in pending:
             raise RowProblem(f"`{at}` repeats the tool call id {call_id!r} of a call still "
                              "waiting for its result.", f"{at}.id", kind="bad message")
@@ -318,7 +318,7 @@ def _result(m: dict[str, Any], where: str, pending: dict[str, tuple[dict[str, An
     event["status"] = "success" if error is None else "failure"
     if error is not None:
         event["error"] = error
-    notes.tool_events[event["status"]] += 1
+    notes.add("tool_events", event["status"])
 
 
 # -- a whole line ----------------------------------------------------------------------------------

@@ -368,13 +368,9 @@ class _Converter:
             counts=self.counts,
             rejected_by_kind=dict(sorted(self.rejected_by_kind.items())),
             rejected_by_column=dict(sorted(self.rejected_by_column.items())),
-            placeholders=dict(sorted(n.placeholders.items())),
-            generated_ids=dict(sorted(n.generated_ids.items())),
-            tool_events=dict(sorted(n.tool_events.items())),
-            roles_renamed=dict(sorted(n.roles_renamed.items())),
-            labels={r: dict(sorted(c.items())) for r, c in sorted(n.labels.items())},
-            unmapped_scores={s: dict(sorted(c.items()))
-                             for s, c in sorted(n.unmapped_scores.items())},
+            placeholders=n.flat("placeholders"), generated_ids=n.flat("generated_ids"),
+            tool_events=n.flat("tool_events"), roles_renamed=n.flat("roles_renamed"),
+            labels=n.nested("labels"), unmapped_scores=n.nested("unmapped_scores"),
             warnings=warnings, seconds=round(time.perf_counter() - started, 3),
             exit_code=exit_code)
 
