@@ -58,9 +58,9 @@ class _Source:
     """An open source: its rows, the builder that turns a row into a case, its columns."""
 
     def __init__(self, rows: Iterator[Row], build: Builder, columns: list[str] | None,
-                 ids_from: str, stack: contextlib.ExitStack) -> None:
+                 ids_from: str, own_ids: bool = False) -> None:
         self.rows, self.build, self.columns, self.ids_from = rows, build, columns, ids_from
-        self.stack = stack
+        self.own_ids = own_ids  # the builder sets each case's id (inspect: the sample id)
 
 
 def run(opts: Options, on_row: Callable[[int], None] | None = None,
@@ -171,7 +171,7 @@ def _open(opts: Options, fmt: str, table_map: mapping.Mapping | None,
         header, rows = inspect_log.read(opts.input)
         stack.callback(getattr(rows, "close", lambda: None))
         return _Source(rows, lambda v, n: inspect_log.build(v, n, header), None,
-                       "the sample id", stack)
+                       "the sample id", own_ids=True)
     if fmt in ("openai-chat", "jsonl", "json"):
         stream = open_input(opts.input)
         if opts.input != "-":
@@ -181,10 +181,9 @@ def _open(opts: Options, fmt: str, table_map: mapping.Mapping | None,
         else:
             rows = tables.jsonl_rows(stream, opts.max_line_bytes)
         if fmt == "openai-chat":
-            return _Source(rows, lambda v, n: openai_chat.build(v, n, rules), None, ids_from,
-                           stack)
+            return _Source(rows, lambda v, n: openai_chat.build(v, n, rules), None, ids_from)
         assert table_map is not None
-        return _Source(rows, _table_builder(table_map, rules), None, ids_from, stack)
+        return _Source(rows, _table_builder(table_map, rules), None, ids_from)
     assert table_map is not None
     if fmt in ("csv", "tsv"):
         path = stack.enter_context(tables.plain_file(opts.input))
@@ -204,7 +203,7 @@ def _open(opts: Options, fmt: str, table_map: mapping.Mapping | None,
         frames = hf.frames(layout)
     mapping.check_columns(table_map, columns, opts.input)
     return _Source(tables.polars_rows(frames), _table_builder(table_map, rules), columns,
-                   ids_from, stack)
+                   ids_from)
 
 
 def _table_builder(table_map: mapping.Mapping, rules: list[openai_chat.FailureRule]) -> Builder:
@@ -263,7 +262,7 @@ class _Converter:
         notes = Notes()
         case_id = None
         try:
-            if self.source.ids_from != "the sample id":
+            if not self.source.own_ids:
                 case_id = self._case_id(values, row.number)  # first, so rejects can name it
             built = self.source.build(values, notes)
             case = built.case
@@ -298,7 +297,7 @@ class _Converter:
             return None
         first = self.index.add_id(decoded.id, row.number)
         if first:
-            hashed = self.id_from is None and self.source.ids_from.startswith("xxh3")
+            hashed = self.id_from is None and not self.source.own_ids
             why = (" (rows with the same content get the same id: give --id-from COLUMN, or "
                    "drop the repeated row)") if hashed else ""
             self._reject(row, RowProblem(
@@ -341,6 +340,7 @@ class _Converter:
         columns = self.source.columns
         seen = columns if columns is not None else list(self.keys_seen)
         used = set(table_map.used_columns()) if table_map is not None else set()
+        used |= {c.split(".")[0] for c in used if columns is None}  # `r.text` reads `r`
         unmapped = [c for c in seen if c not in used] \
             if table_map is not None and not table_map.keep_unmapped else []
         warnings = []
