@@ -115,8 +115,8 @@ def _progress(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace, output: str | None) -> int:
-    from evalstream.checks.report import render_summary
-    from evalstream.pipeline.build import Options, run
+    from evalstream.pipeline.run import Options, run
+    from evalstream.render.summary import render_summary
 
     opts = Options(
         input=args.input, output=output, rejects=args.rejects, report=args.report,
@@ -146,7 +146,7 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
 
 
 def _usage(message: str) -> Exception:
-    from evalstream.pipeline.build import UsageError
+    from evalstream.errors import UsageError
 
     return UsageError(message)
 
@@ -175,9 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     from evalstream.checks.rubrics import RubricError
+    from evalstream.errors import UsageError
     from evalstream.files.lines import InputError
     from evalstream.files.outputs import OutputError
-    from evalstream.pipeline.build import UsageError
 
     try:
         result: int = args.func(args)
