@@ -124,12 +124,13 @@ def main(sizes: list[int], runs: int, cache: Path, seed: int, timeout: float) ->
             floor = statistics.median(float(r["wall_s"]) for r in results["polars-read"])
             mb = path.stat().st_size / 1e6
             for name, got in results.items():
-                wall = statistics.median(float(r["wall_s"]) for r in got)
-                rows_out.append((f"{fmt} {mb:,.0f} MB", name, wall, min(float(r["wall_s"]) for r in got),
-                                 max(float(r["wall_s"]) for r in got), mb / wall,
-                                 max(int(r["max_rss_kib"]) for r in got) / 1024,
+                walls = [float(r["wall_s"]) for r in got]
+                wall = statistics.median(walls)
+                rows_out.append((f"{fmt} {mb:,.0f} MB", name, wall, min(walls), max(walls),
+                                 mb / wall, max(int(r["max_rss_kib"]) for r in got) / 1024,
                                  statistics.median(float(r["cpu_s"]) for r in got), wall / floor))
-    print("| input | variant | median s | min-max s | MB/s | peak RSS MiB | CPU s | x polars-read |")
+    print("| input | variant | median s | min-max s | MB/s | peak RSS MiB | CPU s | "
+          "x polars-read |")
     print("|---|---|---|---|---|---|---|---|")
     for inp, name, wall, low, high, rate, rss, cpu, ratio in rows_out:
         print(f"| {inp} | {name} | {wall:.2f} | {low:.2f}-{high:.2f} | {rate:.0f} | {rss:.0f} | "

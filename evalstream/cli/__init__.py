@@ -117,8 +117,8 @@ def _progress(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace, output: str | None) -> int:
-    from evalstream.checks.report import render_summary
-    from evalstream.pipeline.build import Options, run
+    from evalstream.pipeline.run import Options, run
+    from evalstream.render.summary import render_summary
 
     opts = Options(
         input=args.input, output=output, rejects=args.rejects, report=args.report,
@@ -148,7 +148,7 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
 
 
 def _usage(message: str) -> Exception:
-    from evalstream.pipeline.build import UsageError
+    from evalstream.errors import UsageError
 
     return UsageError(message)
 

@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
 def check_paths(inputs: list[tuple[str, str]], outputs: list[tuple[str, str | None]]) -> None:
     """Raise UsageError when an output would overwrite an input or another output, or when
     two outputs go to stdout."""
-    from evalstream.pipeline.build import UsageError
+    from evalstream.errors import UsageError
 
     named = [*inputs, *outputs]
     for i, (name_a, a) in enumerate(named):

@@ -67,7 +67,7 @@ def register(subparsers: Any) -> None:
 
 
 def _usage(message: str) -> Exception:
-    from evalstream.pipeline.build import UsageError
+    from evalstream.errors import UsageError
 
     return UsageError(message)
 

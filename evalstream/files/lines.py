@@ -12,7 +12,7 @@ import gzip
 import io
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
@@ -21,6 +21,7 @@ from evalstream.errors import InputError
 BLOCK_SIZE = 1 << 18  # 256 KiB, read buffer and chunk: measured faster and leaner than 1 MiB
 DEFAULT_MAX_LINE_BYTES = 256 << 20
 BOM = b"\xef\xbb\xbf"
+Progress = Callable[[int, int | None], None]  # (bytes done, bytes in all or None)
 # Enough bytes to show a reject's first 2,000 characters even if all are 4-byte UTF-8.
 HEAD_BYTES = 8_000
 
@@ -142,6 +143,19 @@ def read_chunks(
             lines, held = [], 0
     if lines:
         yield Chunk(line_no, offset - held, lines)
+
+
+def progress(items: Iterable[Chunk | LongLine], on_progress: Progress,
+             size: int | None) -> Iterator[Chunk | LongLine]:
+    """``items`` as they are, calling ``on_progress`` with the bytes done after each."""
+    for item in items:
+        yield item
+        if type(item) is Chunk:
+            done = item.offset + sum(map(len, item.lines)) + len(item.lines)
+        else:
+            assert type(item) is LongLine
+            done = item.offset + item.size + 1
+        on_progress(done, size)
 
 
 _PIECE = 1 << 20  # longer lines are read in pieces of this size

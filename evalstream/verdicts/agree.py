@@ -24,7 +24,7 @@ from msgspec import Struct
 
 from evalstream import __version__
 from evalstream.cases.rejects import Reject
-from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES, Chunk, open_input, read_chunks
+from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream.verdicts import agreement
 from evalstream.verdicts.records import (
     FAIL,
@@ -198,10 +198,9 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     """
     import polars as pl
 
-    from evalstream.checks.tokens import DEFAULT_BUDGET
-    from evalstream.pipeline.build import Processor
+    from evalstream.cases.reading import case_reader
 
-    processor = Processor(None, DEFAULT_BUDGET, max_line_bytes, allow_unknown_fields)
+    reader = case_reader(allow_unknown_fields, max_line_bytes)
     label_cols = Columns({"case": pl.UInt32, "rubric": pl.UInt32, "lstatus": pl.UInt8,
                           "source": pl.UInt8, "cline": pl.UInt32, "group": pl.UInt32})
     case_cols = Columns({"case_id": pl.String, "group": pl.UInt32})
@@ -212,48 +211,36 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     rubric_code, group_code = rubrics.code, groups.code
     group_path = tuple(by.split(".")) if by else None
     row = 0  # the case's row in the cases frame
-    stream = open_input(path)
-    try:
-        for item in read_chunks(stream, max_line_bytes):
-            if not isinstance(item, Chunk):
-                rejects = processor.long_line(item)
-                if len(processor.first_rejects) < FIRST_REJECTS_KEPT:
-                    processor.first_rejects += rejects
-                sink.write(path, rejects)
-                continue
-            accepted, rejects = processor.accept(item)
-            if rejects:
-                sink.write(path, rejects)
-            for line, case in accepted:
-                c_ids.append(case.id)
-                group = None
-                if group_path is not None:
-                    value = _group_value(case.metadata, group_path)
-                    group = None if value is None else group_code(value)
-                c_groups.append(group)
-                if case.expected:
-                    for rid, label in case.expected.items():
-                        l_case.append(row)
-                        l_rubrics.append(rubric_code(rid))
-                        l_status.append(status_code[label.status])
-                        l_source.append(source_code[label.source])
-                        l_line.append(line)
-                        l_group.append(group)
-                row += 1
+    for item in reader.read_file(path):
+        if type(item) is Reject:
+            sink.write(path, [item])
+            continue
+        line, _, _, case = item  # type: ignore[misc]
+        c_ids.append(case.id)
+        group = None
+        if group_path is not None:
+            value = _group_value(case.metadata, group_path)
+            group = None if value is None else group_code(value)
+        c_groups.append(group)
+        if case.expected:
+            for rid, label in case.expected.items():
+                l_case.append(row)
+                l_rubrics.append(rubric_code(rid))
+                l_status.append(status_code[label.status])
+                l_source.append(source_code[label.source])
+                l_line.append(line)
+                l_group.append(group)
             if len(l_case) >= FLUSH_ROWS:
                 label_cols.flush()
-            if len(c_ids) >= FLUSH_ROWS:
-                case_cols.flush()
-    finally:
-        if path != "-":
-            stream.close()
+        row += 1
+        if len(c_ids) >= FLUSH_ROWS:
+            case_cols.flush()
     labels, cases = label_cols.frame(), case_cols.frame()
-    tally = processor.tally
-    counts = tally.counts
+    counts = reader.counts
     summary = CaseFileSummary(
-        path=path, lines=counts.lines, blank=counts.blank, cases=counts.cases,
-        rejected=counts.rejected, rejected_by_kind=dict(sorted(tally.rejected_by_kind.items())),
-        labels=labels.height, first_rejects=processor.first_rejects[:FIRST_REJECTS_KEPT])
+        path=path, lines=counts.lines, blank=counts.blank, cases=counts.records,
+        rejected=counts.rejected, rejected_by_kind=dict(sorted(counts.rejected_by_kind.items())),
+        labels=labels.height, first_rejects=reader.first_rejects[:FIRST_REJECTS_KEPT])
     return CaseFile(summary, labels, cases)
 
 
@@ -424,7 +411,7 @@ def run(opts: AgreeOptions) -> AgreeReport:
     Rejects go to ``opts.rejects`` when given (written only if the run succeeds); raises
     DuplicateKeyError (exit 2) when a verdict file repeats a key.
     """
-    from evalstream.pipeline.build import UsageError
+    from evalstream.errors import UsageError
 
     started = time.perf_counter()
     if opts.verdicts == "-" and opts.cases == "-":

@@ -237,7 +237,7 @@ def run(opts: CompareOptions) -> CompareReport:
     Rejects go to ``opts.rejects`` when given; raises DuplicateKeyError (exit 2) when a run
     repeats a key.
     """
-    from evalstream.pipeline.build import UsageError
+    from evalstream.errors import UsageError
 
     started = time.perf_counter()
     if opts.run_a == "-" and opts.run_b == "-":

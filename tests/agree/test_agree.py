@@ -281,8 +281,8 @@ def test_verdicts_from_stdin(monkeypatch: Any, capsys: Any) -> None:
 
 
 def test_build_output_counts_judge_states_and_uses_exact_verdicts(tmp_path: Path) -> None:
-    from evalstream.pipeline.build import Options
-    from evalstream.pipeline.build import run as build
+    from evalstream.pipeline.run import Options
+    from evalstream.pipeline.run import run as build
 
     states = tmp_path / "states.jsonl"
     build(Options(input=str(CASES), output=str(states)))

@@ -11,8 +11,8 @@ import msgspec
 from evalstream.cases import schema
 from evalstream.convert import Options, run
 from evalstream.convert.report import ConvertReport
-from evalstream.pipeline.build import Options as BuildOptions
-from evalstream.pipeline.build import run as build_run
+from evalstream.pipeline.run import Options as BuildOptions
+from evalstream.pipeline.run import run as build_run
 from tests.helpers import golden
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
