@@ -34,7 +34,7 @@ WORDS = ("the model said that a tool call failed while the user asked for the bo
          "room in paris on friday and the policy says refunds are allowed within thirty days "
          "unless the ticket was bought at a discount rate which the agent must check first"
          ).split()
-TABLE_VERSION = 1
+TABLE_VERSION = 2  # 2: Parquet row groups of 50,000 rows
 
 _READ = {
     "csv": "import polars as pl; pl.read_csv({path!r}, infer_schema=False)",
@@ -87,9 +87,11 @@ def make_tables(folder: Path, size: int, seed: int = 0) -> tuple[Path, Path]:
             out.write(data)
             written += len(data)
     os.replace(tmp, csv)
+    # Row groups of 50,000 rows (~35 MB decoded): Parquet is decoded a row group at a time, so
+    # memory follows the row group size (Polars' default here gave 618 MiB at 1 GB).
     (pl.scan_csv(csv, infer_schema=False)
      .with_columns(pl.col("passages").str.json_decode(pl.List(pl.String)))
-     .sink_parquet(parquet))
+     .sink_parquet(parquet, row_group_size=50_000))
     return csv, parquet
 
 
@@ -98,8 +100,9 @@ def _measure(argv: list[str], timeout: float) -> dict[str, float | int]:
     done = subprocess.run([sys.executable, "-S", "-I", str(MEASURE), str(timeout), str(err),
                            "--", *argv], capture_output=True, text=True, cwd=ROOT, check=True)
     result: dict[str, float | int] = json.loads(done.stdout)
-    if result["exit_code"] not in (0, 1):
-        raise RuntimeError(f"{argv[:4]} failed: {err.read_text()[-2000:]}")
+    if result["exit_code"] != 0:  # the tables are clean: every row must become a case
+        raise RuntimeError(f"{argv[:6]} exited {result['exit_code']}: "
+                           f"{err.read_text()[-2000:]}")
     return result
 
 
@@ -121,14 +124,19 @@ def main(sizes: list[int], runs: int, cache: Path, seed: int, timeout: float) ->
             for _ in range(runs):
                 for name, argv in variants.items():
                     results[name].append(_measure(argv, timeout))
+            out = cache / f"out-{fmt}.jsonl"
+            rows = sum(1 for _ in open(out, "rb"))
+            report = json.loads((cache / f"out-{fmt}.report.json").read_text())
+            assert report["counts"]["cases"] == rows == report["counts"]["rows"], report["counts"]
             floor = statistics.median(float(r["wall_s"]) for r in results["polars-read"])
             mb = path.stat().st_size / 1e6
             for name, got in results.items():
                 walls = [float(r["wall_s"]) for r in got]
                 wall = statistics.median(walls)
-                rows_out.append((f"{fmt} {mb:,.0f} MB", name, wall, min(walls), max(walls),
-                                 mb / wall, max(int(r["max_rss_kib"]) for r in got) / 1024,
-                                 statistics.median(float(r["cpu_s"]) for r in got), wall / floor))
+                rss = max(int(r["max_rss_kib"]) for r in got) / 1024
+                cpu = statistics.median(float(r["cpu_s"]) for r in got)
+                rows_out.append((f"{fmt} {mb:,.0f} MB ({rows:,} rows)", name, wall, min(walls),
+                                 max(walls), mb / wall, rss, cpu, wall / floor))
     print("| input | variant | median s | min-max s | MB/s | peak RSS MiB | CPU s | "
           "x polars-read |")
     print("|---|---|---|---|---|---|---|---|")

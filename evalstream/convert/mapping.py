@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalstream.convert import openai_chat
 from evalstream.convert.rows import Built, CasePath, Notes, RowProblem, type_word
@@ -44,6 +44,20 @@ class Field:
         return out
 
 
+class Step(NamedTuple):
+    """One assignment, prepared once for the per-row loop: a column (or a constant) to a
+    field, with its value rewrites and the names a reject uses."""
+
+    field: Field
+    head: str
+    column: str  # the column, or "--set FIELD" for a constant
+    constant: bool
+    value: Any  # the constant
+    table: dict[str, str | None] | None
+    name: str  # "metadata.a.b"
+    path: str  # "$.metadata.a.b"
+
+
 @dataclass
 class Mapping:
     """Where each case field comes from: columns, constants, value rewrites, the id."""
@@ -54,6 +68,7 @@ class Mapping:
     id_from: str | None = None
     parse_json: tuple[str, ...] = ()
     keep_unmapped: bool = False
+    _steps: list[Step] | None = field(default=None, repr=False, compare=False)
 
     def used_columns(self) -> list[str]:
         """Every column the mapping reads, in the order given."""
@@ -62,6 +77,15 @@ class Mapping:
             else [self.id_from] if self.id_from else []
         cols += [c for c in id_columns if c not in cols]
         return cols
+
+    def steps(self) -> list[Step]:
+        """The assignments in order: columns first, then constants (computed once)."""
+        if self._steps is None:
+            self._steps = [Step(f, f.parts[0], c, False, None, self.values.get(f), str(f), f.path)
+                           for f, c in self.columns.items()]
+            self._steps += [Step(f, f.parts[0], f"--set {f}", True, v, None, str(f), f.path)
+                            for f, v in self.constants.items()]
+        return self._steps
 
     def describe(self) -> dict[str, str]:
         """Target -> column (``=VALUE`` for a constant), for the report."""
@@ -227,20 +251,18 @@ def build(values: dict[str, Any], notes: Notes, mapping: Mapping,
     origin: dict[CasePath, str] = {}
     metadata: dict[str, Any] = {}
     expected: dict[str, dict[str, Any]] = {}
-    for f, column in mapping.columns.items():
-        value = lookup(values, column)
-        table = mapping.values.get(f)
+    for step in mapping.steps():
+        value = step.value if step.constant else lookup(values, step.column)
+        table = step.table
         if table is not None and value is not None:
             key = _value_key(value)
             if key not in table:
                 allowed = ", ".join(repr(k) for k in table)
-                raise RowProblem(f"Column {column!r} holds {key!r}, which --values for `{f}` "
-                                 f"does not map (it maps {allowed}); add it to --values.",
-                                 column, f.path, kind="unmapped value")
+                raise RowProblem(f"Column {step.column!r} holds {key!r}, which --values for "
+                                 f"`{step.name}` does not map (it maps {allowed}); add it to "
+                                 "--values.", step.column, step.path, kind="unmapped value")
             value = table[key]
-        _assign(f, value, column, case, metadata, expected, origin, notes, rules)
-    for f, constant in mapping.constants.items():
-        _assign(f, constant, f"--set {f}", case, metadata, expected, origin, notes, rules)
+        _assign(step, value, case, metadata, expected, origin, notes, rules)
     if mapping.keep_unmapped:
         used = set(mapping.used_columns())
         for column, value in values.items():
@@ -284,12 +306,12 @@ def _parsed(values: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def _assign(f: Field, value: Any, column: str, case: dict[str, Any], metadata: dict[str, Any],
+def _assign(step: Step, value: Any, case: dict[str, Any], metadata: dict[str, Any],
             expected: dict[str, dict[str, Any]], origin: dict[CasePath, str], notes: Notes,
             rules: list[openai_chat.FailureRule]) -> None:
-    head = f.parts[0]
+    head, parts, column = step.head, step.field.parts, step.column
     if head == "metadata":
-        if len(f.parts) == 1:
+        if len(parts) == 1:
             if value is None:
                 return
             if not isinstance(value, dict):
@@ -300,12 +322,12 @@ def _assign(f: Field, value: Any, column: str, case: dict[str, Any], metadata: d
                 _put(metadata, (key,), item, f"metadata.{key}", column)
             origin[("metadata",)] = column
             return
-        _put(metadata, f.parts[1:], value, str(f), column)
-        origin[tuple(f.parts)] = column
+        _put(metadata, parts[1:], value, step.name, column)
+        origin[parts] = column
         return
     if head == "expected":
-        expected.setdefault(f.parts[1], {})[f.parts[2]] = value
-        origin[tuple(f.parts)] = column
+        expected.setdefault(parts[1], {})[parts[2]] = value
+        origin[parts] = column
         return
     origin[(head,)] = column
     if value is None:
