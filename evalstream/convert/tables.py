@@ -3,9 +3,10 @@
 CSV, TSV and Parquet are read by Polars, as lazy scans collected in batches of
 ``BATCH_ROWS`` rows (Polars' streaming engine): memory holds one batch, never the file.
 CSV cells are read as text (no type inference: a CSV holds text, and ``007`` must stay
-``007``). JSONL is read with evalstream's own line reader and msgspec, one line at a time:
-Polars infers one schema for all lines and stops at the first line that differs, where each
-line here is its own row. A JSON array is streamed element by element with ijson.
+``007``). JSONL is read by evalstream's one line loop (``cases.reading``) with msgspec, one
+line at a time: Polars infers one schema for all lines and stops at the first line that
+differs, where each line here is its own row. A JSON array is streamed element by element
+with ijson.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from evalstream.cases.rejects import explain, long_line_reject
+from evalstream.cases.reading import RecordKind, RecordReader
+from evalstream.cases.rejects import Reject, explain, long_line_reject, raw_text
 from evalstream.convert.rows import Row, RowProblem, type_word
 from evalstream.errors import InputError, WrongFileError
-from evalstream.files.lines import Chunk, open_input, read_chunks
+from evalstream.files.lines import LongLine, open_input, read_chunks
 from evalstream.files.sniff import head_of
 
 BATCH_ROWS = 4_096  # rows a batch: measured flat memory at 1 GB with little cost in speed
@@ -103,36 +105,62 @@ def parquet_scan(paths: str | list[str]) -> Any:
 
 
 # -- JSON lines ------------------------------------------------------------------------------------
-_decode = msgspec.json.Decoder().decode
+class _ObjectLines:
+    """How ``convert`` reads JSONL rows through the one line loop (``cases.reading``): any
+    JSON object is a row; the kind of the last reject is kept for the row's problem."""
+
+    def __init__(self) -> None:
+        self.last_kind = ""
+        self.kind = RecordKind(decode=msgspec.json.Decoder(dict[str, Any]).decode,
+                               reject=self._reject, too_long=self._too_long)
+
+    def _reject(self, line_no: int, offset: int, line: bytes, exc: BaseException
+                ) -> tuple[Reject, str]:
+        if isinstance(exc, msgspec.ValidationError) and _syntax_ok(line):
+            value = msgspec.json.decode(line)
+            self.last_kind = "not an object"
+            return Reject(line_no, offset, None, "$", f"The line is {type_word(value)}, not a "
+                          "JSON object; each line must be one object.", raw_text(line)), \
+                self.last_kind
+        path, sentence = explain(exc, line)
+        self.last_kind = "malformed JSON"
+        return Reject(line_no, offset, None, path, _as_row(sentence), raw_text(line)), \
+            self.last_kind
+
+    def _too_long(self, item: LongLine, max_line_bytes: int) -> Reject:
+        self.last_kind = "line too long"
+        return long_line_reject(item, max_line_bytes)
+
+
+def _syntax_ok(line: bytes) -> bool:
+    try:
+        msgspec.json.decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return True
 
 
 def jsonl_rows(stream: BinaryIO, max_line_bytes: int) -> Iterator[Row]:
-    """One row a line; blank lines counted as blank; a line that is not a JSON object is a
-    row with its problem (the sentence ``validate`` gives for malformed JSON)."""
-    for item in read_chunks(stream, max_line_bytes):
-        if not isinstance(item, Chunk):
-            rej = long_line_reject(item, max_line_bytes)
-            yield Row(item.line, None, RowProblem(rej.error, None, "$", kind="line too long"),
-                      raw=item.head)
-            continue
-        for i, line in enumerate(item.lines):
-            number = item.line + i
-            if not line.strip():
-                yield Row(number, None, blank=True)
-                continue
-            try:
-                value = _decode(line)
-            except (msgspec.DecodeError, RecursionError) as exc:
-                path, sentence = explain(exc, line)
-                yield Row(number, None, RowProblem(_as_row(sentence), None, path,
-                                                   kind="malformed JSON"), raw=line)
-                continue
-            if not isinstance(value, dict):
-                yield Row(number, None, RowProblem(
-                    f"The line is {type_word(value)}, not a JSON object; each line must be one "
-                    "object.", None, "$", kind="not an object"), raw=line)
-                continue
-            yield Row(number, value)
+    """One row a line, read by the shared line loop: a blank line is a blank row; a line
+    that is not a JSON object is a row with its problem (``validate``'s sentence for
+    malformed JSON)."""
+    lines = _ObjectLines()
+    reader = RecordReader(lines.kind, max_line_bytes)
+    seen = 0  # the reader yields every line but blanks: the gaps are the blank lines
+    for item in reader.read(read_chunks(stream, max_line_bytes)):
+        number = item.line if isinstance(item, Reject) else item[0]
+        while seen + 1 < number:
+            seen += 1
+            yield Row(seen, None, blank=True)
+        seen = number
+        if isinstance(item, Reject):
+            yield Row(number, None, RowProblem(item.error, None, item.path,
+                                               kind=lines.last_kind), raw=item.raw.encode())
+        else:
+            yield Row(number, item[3])
+    while seen < reader.counts.lines:
+        seen += 1
+        yield Row(seen, None, blank=True)
 
 
 def _as_row(sentence: str) -> str:
