@@ -241,3 +241,16 @@ def test_any_jsonl_of_objects_passes(rows: list[dict[str, object]], ascii_only: 
                                      newline: bytes) -> None:
     data = newline.join(json.dumps(r, ensure_ascii=ascii_only).encode() for r in rows)
     assert diagnose(data[:HEAD_BYTES], "cases.jsonl") is None
+
+
+def test_sniff_is_bottom_layer() -> None:
+    # files/ is the bottom layer: the sniffer may use evalstream's errors and nothing above.
+    import ast
+
+    from tests.helpers import ROOT
+
+    tree = ast.parse((ROOT / "evalstream" / "files" / "sniff.py").read_text())
+    names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    ours = {n for n in names if n.startswith("evalstream")}
+    assert ours == {"evalstream.errors"}
