@@ -28,7 +28,6 @@ from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream.verdicts import agreement
 from evalstream.verdicts.records import (
     FAIL,
-    FIRST_REJECTS_KEPT,
     FLUSH_ROWS,
     PASS,
     UNSCORED,
@@ -240,7 +239,7 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     summary = CaseFileSummary(
         path=path, lines=counts.lines, blank=counts.blank, cases=counts.records,
         rejected=counts.rejected, rejected_by_kind=dict(sorted(counts.rejected_by_kind.items())),
-        labels=labels.height, first_rejects=reader.first_rejects[:FIRST_REJECTS_KEPT])
+        labels=labels.height, first_rejects=reader.first_rejects)
     return CaseFile(summary, labels, cases)
 
 
