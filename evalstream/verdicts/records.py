@@ -4,10 +4,10 @@ A verdict file is read by the same loop as cases (``cases.reading.RecordReader``
 typed msgspec decoder and the verdict's own ``Shape`` for the sentences of its rejects.
 Each verdict leaves only its key and status (and, for ``compare``, three 64-bit hashes) in
 Python lists that become Polars frames every 65,536 rows; rationales, judge details and
-evidence are checked while decoding and then dropped, so memory grows with the number of verdicts, never with their text. Lines that are
-not verdicts become rejects with the line, a JSON path and a sentence, as in ``build``.
-Lines written by ``build`` for a judge (judge states: a ``state`` and no ``status``) are
-counted apart: they are checks that have no verdict yet.
+evidence are checked while decoding and then dropped, so memory grows with the number of
+verdicts, never with their text. Lines that are not verdicts become rejects with the line,
+a JSON path and a sentence, as in ``build``. Lines written by ``build`` for a judge (judge
+states: a ``state`` and no ``status``) are counted apart: checks with no verdict yet.
 """
 
 # No `from __future__ import annotations`: msgspec must resolve the annotations of Structs
