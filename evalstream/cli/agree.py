@@ -89,6 +89,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``agree``; return the exit code (1 when some line was rejected)."""
+    from evalstream.render import agree as agree_view
     from evalstream.render.agree_html import agree_page
     from evalstream.verdicts import agree
 
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         verdicts=args.verdicts, cases=args.cases, by=args.by, rejects=args.rejects,
         max_ids=args.max_ids, confidence=args.confidence, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields))
-    write(args, report, agree.encode, agree.blocks, agree_page)
+    write(args, report, agree.encode, agree_view.blocks, agree_page)
     return report.exit_code
 
 
@@ -152,26 +153,13 @@ def write(args: argparse.Namespace, report: Any, encode: Callable[[Any], bytes],
             out.abort()
         raise
     if to_terminal:
-        from rich.console import Console
+        from evalstream.render.tables import print_blocks
 
-        from evalstream.render.tables import render_rich
-
-        render_rich(blocks(report), Console(file=sys.stdout, highlight=False, emoji=False))
+        print_blocks(blocks(report), sys.stdout)
 
 
 def render(blocks: list[Block], fmt: str, width: int = TEXT_WIDTH) -> bytes:
     """Blocks as markdown, or as plain-text tables ``width`` wide."""
-    if fmt == "markdown":
-        from evalstream.render.tables import to_markdown
+    from evalstream.render.tables import render_format
 
-        return to_markdown(blocks).encode()
-    import io
-
-    from rich.console import Console
-
-    from evalstream.render.tables import render_rich
-
-    text = io.StringIO()
-    render_rich(blocks, Console(file=text, width=width, force_terminal=False, no_color=True,
-                                highlight=False, emoji=False))
-    return text.getvalue().encode()
+    return render_format(blocks, fmt, width)
