@@ -12,6 +12,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from evalstream.cli.common import positive, size
+
 if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
     from evalstream.dataset.stats import DatasetStats
@@ -23,8 +25,6 @@ TEXT_WIDTH = 100  # the width of a table written to a file with -o
 
 def register(subparsers: Any) -> None:
     """Add the ``stats`` subcommand."""
-    from evalstream.cli import _positive, _size
-
     p = subparsers.add_parser(
         "stats", help="report what a dataset holds: groups, sizes, labels, checks, metadata",
         description="Read a dataset as build does and report cases per group, which fields "
@@ -47,16 +47,16 @@ def register(subparsers: Any) -> None:
                    help="also write a self-contained HTML page with charts")
     p.add_argument("--rubrics", action="append", metavar="FILE",
                    help="a TOML rubric file, as in build; repeatable (default: built-in set)")
-    p.add_argument("--max-tokens", type=_positive, metavar="N",
+    p.add_argument("--max-tokens", type=positive, metavar="N",
                    help="the judge's budget, as in build (default 32000)")
     p.add_argument("--rejects", metavar="FILE",
                    help="also write the rejected lines here (JSONL); by default they are only "
                         "counted")
     p.add_argument("--allow-unknown-fields", action="store_true",
                    help="ignore fields the case format does not know, as in build")
-    p.add_argument("--max-line-bytes", type=_size, metavar="N",
+    p.add_argument("--max-line-bytes", type=size, metavar="N",
                    help="reject longer lines without reading them whole (default 256MiB)")
-    p.add_argument("--workers", type=_positive, metavar="N",
+    p.add_argument("--workers", type=positive, metavar="N",
                    help="worker processes for a plain input file over 128 MiB (default: the "
                         "CPUs available, at most 8); the figures are the same for any N")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
