@@ -510,7 +510,7 @@ def _name_label(line: bytes, path: str) -> str:
         return path
     labels = _value_at(line, "$.expected")
     if isinstance(labels, dict):
-        label_type = schema.STRICT.label
+        label_type = schema.Label
         for key, value in labels.items():
             try:
                 msgspec.convert(value, label_type)
