@@ -96,7 +96,7 @@ def cmd_stages(args: argparse.Namespace) -> int:
     """Show where build's time goes, stage by stage."""
     from benchmarks.stages import main
 
-    return main(args.input, args.repeat)
+    return main(args.input, args.repeat, args.builtin)
 
 
 BASELINE_NAMES = ("lines", "msgspec", "pydantic", "json", "jq")
@@ -180,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     stages = sub.add_parser("stages", help="where build's time goes, in one process")
     stages.add_argument("input", type=Path)
     stages.add_argument("--repeat", type=int, default=5)
+    stages.add_argument("--builtin", action="store_true",
+                        help="the built-in rubrics instead of all_fields.toml")
     stages.set_defaults(func=cmd_stages)
     return parser
 

@@ -12,6 +12,7 @@ counts always add up: ``lines == blank + records + rejected``.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,7 +23,14 @@ import msgspec
 from evalstream.cases import schema
 from evalstream.cases.ids import IdIndex
 from evalstream.cases.rejects import Reject, long_line_reject, raw_text, reject, reject_kind
-from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES, Chunk, LongLine, open_input, read_chunks
+from evalstream.files.lines import (
+    DEFAULT_MAX_LINE_BYTES,
+    Chunk,
+    LongLine,
+    chunks_of,
+    open_input,
+    read_chunks,
+)
 
 T = TypeVar("T")
 Record = tuple[int, int, bytes, T]  # line number, byte offset, the line, the decoded record
@@ -162,3 +170,18 @@ def case_reader(allow_unknown_fields: bool = False,
     ``check_duplicates`` is false: a worker leaves them to the parent)."""
     index = IdIndex() if check_duplicates else None
     return RecordReader(case_kind(allow_unknown_fields, index), max_line_bytes)
+
+
+def read_cases(source: str | os.PathLike[str] | Iterable[bytes | str], *,
+               allow_unknown_fields: bool = False,
+               max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[schema.Case | Reject]:
+    """The cases of a JSONL file (a path, ``-`` for stdin, ``.gz``/``.zst``) or of lines given
+    one by one, read exactly as ``build`` reads them: each line is a ``Case`` or a ``Reject``
+    (line, offset, id, JSON path, a sentence); blank lines are skipped."""
+    reader = case_reader(allow_unknown_fields, max_line_bytes)
+    if isinstance(source, (str, os.PathLike)):
+        items = reader.read_file(os.fspath(source))
+    else:
+        items = reader.read(chunks_of(source, max_line_bytes))
+    for item in items:
+        yield item if type(item) is Reject else item[3]  # type: ignore[index]

@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``compare``; return the exit code (1 when some line was rejected)."""
     from evalstream.cli.agree import check_paths, write
     from evalstream.render import agree_html
+    from evalstream.render import compare as compare_view
     from evalstream.verdicts import compare
 
     check_paths([("run-a", args.run_a), ("run-b", args.run_b)],
@@ -44,5 +45,5 @@ def run(args: argparse.Namespace) -> int:
         run_a=args.run_a, run_b=args.run_b, force=args.force, rejects=args.rejects,
         max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields))
-    write(args, report, compare.encode, compare.blocks, agree_html.compare_page)
+    write(args, report, compare.encode, compare_view.blocks, agree_html.compare_page)
     return report.exit_code

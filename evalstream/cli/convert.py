@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from evalstream.cli.common import size
+
 EPILOG = ("Exit codes: 0 clean, 1 some rows rejected (or no row became a case), 2 usage or "
           "I/O error, 4 the input is plainly not the format named (or inferred), 130 "
           "interrupted.")
@@ -13,7 +15,6 @@ EPILOG = ("Exit codes: 0 clean, 1 some rows rejected (or no row became a case), 
 
 def register(subparsers: Any) -> None:
     """Add the ``convert`` subcommand."""
-    from evalstream.cli import _size
 
     p = subparsers.add_parser(
         "convert", help="turn other formats (OpenAI chats, CSV, Parquet, inspect logs, ...) "
@@ -67,7 +68,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--report", metavar="FILE",
                    help="where the run report goes (JSON); default: next to the output "
                         "(cases.report.json)")
-    p.add_argument("--max-line-bytes", type=_size, default=256 << 20, metavar="N",
+    p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
                    help="reject longer lines of JSONL sources without reading them whole "
                         "(default 256MiB)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")

@@ -265,3 +265,32 @@ def read_line_at(fd: int, offset: int, limit: int) -> bytes:
         pieces.append(block)
         got += len(block)
     return b"".join(pieces)
+
+
+def chunks_of(lines: Iterable[bytes | str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+              block_size: int = BLOCK_SIZE) -> Iterator[Chunk | LongLine]:
+    """Lines given one by one (``bytes`` or ``str``, with or without their newline) as the
+    Chunks and LongLines ``read_chunks`` makes of a file holding them."""
+    line_no, offset = 1, 0
+    held: list[bytes] = []
+    size = 0
+    for item in lines:
+        line = item.encode("utf-8", "surrogatepass") if isinstance(item, str) else item
+        if line.endswith(b"\n"):
+            line = line[:-1]
+        if len(line) > max_line_bytes:
+            if held:
+                yield Chunk(line_no, offset - size, held)
+                line_no, held, size = line_no + len(held), [], 0
+            yield LongLine(line_no, offset, len(line), line[:HEAD_BYTES])
+            line_no += 1
+            offset += len(line) + 1
+            continue
+        held.append(line)
+        size += len(line) + 1
+        offset += len(line) + 1
+        if size >= block_size:
+            yield Chunk(line_no, offset - size, held)
+            line_no, held, size = line_no + len(held), [], 0
+    if held:
+        yield Chunk(line_no, offset - size, held)

@@ -112,15 +112,16 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
         sinks += [out] if out else []
         rej_out = AtomicOutput(rejects_path) if rejects_path else None
         sinks += [rej_out] if rej_out else []
-        report_out = AtomicOutput(report_path)
-        sinks.append(report_out)
+        report_out = AtomicOutput(report_path) if report_path else None
+        sinks += [report_out] if report_out else []
         if ranges.worthwhile(opts, size):
             assert size is not None
             outcome = ranges.run(opts, rubric_set, size, out, rej_out, on_progress)
         else:
             outcome = _serial(opts, rubric_set, size, out, rej_out, on_progress)
         report = _report(outcome, opts, command, rubric_set, rejects_path, started, warnings)
-        report_out.write(encode_report(report))
+        if report_out is not None:
+            report_out.write(encode_report(report))
         # Every target written in full before any is renamed: a run that fails on its last
         # file still leaves the earlier outputs of the same names as they were.
         commit_all(sinks)
@@ -166,15 +167,19 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def _plan(opts: Options) -> tuple[str | None, str]:
-    """The rejects and report paths of a run, after checking no two paths collide."""
-    anchor = opts.output if opts.output not in (None, "-") else opts.input
+def _plan(opts: Options) -> tuple[str | None, str | None]:
+    """The rejects and report paths of a run (None: not written), after checking that no
+    two paths collide. ``build`` writes both next to its output by default; ``validate``
+    only those asked for."""
     rejects, report = opts.rejects, opts.report
-    if anchor == "-" and (rejects is None or report is None):
-        raise UsageError("reading stdin and writing stdout leaves nowhere to put the rejects and "
-                         "report by default; give --rejects FILE and --report FILE.")
-    rejects = rejects or sidecar(anchor, ".rejects.jsonl")
-    report = report or sidecar(anchor, ".report.json")
+    if opts.output is not None:
+        anchor = opts.output if opts.output != "-" else opts.input
+        if anchor == "-" and (rejects is None or report is None):
+            raise UsageError("reading stdin and writing stdout leaves nowhere to put the "
+                             "rejects and report by default; give --rejects FILE and "
+                             "--report FILE.")
+        rejects = rejects or sidecar(anchor, ".rejects.jsonl")
+        report = report or sidecar(anchor, ".report.json")
     named = [("input", opts.input), ("output", opts.output), ("rejects", rejects),
              ("report", report)]
     for i, (name_a, a) in enumerate(named):

@@ -17,10 +17,11 @@ from statsmodels.stats.inter_rater import cohens_kappa
 
 from evalstream.cli import main
 from evalstream.cli.agree import render
-from evalstream.verdicts.agree import AgreeOptions, AgreeReport, Cell, blocks, encode, run
+from evalstream.render.agree import blocks
+from evalstream.verdicts.agree import AgreeOptions, AgreeReport, Cell, encode, run
 from evalstream.verdicts.records import DuplicateKeyError
-from tests.agree.plain import PlainCell, plain_agree
 from tests.helpers import CORPUS, SAMPLES, golden
+from tests.verdicts.plain import PlainCell, plain_agree
 
 AGREE_GOLDEN = Path(__file__).resolve().parent / "golden"
 
