@@ -54,7 +54,7 @@ __all__ = [
     "__version__",
     # functions
     "read_cases", "load_rubrics", "judge_states", "build", "validate", "stats", "agree",
-    "compare", "convert",
+    "compare", "convert_cases",
     # records
     "Case", "Message", "Passage", "ToolEvent", "Label", "Reject", "Rubric", "RubricSet",
     "CheckRecord", "ExactVerdict", "Exposure", "Tokens",
@@ -172,14 +172,15 @@ def compare(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str],
     return run(CompareOptions(run_a=os.fspath(run_a), run_b=os.fspath(run_b), **options))
 
 
-def convert(input: str | os.PathLike[str], output: str | os.PathLike[str],
-            **options: Any) -> ConvertReport:
-    """Run ``convert``: cases at ``output`` from another format at ``input`` (OpenAI chats,
-    tables, inspect_ai logs, Hugging Face datasets on disk), with the rejects and the report
-    beside it. Options as the command's: ``format`` (``--from``), ``maps``, ``sets``,
-    ``values``, ``id_from``, ``parse_json``, ``keep_unmapped``, ``tool_failure_when``,
-    ``split``, ``separator``, ``quoting``, ``rejects``, ``report``, ``max_line_bytes``.
-    Returns the report; files appear only if the whole run succeeds."""
+def convert_cases(input: str | os.PathLike[str], output: str | os.PathLike[str],
+                  **options: Any) -> ConvertReport:
+    """Run the ``convert`` command (``evalstream.convert`` is its package): cases at
+    ``output`` from another format at ``input`` (OpenAI chats, tables, inspect_ai logs,
+    Hugging Face datasets on disk), with the rejects and the report beside it. Options as the
+    command's: ``format`` (``--from``), ``maps``, ``sets``, ``values``, ``id_from``,
+    ``parse_json``, ``keep_unmapped``, ``tool_failure_when``, ``split``, ``separator``,
+    ``quoting``, ``rejects``, ``report``, ``max_line_bytes``. Returns the report; files
+    appear only if the whole run succeeds."""
     from evalstream.convert import Options, run
 
     report, _ = run(Options(input=os.fspath(input), output=os.fspath(output), **options))
