@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("convert needs INPUT and OUTPUT (or --list-formats).")
     from evalstream.convert import Options
     from evalstream.convert import run as convert_run
-    from evalstream.convert.report import render_summary
+    from evalstream.render.convert import render_summary
 
     report, _ = convert_run(Options(
         input=args.input, output=args.output, format=args.source_format, maps=args.map,

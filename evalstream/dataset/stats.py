@@ -53,6 +53,7 @@ from evalstream.files.lines import (
     read_chunks,
 )
 from evalstream.files.outputs import AtomicOutput
+from evalstream.files.sniff import check_cases_input, check_cases_stream
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
@@ -258,6 +259,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
         raise UsageError(f"the input and rejects paths are the same file ({opts.input}); "
                          "choose a different --rejects name.")
     rubric_set = load_rubrics(opts.rubric_files)
+    check_cases_input(opts.input)
     collector = Collector(rubric_set, opts.by)
     size = input_size(opts.input)
     workers = opts.workers if opts.workers is not None else default_workers()
@@ -293,7 +295,8 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
     checker = Checker(rubric_set, opts.max_tokens)
     encode = msgspec.json.Encoder().encode
-    stream = _Counting(open_input(opts.input))
+    opened = open_input(opts.input)
+    stream = _Counting(check_cases_stream(opened) if opts.input == "-" else opened)
     try:
         items = read_chunks(stream, opts.max_line_bytes)
         if on_progress is not None:
@@ -521,7 +524,7 @@ def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally
                                                       "state_tokens")},
         first_rejects=[FirstReject(r.line, r.id, r.path, r.error) for r in first_rejects],
         warnings=_warnings(collector, checks_tally, rubric_set, by_keys, labels, lines.records),
-        exit_code=1 if lines.rejected else 0)
+        exit_code=1 if lines.rejected or not lines.records else 0)
 
 
 def _labels(collector: Collector, outcomes: _Outcomes, order: list[int],
@@ -564,6 +567,9 @@ def _labels(collector: Collector, outcomes: _Outcomes, order: list[int],
 def _warnings(collector: Collector, checks: CheckTally, rubric_set: RubricSet,
               by_keys: dict[str, ByKey], labels: list[RubricLabels], n_cases: int) -> list[str]:
     warnings = []
+    if not n_cases:
+        warnings.append("no line of the input is a case: the input is empty, or every line was "
+                        "rejected or blank.")
     if n_cases:
         for key in rubric_set.when_keys:
             if not checks.when_keys_seen[key]:

@@ -33,8 +33,10 @@ class Sniffed(NamedTuple):
     fix: str  # one clause, imperative, naming the command
 
     def sentence(self, name: str) -> str:
-        """One sentence for the file called ``name``: what it is, not JSONL, and the fix."""
-        return (f"{name} is {self.what}, not JSONL cases (one JSON object per line); "
+        """One sentence for the file called ``name`` (``-``: standard input): what it is, not
+        JSONL, and the fix."""
+        said = "the standard input" if name == "-" else name
+        return (f"{said} is {self.what}, not JSONL cases (one JSON object per line); "
                 f"{self.fix.replace('FILE', _quoted(name))}.")
 
 
@@ -322,5 +324,5 @@ def check_cases_stream(stream: BinaryIO, name: str = "-") -> BinaryIO:
     head, stream = head_of(stream)
     found = diagnose(head, "")
     if found is not None:
-        raise WrongFileError(found.sentence("the input" if name == "-" else name))
+        raise WrongFileError(found.sentence(name))
     return stream

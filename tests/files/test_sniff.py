@@ -218,7 +218,8 @@ def test_stdin_stream_is_checked_and_kept_whole() -> None:
     data = CASES * 3
     stream = check_cases_stream(io.BufferedReader(_Pipe(data)))  # type: ignore[arg-type]
     assert stream.read() == data
-    with pytest.raises(WrongFileError, match="^the input is a CSV table"):
+    with pytest.raises(WrongFileError, match="^the standard input is a CSV table.*"
+                                             "`evalstream convert - cases.jsonl"):
         check_cases_stream(io.BytesIO(b"q,a\n1,2\n"))
     with pytest.raises(WrongFileError, match="gzip -dc"):
         check_cases_stream(io.BytesIO(gzip.compress(CASES)))
