@@ -293,7 +293,7 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
     """Read the whole input in this process: line counts, check tally, first rejects and
     the bytes read."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = Checker(rubric_set, opts.max_tokens)
+    checker = Checker(rubric_set, opts.max_tokens, keep_states=False)
     encode = msgspec.json.Encoder().encode
     opened = open_input(opts.input)
     stream = _Counting(check_cases_stream(opened) if opts.input == "-" else opened)
@@ -301,13 +301,9 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
         items = read_chunks(stream, opts.max_line_bytes)
         if on_progress is not None:
             items = progress(items, on_progress, size)
-        for item in reader.read(items):
-            if type(item) is Reject:
-                if rejects_out is not None:
-                    rejects_out.write(encode(item) + b"\n")
-                continue
-            line_no, _, raw, case = item  # type: ignore[misc]
-            collector.add(raw, case, checker.check(case, line_no))
+        write = rejects_out.write if rejects_out is not None else None
+        collector.take(reader.read(items), checker,
+                       lambda r: write(encode(r) + b"\n") if write is not None else None)
     finally:
         if opts.input != "-":
             stream.stream.close()
