@@ -102,6 +102,7 @@ class CompareReport(Struct):
     run_b: VerdictFileSummary
     force: bool
     max_ids: int
+    max_unscored_rate: float | None
     summary: Counts
     rubrics: list[RubricComparison]
     rejects: str | None
@@ -120,6 +121,7 @@ class CompareOptions:
     max_ids: int = DEFAULT_MAX_IDS
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
+    max_unscored_rate: float | None = None  # exit 1 when either run's unscored rate is above
 
 
 # -- joining and counting --------------------------------------------------------------------------
@@ -236,6 +238,7 @@ def run(opts: CompareOptions) -> CompareReport:
     Rejects go to ``opts.rejects`` when given; raises DuplicateKeyError (exit 2) when a run
     repeats a key.
     """
+    from evalstream.agree import check_unscored_rate
     from evalstream.build import UsageError
 
     started = time.perf_counter()
@@ -243,6 +246,7 @@ def run(opts: CompareOptions) -> CompareReport:
         raise UsageError("only one of the two runs can be read from stdin (-).")
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
+    check_unscored_rate(opts.max_unscored_rate)
     rubrics = Codes()
     sink = RejectSink(opts.rejects)
     try:
@@ -264,12 +268,16 @@ def run(opts: CompareOptions) -> CompareReport:
     results = [_comparison(rubrics.names[r], tallies[r],
                            {k: ids for (rubric, k), ids in example_rows.items() if rubric == r})
                for r in sorted(tallies, key=lambda r: rubrics.names[r])]
+    from evalstream.agree import over_unscored_rate
+
     rejected = files[0].summary.rejected + files[1].summary.rejected
+    too_many = any(over_unscored_rate(f.summary, opts.max_unscored_rate) for f in files)
     return CompareReport(
         command="compare", evalstream=__version__, run_a=files[0].summary,
-        run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids, summary=whole.counts(),
-        rubrics=results, rejects=opts.rejects, seconds=round(time.perf_counter() - started, 3),
-        exit_code=1 if rejected else 0)
+        run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids,
+        max_unscored_rate=opts.max_unscored_rate, summary=whole.counts(), rubrics=results,
+        rejects=opts.rejects, seconds=round(time.perf_counter() - started, 3),
+        exit_code=1 if rejected or too_many else 0)
 
 
 def encode(report: CompareReport) -> bytes:
@@ -304,7 +312,7 @@ def blocks(report: CompareReport) -> list[Block]:
 
 def summary_blocks(report: CompareReport) -> list[Block]:
     """The runs read, their rejects, comparability, and one line of figures per rubric."""
-    from evalstream.agree import reject_blocks
+    from evalstream.agree import reject_blocks, unscored_line
     from evalstream.tables import Column, Paragraph, Table
 
     a, b, s = report.run_a, report.run_b, report.summary
@@ -314,6 +322,10 @@ def summary_blocks(report: CompareReport) -> list[Block]:
         Paragraph(f"{s.keys:,} keys: {s.paired:,} in both runs, {s.only_a:,} only in A, "
                   f"{s.only_b:,} only in B. " + comparability_line(report)),
     ]
+    for run in (a, b):
+        rate = unscored_line(run, report.max_unscored_rate)
+        if rate:
+            out.append(Paragraph(rate))
     out += reject_blocks([(a.path, a.first_rejects, a.rejected),
                           (b.path, b.first_rejects, b.rejected)], report.rejects)
     if not report.rubrics:
@@ -344,11 +356,13 @@ def rubric_blocks(r: RubricComparison, heading: bool = True) -> list[Block]:
     c = r.counts
     t = c.transitions
     unscored = sum(n for k, n in t.items() if "unscored" in k)
+    na = sum(n for k, n in t.items() if "na" in k.split("->") and "unscored" not in k)
     out: list[Block] = [Heading(r.rubric, 2)] if heading else []
     out.append(Paragraph(
         f"{c.compared:,} pairs compared ({c.scored:,} scored in both runs, {unscored:,} with an "
         f"unscored side: {t['pass->unscored'] + t['fail->unscored']:,} became unscored, "
-        f"{t['unscored->pass'] + t['unscored->fail']:,} became scored)."))
+        f"{t['unscored->pass'] + t['unscored->fail']:,} became scored; {na:,} with an na side "
+        "and none unscored)."))
     absent = ", ".join(f"{h.replace('_', ' ')} {n:,}" for h, n in c.absent_on_both.items() if n)
     if absent:
         out.append(Paragraph(f"Compared without a field on either side (it could not be "

@@ -34,10 +34,10 @@ def check_cell(cell: Cell, plain: PlainCell) -> None:
     c, p = cell.confusion, plain.confusion
     assert (c.pass_pass, c.pass_fail, c.fail_pass, c.fail_fail) == (
         p[("pass", "pass")], p[("pass", "fail")], p[("fail", "pass")], p[("fail", "fail")])
-    assert (cell.unscored, cell.labels_without_verdict, cell.na_labels, cell.na_with_verdict,
-            cell.verdicts_without_label, cell.unknown_case) == (
-        plain.unscored, plain.labels_without_verdict, plain.na_labels, plain.na_with_verdict,
-        plain.verdicts_without_label, plain.unknown_case)
+    assert (cell.unscored, cell.na_verdicts, cell.labels_without_verdict, cell.na_labels,
+            cell.na_with_verdict, cell.verdicts_without_label, cell.unknown_case) == (
+        plain.unscored, plain.na_verdicts, plain.labels_without_verdict, plain.na_labels,
+        plain.na_with_verdict, plain.verdicts_without_label, plain.unknown_case)
     assert c.pass_unscored + c.fail_unscored == cell.unscored
     assert c.pass_no_verdict + c.fail_no_verdict == cell.labels_without_verdict
     n = sum(p.values())
@@ -92,13 +92,13 @@ def check_identities(r: Any) -> None:
     """labels = pairs + unscored + no verdict + na; verdicts = pairs + unscored + na with a
     verdict + no label; and the parts add up to the rubric's whole."""
     c = r.all
-    assert sum(r.labels.values()) == (c.pairs + c.unscored + c.labels_without_verdict
-                                      + c.na_labels)
-    assert sum(r.verdicts.values()) == (c.pairs + c.unscored + c.na_with_verdict
-                                        + c.verdicts_without_label)
+    assert sum(r.labels.values()) == (c.pairs + c.unscored + c.na_verdicts
+                                      + c.labels_without_verdict + c.na_labels)
+    assert sum(r.verdicts.values()) == (c.pairs + c.unscored + c.na_verdicts
+                                        + c.na_with_verdict + c.verdicts_without_label)
     assert r.labels["na"] == c.na_labels
     assert r.verdicts["unscored"] >= c.unscored
-    for field in ("pairs", "unscored", "labels_without_verdict", "na_labels"):
+    for field in ("pairs", "unscored", "na_verdicts", "labels_without_verdict", "na_labels"):
         assert sum(getattr(s, field) for s in r.by_source.values()) == getattr(c, field)
         if r.by_group:
             assert sum(getattr(g, field) for g in r.by_group) == getattr(c, field)
@@ -131,7 +131,7 @@ def test_sample_known_facts() -> None:
     assert r["booking-succeeded"].all.accuracy == 1.0
     statuses = [json.loads(x)["status"] for x in VERDICTS.read_text().splitlines()]
     assert report.verdicts.by_status == {s: statuses.count(s) for s in ("pass", "fail",
-                                                                        "unscored")}
+                                                                        "unscored", "na")}
 
 
 def test_sample_goldens() -> None:
@@ -158,7 +158,7 @@ key = st.tuples(st.sampled_from([f"c{i}" for i in range(8)]),
 @given(labels=st.dictionaries(key, st.tuples(st.sampled_from(["pass", "fail", "na"]),
                                              st.sampled_from(["synthetic", "human",
                                                               "imported"]))),
-       verdicts=st.dictionaries(key, st.sampled_from(["pass", "fail", "unscored"])),
+       verdicts=st.dictionaries(key, st.sampled_from(["pass", "fail", "unscored", "na"])),
        cases=st.sets(st.sampled_from([f"c{i}" for i in range(8)])),
        groups=st.dictionaries(st.sampled_from([f"c{i}" for i in range(8)]),
                               st.sampled_from(["g1", "g2", 3, True])),
