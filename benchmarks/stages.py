@@ -15,8 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from evalstream import build, ids, schema
-from evalstream.reader import Chunk, open_input, read_chunks
+from evalstream.cases import ids, schema
+from evalstream.files.lines import Chunk, open_input, read_chunks
+from evalstream.pipeline import build
 
 ALL_FIELDS = Path(__file__).resolve().parent / "all_fields.toml"
 

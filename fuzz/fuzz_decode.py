@@ -20,7 +20,8 @@ import atheris
 with atheris.instrument_imports():
     import msgspec
 
-    from evalstream import reader, schema, validate
+    from evalstream.cases import rejects, schema
+    from evalstream.files import lines
 
 DECODE = schema.decoder(False).decode
 ENCODE = msgspec.json.Encoder().encode
@@ -33,8 +34,8 @@ def check_line(line: bytes) -> None:
     try:
         case = DECODE(line)
     except (msgspec.DecodeError, RecursionError) as exc:
-        rej = validate.reject(1, 0, line, exc)
-        validate.reject_kind(exc, line)
+        rej = rejects.reject(1, 0, line, exc)
+        rejects.reject_kind(exc, line)
         ENCODE(rej)  # must not raise (lone surrogates, odd keys)
         error = rej.error
         assert error.endswith("."), error
@@ -52,12 +53,12 @@ def check_reader(data: bytes) -> None:
     if len(data) < 2:
         return
     block, limit, body = data[0] % 16 + 1, data[1] % 32 + 1, data[2:]
-    expected = body.removeprefix(reader.BOM).split(b"\n")
+    expected = body.removeprefix(lines.BOM).split(b"\n")
     if expected[-1] == b"":
         expected.pop()
     got: list[tuple[int, int]] = []
-    for item in reader.read_chunks(io.BytesIO(body), limit, block_size=block):
-        if isinstance(item, reader.Chunk):
+    for item in lines.read_chunks(io.BytesIO(body), limit, block_size=block):
+        if isinstance(item, lines.Chunk):
             got += [(item.line + i, len(line)) for i, line in enumerate(item.lines)]
         else:
             got.append((item.line, item.size))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from evalstream.build import Options, run
-from evalstream.report import RunReport
+from evalstream.checks.report import RunReport
+from evalstream.pipeline.build import Options, run
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data" / "samples"

@@ -16,9 +16,9 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalstream import rubrics, tokens
-from evalstream.build import Options, UsageError, run
-from evalstream.state import PREAMBLE, STATE_NAMES, CheckRecord, ExactVerdict, question_text
+from evalstream.checks import rubrics, tokens
+from evalstream.checks.state import PREAMBLE, STATE_NAMES, CheckRecord, ExactVerdict, question_text
+from evalstream.pipeline.build import Options, UsageError, run
 from tests.helpers import SAMPLES, build, golden
 
 

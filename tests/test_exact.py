@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from evalstream import exact, schema
+from evalstream.cases import schema
+from evalstream.checks import exact
 
 DECODE = schema.decoder(False).decode
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.ids import IdIndex, id_hash
+from evalstream.cases.ids import IdIndex, id_hash
 
 
 def id_hashes(ids: list[str]) -> tuple[list[int], list[int]]:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalstream import parallel
-from evalstream.build import Options, run
+from evalstream.pipeline import parallel
+from evalstream.pipeline.build import Options, run
 from tests.helpers import SAMPLES
 
 

@@ -10,7 +10,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.reader import BOM, Chunk, LongLine, RangeReader, open_input, read_chunks
+from evalstream.files.lines import BOM, Chunk, LongLine, RangeReader, open_input, read_chunks
 
 
 def flatten(data: bytes, max_line_bytes: int = 1 << 30, block_size: int = 1 << 20,

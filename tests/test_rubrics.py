@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evalstream import rubrics
-from evalstream.rubrics import RubricError
+from evalstream.checks import rubrics
+from evalstream.checks.rubrics import RubricError
 from tests.helpers import SAMPLES
 
 JUDGE = '''

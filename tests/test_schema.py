@@ -8,8 +8,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from evalstream import schema
-from evalstream.validate import explain
+from evalstream.cases import schema
+from evalstream.cases.rejects import explain
 
 STRICT = schema.decoder(False)
 LENIENT = schema.decoder(True)

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from evalstream.agree import AgreeOptions, AgreeReport, Cell, blocks, encode, run
-from evalstream.agree_cli import render
 from evalstream.cli import main
-from evalstream.verdicts import DuplicateKeyError
+from evalstream.cli.agree import render
+from evalstream.verdicts.agree import AgreeOptions, AgreeReport, Cell, blocks, encode, run
+from evalstream.verdicts.records import DuplicateKeyError
 from tests.agree.plain import PlainCell, plain_agree
 from tests.helpers import CORPUS, SAMPLES, golden
 
@@ -281,8 +281,8 @@ def test_verdicts_from_stdin(monkeypatch: Any, capsys: Any) -> None:
 
 
 def test_build_output_counts_judge_states_and_uses_exact_verdicts(tmp_path: Path) -> None:
-    from evalstream.build import Options
-    from evalstream.build import run as build
+    from evalstream.pipeline.build import Options
+    from evalstream.pipeline.build import run as build
 
     states = tmp_path / "states.jsonl"
     build(Options(input=str(CASES), output=str(states)))

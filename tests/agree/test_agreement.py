@@ -15,7 +15,7 @@ from scipy.stats import binomtest, norm
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from evalstream.agreement import (
+from evalstream.verdicts.agreement import (
     Confusion,
     accuracy,
     fail_precision,

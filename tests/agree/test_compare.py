@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from evalstream.agree_cli import render
 from evalstream.cli import main
-from evalstream.compare import CompareOptions, CompareReport, blocks, encode, run
-from evalstream.verdicts import STATUSES
+from evalstream.cli.agree import render
+from evalstream.verdicts.compare import CompareOptions, CompareReport, blocks, encode, run
+from evalstream.verdicts.records import STATUSES
 from tests.agree.plain import plain_compare
 from tests.helpers import SAMPLES, golden
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evalstream.agree import AgreeOptions
-from evalstream.agree import run as agree
-from evalstream.agree_html import agree_page, compare_page
-from evalstream.compare import CompareOptions
-from evalstream.compare import run as compare
+from evalstream.render.agree_html import agree_page, compare_page
+from evalstream.verdicts.agree import AgreeOptions
+from evalstream.verdicts.agree import run as agree
+from evalstream.verdicts.compare import CompareOptions
+from evalstream.verdicts.compare import run as compare
 from tests.browser import load
 from tests.helpers import SAMPLES
 

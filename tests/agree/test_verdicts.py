@@ -14,7 +14,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalstream.verdicts import (
+from evalstream.verdicts.records import (
     FLUSH_ROWS,
     STATUSES,
     Codes,
@@ -269,7 +269,7 @@ def test_first_rows_both_ways_match_a_plain_sort(rows: list[tuple[int, str, int]
                                                  k: int) -> None:
     import polars as pl
 
-    from evalstream.verdicts import first_rows
+    from evalstream.verdicts.records import first_rows
 
     frame = pl.LazyFrame(rows, schema={"rubric": pl.UInt32, "kind": pl.String,
                                        "order": pl.UInt32}, orient="row")

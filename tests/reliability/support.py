@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalstream.build import Options, run
-from evalstream.report import RunReport
+from evalstream.checks.report import RunReport
+from evalstream.pipeline.build import Options, run
 from tests.helpers import CORPUS
 
 ROOT = Path(__file__).resolve().parents[2]

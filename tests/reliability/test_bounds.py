@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from evalstream import schema, tokens
-from evalstream.build import Options, run
+from evalstream.cases import schema
+from evalstream.checks import tokens
+from evalstream.pipeline.build import Options, run
 
 from .support import ROOT, assert_actionable, assert_counts_add_up, cli_env, run_on
 

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalstream.state import FIELD_OF, PREAMBLE, STATE_NAMES
+from evalstream.checks.state import FIELD_OF, PREAMBLE, STATE_NAMES
 
 from . import strategies as gen
 from .support import assert_counts_add_up, examples, run_on

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evalstream import build
 from evalstream.cli import main
+from evalstream.pipeline import build
 
 from .support import run_on
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.build import Options, run
-from evalstream.stats import StatsOptions, collect
+from evalstream.dataset.stats import StatsOptions, collect
+from evalstream.pipeline.build import Options, run
 from tests.helpers import CORPUS
 
 DATASETS = sorted(CORPUS.glob("*.jsonl"))
@@ -56,9 +56,9 @@ def test_counts_add_up_and_agree_with_build(dataset: Path, tmp_path: Path) -> No
 def test_sizer_agrees_with_build_case_by_case(dataset: Path, budget: int) -> None:
     # stats sizes states from each field's encoded size; build encodes every state. The
     # outcome of every (case, rubric) and the size of every written state must agree.
-    from evalstream.build import Processor, load_rubrics
-    from evalstream.reader import Chunk, open_input, read_chunks
-    from evalstream.stats_rows import Sizer
+    from evalstream.dataset.rows import Sizer
+    from evalstream.files.lines import Chunk, open_input, read_chunks
+    from evalstream.pipeline.build import Processor, load_rubrics
 
     if not dataset.exists():
         pytest.skip(f"no {dataset}")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.build import UsageError
-from evalstream.stats import MISSING, StatsOptions, collect, parse_by
+from evalstream.dataset.stats import MISSING, StatsOptions, collect, parse_by
+from evalstream.pipeline.build import UsageError
 
 
 def _case(i: int, **fields: object) -> str:

@@ -9,9 +9,9 @@ import os
 import pytest
 from rich.console import Console
 
-from evalstream.stats import StatsOptions, collect
-from evalstream.stats_cli import blocks, render
-from evalstream.tables import render_rich
+from evalstream.cli.stats import blocks, render
+from evalstream.dataset.stats import StatsOptions, collect
+from evalstream.render.tables import render_rich
 from tests.helpers import ROOT, golden
 
 

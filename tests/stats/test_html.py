@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from evalstream.html import Page, bar_chart, column_chart, range_chart, stacked_bar_chart
-from evalstream.tables import Column, Table
+from evalstream.render.html import Page, bar_chart, column_chart, range_chart, stacked_bar_chart
+from evalstream.render.tables import Column, Table
 
 HOSTILE = '<script>alert("x")</script>&"'
 

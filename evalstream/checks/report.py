@@ -134,7 +134,7 @@ def render_summary(report: RunReport, file: TextIO) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from evalstream.tables import literal
+    from evalstream.render.tables import literal
 
     console = Console(file=file, highlight=False)
     c = report.counts

@@ -26,14 +26,21 @@ from typing import Any
 
 import msgspec
 
-from evalstream import ids
-from evalstream.build import Processor
-from evalstream.reader import Chunk, line_start, open_range, range_tasks, read_chunks, read_line_at
-from evalstream.report import Tally
-from evalstream.rubrics import RubricSet
-from evalstream.sink import AtomicOutput
-from evalstream.stats_rows import Collector
-from evalstream.validate import Reject, raw_text
+from evalstream.cases import ids
+from evalstream.cases.rejects import Reject, raw_text
+from evalstream.checks.report import Tally
+from evalstream.checks.rubrics import RubricSet
+from evalstream.dataset.rows import Collector
+from evalstream.files.lines import (
+    Chunk,
+    line_start,
+    open_range,
+    range_tasks,
+    read_chunks,
+    read_line_at,
+)
+from evalstream.files.outputs import AtomicOutput
+from evalstream.pipeline.build import Processor
 
 RANGE_BYTES = 16 << 20
 MIN_RANGES = 8  # below 128 MiB one process is as fast

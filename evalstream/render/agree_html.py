@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
-from evalstream.html import CHAR_WIDTH, PALETTE, ROW_HEIGHT, Page, stacked_bar_chart
+from evalstream.render.html import CHAR_WIDTH, PALETTE, ROW_HEIGHT, Page, stacked_bar_chart
 
 if TYPE_CHECKING:
-    from evalstream.agree import AgreeReport, Cell, ConfusionOut, KappaOut, RubricAgreement
-    from evalstream.compare import CompareReport
+    from evalstream.verdicts.agree import AgreeReport, Cell, ConfusionOut, KappaOut, RubricAgreement
+    from evalstream.verdicts.compare import CompareReport
 
 AGREE_COLOR = PALETTE[0]
 MISS_COLOR = PALETTE[3]
@@ -175,7 +175,7 @@ def _buckets(c: Cell) -> list[float]:
 
 def agree_page(report: AgreeReport) -> str:
     """The agree result as one self-contained HTML page."""
-    from evalstream.agree import rubric_blocks, summary_blocks
+    from evalstream.verdicts.agree import rubric_blocks, summary_blocks
 
     page = Page("evalstream agree", f"{report.verdicts.path} against the labels of "
                                     f"{report.cases.path}")
@@ -220,7 +220,7 @@ def agree_page(report: AgreeReport) -> str:
 
 def compare_page(report: CompareReport) -> str:
     """The compare result as one self-contained HTML page."""
-    from evalstream.compare import rubric_blocks, summary_blocks
+    from evalstream.verdicts.compare import rubric_blocks, summary_blocks
 
     s = report.summary
     page = Page("evalstream compare", f"run A = {report.run_a.path}, run B = {report.run_b.path}")

@@ -14,9 +14,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalstream.report import RunReport
-    from evalstream.stats import DatasetStats, GroupStats
-    from evalstream.tables import Block
+    from evalstream.checks.report import RunReport
+    from evalstream.dataset.stats import DatasetStats, GroupStats
+    from evalstream.render.tables import Block
 
 FORMATS = ("table", "json", "markdown")
 MAX_TABLE_GROUPS = 50  # rows of group tables in the terminal and markdown; JSON has all
@@ -67,7 +67,7 @@ def register(subparsers: Any) -> None:
 
 
 def _usage(message: str) -> Exception:
-    from evalstream.build import UsageError
+    from evalstream.pipeline.build import UsageError
 
     return UsageError(message)
 
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                          "to datasets only.")
     # The targets are created first: a folder that cannot be written to fails at once, not
     # after the whole dataset was read. Nothing appears under their names until the end.
-    from evalstream.sink import AtomicOutput
+    from evalstream.files.outputs import AtomicOutput
 
     page = AtomicOutput(args.html) if args.html else None
     report = None
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             report = AtomicOutput(args.output or "-")
         result: Any = loaded if loaded is not None else _collect(args)
         if page is not None:
-            from evalstream.stats_html import page as html_page
+            from evalstream.render.stats_html import page as html_page
 
             page.write(html_page(result).encode())
         if report is None:
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _exit_code(result: DatasetStats | RunReport) -> int:
-    from evalstream.stats import DatasetStats
+    from evalstream.dataset.stats import DatasetStats
 
     if isinstance(result, DatasetStats):
         return 1 if result.overview.rejected else 0
@@ -150,9 +150,9 @@ def _load_rendered(path: str) -> DatasetStats | RunReport | None:
         return None
     import msgspec
 
-    from evalstream.reader import InputError
-    from evalstream.report import RunReport
-    from evalstream.stats import DatasetStats
+    from evalstream.checks.report import RunReport
+    from evalstream.dataset.stats import DatasetStats
+    from evalstream.files.lines import InputError
 
     try:
         with open(path, "rb") as f:
@@ -172,7 +172,7 @@ def _load_rendered(path: str) -> DatasetStats | RunReport | None:
 
 
 def _collect(args: argparse.Namespace) -> DatasetStats:
-    from evalstream.stats import StatsOptions, collect, parse_by
+    from evalstream.dataset.stats import StatsOptions, collect, parse_by
 
     opts = StatsOptions(input=args.input, by=parse_by(args.by) if args.by else ["scenario"],
                         rubric_files=args.rubrics or [], rejects=args.rejects,
@@ -199,7 +199,7 @@ def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH) 
 
         return msgspec.json.format(msgspec.json.encode(result), indent=2) + b"\n"
     if fmt == "markdown":
-        from evalstream.tables import to_markdown
+        from evalstream.render.tables import to_markdown
 
         return to_markdown(blocks(result)).encode()
     import io
@@ -209,7 +209,7 @@ def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH) 
     text = io.StringIO()
     console = Console(file=text, width=width, force_terminal=False, no_color=True,
                       highlight=False, emoji=False)
-    from evalstream.tables import render_rich
+    from evalstream.render.tables import render_rich
 
     render_rich(blocks(result), console)
     return text.getvalue().encode()
@@ -219,7 +219,7 @@ def print_tables(tables: list[Block], file: Any) -> None:
     """Print blocks to a terminal (fitted to its width; no colour unless it is one)."""
     from rich.console import Console
 
-    from evalstream.tables import render_rich
+    from evalstream.render.tables import render_rich
 
     render_rich(tables, Console(file=file, highlight=False, emoji=False))
 
@@ -227,7 +227,7 @@ def print_tables(tables: list[Block], file: Any) -> None:
 # -- the tables -----------------------------------------------------------------------------------
 def blocks(result: DatasetStats | RunReport) -> list[Block]:
     """The headings, paragraphs and tables of a stats result or a run report."""
-    from evalstream.stats import DatasetStats
+    from evalstream.dataset.stats import DatasetStats
 
     if isinstance(result, DatasetStats):
         return stats_blocks(result)
@@ -249,7 +249,7 @@ def _shown_groups(groups: list[GroupStats]) -> tuple[list[GroupStats], str | Non
 
 def stats_blocks(s: DatasetStats) -> list[Block]:
     """The tables of a dataset's stats, in the order of the report's sections."""
-    from evalstream.tables import Column, Heading, Paragraph, Table
+    from evalstream.render.tables import Column, Heading, Paragraph, Table
 
     o = s.overview
     by = ", ".join(s.by)
@@ -396,7 +396,7 @@ def _share(part: int, whole: int) -> float | None:
 
 def report_blocks(r: RunReport) -> list[Block]:
     """The tables of a build or validate run report."""
-    from evalstream.tables import Column, Heading, Paragraph, Table
+    from evalstream.render.tables import Column, Heading, Paragraph, Table
 
     c = r.counts
     out: list[Block] = [Heading(f"evalstream {r.command} report: {r.input}", 1)]

@@ -21,13 +21,20 @@ from typing import Any
 
 import msgspec
 
-from evalstream import ids
-from evalstream.build import FIRST_REJECTS_KEPT, Options, Processor
-from evalstream.reader import Chunk, line_start, open_range, range_tasks, read_chunks, read_line_at
-from evalstream.report import Tally
-from evalstream.rubrics import RubricSet
-from evalstream.sink import AtomicOutput, write_all
-from evalstream.validate import Reject, raw_text
+from evalstream.cases import ids
+from evalstream.cases.rejects import Reject, raw_text
+from evalstream.checks.report import Tally
+from evalstream.checks.rubrics import RubricSet
+from evalstream.files.lines import (
+    Chunk,
+    line_start,
+    open_range,
+    range_tasks,
+    read_chunks,
+    read_line_at,
+)
+from evalstream.files.outputs import AtomicOutput, write_all
+from evalstream.pipeline.build import FIRST_REJECTS_KEPT, Options, Processor
 
 RANGE_BYTES = 16 << 20
 

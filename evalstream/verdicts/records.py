@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-from evalstream import schema, validate
-from evalstream.reader import (
+from evalstream.cases import rejects, schema
+from evalstream.cases.rejects import Reject, raw_text, reject_kind
+from evalstream.files.lines import (
     BOM,
     DEFAULT_MAX_LINE_BYTES,
     Chunk,
@@ -33,7 +34,6 @@ from evalstream.reader import (
     open_input,
     read_chunks,
 )
-from evalstream.validate import Reject, raw_text, reject_kind
 
 if TYPE_CHECKING:
     import polars as pl
@@ -289,7 +289,7 @@ class RejectSink:
     """Where the rejects of a run go: counted always, written as JSONL when a path is given."""
 
     def __init__(self, path: str | None) -> None:
-        from evalstream.sink import AtomicOutput
+        from evalstream.files.outputs import AtomicOutput
 
         self.path = path
         self._out = AtomicOutput(path) if path else None
@@ -530,7 +530,7 @@ def explain(exc: BaseException, line: bytes) -> tuple[str | None, str]:
     """The JSON path and the sentence for a verdict line that failed to decode."""
     if not isinstance(exc, msgspec.ValidationError):
         # Malformed JSON reads the same whatever the record: reuse build's sentences.
-        path, error = validate.explain(exc, line)
+        path, error = rejects.explain(exc, line)
         return path, error.replace("each case must be", "each verdict must be")
     m = _ERROR_AT.match(str(exc))
     assert m is not None  # the pattern matches any string

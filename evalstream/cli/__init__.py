@@ -97,11 +97,11 @@ def parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_validate)
 
     # Each command module imports only argparse at the top; its work is imported when it runs.
-    from evalstream import agree_cli, compare_cli, stats_cli
+    from evalstream.cli import agree, compare, stats
 
-    stats_cli.register(sub)
-    agree_cli.register(sub)
-    compare_cli.register(sub)
+    stats.register(sub)
+    agree.register(sub)
+    compare.register(sub)
     return top
 
 
@@ -115,8 +115,8 @@ def _progress(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace, output: str | None) -> int:
-    from evalstream.build import Options, run
-    from evalstream.report import render_summary
+    from evalstream.checks.report import render_summary
+    from evalstream.pipeline.build import Options, run
 
     opts = Options(
         input=args.input, output=output, rejects=args.rejects, report=args.report,
@@ -137,7 +137,7 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
             report, first = run(opts, lambda done, total: progress.update(
                 task, completed=done, total=total))
     if output is None and not json_rejects:
-        from evalstream.validate_view import print_problems
+        from evalstream.render.validate_view import print_problems
 
         print_problems(report, first, sys.stdout)
     elif not args.quiet:
@@ -146,7 +146,7 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
 
 
 def _usage(message: str) -> Exception:
-    from evalstream.build import UsageError
+    from evalstream.pipeline.build import UsageError
 
     return UsageError(message)
 
@@ -174,10 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    from evalstream.build import UsageError
-    from evalstream.reader import InputError
-    from evalstream.rubrics import RubricError
-    from evalstream.sink import OutputError
+    from evalstream.checks.rubrics import RubricError
+    from evalstream.files.lines import InputError
+    from evalstream.files.outputs import OutputError
+    from evalstream.pipeline.build import UsageError
 
     try:
         result: int = args.func(args)

@@ -15,9 +15,9 @@ from typing import Any
 
 import xxhash
 
-from evalstream import exact
+from evalstream.checks import exact
+from evalstream.checks.state import PREAMBLE, STATE_NAMES
 from evalstream.errors import RubricError
-from evalstream.state import PREAMBLE, STATE_NAMES
 
 JUDGE_KEYS = {"id", "kind", "question", "shows", "requires", "when"}
 EXACT_KEYS = {"id", "kind", "description", "requires", "when", "check"}
@@ -92,7 +92,7 @@ def _same(value: Any, allowed: Any) -> bool:
 
 def builtin() -> RubricSet:
     """The built-in rubric set shipped with evalstream."""
-    text = resources.files("evalstream").joinpath("builtin_rubrics.toml").read_text("utf-8")
+    text = resources.files("evalstream.checks").joinpath("builtin_rubrics.toml").read_text("utf-8")
     return RubricSet(*_finish(parse(text, "built-in rubrics"), ("builtin",)))
 
 

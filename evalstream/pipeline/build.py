@@ -17,14 +17,13 @@ from typing import Any, NamedTuple
 import msgspec
 import xxhash
 
-from evalstream import ids, schema, tokens
-from evalstream.errors import UsageError
-from evalstream.reader import DEFAULT_MAX_LINE_BYTES, Chunk, LongLine, input_size, open_input
-from evalstream.report import OverBudget, RubricInfo, RunReport, Tally
-from evalstream.report import encode as encode_report
-from evalstream.rubrics import Rubric, RubricSet
-from evalstream.sink import AtomicOutput, commit_all, sidecar
-from evalstream.state import (
+from evalstream.cases import ids, schema
+from evalstream.cases.rejects import Reject, long_line_reject, raw_text, reject, reject_kind
+from evalstream.checks import tokens
+from evalstream.checks.report import OverBudget, RubricInfo, RunReport, Tally
+from evalstream.checks.report import encode as encode_report
+from evalstream.checks.rubrics import Rubric, RubricSet
+from evalstream.checks.state import (
     FIELD_OF,
     NEVER_SHOWN,
     STATE_NAMES,
@@ -36,7 +35,9 @@ from evalstream.state import (
     question_text,
     record_layout,
 )
-from evalstream.validate import Reject, long_line_reject, raw_text, reject, reject_kind
+from evalstream.errors import UsageError
+from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES, Chunk, LongLine, input_size, open_input
+from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
 
 OVER_BUDGET = "over budget"
 _NO_QUESTION = msgspec.Raw(b"null")  # exact rubrics ask no judge
@@ -354,7 +355,7 @@ class Processor:
         return tally
 
     def _note_when_keys(self, metadata: dict[str, Any]) -> None:
-        from evalstream.rubrics import metadata_has
+        from evalstream.checks.rubrics import metadata_has
 
         for key, path in list(self._unseen_when.items()):
             if metadata_has(metadata, path):
@@ -395,7 +396,7 @@ def _plan(opts: Options) -> tuple[str | None, str]:
 
 def load_rubrics(files: list[str]) -> RubricSet:
     """The rubric files given, or the built-in set when there are none."""
-    from evalstream import rubrics
+    from evalstream.checks import rubrics
 
     return rubrics.load(files) if files else rubrics.builtin()
 
@@ -423,7 +424,7 @@ def run(opts: Options, on_progress: Callable[[int, int | None], None] | None = N
         sinks += [rej_out] if rej_out else []
         report_out = AtomicOutput(report_path)
         sinks.append(report_out)
-        from evalstream import parallel
+        from evalstream.pipeline import parallel
 
         if rubric_set is not None and parallel.worthwhile(opts, size):
             assert size is not None
@@ -450,7 +451,7 @@ def _serial(processor: Processor, opts: Options, size: int | None, out: AtomicOu
             rej_out: AtomicOutput | None,
             on_progress: Callable[[int, int | None], None] | None) -> None:
     """Read the whole input in this process, writing output and rejects as they come."""
-    from evalstream.reader import read_chunks
+    from evalstream.files.lines import read_chunks
 
     encode = msgspec.json.Encoder().encode
     stream = open_input(opts.input)

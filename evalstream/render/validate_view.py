@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from evalstream.report import RunReport
-from evalstream.validate import Reject
+from evalstream.cases.rejects import Reject
+from evalstream.checks.report import RunReport
 
 
 def print_problems(report: RunReport, first: list[Reject], file: TextIO,
@@ -14,7 +14,7 @@ def print_problems(report: RunReport, first: list[Reject], file: TextIO,
     from rich.console import Console
     from rich.table import Table
 
-    from evalstream.tables import literal
+    from evalstream.render.tables import literal
 
     console = Console(file=file, width=width, highlight=False)
     c = report.counts

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import Struct
 
-from evalstream import __version__, agreement
-from evalstream.reader import DEFAULT_MAX_LINE_BYTES
-from evalstream.verdicts import (
+from evalstream import __version__
+from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
+from evalstream.verdicts import agreement
+from evalstream.verdicts.records import (
     FAIL,
     PASS,
     STATUSES,
@@ -36,7 +37,7 @@ from evalstream.verdicts import (
 if TYPE_CHECKING:
     import polars as pl
 
-    from evalstream.tables import Block
+    from evalstream.render.tables import Block
 
 DEFAULT_MAX_IDS = 20
 HASHES = ("rubric_hash", "state_hash", "exposure")
@@ -238,8 +239,8 @@ def run(opts: CompareOptions) -> CompareReport:
     Rejects go to ``opts.rejects`` when given; raises DuplicateKeyError (exit 2) when a run
     repeats a key.
     """
-    from evalstream.agree import check_unscored_rate
-    from evalstream.build import UsageError
+    from evalstream.errors import UsageError
+    from evalstream.verdicts.agree import check_unscored_rate
 
     started = time.perf_counter()
     if opts.run_a == "-" and opts.run_b == "-":
@@ -268,7 +269,7 @@ def run(opts: CompareOptions) -> CompareReport:
     results = [_comparison(rubrics.names[r], tallies[r],
                            {k: ids for (rubric, k), ids in example_rows.items() if rubric == r})
                for r in sorted(tallies, key=lambda r: rubrics.names[r])]
-    from evalstream.agree import over_unscored_rate
+    from evalstream.verdicts.agree import over_unscored_rate
 
     rejected = files[0].summary.rejected + files[1].summary.rejected
     too_many = any(over_unscored_rate(f.summary, opts.max_unscored_rate) for f in files)
@@ -302,7 +303,7 @@ def comparability_line(report: CompareReport) -> str:
 
 def blocks(report: CompareReport) -> list[Block]:
     """What the table and markdown styles show: the summary, then one section per rubric."""
-    from evalstream.tables import Heading
+    from evalstream.render.tables import Heading
 
     out: list[Block] = [Heading("evalstream compare", 1), *summary_blocks(report)]
     for r in report.rubrics:
@@ -312,8 +313,8 @@ def blocks(report: CompareReport) -> list[Block]:
 
 def summary_blocks(report: CompareReport) -> list[Block]:
     """The runs read, their rejects, comparability, and one line of figures per rubric."""
-    from evalstream.agree import reject_blocks, unscored_line
-    from evalstream.tables import Column, Paragraph, Table
+    from evalstream.render.tables import Column, Paragraph, Table
+    from evalstream.verdicts.agree import reject_blocks, unscored_line
 
     a, b, s = report.run_a, report.run_b, report.summary
     out: list[Block] = [
@@ -351,7 +352,7 @@ def summary_blocks(report: CompareReport) -> list[Block]:
 
 def rubric_blocks(r: RubricComparison, heading: bool = True) -> list[Block]:
     """One rubric's section: what was compared, what could not be checked, the ids."""
-    from evalstream.tables import Heading, Paragraph
+    from evalstream.render.tables import Heading, Paragraph
 
     c = r.counts
     t = c.transitions

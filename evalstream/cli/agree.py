@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from evalstream.tables import Block
+    from evalstream.render.tables import Block
 
 FORMATS = ("table", "json", "markdown")
 TEXT_WIDTH = 100  # the width of a table written to a file with -o
@@ -104,8 +104,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``agree``; return the exit code (1 when some line was rejected)."""
-    from evalstream import agree
-    from evalstream.agree_html import agree_page
+    from evalstream.render.agree_html import agree_page
+    from evalstream.verdicts import agree
 
     check_paths([("verdicts", args.verdicts), ("cases", args.cases)],
                 [("output", args.output or "-"), ("html", args.html), ("rejects", args.rejects)])
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 def check_paths(inputs: list[tuple[str, str]], outputs: list[tuple[str, str | None]]) -> None:
     """Raise UsageError when an output would overwrite an input or another output, or when
     two outputs go to stdout."""
-    from evalstream.build import UsageError
+    from evalstream.pipeline.build import UsageError
 
     named = [*inputs, *outputs]
     for i, (name_a, a) in enumerate(named):
@@ -148,7 +148,7 @@ def _same_file(a: str, b: str) -> bool:
 def write(args: argparse.Namespace, report: Any, encode: Callable[[Any], bytes],
           blocks: Callable[[Any], list[Block]], page: Callable[[Any], str]) -> None:
     """Write the result in the chosen format (stdout, or -o atomically) and the HTML page."""
-    from evalstream.sink import AtomicOutput
+    from evalstream.files.outputs import AtomicOutput
 
     outputs: list[tuple[AtomicOutput, bytes]] = []
     try:
@@ -170,7 +170,7 @@ def write(args: argparse.Namespace, report: Any, encode: Callable[[Any], bytes],
     if to_terminal:
         from rich.console import Console
 
-        from evalstream.tables import render_rich
+        from evalstream.render.tables import render_rich
 
         render_rich(blocks(report), Console(file=sys.stdout, highlight=False, emoji=False))
 
@@ -178,14 +178,14 @@ def write(args: argparse.Namespace, report: Any, encode: Callable[[Any], bytes],
 def render(blocks: list[Block], fmt: str, width: int = TEXT_WIDTH) -> bytes:
     """Blocks as markdown, or as plain-text tables ``width`` wide."""
     if fmt == "markdown":
-        from evalstream.tables import to_markdown
+        from evalstream.render.tables import to_markdown
 
         return to_markdown(blocks).encode()
     import io
 
     from rich.console import Console
 
-    from evalstream.tables import render_rich
+    from evalstream.render.tables import render_rich
 
     text = io.StringIO()
     render_rich(blocks, Console(file=text, width=width, force_terminal=False, no_color=True,

@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import msgspec
 import numpy as np
 
-from evalstream import __version__, tokens
-from evalstream.build import OVER_BUDGET, Processor, UsageError, load_rubrics
-from evalstream.reader import DEFAULT_MAX_LINE_BYTES, Chunk, input_size, open_input, read_chunks
-from evalstream.report import RubricInfo
-from evalstream.rubrics import RubricSet
-from evalstream.sink import AtomicOutput
-from evalstream.stats_rows import (
+from evalstream import __version__
+from evalstream.cases.rejects import Reject
+from evalstream.checks import tokens
+from evalstream.checks.report import RubricInfo
+from evalstream.checks.rubrics import RubricSet
+from evalstream.dataset.rows import (
     DISTINCT_CAP,
     FIELDS,
     KEY_DEPTH,
@@ -41,7 +40,15 @@ from evalstream.stats_rows import (
     Collector,
     MetadataKeys,
 )
-from evalstream.validate import Reject
+from evalstream.files.lines import (
+    DEFAULT_MAX_LINE_BYTES,
+    Chunk,
+    input_size,
+    open_input,
+    read_chunks,
+)
+from evalstream.files.outputs import AtomicOutput
+from evalstream.pipeline.build import OVER_BUDGET, Processor, UsageError, load_rubrics
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
@@ -250,7 +257,7 @@ def collect(opts: StatsOptions,
     by ``opts.workers`` processes; when Polars is already loaded they are spawned, which
     needs the usual ``if __name__ == "__main__":`` guard in a calling script.
     """
-    from evalstream import stats_parallel
+    from evalstream.dataset import parallel
 
     if opts.max_tokens <= 0 or opts.max_line_bytes <= 0:
         raise UsageError("--max-tokens and --max-line-bytes must be positive.")
@@ -265,17 +272,17 @@ def collect(opts: StatsOptions,
                           opts.allow_unknown_fields)
     collector = Collector(processor, opts.by)
     size = input_size(opts.input)
-    workers = opts.workers if opts.workers is not None else stats_parallel.default_workers()
-    parallel = stats_parallel.worthwhile(opts.input, size, workers)
-    stream = None if parallel else _Counting(open_input(opts.input))
+    workers = opts.workers if opts.workers is not None else parallel.default_workers()
+    spread = parallel.worthwhile(opts.input, size, workers)
+    stream = None if spread else _Counting(open_input(opts.input))
     rejects_out = AtomicOutput(opts.rejects) if opts.rejects else None
     try:
         if stream is None:
             assert size is not None
-            settings = stats_parallel.Settings(
+            settings = parallel.Settings(
                 opts.input, opts.by, rubric_set, opts.max_tokens, opts.max_line_bytes,
                 opts.allow_unknown_fields, None, FIRST_REJECTS)
-            first_rejects = stats_parallel.run_parallel(collector, settings, workers, size,
+            first_rejects = parallel.run_parallel(collector, settings, workers, size,
                                                         rejects_out, on_progress)
             n_bytes = size
         else:

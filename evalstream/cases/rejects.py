@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
-from evalstream import schema
-from evalstream.reader import BOM, HEAD_BYTES, LongLine
+from evalstream.cases import schema
+from evalstream.files.lines import BOM, HEAD_BYTES, LongLine
 
 RAW_CHARS = 2_000
 

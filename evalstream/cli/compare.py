@@ -11,7 +11,7 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand."""
-    from evalstream.agree_cli import add_output_options
+    from evalstream.cli.agree import add_output_options
 
     p = subparsers.add_parser(
         "compare", help="what changed between two judge runs, pair by pair",
@@ -35,8 +35,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``compare``; return the exit code (1 when some line was rejected)."""
-    from evalstream import agree_html, compare
-    from evalstream.agree_cli import check_paths, write
+    from evalstream.cli.agree import check_paths, write
+    from evalstream.render import agree_html
+    from evalstream.verdicts import compare
 
     check_paths([("run-a", args.run_a), ("run-b", args.run_b)],
                 [("output", args.output or "-"), ("html", args.html), ("rejects", args.rejects)])

@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Sequence
 from html import escape
 
-from evalstream.tables import Block, Column, Heading, Paragraph, Table
+from evalstream.render.tables import Block, Column, Heading, Paragraph, Table
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac")

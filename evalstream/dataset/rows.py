@@ -23,11 +23,11 @@ import msgspec
 import numpy as np
 import xxhash
 
-from evalstream import tokens
-from evalstream.build import OVER_BUDGET, Processor
-from evalstream.reader import Chunk
-from evalstream.state import FIELD_OF, STATE_NAMES
-from evalstream.validate import Reject
+from evalstream.cases.rejects import Reject
+from evalstream.checks import tokens
+from evalstream.checks.state import FIELD_OF, STATE_NAMES
+from evalstream.files.lines import Chunk
+from evalstream.pipeline.build import OVER_BUDGET, Processor
 
 BATCH_ROWS = 65_536
 MISSING = "(missing)"

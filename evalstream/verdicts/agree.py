@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import Struct
 
-from evalstream import __version__, agreement
-from evalstream.reader import DEFAULT_MAX_LINE_BYTES, Chunk, open_input, read_chunks
-from evalstream.validate import Reject
-from evalstream.verdicts import (
+from evalstream import __version__
+from evalstream.cases.rejects import Reject
+from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES, Chunk, open_input, read_chunks
+from evalstream.verdicts import agreement
+from evalstream.verdicts.records import (
     FAIL,
     FIRST_REJECTS_KEPT,
     FLUSH_ROWS,
@@ -45,7 +46,7 @@ from evalstream.verdicts import (
 if TYPE_CHECKING:
     import polars as pl
 
-    from evalstream.tables import Block
+    from evalstream.render.tables import Block
 
 LABEL_STATUSES = ("pass", "fail", "na")
 NA = 2  # label code of `na`; pass and fail share the verdicts' codes 0 and 1
@@ -204,8 +205,8 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     """
     import polars as pl
 
-    from evalstream.build import Processor
-    from evalstream.tokens import DEFAULT_BUDGET
+    from evalstream.checks.tokens import DEFAULT_BUDGET
+    from evalstream.pipeline.build import Processor
 
     processor = Processor(None, DEFAULT_BUDGET, max_line_bytes, allow_unknown_fields)
     label_cols = Columns({"case": pl.UInt32, "rubric": pl.UInt32, "lstatus": pl.UInt8,
@@ -436,7 +437,7 @@ def run(opts: AgreeOptions) -> AgreeReport:
     Rejects go to ``opts.rejects`` when given (written only if the run succeeds); raises
     DuplicateKeyError (exit 2) when a verdict file repeats a key.
     """
-    from evalstream.build import UsageError
+    from evalstream.pipeline.build import UsageError
 
     started = time.perf_counter()
     if opts.verdicts == "-" and opts.cases == "-":
@@ -511,7 +512,7 @@ def encode(report: AgreeReport) -> bytes:
 # -- the text views --------------------------------------------------------------------------------
 def blocks(report: AgreeReport) -> list[Block]:
     """What the table and markdown styles show: totals, then one section per rubric."""
-    from evalstream.tables import Heading
+    from evalstream.render.tables import Heading
 
     out: list[Block] = [Heading("evalstream agree", 1), *summary_blocks(report)]
     for r in report.rubrics:
@@ -521,7 +522,7 @@ def blocks(report: AgreeReport) -> list[Block]:
 
 def summary_blocks(report: AgreeReport) -> list[Block]:
     """The files read, their rejects, and one line of figures per rubric."""
-    from evalstream.tables import Column, Paragraph, Table
+    from evalstream.render.tables import Column, Paragraph, Table
 
     out: list[Block] = [Paragraph(files_line(report))]
     rate = unscored_line(report.verdicts, report.max_unscored_rate)
@@ -571,7 +572,7 @@ def reject_blocks(files: list[tuple[str, list[Reject], int]], rejects: str | Non
                   ) -> list[Block]:
     """The first rejects of each file (path, first rejects, total) as tables, and where the
     rest are."""
-    from evalstream.tables import Column, Paragraph, Table
+    from evalstream.render.tables import Column, Paragraph, Table
 
     out: list[Block] = []
     for path, first, total in files:
@@ -601,7 +602,7 @@ def _interval(c: Cell) -> str:
 def rubric_blocks(r: RubricAgreement, report: AgreeReport, heading: bool = True,
                   ) -> list[Block]:
     """One rubric's section: confusion matrix, what was left out, the breakdown, the ids."""
-    from evalstream.tables import Column, Heading, Paragraph, Table
+    from evalstream.render.tables import Column, Heading, Paragraph, Table
 
     c = r.all
     out: list[Block] = [Heading(r.rubric, 2)] if heading else []
