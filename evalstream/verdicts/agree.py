@@ -31,7 +31,7 @@ from evalstream.verdicts.records import (
     FAIL,
     FIRST_REJECTS_KEPT,
     FLUSH_ROWS,
-    NA as NA_VERDICT,
+    NA_VERDICT,
     PASS,
     STATUSES,
     UNSCORED,
@@ -378,7 +378,8 @@ class _Bucket:
             confusion=ConfusionOut(*c, *self.unscored_by, *self.missing_by),
             fail_precision=agreement.fail_precision(c),
             fail_recall=agreement.fail_recall(c), unscored=self.unscored,
-            na_verdicts=self.na_verdicts, labels_without_verdict=self.labels_without_verdict, na_labels=self.na_labels,
+            na_verdicts=self.na_verdicts, labels_without_verdict=self.labels_without_verdict,
+            na_labels=self.na_labels,
             na_with_verdict=self.na_with_verdict,
             verdicts_without_label=self.verdicts_without_label,
             unknown_case=self.unknown_case, **extra)

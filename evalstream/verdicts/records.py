@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 # `na` (the judge says the rubric does not apply) came last: the codes of the others stay.
 STATUSES = ("pass", "fail", "unscored", "na")
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
-PASS, FAIL, UNSCORED, NA = 0, 1, 2, 3
+PASS, FAIL, UNSCORED, NA_VERDICT = 0, 1, 2, 3
 VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "usage", "request_id",
                   "rubric_hash", "state_hash", "exposure", "error", "kind", "evidence",
                   "question", "state")
