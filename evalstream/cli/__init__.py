@@ -97,9 +97,10 @@ def parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_validate)
 
     # Each command module imports only argparse at the top; its work is imported when it runs.
-    from evalstream.cli import agree, compare, stats
+    from evalstream.cli import agree, compare, judge, stats
 
     stats.register(sub)
+    judge.register(sub)
     agree.register(sub)
     compare.register(sub)
     return top
