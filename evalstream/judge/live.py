@@ -215,6 +215,7 @@ class Asker:
             if self.store.asked(req.key):
                 return False  # asked again already in this run
             self.requests.needed += 1
+            self.requests.retried_unscored += 1
             return True
         if stored is not None or self.store.has(req.key):
             self.requests.reused += 1

@@ -38,7 +38,7 @@ class Requests(Struct):
     answered: int = 0
     failed: int = 0
     reused: int = 0  # judge states whose answer was already stored
-    retried_unscored: int = 0  # of sent: stored unscored answers asked again
+    retried_unscored: int = 0  # of needed: stored unscored answers to ask again
     attempts: int = 0  # HTTP attempts, retries included
     retries: int = 0
     retried: dict[str, int] = {}  # retries by reason: timeout, connection, http 429, ...

@@ -26,7 +26,9 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import re
+import signal
 import sys
 from collections import Counter
 from typing import Any
@@ -215,9 +217,13 @@ async def serve(args: argparse.Namespace) -> None:
     listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024,
                                           limit=1 << 24)
     port = listener.sockets[0].getsockname()[1]
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
     print(f"PORT {port}", flush=True)
     async with listener:
-        await listener.serve_forever()
+        await stop.wait()
+    os._exit(0)  # without waiting for answers still sleeping (a `slow` one, say)
 
 
 def main(argv: list[str] | None = None) -> int:
