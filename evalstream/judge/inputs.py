@@ -137,7 +137,7 @@ def classify(line_no: int, line: bytes) -> Item:
     state = bytes(v.state)
     if not state.startswith(b"{"):
         return _rejected(line_no, line, "$.state", "`$.state` must be an object (the judge "
-                         "state's fields).", "wrong type", v.case_id)
+                         "state's fields).", "invalid value", v.case_id)
     if xxhash.xxh3_128_hexdigest(state) != v.state_hash:
         return _rejected(line_no, line, "$.state_hash", (
             "`$.state_hash` is not the xxh3-128 of `$.state`: the state was changed after "
@@ -152,7 +152,7 @@ def classify(line_no: int, line: bytes) -> Item:
         _exposure(v.exposure)
     except msgspec.DecodeError as exc:
         path, error = _explain(exc, bytes(v.exposure), "$.exposure")
-        return _rejected(line_no, line, path, error, "wrong type", v.case_id)
+        return _rejected(line_no, line, path, error, "invalid value", v.case_id)
     return JudgeState(line_no, v.case_id, v.rubric_id, v.question, state.decode(), v.exposure,
                       v.rubric_hash, v.state_hash)
 
