@@ -17,7 +17,16 @@ from statsmodels.stats.inter_rater import cohens_kappa
 
 from evalstream.cli import main
 from evalstream.cli.agree import render
-from evalstream.verdicts.agree import AgreeOptions, AgreeReport, Cell, blocks, encode, run
+from evalstream.errors import UsageError
+from evalstream.verdicts.agree import (
+    AgreeOptions,
+    AgreeReport,
+    Cell,
+    blocks,
+    encode,
+    run,
+    unscored_line,
+)
 from evalstream.verdicts.records import DuplicateKeyError
 from tests.agree.plain import PlainCell, plain_agree
 from tests.helpers import CORPUS, SAMPLES, golden
@@ -304,3 +313,37 @@ def test_empty_files(tmp_path: Path, capsys: Any) -> None:
     assert (report.rubrics, report.exit_code) == ([], 0)
     assert main(["agree", str(empty), str(empty), "--format", "markdown"]) == 0
     assert "nothing to compare" in capsys.readouterr().out
+
+
+def test_unscored_rate_and_its_limit() -> None:
+    report = run(AgreeOptions(str(VERDICTS), str(CASES)))
+    statuses = [json.loads(x)["status"] for x in VERDICTS.read_text().splitlines()]
+    rate = statuses.count("unscored") / len(statuses)
+    assert report.verdicts.unscored_rate == rate and 0 < rate < 0.02
+    assert report.exit_code == 0 and report.max_unscored_rate is None
+    assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.02)).exit_code == 0
+    assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.01)).exit_code == 1
+    by_rubric = {r.rubric: r.unscored_rate for r in report.rubrics}
+    assert by_rubric["claim-support"] == 1 / 11 and by_rubric["booking-claim"] == 0
+    above = run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.01))
+    assert unscored_line(above.verdicts, 0.01) == (
+        f"{VERDICTS}: 2 of 111 verdicts unscored (1.8%), above --max-unscored-rate 0.01 "
+        "(exit 1).")
+    assert unscored_line(above.verdicts, 0.01) in " ".join(
+        render(blocks(above), "markdown").decode().split())
+    with pytest.raises(UsageError, match="--max-unscored-rate must be between 0 and 1"):
+        run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=2.0))
+
+
+def test_na_verdicts_on_scored_labels_are_left_out(tmp_path: Path) -> None:
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps({"id": "c1", "input": "i", "output": "o", "expected": {
+        "r": {"status": "pass", "source": "human"}}}) + "\n" + json.dumps(
+        {"id": "c2", "input": "i", "output": "o", "expected": {
+            "r": {"status": "na", "source": "human"}}}) + "\n")
+    verdicts = tmp_path / "v.jsonl"
+    verdicts.write_text('{"case_id":"c1","rubric_id":"r","status":"na"}\n'
+                        '{"case_id":"c2","rubric_id":"r","status":"na"}\n')
+    (r,) = run(AgreeOptions(str(verdicts), str(cases))).rubrics
+    assert (r.all.pairs, r.all.na_verdicts, r.all.na_labels, r.all.na_with_verdict) == (0, 1, 1, 1)
+    assert r.verdicts["na"] == 2
