@@ -194,6 +194,7 @@ class Asker:
         self.stopped_by: str | None = None
         self.fatal: str | None = None
         self.concurrency = Concurrency(opts.max_connections)
+        self.in_flight: set[str] = set()  # keys sent and not yet finished
         self.counter = tokens.counter(self.config.provider, self.config.model) if (
             opts.tpm or opts.max_cost) else None
 
@@ -210,6 +211,8 @@ class Asker:
 
     def needs(self, state: inputs.JudgeState, req: Request) -> bool:
         """Whether this state's request must be sent (counting it as needed or reused)."""
+        if req.key in self.in_flight:
+            return False  # a duplicate of a request on its way
         stored = self.store.get(req.key) if self.opts.retry_unscored else None
         if stored is not None and answer.parse(self.config.provider, stored.body).cause:
             if self.store.asked(req.key):
@@ -257,7 +260,9 @@ class Asker:
                     if self.fatal:
                         self.concurrency.release()
                         continue
-                    self.store.mark_asked(req.key)
+                    if self.opts.retry_unscored:
+                        self.store.mark_asked(req.key)  # its new answer may be unscored too
+                    self.in_flight.add(req.key)
                     self.requests.sent += 1
                     self.progress.sent += 1
                     task = asyncio.create_task(self._ask(req, estimate, transport))
@@ -294,6 +299,7 @@ class Asker:
             if self.opts.max_cost is not None:
                 self.reserved -= self._worst_cost(estimate)
         self._record(req, reply)
+        self.in_flight.discard(req.key)
 
     def _record(self, req: Request, reply: Reply) -> None:
         self.progress.done += 1
