@@ -9,15 +9,19 @@ from collections import deque
 
 
 class TokenBucket:
-    """``per_minute`` units a minute, refilled continuously, holding at most a minute's worth.
+    """``per_minute`` units a minute, refilled continuously, holding at most ten seconds'
+    worth: a burst never takes more than a sixth of the minute's limit at once (providers may
+    enforce their per-minute limits over shorter windows).
 
     A request takes its units before it is sent; one larger than the bucket waits for a full
-    bucket and empties it (it would never fit otherwise).
+    bucket and leaves it in debt (the next ones wait until it is paid back).
     """
 
+    BURST_SECONDS = 10.0
+
     def __init__(self, per_minute: float) -> None:
-        self.capacity = float(per_minute)
         self.rate = per_minute / 60.0
+        self.capacity = self.rate * self.BURST_SECONDS
         self.level = self.capacity
         self._stamp = time.monotonic()
         self._lock = asyncio.Lock()  # first come, first served

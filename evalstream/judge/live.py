@@ -237,7 +237,10 @@ class Asker:
         ticker = asyncio.create_task(self._tick()) if self.hook else None
         try:
             async with transport:
-                for state, req in self._states(path):
+                for i, (state, req) in enumerate(self._states(path)):
+                    if i % 64 == 0:
+                        # Let answers in flight be read while stored states stream past.
+                        await asyncio.sleep(0)
                     if not self.needs(state, req):
                         continue
                     if self.stopped_by or self.fatal:

@@ -10,8 +10,8 @@ from evalstream.judge.limits import Concurrency, TokenBucket
 
 def test_bucket_waits_for_refill() -> None:
     async def go() -> float:
-        bucket = TokenBucket(600)  # 10 a second, 600 at most
-        await bucket.take(600)  # the full bucket at once
+        bucket = TokenBucket(600)  # 10 a second, 100 at most (ten seconds' worth)
+        await bucket.take(100)  # the full bucket at once
         started = time.monotonic()
         await bucket.take(5)  # half a second of refill
         return time.monotonic() - started
@@ -23,7 +23,7 @@ def test_bucket_waits_for_refill() -> None:
 def test_bucket_lets_an_oversized_request_through_a_full_bucket() -> None:
     async def go() -> None:
         bucket = TokenBucket(60)
-        await asyncio.wait_for(bucket.take(1000), 1.0)  # more than a minute's worth
+        await asyncio.wait_for(bucket.take(1000), 1.0)  # more than the bucket holds
         assert bucket.level < 0
 
     asyncio.run(go())

@@ -250,3 +250,32 @@ def test_store_holds_answers_not_keys(tmp_path: Path, server: FakeServer) -> Non
         assert store.count() == 2  # the 503 got no answer: not stored
     finally:
         store.close()
+
+
+def test_rpm_and_tpm_pace_the_requests(tmp_path: Path, server: FakeServer) -> None:
+    import time
+
+    path = states(tmp_path, [f"n{i}" for i in range(230)])
+    started = time.monotonic()
+    # 1,200 a minute: 20 a second, 200 at once; the 30 after them take 1.5 s.
+    report = live.run(options(server, path, tmp_path / "v.jsonl", rpm=1200.0,
+                              max_connections=32))
+    elapsed = time.monotonic() - started
+    assert report.counts.verdicts == 230 and 1.2 <= elapsed < 10
+    path = states(tmp_path / "t", [f"t{i}" for i in range(80)])
+    opts = options(server, path, tmp_path / "t.jsonl", tpm=120_000.0, max_output_tokens=16,
+                   max_connections=32)
+    started = time.monotonic()
+    report = live.run(opts)
+    elapsed = time.monotonic() - started
+    # Each request counts its exact input tokens and its 16 output tokens: 20,000 tokens go
+    # at once, the rest at 2,000 a second.
+    from evalstream.judge import tokens
+    from evalstream.judge.request import system_text
+
+    costs = [tokens.request_tokens(system_text(s["question"]), json.dumps(
+        s["state"], ensure_ascii=False, separators=(",", ":")), "cl100k_base") + 16
+        for s in lines(path)]
+    expected = max(0.0, sum(costs) - 20_000) / 2_000
+    assert report.counts.verdicts == 80 and expected > 1.0
+    assert expected * 0.8 <= elapsed < expected + 8
