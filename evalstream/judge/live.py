@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import tempfile
 import time
 from collections import Counter
@@ -340,6 +341,52 @@ class Asker:
             await asyncio.sleep(0.25)
 
 
+def _ask_all(asker: Asker, path: str) -> None:
+    """Run pass 1; a SIGTERM or SIGHUP cancels it cleanly and is then delivered again.
+
+    A signal handler that raises (the CLI's) would otherwise raise inside whichever task is
+    running, and asyncio keeps such an exception in the task instead of stopping the loop.
+    Here the signal cancels the run (requests in flight end, answers stored stay), and once
+    the loop is closed it is raised again for the handler the caller installed.
+    """
+    caught: list[int] = []
+    signums = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
+               if s is not None]
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        previous = {s: signal.getsignal(s) for s in signums}
+        installed = []
+
+        def stop(signum: int) -> None:
+            caught.append(signum)
+            task.cancel()
+
+        for signum in signums:
+            try:
+                loop.add_signal_handler(signum, stop, signum)
+                installed.append(signum)
+            except (ValueError, RuntimeError, NotImplementedError):
+                pass  # not the main thread: signals stay with whoever has them
+        try:
+            await asker.run(path)
+        finally:
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+                signal.signal(signum, previous[signum])
+
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        if not caught:
+            raise
+    if caught:
+        signal.raise_signal(caught[0])
+        raise KeyboardInterrupt  # the caller's handler did not stop the run: stop it here
+
+
 # -- pass 2: write -------------------------------------------------------------------------------
 class Writer:
     """Pass 2: the verdicts, exact verdicts and rejects, in input order, and the counts."""
@@ -439,7 +486,7 @@ def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
         store = Store(path_of_store)
         try:
             asker = Asker(opts, store, key, hook)
-            asyncio.run(asker.run(path))
+            _ask_all(asker, path)
             if asker.fatal is not None:
                 raise UsageError(
                     f"the server refused the request ({asker.fatal}); check the API key "
