@@ -1,3 +1,170 @@
-"""evalstream: turn LLM evaluation datasets of any size into exactly what each judge may see."""
+"""evalstream: turn LLM evaluation datasets of any size into exactly what each judge may see.
+
+The Python API; the command line calls the same functions::
+
+    import evalstream
+
+    for item in evalstream.read_cases("data/samples/cases.jsonl"):
+        if isinstance(item, evalstream.Reject):
+            print(item.line, item.path, item.error)
+
+    rubrics = evalstream.load_rubrics()            # the built-in set
+    case = {"id": "c1", "input": "Book Thursday 2pm.", "output": "Booked!",
+            "toolEvents": [{"id": "t1", "name": "book", "status": "failure"}]}
+    for record in evalstream.judge_states([case], rubrics):
+        print(record.rubric_id, record.exposure.shown)
+
+    report = evalstream.build("data/samples/cases.jsonl", "states.jsonl")
+    print(report.counts)
+
+Every error evalstream raises on purpose is an ``EvalstreamError``. Names are imported when
+first used, so ``import evalstream`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from evalstream.cases.rejects import Reject
+    from evalstream.cases.schema import Case, Label, Message, Passage, ToolEvent
+    from evalstream.checks.report import RunReport
+    from evalstream.checks.rubrics import Rubric, RubricSet
+    from evalstream.checks.state import CheckRecord, ExactVerdict, Exposure, Tokens
+    from evalstream.dataset.stats import DatasetStats
+    from evalstream.errors import (
+        EvalstreamError,
+        InputError,
+        OutputError,
+        RubricError,
+        UsageError,
+        WrongFileError,
+    )
+    from evalstream.pipeline.states import InvalidCaseError
+    from evalstream.verdicts.agree import AgreeReport
+    from evalstream.verdicts.compare import CompareReport
+
+__all__ = [
+    "__version__",
+    # functions
+    "read_cases", "load_rubrics", "judge_states", "build", "validate", "stats", "agree",
+    "compare",
+    # records
+    "Case", "Message", "Passage", "ToolEvent", "Label", "Reject", "Rubric", "RubricSet",
+    "CheckRecord", "ExactVerdict", "Exposure", "Tokens",
+    # reports
+    "RunReport", "DatasetStats", "AgreeReport", "CompareReport",
+    # errors
+    "EvalstreamError", "UsageError", "RubricError", "InputError", "WrongFileError",
+    "OutputError", "InvalidCaseError",
+]
+
+_LAZY = {
+    "Case": "evalstream.cases.schema", "Message": "evalstream.cases.schema",
+    "Passage": "evalstream.cases.schema", "ToolEvent": "evalstream.cases.schema",
+    "Label": "evalstream.cases.schema", "Reject": "evalstream.cases.rejects",
+    "Rubric": "evalstream.checks.rubrics", "RubricSet": "evalstream.checks.rubrics",
+    "CheckRecord": "evalstream.checks.state", "ExactVerdict": "evalstream.checks.state",
+    "Exposure": "evalstream.checks.state", "Tokens": "evalstream.checks.state",
+    "RunReport": "evalstream.checks.report", "DatasetStats": "evalstream.dataset.stats",
+    "AgreeReport": "evalstream.verdicts.agree", "CompareReport": "evalstream.verdicts.compare",
+    "EvalstreamError": "evalstream.errors", "UsageError": "evalstream.errors",
+    "RubricError": "evalstream.errors", "InputError": "evalstream.errors",
+    "WrongFileError": "evalstream.errors", "OutputError": "evalstream.errors",
+    "InvalidCaseError": "evalstream.pipeline.states",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evalstream' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+def read_cases(source: str | os.PathLike[str] | Iterable[bytes | str], *,
+               allow_unknown_fields: bool = False,
+               max_line_bytes: int = 256 << 20) -> Iterator[Case | Reject]:
+    """The cases of a JSONL file (a path, ``-`` for stdin, ``.gz``/``.zst``) or of lines given
+    one by one, read exactly as ``build`` reads them: each line becomes a ``Case`` or a
+    ``Reject`` (line, offset, id, JSON path, a sentence); blank lines are skipped."""
+    from evalstream.cases.reading import read_cases as read
+
+    return read(source, allow_unknown_fields=allow_unknown_fields,
+                max_line_bytes=max_line_bytes)
+
+
+def load_rubrics(paths: Iterable[str | os.PathLike[str]] | None = None) -> RubricSet:
+    """The rubrics of these TOML files, in order, or the built-in set when ``paths`` is None
+    or empty. A file that cannot be used raises RubricError naming the file, rubric and key."""
+    from evalstream.checks.rubrics import load_rubrics as load
+
+    return load([os.fspath(p) for p in paths] if paths else None)
+
+
+def judge_states(cases: Iterable[Case | dict[str, Any]], rubrics: RubricSet | None = None,
+                 max_tokens: int = 32_000) -> Iterator[CheckRecord | ExactVerdict]:
+    """The records ``build`` writes for these cases (``Case`` structs or dicts in the wire
+    format), in order; see ``evalstream.pipeline.states.judge_states``."""
+    from evalstream.pipeline.states import judge_states as states
+
+    return states(cases, rubrics, max_tokens)
+
+
+def build(input: str | os.PathLike[str], output: str | os.PathLike[str],
+          **options: Any) -> RunReport:
+    """Run ``build``: judge states from ``input`` to ``output``, with the rejects and the run
+    report beside it (or where ``rejects=`` and ``report=`` say). Options as the command's:
+    ``rubric_files``, ``max_tokens``, ``max_line_bytes``, ``allow_unknown_fields``,
+    ``workers``. Returns the run report; files appear only if the whole run succeeds."""
+    from evalstream.pipeline.run import Options, run
+
+    report, _ = run(Options(input=os.fspath(input), output=os.fspath(output), **options))
+    return report
+
+
+def validate(input: str | os.PathLike[str], **options: Any) -> RunReport:
+    """Run ``validate``: read and check the cases as ``build`` does, writing nothing but the
+    files asked for (``rejects=``, ``report=``). Returns the run report."""
+    from evalstream.pipeline.run import Options, run
+
+    report, _ = run(Options(input=os.fspath(input), **options))
+    return report
+
+
+def stats(path: str | os.PathLike[str], by: str | list[str] | None = None,
+          **options: Any) -> DatasetStats:
+    """What a dataset holds (``evalstream stats``): groups by the metadata keys ``by``
+    (default ``scenario``), sizes, labels, checks, metadata keys. Options as
+    ``evalstream.dataset.stats.StatsOptions``."""
+    from evalstream.dataset.stats import StatsOptions, collect, parse_by
+
+    keys = parse_by(by) if isinstance(by, str) else list(by) if by else ["scenario"]
+    return collect(StatsOptions(input=os.fspath(path), by=keys, **options))
+
+
+def agree(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
+          **options: Any) -> AgreeReport:
+    """How well a judge's verdicts agree with the cases' expected labels (``evalstream
+    agree``). Options as ``evalstream.verdicts.agree.AgreeOptions``."""
+    from evalstream.verdicts.agree import AgreeOptions, run
+
+    return run(AgreeOptions(verdicts=os.fspath(verdicts), cases=os.fspath(cases), **options))
+
+
+def compare(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str],
+            **options: Any) -> CompareReport:
+    """What changed between two judge runs, pair by pair (``evalstream compare``). Options
+    as ``evalstream.verdicts.compare.CompareOptions``."""
+    from evalstream.verdicts.compare import CompareOptions, run
+
+    return run(CompareOptions(run_a=os.fspath(run_a), run_b=os.fspath(run_b), **options))

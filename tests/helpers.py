@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from evalstream.checks.report import RunReport
-from evalstream.pipeline.build import Options, run
+from evalstream.pipeline.run import Options, run
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data" / "samples"

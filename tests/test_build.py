@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from evalstream.checks import rubrics, tokens
 from evalstream.checks.state import PREAMBLE, STATE_NAMES, CheckRecord, ExactVerdict, question_text
-from evalstream.pipeline.build import Options, UsageError, run
+from evalstream.errors import UsageError
+from evalstream.pipeline.run import Options, run
 from tests.helpers import SAMPLES, build, golden
 
 

@@ -62,7 +62,10 @@ def test_validate_table_and_json(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert "First 20 of 21 problems" in r.stdout
     assert "24 lines: 1 cases, 21 rejected, 2 blank." in r.stdout
-    assert (tmp_path / "bad.rejects.jsonl").exists() and (tmp_path / "bad.report.json").exists()
+    # A check by name: nothing is written unless asked for.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
+    r = run_cli("validate", str(bad), "-q", "--rejects", str(tmp_path / "r.jsonl"))
+    assert r.returncode == 1 and len((tmp_path / "r.jsonl").read_bytes().splitlines()) == 21
     r = run_cli("validate", str(bad), "--format", "json", "-q", "--report", str(tmp_path / "r.json"))
     assert r.returncode == 1
     assert len(r.stdout.splitlines()) == 21

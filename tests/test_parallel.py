@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.pipeline import parallel
-from evalstream.pipeline.build import Options, run
+from evalstream.pipeline import ranges as parallel
+from evalstream.pipeline.run import Options, run
 from tests.helpers import SAMPLES
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from typing import Any
 
 import xxhash
 
@@ -95,22 +94,15 @@ class CaseLog:
     def __init__(self) -> None:
         self.lo, self.hi = array("Q"), array("Q")
         self.line, self.offset, self.end = array("Q"), array("Q"), array("Q")
-        self.written = 0  # output bytes before the next chunk
 
-    def add(self, chunk: Any, logged: list[tuple[int, str, int]]) -> None:
-        """Log a chunk's accepted cases, given as (index in the chunk, case id, where its
-        output ends within the chunk's output)."""
-        if not logged:
-            return
-        offsets = chunk.offsets()
-        for i, case_id, end in logged:
-            h = id_hash(case_id)
-            self.lo.append(h & _MASK64 | 1)
-            self.hi.append(h >> 64)
-            self.line.append(chunk.line + i)
-            self.offset.append(offsets[i])
-            self.end.append(self.written + end)
-        self.written += logged[-1][2]
+    def add(self, case_id: str, line: int, offset: int, end: int) -> None:
+        """Log one accepted case: its id, line, byte offset, and where its output ends."""
+        h = id_hash(case_id)
+        self.lo.append(h & _MASK64 | 1)
+        self.hi.append(h >> 64)
+        self.line.append(line)
+        self.offset.append(offset)
+        self.end.append(end)
 
     def arrays(self) -> tuple[array[int], ...]:
         """(lo, hi, line, offset, end) for every logged case, in order."""

@@ -10,6 +10,8 @@ import difflib
 import json
 import math
 import re
+from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import msgspec
@@ -31,36 +33,68 @@ class Reject(msgspec.Struct, gc=False):
     raw: str
 
 
-class _IdProbe(msgspec.Struct):
-    id: Any = None
-
-
-_probe = msgspec.json.Decoder(_IdProbe)
 _ERROR_AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
 # A high surrogate escape not followed by a low one, or a low one not preceded by a high one.
 _LONE_SURROGATE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
     rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 _PATH_PART = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
-_LEADING_ID = re.compile(rb'\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.){0,2048}")')
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OUT_OF_RANGE = ("Number out of range", "Integer value out of range")
 # Longer integer literals are refused by Python's int() (sys.get_int_max_str_digits) and msgspec.
 _MAX_INT_DIGITS = 4_300
 
-_KNOWN_FIELDS = {
-    "case": schema.CASE_FIELDS,
-    "messages": schema.MESSAGE_FIELDS,
-    "context": schema.PASSAGE_FIELDS,
-    "toolEvents": schema.TOOL_EVENT_FIELDS,
-    "expected": schema.LABEL_FIELDS,
-}
-_ALLOWED = {
-    "role": "system, user, assistant, tool",
-    "toolEvents.status": "success, failure",
-    "expected.status": "pass, fail, na",
-    "source": "synthetic, human, imported",
-}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one kind of record looks like, for the sentences that explain its rejects.
+
+    Paths in the tables are patterns: ``[]`` for any array index, ``{}`` for any key of an
+    object whose keys are data (listed in ``maps``), e.g. ``$.expected{}.status``.
+    """
+
+    noun: str  # "case", "verdict"
+    required: tuple[str, ...]  # the top-level fields every record needs
+    fields: dict[str, tuple[str, ...]]  # known fields by parent pattern
+    allowed: dict[str, str]  # allowed values by field pattern
+    maps: tuple[str, ...] = ()  # patterns of objects whose keys are data
+    unlisted: frozenset[str] = frozenset()  # known fields not named in sentences
+    ids: dict[str, str] = field(default_factory=dict)  # id paths that must be slugs -> label
+    id_field: str = "id"  # the top-level field a reject's `id` is read from
+    too_long: str = "split the case or raise --max-line-bytes"  # the fix for a long line
+
+    def pattern(self, path: str) -> str:
+        """``$.messages[3].role`` -> ``$.messages[].role``; keys of ``maps`` -> ``{}``."""
+        out = "$"
+        for name, index, key in _PATH_PART.findall(path):
+            if out in self.maps:
+                out += "{}"
+            elif index:
+                out += "[]"
+            else:
+                out += f".{name}" if name else f"[{key}]"
+        return out
+
+    def needs(self) -> str:
+        """``id``, ``input`` and ``output``: the required fields as a sentence names them."""
+        names = [f"`{n}`" for n in self.required]
+        return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+
+
+CASE = Shape(
+    noun="case",
+    required=("id", "input", "output"),
+    fields={"$": schema.CASE_FIELDS, "$.messages[]": schema.MESSAGE_FIELDS,
+            "$.context[]": schema.PASSAGE_FIELDS, "$.toolEvents[]": schema.TOOL_EVENT_FIELDS,
+            "$.expected{}": schema.LABEL_FIELDS},
+    allowed={"$.messages[].role": "system, user, assistant, tool",
+             "$.toolEvents[].status": "success, failure",
+             "$.expected{}.status": "pass, fail, na",
+             "$.expected{}.source": "synthetic, human, imported"},
+    maps=("$.expected",),
+    ids={"$.id": "Case id"},
+)
 _TYPE_WORDS = {
     "str": "a string", "int": "an integer", "float": "a number", "object": "an object",
     "array": "an array", "null": "null", "bool": "true or false",
@@ -72,25 +106,39 @@ def raw_text(line: bytes) -> str:
     return line[:HEAD_BYTES].decode("utf-8", "replace")[:RAW_CHARS]
 
 
-def case_id_of(line: bytes) -> str | None:
-    """The line's case id when it can be read, even if the rest of the case is invalid."""
+def case_id_of(line: bytes, key: str = "id") -> str | None:
+    """The line's record id (``key``: ``id`` for a case) when it can be read, even if the
+    rest of the record is invalid."""
     try:
-        value = _probe.decode(line).id
+        value = getattr(_probe(key).decode(line), key)
     except (msgspec.DecodeError, RecursionError):
         # Lone surrogates, NaN or a stray BOM stop msgspec but not the stdlib parser.
         loaded = _lenient_load(line.removeprefix(BOM))
-        value = loaded.get("id") if isinstance(loaded, dict) else None
+        value = loaded.get(key) if isinstance(loaded, dict) else None
         if loaded is None:
-            # A line cut short still names its case when the id comes first.
-            first = _LEADING_ID.match(line.removeprefix(BOM))
+            # A line cut short still names its record when the id comes first.
+            first = _leading(key).match(line.removeprefix(BOM))
             value = _lenient_load(first[1]) if first else None
     return value if isinstance(value, str) else None
 
 
-def reject(line_no: int, offset: int, line: bytes, exc: BaseException) -> Reject:
+@cache
+def _probe(key: str) -> msgspec.json.Decoder[Any]:
+    # A Struct of the one field: every other value is skipped, never built.
+    return msgspec.json.Decoder(msgspec.defstruct(f"Probe_{key}", [(key, Any, None)]))
+
+
+@cache
+def _leading(key: str) -> re.Pattern[bytes]:
+    return re.compile(rb'\s*\{\s*"' + re.escape(key.encode()) +
+                      rb'"\s*:\s*("(?:[^"\\]|\\.){0,2048}")')
+
+
+def reject(line_no: int, offset: int, line: bytes, exc: BaseException,
+           shape: Shape = CASE) -> Reject:
     """A reject for a line that failed to decode, with a sentence a person can act on."""
-    path, error = explain(exc, line)
-    case_id = case_id_of(line)
+    path, error = explain(exc, line, shape)
+    case_id = case_id_of(line, shape.id_field)
     # A lone surrogate read by the lenient parser cannot be written as UTF-8: show it escaped.
     return Reject(line_no, offset, case_id and _printable(case_id), path and _printable(path),
                   _printable(error), raw_text(line))
@@ -116,7 +164,7 @@ def _syntax_error(line: bytes) -> BaseException | None:
     return None
 
 
-def reject_kind(exc: BaseException, line: bytes | None = None) -> str:
+def reject_kind(exc: BaseException, line: bytes | None = None, shape: Shape | None = None) -> str:
     """A short name for the kind of decode failure, for the report's counts.
 
     Given the ``line``, a type error on a line that is not even well-formed JSON counts
@@ -133,7 +181,8 @@ def reject_kind(exc: BaseException, line: bytes | None = None) -> str:
         return "unknown field"
     if what.startswith("Object missing required field"):
         return "missing field"
-    if what.endswith("- at `$.id`") and "length" in what or "matching regex" in what:
+    at = what.rsplit(" - at `", 1)[-1].rstrip("`") if " - at `" in what else "$"
+    if "matching regex" in what or "length" in what and at in (shape or CASE).ids:
         return "invalid id"
     if re.match(r"Expected `(str|array)` of length <=", what):
         return "over a cap"
@@ -142,15 +191,16 @@ def reject_kind(exc: BaseException, line: bytes | None = None) -> str:
     return "invalid value"
 
 
-def long_line_reject(item: LongLine, max_line_bytes: int) -> Reject:
+def long_line_reject(item: LongLine, max_line_bytes: int, shape: Shape | None = None) -> Reject:
     """A reject for a line over ``--max-line-bytes``, built from its head only."""
     error = (f"The line is {item.size:,} bytes, over the limit of {max_line_bytes:,} bytes; "
-             "split the case or raise --max-line-bytes.")
+             f"{(shape or CASE).too_long}.")
     return Reject(item.line, item.offset, None, None, error, raw_text(item.head))
 
 
-def explain(exc: BaseException, line: bytes) -> tuple[str | None, str]:
-    """The JSON path and the sentence for a decode failure of ``line``."""
+def explain(exc: BaseException, line: bytes, shape: Shape = CASE) -> tuple[str | None, str]:
+    """The JSON path and the sentence for a decode failure of ``line``, a record of
+    ``shape``. msgspec says what failed in English: this is the one place that reads it."""
     if isinstance(exc, RecursionError):
         return "$", ("The JSON is nested too deeply to read (msgspec stops near 1,000 levels); "
                      "flatten the nested value.")
@@ -159,7 +209,7 @@ def explain(exc: BaseException, line: bytes) -> tuple[str | None, str]:
         # a line that is not JSON at all must say so, not send the reader to rename a field.
         malformed = _syntax_error(line)
         if malformed is not None:
-            return explain(malformed, line)
+            return explain(malformed, line, shape)
     message = str(exc)
     m = _ERROR_AT.match(message)
     assert m is not None  # the pattern matches any string
@@ -174,11 +224,11 @@ def explain(exc: BaseException, line: bytes) -> tuple[str | None, str]:
         repeated = _repeated_key(line, path)
         if repeated is not None:
             return path, repeated
-        return _explain_invalid(what, path, line)
-    return _explain_malformed(what, line)
+        return _explain_invalid(what, path, line, shape)
+    return _explain_malformed(what, line, shape)
 
 
-def _explain_malformed(what: str, line: bytes) -> tuple[str | None, str]:
+def _explain_malformed(what: str, line: bytes, shape: Shape) -> tuple[str | None, str]:
     lone = _LONE_SURROGATE.search(line)
     if lone:
         # msgspec reports these as truncated or malformed input; the stdlib parser can find them
@@ -189,7 +239,7 @@ def _explain_malformed(what: str, line: bytes) -> tuple[str | None, str]:
             "which is not a Unicode character; remove it or pair it with its other half.")
     if what == "Input data was truncated":
         return "$", ("The JSON ends before the object is closed (an unclosed string, object or "
-                     "array); each case must be one complete JSON object on one line.")
+                     f"array); each {shape.noun} must be one complete JSON object on one line.")
     if what == "Invalid UTF-8 encoded string":
         try:
             line.decode("utf-8")
@@ -236,34 +286,37 @@ def _explain_malformed(what: str, line: bytes) -> tuple[str | None, str]:
                  f"{near!r}.")
 
 
-def _explain_invalid(what: str, path: str, line: bytes) -> tuple[str | None, str]:
+def _explain_invalid(what: str, path: str, line: bytes,
+                     shape: Shape) -> tuple[str | None, str]:
     if what.startswith("Object contains unknown field"):
-        field = what.split("`")[1]
-        return _key_path(path, field), _unknown_field(field, path)
+        name = what.split("`")[1]
+        return _key_path(path, name), _unknown_field(name, path, shape)
     if what.startswith("Object missing required field"):
-        field = what.split("`")[1]
+        name = what.split("`")[1]
         if path == "$":
-            return f"$.{field}", (f"Required field `{field}` is missing; every case needs `id`, "
-                                  "`input` and `output`.")
-        return f"{path}.{field}", f"`{path}` is missing its required field `{field}`."
+            return f"$.{name}", (f"Required field `{name}` is missing; every {shape.noun} needs "
+                                 f"{shape.needs()}.")
+        return f"{path}.{name}", f"`{path}` is missing its required field `{name}`."
     if what.startswith("Invalid enum value"):
         value = what[len("Invalid enum value "):]
-        allowed = _allowed_values(path)
+        allowed = shape.allowed.get(shape.pattern(path), "see the formats in the README")
         return path, f"`{path}` is {value}; allowed values are: {allowed}."
     if what in _OUT_OF_RANGE:
         return path, (f"The number at `{path}` is out of range; integers must fit in 64 bits and "
                       "floats must be finite. Write very large numbers as strings.")
     length = re.match(r"Expected `(str|array|object)` of length ([<>]=) (\d+)", what)
     if length:
-        return path, _length_error(path, length[1], length[2], int(length[3]), line)
+        return path, _length_error(path, length[1], length[2], int(length[3]), line,
+                                   path.endswith(".id") or path in shape.ids)
     if what.startswith("Expected `str` matching regex"):
-        return path, (f"Case id {_value_at(line, path)!r} is not a slug: ids must be non-empty, "
+        label = shape.ids.get(path, "The id")
+        return path, (f"{label} {_value_at(line, path)!r} is not a slug: ids must be non-empty, "
                       f"at most {schema.MAX_ID_CHARS} characters, without whitespace or `/`.")
     got = re.match(r"Expected `([^`]+)`, got `([^`]+)`", what)
     if got:
         if path == "$":
-            return path, (f"The line is {_type_word(got[2])}, not a case; each line must be one "
-                          "JSON object with `id`, `input` and `output`.")
+            return path, (f"The line is {_type_word(got[2])}, not a {shape.noun}; each line must "
+                          f"be one JSON object with {shape.needs()}.")
         wanted = " or ".join(_type_word(t) for t in got[1].split(" | "))
         if got[2] == "null":
             return path, f"`{path}` is null, but it is required and must be {wanted}."
@@ -271,23 +324,17 @@ def _explain_invalid(what: str, path: str, line: bytes) -> tuple[str | None, str
     return path, f"`{path}`: {what}."
 
 
-def _unknown_field(field: str, parent: str) -> str:
-    parts = _PATH_PART.findall(parent)
-    kind = "case"
-    if parent.startswith("$.expected"):
-        kind = "expected"
-    elif parts and parts[0][0] in _KNOWN_FIELDS and len(parts) == 2:
-        kind = parts[0][0]
-    known = _KNOWN_FIELDS[kind]
+def _unknown_field(name: str, parent: str, shape: Shape) -> str:
+    known = shape.fields.get(shape.pattern(parent), ())
     hint = ""
     normal = {k.lower().replace("_", ""): k for k in known}
-    near = normal.get(field.lower().replace("_", "").replace("-", ""))
-    near = near or next(iter(difflib.get_close_matches(field, known, n=1, cutoff=0.6)), None)
+    near = normal.get(name.lower().replace("_", "").replace("-", ""))
+    near = near or next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None)
     if near:
         hint = f" Did you mean `{near}`?"
-    listed = ", ".join(f"`{k}`" for k in known)
-    where = "the case" if parent == "$" else f"`{parent}`"
-    return (f"Unknown field `{_shown(field)}` in {where}.{hint} Known fields: {listed}. "
+    listed = ", ".join(f"`{k}`" for k in known if k not in shape.unlisted)
+    where = f"the {shape.noun}" if parent == "$" else f"`{parent}`"
+    return (f"Unknown field `{_shown(name)}` in {where}.{hint} Known fields: {listed}. "
             "Use --allow-unknown-fields to ignore unknown fields.")
 
 
@@ -301,18 +348,10 @@ def _shown(name: str, limit: int = 80) -> str:
     return name
 
 
-def _allowed_values(path: str) -> str:
-    last = path.rsplit(".", 1)[-1]
-    if last == "status":
-        key = "toolEvents.status" if path.startswith("$.toolEvents") else "expected.status"
-        return _ALLOWED[key]
-    return _ALLOWED.get(last, "see the case format in the README")
-
-
-def _length_error(path: str, kind: str, op: str, limit: int, line: bytes) -> str:
+def _length_error(path: str, kind: str, op: str, limit: int, line: bytes, is_id: bool) -> str:
     value = _value_at(line, path)
     size = len(value) if isinstance(value, (str, list, dict)) else None
-    if path.endswith(".id") or path == "$.id":
+    if is_id:
         if op == ">=":
             return f"The id at `{path}` is empty; ids must be non-empty."
         return f"The id at `{path}` is {size:,} characters; ids allow at most {limit:,}."
@@ -471,7 +510,7 @@ def _name_label(line: bytes, path: str) -> str:
         return path
     labels = _value_at(line, "$.expected")
     if isinstance(labels, dict):
-        label_type = schema.STRICT.label
+        label_type = schema.Label
         for key, value in labels.items():
             try:
                 msgspec.convert(value, label_type)

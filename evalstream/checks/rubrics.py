@@ -42,6 +42,10 @@ class Rubric:
         for name in self.requires:
             if name not in present:
                 return f"requires {name}"
+        return self.when_reason(metadata)
+
+    def when_reason(self, metadata: dict[str, Any] | None) -> str | None:
+        """The first `when` rule this case's metadata fails (``when KEY``), or None."""
         for key, path, allowed in self.when:
             value = _lookup(metadata, path)
             if value is _ABSENT or not any(_same(value, a) for a in allowed):
@@ -248,3 +252,8 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def load_rubrics(paths: list[str] | None = None) -> RubricSet:
+    """The rubrics of the TOML files given, or the built-in set when there are none."""
+    return load(paths) if paths else builtin()

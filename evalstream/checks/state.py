@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
@@ -90,44 +90,3 @@ def never_shown(case: Any) -> list[str]:
 def question_text(question: str) -> str:
     """The question as a judge receives it: the fixed preamble, then the rubric's question."""
     return f"{PREAMBLE}\n\n{question}"
-
-
-class RecordLayout(NamedTuple):
-    """The fixed bytes of one rubric's CheckRecords for one exposure, around the parts that
-    vary by case: ``start`` case id ``head`` state ``exposure`` tokens ``hashes`` state
-    hash ``end`` (with the line's newline). ``build`` joins a record from these pieces,
-    without a CheckRecord object per check; they are cut from msgspec's own encoding of a
-    record, so the bytes are the same as encoding the CheckRecord (a test checks this)."""
-
-    start: bytes
-    head: bytes
-    exposure: bytes
-    hashes: bytes
-    end: bytes
-
-
-_STATE_MARK = b"\x00state\x00"  # a Raw value is copied as it is: never in other JSON
-
-
-def record_layout(rubric_id: str, question: msgspec.Raw, exposure: Exposure,
-                  rubric_hash: str) -> RecordLayout:
-    """The layout of ``rubric_id``'s records for cases with this ``exposure``."""
-    encode = msgspec.json.encode
-    case_mark, hash_mark = encode("\x01"), encode("\x02")  # "\u0001", "\u0002"
-    tokens = Tokens(0, 0, 0, 0, "", "")
-    full = encode(CheckRecord(
-        "\x01", rubric_id, question, msgspec.Raw(_STATE_MARK),
-        Exposure(exposure.shown, exposure.withheld, exposure.never_shown, tokens),
-        rubric_hash, "\x02"))
-    # Fields are encoded in declaration order: case id, ..., state, exposure, ..., state hash.
-    case_at = full.index(case_mark)
-    state_at = full.index(_STATE_MARK, case_at)
-    tokens_at = full.index(encode(tokens), state_at)
-    hash_at = full.index(hash_mark, tokens_at)
-    return RecordLayout(
-        start=full[:case_at],
-        head=full[case_at + len(case_mark):state_at],
-        exposure=full[state_at + len(_STATE_MARK):tokens_at],
-        hashes=full[tokens_at + len(encode(tokens)):hash_at + 1],  # up to the opening quote
-        end=full[hash_at + len(hash_mark) - 1:] + b"\n",
-    )

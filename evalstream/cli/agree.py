@@ -11,6 +11,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from evalstream.cli.common import count, fraction, share, size
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -22,8 +24,6 @@ TEXT_WIDTH = 100  # the width of a table written to a file with -o
 
 def add_output_options(p: argparse.ArgumentParser) -> None:
     """The options agree and compare share: output styles, rejects, reading limits."""
-    from evalstream.cli import _size
-
     p.add_argument("--format", choices=FORMATS, default="table",
                    help="table (terminal), json (stable shape, for scripts) or markdown (for a "
                         "pull request); default table")
@@ -31,7 +31,7 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
                    help="write the result here instead of stdout (atomically)")
     p.add_argument("--html", metavar="FILE",
                    help="also write a self-contained HTML page with the charts")
-    p.add_argument("--max-ids", type=_count, default=20, metavar="N",
+    p.add_argument("--max-ids", type=count, default=20, metavar="N",
                    help="case ids listed per rubric for each kind of difference (default 20; "
                         "0 lists none); the counts are always complete")
     p.add_argument("--rejects", metavar="FILE",
@@ -40,42 +40,11 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-unknown-fields", action="store_true",
                    help="ignore fields the verdict (and case) format does not know instead of "
                         "rejecting the line")
-    p.add_argument("--max-line-bytes", type=_size, default=256 << 20, metavar="N",
+    p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
                    help="reject longer lines without reading them whole (default 256MiB)")
     p.add_argument("--max-unscored-rate", type=share, metavar="R",
                    help="exit 1 when more than this share of a verdict file's verdicts are "
                         "unscored (e.g. 0.02); the rate is reported either way")
-
-
-def share(text: str) -> float:
-    """argparse type: a number between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (e.g. 0.02)")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    return value
-
-
-def _confidence(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (e.g. 0.95)")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -96,7 +65,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--by", metavar="KEY",
                    help="also break the results down by this metadata key (dots reach nested "
                         "metadata, e.g. source.kind)")
-    p.add_argument("--confidence", type=_confidence, default=0.95, metavar="C",
+    p.add_argument("--confidence", type=fraction, default=0.95, metavar="C",
                    help="confidence of the kappa interval (default 0.95)")
     add_output_options(p)
     p.set_defaults(func=run)
@@ -104,6 +73,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``agree``; return the exit code (1 when some line was rejected)."""
+    from evalstream.render import agree as agree_view
     from evalstream.render.agree_html import agree_page
     from evalstream.verdicts import agree
 
@@ -114,14 +84,14 @@ def run(args: argparse.Namespace) -> int:
         max_ids=args.max_ids, confidence=args.confidence, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields,
         max_unscored_rate=args.max_unscored_rate))
-    write(args, report, agree.encode, agree.blocks, agree_page)
+    write(args, report, agree.encode, agree_view.blocks, agree_page)
     return report.exit_code
 
 
 def check_paths(inputs: list[tuple[str, str]], outputs: list[tuple[str, str | None]]) -> None:
     """Raise UsageError when an output would overwrite an input or another output, or when
     two outputs go to stdout."""
-    from evalstream.pipeline.build import UsageError
+    from evalstream.errors import UsageError
 
     named = [*inputs, *outputs]
     for i, (name_a, a) in enumerate(named):
@@ -168,26 +138,13 @@ def write(args: argparse.Namespace, report: Any, encode: Callable[[Any], bytes],
             out.abort()
         raise
     if to_terminal:
-        from rich.console import Console
+        from evalstream.render.tables import print_blocks
 
-        from evalstream.render.tables import render_rich
-
-        render_rich(blocks(report), Console(file=sys.stdout, highlight=False, emoji=False))
+        print_blocks(blocks(report), sys.stdout)
 
 
 def render(blocks: list[Block], fmt: str, width: int = TEXT_WIDTH) -> bytes:
     """Blocks as markdown, or as plain-text tables ``width`` wide."""
-    if fmt == "markdown":
-        from evalstream.render.tables import to_markdown
+    from evalstream.render.tables import render_format
 
-        return to_markdown(blocks).encode()
-    import io
-
-    from rich.console import Console
-
-    from evalstream.render.tables import render_rich
-
-    text = io.StringIO()
-    render_rich(blocks, Console(file=text, width=width, force_terminal=False, no_color=True,
-                                highlight=False, emoji=False))
-    return text.getvalue().encode()
+    return render_format(blocks, fmt, width)

@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``compare``; return the exit code (1 when some line was rejected)."""
     from evalstream.cli.agree import check_paths, write
     from evalstream.render import agree_html
+    from evalstream.render import compare as compare_view
     from evalstream.verdicts import compare
 
     check_paths([("run-a", args.run_a), ("run-b", args.run_b)],
@@ -46,5 +47,5 @@ def run(args: argparse.Namespace) -> int:
         max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields,
         max_unscored_rate=args.max_unscored_rate))
-    write(args, report, compare.encode, compare.blocks, agree_html.compare_page)
+    write(args, report, compare.encode, compare_view.blocks, agree_html.compare_page)
     return report.exit_code

@@ -11,16 +11,6 @@ import sys
 from typing import Any
 
 
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0")
-    return value
-
-
 def _temperature(text: str) -> float | None:
     if text.lower() == "none":
         return None
@@ -33,8 +23,8 @@ def _temperature(text: str) -> float | None:
 
 def register(subparsers: Any) -> None:
     """Add the ``judge`` subcommand."""
-    from evalstream.cli import _positive, _size
-    from evalstream.cli.agree import share
+    from evalstream.cli.common import amount as _number
+    from evalstream.cli.common import count, positive, share, size
 
     p = subparsers.add_parser(
         "judge", help="ask an LLM judge for a verdict on every judge state",
@@ -69,13 +59,13 @@ def register(subparsers: Any) -> None:
     who.add_argument("--temperature", type=_temperature, default=0.0, metavar="T",
                      help="sampling temperature (default 0); `none` sends none, for models "
                           "that accept only their default")
-    who.add_argument("--max-output-tokens", type=_positive, default=1024, metavar="N",
+    who.add_argument("--max-output-tokens", type=positive, default=1024, metavar="N",
                      help="the answer's token limit (default 1024); a longer answer is "
                           "unscored (truncated)")
     net = p.add_argument_group("sending")
-    net.add_argument("--max-connections", type=_positive, default=16, metavar="N",
+    net.add_argument("--max-connections", type=positive, default=16, metavar="N",
                      help="requests in flight at most (default 16)")
-    net.add_argument("--max-attempts", type=_positive, default=5, metavar="N",
+    net.add_argument("--max-attempts", type=positive, default=5, metavar="N",
                      help="HTTP attempts per request, first one included (default 5)")
     net.add_argument("--timeout", type=_number, default=120.0, metavar="S",
                      help="seconds an attempt may take (default 120)")
@@ -91,7 +81,7 @@ def register(subparsers: Any) -> None:
     money.add_argument("--max-cost", type=_number, metavar="USD",
                        help="stop sending before this run's cost could pass this (needs the "
                             "prices); exit 3, re-run to continue")
-    money.add_argument("--max-requests", type=int, metavar="N",
+    money.add_argument("--max-requests", type=count, metavar="N",
                        help="send at most N requests this run (retries not counted); exit 3 "
                             "when states are left")
     money.add_argument("--dry-run", action="store_true",
@@ -113,7 +103,7 @@ def register(subparsers: Any) -> None:
                        help="where rejected lines go (default verdicts.rejects.jsonl)")
     store.add_argument("--report", metavar="FILE",
                        help="where the run report goes (default verdicts.report.json)")
-    store.add_argument("--max-line-bytes", type=_size, default=256 << 20, metavar="N",
+    store.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
                        help="reject longer lines without reading them whole (default 256MiB)")
     store.add_argument("-q", "--quiet", action="store_true",
                        help="no progress bar and no summary on stderr")

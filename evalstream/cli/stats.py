@@ -1,9 +1,8 @@
 """``evalstream stats``: the command line, the output styles, and the tables they share.
 
 Only argparse is imported at the top: ``python -m evalstream --help`` must stay cheap and
-``build``/``validate`` must never import polars. The tables (``stats_blocks``,
-``report_blocks``) are the neutral model of ``evalstream.tables``, printed with rich,
-written as markdown, or laid out in the HTML page (``evalstream.stats_html``).
+``build``/``validate`` must never import polars. The tables are built in
+``evalstream.render.stats``.
 """
 
 from __future__ import annotations
@@ -13,21 +12,19 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from evalstream.cli.common import positive, size
+
 if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
-    from evalstream.dataset.stats import DatasetStats, GroupStats
-    from evalstream.render.tables import Block
+    from evalstream.dataset.stats import DatasetStats
 
 FORMATS = ("table", "json", "markdown")
-MAX_TABLE_GROUPS = 50  # rows of group tables in the terminal and markdown; JSON has all
 REPORT_BYTES = 64 << 20  # a .json input larger than this is not read as a report
 TEXT_WIDTH = 100  # the width of a table written to a file with -o
 
 
 def register(subparsers: Any) -> None:
     """Add the ``stats`` subcommand."""
-    from evalstream.cli import _positive, _size
-
     p = subparsers.add_parser(
         "stats", help="report what a dataset holds: groups, sizes, labels, checks, metadata",
         description="Read a dataset as build does and report cases per group, which fields "
@@ -50,16 +47,16 @@ def register(subparsers: Any) -> None:
                    help="also write a self-contained HTML page with charts")
     p.add_argument("--rubrics", action="append", metavar="FILE",
                    help="a TOML rubric file, as in build; repeatable (default: built-in set)")
-    p.add_argument("--max-tokens", type=_positive, metavar="N",
+    p.add_argument("--max-tokens", type=positive, metavar="N",
                    help="the judge's budget, as in build (default 32000)")
     p.add_argument("--rejects", metavar="FILE",
                    help="also write the rejected lines here (JSONL); by default they are only "
                         "counted")
     p.add_argument("--allow-unknown-fields", action="store_true",
                    help="ignore fields the case format does not know, as in build")
-    p.add_argument("--max-line-bytes", type=_size, metavar="N",
+    p.add_argument("--max-line-bytes", type=size, metavar="N",
                    help="reject longer lines without reading them whole (default 256MiB)")
-    p.add_argument("--workers", type=_positive, metavar="N",
+    p.add_argument("--workers", type=positive, metavar="N",
                    help="worker processes for a plain input file over 128 MiB (default: the "
                         "CPUs available, at most 8); the figures are the same for any N")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
@@ -67,7 +64,7 @@ def register(subparsers: Any) -> None:
 
 
 def _usage(message: str) -> Exception:
-    from evalstream.pipeline.build import UsageError
+    from evalstream.errors import UsageError
 
     return UsageError(message)
 
@@ -122,7 +119,10 @@ def run(args: argparse.Namespace) -> int:
 
             page.write(html_page(result).encode())
         if report is None:
-            print_tables(blocks(result), sys.stdout)
+            from evalstream.render.stats import blocks
+            from evalstream.render.tables import print_blocks
+
+            print_blocks(blocks(result), sys.stdout)
         else:
             report.write(render(result, args.format))
             report.commit()
@@ -198,252 +198,9 @@ def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH) 
         import msgspec
 
         return msgspec.json.format(msgspec.json.encode(result), indent=2) + b"\n"
-    if fmt == "markdown":
-        from evalstream.render.tables import to_markdown
+    from evalstream.render.stats import blocks
+    from evalstream.render.tables import render_format
 
-        return to_markdown(blocks(result)).encode()
-    import io
-
-    from rich.console import Console
-
-    text = io.StringIO()
-    console = Console(file=text, width=width, force_terminal=False, no_color=True,
-                      highlight=False, emoji=False)
-    from evalstream.render.tables import render_rich
-
-    render_rich(blocks(result), console)
-    return text.getvalue().encode()
+    return render_format(blocks(result), fmt, width)
 
 
-def print_tables(tables: list[Block], file: Any) -> None:
-    """Print blocks to a terminal (fitted to its width; no colour unless it is one)."""
-    from rich.console import Console
-
-    from evalstream.render.tables import render_rich
-
-    render_rich(tables, Console(file=file, highlight=False, emoji=False))
-
-
-# -- the tables -----------------------------------------------------------------------------------
-def blocks(result: DatasetStats | RunReport) -> list[Block]:
-    """The headings, paragraphs and tables of a stats result or a run report."""
-    from evalstream.dataset.stats import DatasetStats
-
-    if isinstance(result, DatasetStats):
-        return stats_blocks(result)
-    return report_blocks(result)
-
-
-def group_name(key: dict[str, str]) -> str:
-    """A group's label: its values joined with " / ", or "(all)" for the total."""
-    return " / ".join(key.values()) if key else "(all)"
-
-
-def _shown_groups(groups: list[GroupStats]) -> tuple[list[GroupStats], str | None]:
-    if len(groups) <= MAX_TABLE_GROUPS:
-        return groups, None
-    rest = len(groups) - MAX_TABLE_GROUPS
-    return groups[:MAX_TABLE_GROUPS], (f"{rest:,} smaller groups are not shown; "
-                                       "--format json lists every group.")
-
-
-def stats_blocks(s: DatasetStats) -> list[Block]:
-    """The tables of a dataset's stats, in the order of the report's sections."""
-    from evalstream.render.tables import Column, Heading, Paragraph, Table
-
-    o = s.overview
-    by = ", ".join(s.by)
-    out: list[Block] = [Heading(f"evalstream stats: {s.input}", 1)]
-    out.append(Paragraph(
-        f"{o.lines:,} lines = {o.cases:,} cases + {o.rejected:,} rejected + {o.blank:,} blank; "
-        f"{o.bytes:,} bytes. Rubrics: {len(s.rubrics.ids)} "
-        f"({', '.join(s.rubrics.sources)}); budget {s.budget:,} {s.tokenizer} tokens."))
-
-    # 1. Overview
-    out.append(Heading("Overview"))
-    t = Table([Column("figure"), Column("value", "count")])
-    for name, value in (("lines", o.lines), ("cases", o.cases), ("rejected", o.rejected),
-                        ("blank lines", o.blank), ("bytes", o.bytes),
-                        (f"groups (by {by})", o.groups)):
-        t.add(name, value)
-    for key, counts in o.by.items():
-        t.add(f"distinct values of {key}", counts.distinct)
-        t.add(f"cases without {key}", counts.missing)
-    out.append(t)
-    if o.rejected:
-        kinds = Table([Column("rejected because"), Column("lines", "count")])
-        for kind, n in o.rejected_by_kind.items():
-            kinds.add(kind, n)
-        kinds.note = ("Rejected lines are counted only; give --rejects FILE (or run "
-                      "`evalstream validate`) to see each one.")
-        out.append(kinds)
-
-    # 2. Groups
-    groups, more = _shown_groups(s.groups)
-    rows = [*groups, s.total]
-    out.append(Heading(f"Groups by {by}"))
-    t = Table([Column("group"), Column("cases", "count"), Column("messages", "share"),
-               Column("context", "share"), Column("policy", "share"),
-               Column("tool events", "share"), Column("events", "count"),
-               Column("failed", "share")],
-              title="Cases, the share that carry each field, and their tool events", note=more)
-    for g in rows:
-        t.add(group_name(g.key), g.cases, *(_share(g.fields[f], g.cases) for f in
-                                            ("messages", "context", "policy", "tool_events")),
-              g.tool_events, g.tool_failure_rate)
-    out.append(t)
-    t = Table([Column("group"), Column("msgs/case", "number"), Column("max msgs", "count"),
-               Column("input p50", "number"), Column("input p95", "number"),
-               Column("input max", "count"), Column("output p50", "number"),
-               Column("output p95", "number"), Column("output max", "count")],
-              title="Messages per case; input and output length (characters)", note=more)
-    for g in rows:
-        t.add(group_name(g.key), g.messages.mean, g.messages.max, g.input_chars.median,
-              g.input_chars.p95, g.input_chars.max, g.output_chars.median, g.output_chars.p95,
-              g.output_chars.max)
-    out.append(t)
-    t = Table([Column("group"), Column("line bytes p50", "number"),
-               Column("line bytes max", "count"), Column("state p50", "number"),
-               Column("state p95", "number"), Column("state max", "count"),
-               Column("checks", "count"), Column("over budget", "count")],
-              title=f"Line size; largest judge state per case (tokens; budget {s.budget:,})",
-              note=("State tokens as build counts them: the state's UTF-8 bytes when they fit "
-                    "the budget (an upper bound), an exact count otherwise. Checks: those build "
-                    "would write."))
-    for g in rows:
-        t.add(group_name(g.key), g.line_bytes.median, g.line_bytes.max, g.state_tokens.median,
-              g.state_tokens.p95, g.state_tokens.max, g.checks, g.over_budget)
-    out.append(t)
-
-    # 3. Labels
-    out.append(Heading("Expected labels"))
-    if not s.labels or not any(r.total.labels for r in s.labels):
-        out.append(Paragraph("No case has expected labels."))
-    else:
-        t = Table([Column("rubric"), Column("source"), Column("labels", "count"),
-                   Column("pass", "count"), Column("fail", "count"), Column("na", "count")],
-                  title="By status and source")
-        for r in s.labels:
-            if not r.total.labels:
-                continue
-            t.add(r.rubric, "all", r.total.labels, *r.total.status.values())
-            for source, statuses in r.total.source.items():
-                if any(statuses.values()):
-                    t.add("", source, sum(statuses.values()), *statuses.values())
-        out.append(t)
-        t = Table([Column("rubric"), Column("applies", "count"), Column("labelled", "count"),
-                   Column("coverage", "share"), Column("labels where it does not apply", "count")],
-                  title="Coverage: labelled cases among the cases where the rubric applies",
-                  note=("A label on a case where its rubric does not apply (or for a rubric "
-                        "not in the rubric set, marked *) can never be compared with a judge."))
-        for r in s.labels:
-            t.add(r.rubric if r.in_rubrics else f"{r.rubric} *", r.total.applies,
-                  r.total.labelled, r.total.coverage, r.total.not_applicable)
-        out.append(t)
-        t = Table([Column("rubric"), Column("group"), Column("labels", "count"),
-                   Column("pass", "count"), Column("fail", "count"), Column("na", "count"),
-                   Column("applies", "count"), Column("coverage", "share"),
-                   Column("not applicable", "count")],
-                  title=f"Per group (by {by})")
-        for r in s.labels:
-            for gl in r.groups[:MAX_TABLE_GROUPS]:
-                lc = gl.counts
-                t.add(r.rubric, group_name(gl.key), lc.labels, *lc.status.values(), lc.applies,
-                      lc.coverage, lc.not_applicable)
-        out.append(t)
-
-    # 4. Checks
-    out.append(Heading("Checks build would write"))
-    t = Table([Column("rubric"), Column("kind"), Column("applies", "count"),
-               Column("written", "count"), Column("skipped (reason: count)")])
-    for rc in s.checks:
-        t.add(rc.rubric, rc.kind, rc.applies, rc.checks,
-              ", ".join(f"{k}: {v:,}" for k, v in rc.skipped.items()) or "-")
-    t.add("(all)", "", sum(c.applies for c in s.checks), sum(c.checks for c in s.checks),
-          f"{sum(sum(c.skipped.values()) for c in s.checks):,}")
-    out.append(t)
-
-    # 5. Metadata
-    m = s.metadata
-    out.append(Heading("Metadata keys"))
-    if not m.keys:
-        out.append(Paragraph("No case has metadata."))
-    else:
-        t = Table([Column("key"), Column("cases", "count"), Column("distinct", "number"),
-                   Column("top values (cases)")],
-                  note=(f"{m.cases:,} {'case has' if m.cases == 1 else 'cases have'} "
-                        f"metadata. Nested keys (up to {m.depth} levels) "
-                        "are joined with dots; an object value is described by its keys. Over "
-                        f"{m.distinct_cap:,} distinct values the count is an estimate (~)."))
-        for k in m.keys:
-            if k.top:
-                top = ", ".join(f"{v.value} ({v.cases:,})" for v in k.top)
-            else:
-                top = "(objects)" if k.objects == k.cases else "-"
-            distinct: str | int = k.distinct if k.distinct_exact else f"~{k.distinct:,}"
-            t.add(k.key, k.cases, distinct if k.objects < k.cases else None, top)
-        out.append(t)
-
-    if s.warnings:
-        out.append(Heading("Warnings"))
-        out.extend(Paragraph(f"warning: {w}") for w in s.warnings)
-    return out
-
-
-def _share(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
-
-
-def report_blocks(r: RunReport) -> list[Block]:
-    """The tables of a build or validate run report."""
-    from evalstream.render.tables import Column, Heading, Paragraph, Table
-
-    c = r.counts
-    out: list[Block] = [Heading(f"evalstream {r.command} report: {r.input}", 1)]
-    head = (f"{c.lines:,} lines = {c.cases:,} cases + {c.rejected:,} rejected + "
-            f"{c.blank:,} blank")
-    if r.rubrics is not None:
-        head += f"; {c.checks:,} checks written, {c.skipped:,} skipped"
-    out.append(Paragraph(head + f". evalstream {r.evalstream}, {r.seconds:,} s."))
-    t = Table([Column("figure"), Column("value")])
-    for name, value in (("output", r.output), ("rejects", r.rejects),
-                        ("rubrics", ", ".join(r.rubrics.sources) if r.rubrics else None),
-                        ("rubric set hash", r.rubrics.hash if r.rubrics else None),
-                        ("tokenizer", r.tokenizer),
-                        ("budget", f"{r.budget:,}" if r.budget is not None else None),
-                        ("exit code", str(r.exit_code))):
-        t.add(name, value)
-    out.append(t)
-    if r.rubrics is not None and r.rubrics.ids:
-        out.append(Heading("Checks"))
-        t = Table([Column("rubric"), Column("written", "count"),
-                   Column("skipped (reason: count)"), Column("shown (states: count)")])
-        for rid in r.rubrics.ids:
-            skipped = r.skipped.get(rid, {})
-            shown = r.exposure.get(rid, {})
-            t.add(rid, r.checks_by_rubric.get(rid, 0),
-                  ", ".join(f"{k}: {v:,}" for k, v in skipped.items()) or "-",
-                  ", ".join(f"{k}: {v:,}" for k, v in shown.items()) or "-")
-        out.append(t)
-    if r.over_budget:
-        out.append(Heading("Over budget"))
-        t = Table([Column("line", "count"), Column("case"), Column("rubric"),
-                   Column("tokens", "count")],
-                  note=(f"{r.over_budget_listed:,} listed in the report" +
-                        (f"; the first {MAX_TABLE_GROUPS} shown."
-                         if len(r.over_budget) > MAX_TABLE_GROUPS else ".")))
-        for item in r.over_budget[:MAX_TABLE_GROUPS]:
-            t.add(item.line, item.case_id, item.rubric_id, item.tokens)
-        out.append(t)
-    if c.rejected:
-        out.append(Heading("Rejected lines"))
-        t = Table([Column("rejected because"), Column("lines", "count")])
-        for kind, n in r.rejected_by_kind.items():
-            t.add(kind, n)
-        if r.rejects and r.rejects != "-":
-            t.note = f"Each rejected line is in {r.rejects}."
-        out.append(t)
-    if r.warnings:
-        out.append(Heading("Warnings"))
-        out.extend(Paragraph(f"warning: {w}") for w in r.warnings)
-    return out

@@ -1,21 +1,19 @@
 """The rows of ``stats``: each decoded case becomes a few numbers and codes, never its text.
 
-``Collector`` takes chunks of lines, decodes them with ``Processor.accept`` (the same
-decoding, rejects and duplicate-id rule as ``build``), asks ``Sizer`` what ``build`` would
-do with every rubric, and appends one row per case to typed arrays (group code, sizes,
-which fields it has, the largest judge state). Every ``BATCH_ROWS`` rows the arrays
-become numpy columns, and the outcome signatures and labels are counted by key, so those
-counts grow with the distinct keys, never with the cases. Metadata keys are counted in
-bounded memory by ``MetadataKeys``.
+``Collector.add`` takes a case read as ``build`` reads it, with the checks build's own
+``Checker`` gave it, and keeps one row of numbers (group code, sizes, which fields it has,
+the largest judge state); every ``BATCH_ROWS`` rows become numpy columns. Outcome
+signatures (what became of each rubric) and labels are counted by key, so those counts
+grow with the distinct keys, never with the cases. Metadata keys are counted in bounded
+memory by ``MetadataKeys``.
 
-This module does not import Polars: worker processes (``stats_parallel``) use it, and
+This module does not import Polars: worker processes (``dataset.parallel``) use it, and
 Polars must neither be loaded in them nor forked.
 """
 
 from __future__ import annotations
 
 import heapq
-from array import array
 from collections import Counter
 from typing import Any
 
@@ -23,11 +21,8 @@ import msgspec
 import numpy as np
 import xxhash
 
-from evalstream.cases.rejects import Reject
-from evalstream.checks import tokens
-from evalstream.checks.state import FIELD_OF, STATE_NAMES
-from evalstream.files.lines import Chunk
-from evalstream.pipeline.build import OVER_BUDGET, Processor
+from evalstream.checks.checker import OVER_BUDGET, Check
+from evalstream.checks.rubrics import RubricSet
 
 BATCH_ROWS = 65_536
 MISSING = "(missing)"
@@ -41,11 +36,11 @@ VALUE_CHARS = 200
 NO_STATE = -1  # state_tokens of a case no judge rubric applies to
 _SKETCH_K = 1_024
 
-# Per-case columns and their array typecodes: machine numbers, not Python objects.
+# Per-case columns and their numpy types, in the order of a row.
 CASE_COLUMNS = {
-    "g": "I", "line_bytes": "Q", "input_chars": "I", "output_chars": "I", "messages": "H",
-    "tool_events": "H", "tool_failures": "H", "state_tokens": "q",
-    **{f"has_{f}": "B" for f in FIELDS},
+    "g": "uint32", "line_bytes": "uint64", "input_chars": "uint32", "output_chars": "uint32",
+    "messages": "uint16", "tool_events": "uint16", "tool_failures": "uint16",
+    "state_tokens": "int64", **{f"has_{f}": "bool" for f in FIELDS},
 }
 _STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 _SOURCE_CODE = {s: i for i, s in enumerate(SOURCES)}
@@ -226,109 +221,30 @@ class MetadataKeys:
                     sketch.add_hash(h)
 
 
-# -- what build would do -------------------------------------------------------------------------
-class Sizer:
-    """What ``build`` would do with each rubric for one case, without building its records.
-
-    The same rules and counts as ``Processor.checks``: ``requires`` first, then the
-    rubric's own ``skip_reason`` (its ``when`` rules), then the budget through the
-    processor's ``Budget``. Only the way a judge state's size is found differs: each field
-    the case has is encoded once, and a state's compact JSON size is the sum of its
-    fields' sizes plus its keys (``{"name":value,...}``). A state too large for its byte
-    bound is encoded whole and counted by ``Budget.fit``, as build does (exactly, or, past
-    the budget, only until it is clearly over: then the count is a lower bound).
-    """
-
-    def __init__(self, processor: Processor) -> None:
-        self.rubrics = processor.rubrics.rubrics if processor.rubrics else ()
-        self.budget = processor.budget
-        self.encode = msgspec.json.Encoder().encode
-        self._plans: dict[tuple[bool, ...], list[tuple[Any, ...]]] = {}
-
-    def _plan(self, key: tuple[bool, ...]) -> list[tuple[Any, ...]]:
-        present = tuple(name for name, has in zip(STATE_NAMES, (True, True, *key), strict=True)
-                        if has)
-        pset = frozenset(present)
-        plan = []
-        for rubric in self.rubrics:
-            missing = next((n for n in rubric.requires if n not in pset), None)
-            attrs, overhead, shown = None, 0, []
-            if rubric.kind == "judge":
-                shown = [n for n in rubric.shows if n in pset]
-                attrs = tuple((n, FIELD_OF[n]) for n in shown)
-                # {"a":x,"b":y}: braces, each quoted key and its colon, commas between.
-                overhead = 2 + sum(len(n) + 3 for n in shown) + max(len(shown) - 1, 0)
-            plan.append((rubric, f"requires {missing}" if missing else None, pset, attrs,
-                         overhead, shown))
-        self._plans[key] = plan
-        return plan
-
-    def outcomes(self, case: Any) -> tuple[Signature, int | None]:
-        """Per rubric, why build would skip it (None: it writes the check), and the token
-        size of the case's largest judge state (None when no judge rubric applies)."""
-        key = (case.messages is not None, case.context is not None, case.policy is not None,
-               case.tool_events is not None)
-        plan = self._plans.get(key) or self._plan(key)
-        metadata = case.metadata
-        budget = self.budget
-        encode = self.encode
-        sizes: dict[str, int] = {}
-        memo: tokens.Memo = {}  # exact counts of this case's field segments, as build keeps
-        largest = None
-        reasons = []
-        for rubric, reason, pset, attrs, overhead, shown in plan:
-            if reason is None and rubric.when:
-                reason = rubric.skip_reason(pset, metadata)
-            if reason is None and attrs is not None:
-                size = overhead
-                for _, attr in attrs:
-                    n = sizes.get(attr)
-                    if n is None:
-                        n = sizes[attr] = len(encode(getattr(case, attr)))
-                    size += n
-                if size <= budget.byte_room:
-                    n, total = size, size + budget.longest_question_bytes
-                else:
-                    state = encode({name: getattr(case, attr) for name, attr in attrs})
-                    n, longest, _ = budget.fit(state, shown, memo)
-                    total = n + longest
-                if largest is None or n > largest:
-                    largest = n
-                if total > budget.max_tokens:
-                    reason = OVER_BUDGET
-            reasons.append(reason)
-        return tuple(reasons), largest
-
-
 # -- the rows ------------------------------------------------------------------------------------
 class Collector:
-    """Turns decoded cases into numpy column batches, and counts outcomes, labels and
-    metadata by key. Group, signature and rubric codes are its own (see ``absorb``)."""
+    """Turns decoded cases and their checks into column batches, and counts outcomes,
+    labels and metadata by key. Group, signature and rubric codes are its own (see
+    ``absorb``). The checks come from the ``Checker`` build uses: stats counts exactly what
+    build would write and skip."""
 
-    def __init__(self, processor: Processor, by: list[str]) -> None:
-        self.processor = processor
-        self.sizer = Sizer(processor)
+    def __init__(self, rubrics: RubricSet, by: list[str]) -> None:
         self.by = by
         self.by_paths = [tuple(k.split(".")) for k in by]
         self._top_key = by[0] if len(self.by_paths) == 1 and len(self.by_paths[0]) == 1 \
             else None
-        rubrics = processor.rubrics.rubrics if processor.rubrics else ()
-        self.rubric_ids: list[str] = [r.id for r in rubrics]  # then labels' unknown ids
+        self.rubric_ids: list[str] = list(rubrics.ids)  # then labels' unknown ids
         self.rubric_index = {rid: i for i, rid in enumerate(self.rubric_ids)}
         self.n_rubrics = len(self.rubric_ids)
         self.groups: dict[tuple[str, ...], int] = {}
         self.signatures: dict[Signature, int] = {}
         self.sig_applies: list[tuple[bool, ...]] = []
         self.metadata = MetadataKeys()
-        self.when_unseen = {key: path for r in rubrics for key, path, _ in r.when}
-        self.when_seen: set[str] = set()
         self.batches: list[dict[str, np.ndarray]] = []
         self.outcomes: Counter[tuple[int, int]] = Counter()  # (group, signature) -> cases
         self.labels: Counter[LabelKey] = Counter()  # -> labels
         self.rows = 0
-        self._cols = {name: array(code) for name, code in CASE_COLUMNS.items()}
-        self._sig = array("I")
-        self._labels = [array("I"), array("I"), array("B"), array("B"), array("B")]
+        self._pending: list[tuple[int, ...]] = []  # rows not yet in a batch, in CASE_COLUMNS order
 
     # -- codes
     def group_key(self, metadata: dict[str, Any] | None) -> tuple[str, ...]:
@@ -359,108 +275,49 @@ class Collector:
         return r
 
     # -- rows
-    def take(self, chunk: Chunk) -> tuple[list[tuple[int, Any]], list[Reject]]:
-        """Decode a chunk as build does and add a row per case; return the accepted cases
-        (line, case) and the rejects."""
-        accepted, rejects = self.processor.accept(chunk)
-        (g_col, bytes_col, in_col, out_col, msg_col, tool_col, fail_col, tok_col,
-         has_m, has_c, has_p, has_t, has_md, has_ex) = self._cols.values()
-        sig_col = self._sig
-        lab_g, lab_r, lab_st, lab_src, lab_app = self._labels
-        outcomes = self.sizer.outcomes
-        group_key, group_of = self.group_key, self.group_of
-        signature_of, rubric_of = self.signature_of, self.rubric_of
-        sig_applies, n_rubrics = self.sig_applies, self.n_rubrics
-        add_metadata = self.metadata.add
-        first, lines = chunk.line, chunk.lines
-        groups, signatures = self.groups, self.signatures
-        for line, case in accepted:
-            metadata = case.metadata
-            key = group_key(metadata)
-            g = groups.get(key)
-            if g is None:
-                g = group_of(key)
-            reasons, largest = outcomes(case)
-            sig = signatures.get(reasons)
-            if sig is None:
-                sig = signature_of(reasons)
-            g_col.append(g)
-            sig_col.append(sig)
-            bytes_col.append(len(lines[line - first]))
-            in_col.append(len(case.input))
-            out_col.append(len(case.output))
-            messages, events = case.messages, case.tool_events
-            msg_col.append(len(messages) if messages else 0)
-            if events:
-                tool_col.append(len(events))
-                fail_col.append(sum([e.status == "failure" for e in events]))
-            else:
-                tool_col.append(0)
-                fail_col.append(0)
-            tok_col.append(NO_STATE if largest is None else largest)
-            has_m.append(messages is not None)
-            has_c.append(case.context is not None)
-            has_p.append(case.policy is not None)
-            has_t.append(events is not None)
-            has_md.append(metadata is not None)
-            expected = case.expected
-            has_ex.append(expected is not None)
-            if metadata:
-                add_metadata(metadata)
-                if self.when_unseen:
-                    self._note_when_keys(metadata)
-            if expected:
-                applies = sig_applies[sig]
-                for rubric_id, label in expected.items():
-                    r = rubric_of(rubric_id)
-                    lab_g.append(g)
-                    lab_r.append(r)
-                    lab_st.append(_STATUS_CODE[label.status])
-                    lab_src.append(_SOURCE_CODE[label.source])
-                    lab_app.append(r < n_rubrics and applies[r])
-        self.rows += len(accepted)
-        if len(g_col) >= BATCH_ROWS:
+    def add(self, raw: bytes, case: Any, checks: list[Check]) -> None:
+        """Add one case's row (``raw`` is its line) and count its outcomes and labels."""
+        metadata = case.metadata
+        g = self.group_of(self.group_key(metadata))
+        sig = self.signature_of(tuple(check.reason for check in checks))
+        largest = max((c.tokens.state for c in checks if c.tokens is not None),
+                      default=NO_STATE)
+        self.outcomes[g, sig] += 1
+        messages, events, expected = case.messages, case.tool_events, case.expected
+        self._pending.append((
+            g, len(raw), len(case.input), len(case.output),
+            len(messages) if messages else 0,
+            len(events) if events else 0,
+            sum(e.status == "failure" for e in events) if events else 0,
+            largest,
+            messages is not None, case.context is not None, case.policy is not None,
+            events is not None, metadata is not None, expected is not None))
+        if metadata:
+            self.metadata.add(metadata)
+        if expected:
+            applies = self.sig_applies[sig]
+            for rubric_id, label in expected.items():
+                r = self.rubric_of(rubric_id)
+                self.labels[g, r, _STATUS_CODE[label.status], _SOURCE_CODE[label.source],
+                            r < self.n_rubrics and applies[r]] += 1
+        self.rows += 1
+        if len(self._pending) >= BATCH_ROWS:
             self.flush()
-        return accepted, rejects
-
-    def _note_when_keys(self, metadata: dict[str, Any]) -> None:
-        for key, path in list(self.when_unseen.items()):
-            if lookup(metadata, path) is not _ABSENT:
-                self.when_seen.add(key)
-                del self.when_unseen[key]
 
     def flush(self) -> None:
-        """Turn the pending rows into numpy columns; count outcomes and labels by key.
+        """Turn the pending rows into one batch of numpy columns."""
+        if self._pending:
+            columns = zip(*self._pending, strict=True)
+            self.batches.append({name: np.array(values, dtype=CASE_COLUMNS[name])
+                                 for name, values in zip(CASE_COLUMNS, columns, strict=True)})
+            self._pending.clear()
 
-        Each key is packed into one integer, so counting is one ``np.unique`` (a
-        multi-column group-by would cost Polars about 90 bytes a row)."""
-        if self._cols["g"]:
-            self.batches.append({name: np.array(values, dtype=values.typecode)
-                                 for name, values in self._cols.items()})
-            g = np.array(self._cols["g"], dtype=np.uint64)
-            keys = (g << np.uint64(32)) | np.array(self._sig, dtype=np.uint64)
-            for key, n in zip(*np.unique(keys, return_counts=True), strict=True):
-                self.outcomes[int(key) >> 32, int(key) & 0xFFFFFFFF] += int(n)
-            for values in (*self._cols.values(), self._sig):
-                del values[:]
-        if self._labels[0]:
-            g, r, st, src, app = (np.array(a, dtype=np.uint64) for a in self._labels)
-            keys = (g << np.uint64(32)) | (r << np.uint64(8)) | (st << np.uint64(4)) | \
-                (src << np.uint64(1)) | app
-            for key, n in zip(*np.unique(keys, return_counts=True), strict=True):
-                k = int(key)
-                self.labels[k >> 32, (k >> 8) & 0xFFFFFF, (k >> 4) & 0xF, (k >> 1) & 0x7,
-                            bool(k & 1)] += int(n)
-            for values in self._labels:
-                del values[:]
-
-    # -- merging parts (stats_parallel)
-    def forget(self, case: Any) -> None:
+    # -- merging parts (dataset.parallel)
+    def forget(self, case: Any, checks: list[Check]) -> None:
         """Take a counted case back out of the outcome, label and metadata counts (its row
         must be dropped from the batches by the caller). For duplicates found late."""
         g = self.groups[self.group_key(case.metadata)]
-        reasons, _ = self.sizer.outcomes(case)
-        sig = self.signatures[reasons]
+        sig = self.signatures[tuple(check.reason for check in checks)]
         self.outcomes[g, sig] -= 1
         if case.metadata:
             self.metadata.remove(case.metadata)
@@ -495,5 +352,4 @@ class Collector:
             if n:
                 self.labels[int(gmap[g]), rmap[r], st, src, app] += n
         self.metadata.merge(part.metadata)
-        self.when_seen |= part.when_seen
         self.rows += part.rows - len(drop or ())

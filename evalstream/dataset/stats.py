@@ -16,7 +16,6 @@ fixed-size estimate). Polars is imported only to aggregate.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -24,10 +23,12 @@ import msgspec
 import numpy as np
 
 from evalstream import __version__
+from evalstream.cases.reading import LineCounts, case_reader
 from evalstream.cases.rejects import Reject
 from evalstream.checks import tokens
+from evalstream.checks.checker import OVER_BUDGET, Checker, CheckTally
 from evalstream.checks.report import RubricInfo
-from evalstream.checks.rubrics import RubricSet
+from evalstream.checks.rubrics import RubricSet, load_rubrics
 from evalstream.dataset.rows import (
     DISTINCT_CAP,
     FIELDS,
@@ -40,15 +41,17 @@ from evalstream.dataset.rows import (
     Collector,
     MetadataKeys,
 )
+from evalstream.engines.local import default_workers
+from evalstream.errors import UsageError
 from evalstream.files.lines import (
     DEFAULT_MAX_LINE_BYTES,
-    Chunk,
+    Progress,
     input_size,
     open_input,
+    progress,
     read_chunks,
 )
 from evalstream.files.outputs import AtomicOutput
-from evalstream.pipeline.build import OVER_BUDGET, Processor, UsageError, load_rubrics
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
@@ -235,21 +238,7 @@ def parse_by(text: str) -> list[str]:
 
 
 # -- the run -------------------------------------------------------------------------------------
-class _Counting:
-    """A binary stream wrapper that counts the bytes read through it."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self.stream = stream
-        self.bytes = 0
-
-    def readline(self, size: int = -1) -> bytes:
-        data = self.stream.readline(size)
-        self.bytes += len(data)
-        return data
-
-
-def collect(opts: StatsOptions,
-            on_progress: Callable[[int, int | None], None] | None = None) -> DatasetStats:
+def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetStats:
     """Read the dataset once and return its stats; rejects go to ``opts.rejects`` if given.
 
     Raises UsageError for bad options, RubricError for bad rubric files, InputError and
@@ -268,61 +257,70 @@ def collect(opts: StatsOptions,
         raise UsageError(f"the input and rejects paths are the same file ({opts.input}); "
                          "choose a different --rejects name.")
     rubric_set = load_rubrics(opts.rubric_files)
-    processor = Processor(rubric_set, opts.max_tokens, opts.max_line_bytes,
-                          opts.allow_unknown_fields)
-    collector = Collector(processor, opts.by)
+    collector = Collector(rubric_set, opts.by)
     size = input_size(opts.input)
-    workers = opts.workers if opts.workers is not None else parallel.default_workers()
-    spread = parallel.worthwhile(opts.input, size, workers)
-    stream = None if spread else _Counting(open_input(opts.input))
+    workers = opts.workers if opts.workers is not None else default_workers()
     rejects_out = AtomicOutput(opts.rejects) if opts.rejects else None
     try:
-        if stream is None:
+        if parallel.worthwhile(opts.input, size, workers):
             assert size is not None
             settings = parallel.Settings(
                 opts.input, opts.by, rubric_set, opts.max_tokens, opts.max_line_bytes,
                 opts.allow_unknown_fields, None, FIRST_REJECTS)
-            first_rejects = parallel.run_parallel(collector, settings, workers, size,
-                                                        rejects_out, on_progress)
-            n_bytes = size
+            merger = parallel.run(collector, settings, workers, size, rejects_out, on_progress)
+            lines, checks, first_rejects, n_bytes = (merger.lines, merger.checks,
+                                                     merger.first_rejects, size)
         else:
-            first_rejects = _read(collector, stream, opts, rejects_out, size, on_progress)
-            n_bytes = stream.bytes
+            lines, checks, first_rejects, n_bytes = _read(collector, rubric_set, opts,
+                                                          rejects_out, size, on_progress)
         collector.flush()
-        processor.index = None  # the duplicate-id index is done with: free it before Polars
-        stats = _summarize(collector, opts, rubric_set, n_bytes, first_rejects)
+        stats = _summarize(collector, lines, checks, opts, rubric_set, n_bytes, first_rejects)
         if rejects_out is not None:
             rejects_out.commit()
     except BaseException:
         if rejects_out is not None:
             rejects_out.abort()
         raise
-    finally:
-        if stream is not None and opts.input != "-":
-            stream.stream.close()
     return stats
 
 
-def _read(collector: Collector, stream: _Counting, opts: StatsOptions,
-          rejects_out: AtomicOutput | None, size: int | None,
-          on_progress: Callable[[int, int | None], None] | None) -> list[Reject]:
-    """Read the whole input in this process; return the first rejects."""
-    processor = collector.processor
-    first_rejects: list[Reject] = []
+def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
+          rejects_out: AtomicOutput | None, size: int | None, on_progress: Progress | None,
+          ) -> tuple[LineCounts, CheckTally, list[Reject], int]:
+    """Read the whole input in this process: line counts, check tally, first rejects and
+    the bytes read."""
+    reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
+    checker = Checker(rubric_set, opts.max_tokens)
     encode = msgspec.json.Encoder().encode
-    for item in read_chunks(stream, opts.max_line_bytes):
-        if isinstance(item, Chunk):
-            _, rejects = collector.take(item)
-        else:
-            rejects = processor.long_line(item)
-        if rejects:
-            if len(first_rejects) < FIRST_REJECTS:
-                first_rejects += rejects[: FIRST_REJECTS - len(first_rejects)]
-            if rejects_out is not None:
-                rejects_out.write(b"".join(encode(r) + b"\n" for r in rejects))
+    stream = _Counting(open_input(opts.input))
+    try:
+        items = read_chunks(stream, opts.max_line_bytes)
         if on_progress is not None:
-            on_progress(stream.bytes, size)
-    return first_rejects
+            items = progress(items, on_progress, size)
+        for item in reader.read(items):
+            if type(item) is Reject:
+                if rejects_out is not None:
+                    rejects_out.write(encode(item) + b"\n")
+                continue
+            line_no, _, raw, case = item  # type: ignore[misc]
+            collector.add(raw, case, checker.check(case, line_no))
+    finally:
+        if opts.input != "-":
+            stream.stream.close()
+    return reader.counts, checker.tally, reader.first_rejects, stream.bytes
+
+
+class _Counting:
+    """A binary stream wrapper that counts the bytes read through it."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.bytes = 0
+
+    def readline(self, size: int = -1) -> bytes:
+        data = self.stream.readline(size)
+        self.bytes += len(data)
+        return data
 
 
 # -- aggregation ---------------------------------------------------------------------------------
@@ -447,13 +445,12 @@ def _empty_counts() -> dict[str, Any]:
             "labelled": 0}
 
 
-def _summarize(collector: Collector, opts: StatsOptions, rubric_set: RubricSet, n_bytes: int,
+def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally,
+               opts: StatsOptions, rubric_set: RubricSet, n_bytes: int,
                first_rejects: list[Reject]) -> DatasetStats:
-    processor = collector.processor
-    tally = processor.tally
     group_keys = sorted(collector.groups, key=collector.groups.__getitem__)  # by code
     cases = _frame(collector)
-    rubrics = processor.rubrics.rubrics if processor.rubrics else ()
+    rubrics = rubric_set.rubrics
     n_rubrics = len(rubrics)
     signatures = sorted(collector.signatures, key=collector.signatures.__getitem__)
 
@@ -543,11 +540,10 @@ def _summarize(collector: Collector, opts: StatsOptions, rubric_set: RubricSet, 
         values = {group_keys[g][i] for g in rows}  # groups with cases
         missing = sum(rows[g]["cases"] for g in rows if group_keys[g][i] == MISSING)
         by_keys[key] = ByKey(len(values - {MISSING}), missing)
-    c = tally.counts
-    overview = Overview(c.lines, c.blank, c.cases, c.rejected, n_bytes,
-                        dict(sorted(tally.rejected_by_kind.items())), len(groups), by_keys)
+    overview = Overview(lines.lines, lines.blank, lines.records, lines.rejected, n_bytes,
+                        dict(sorted((+lines.rejected_by_kind).items())), len(groups), by_keys)
 
-    warnings = _warnings(collector, rubric_set, by_keys, labels, c.cases)
+    warnings = _warnings(collector, checks_tally, rubric_set, by_keys, labels, lines.records)
     return DatasetStats(
         shape=SHAPE, evalstream=__version__, input=opts.input, by=list(by),
         rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources)),
@@ -556,15 +552,15 @@ def _summarize(collector: Collector, opts: StatsOptions, rubric_set: RubricSet, 
         histograms={c: _histogram(cases, c) for c in ("input_chars", "output_chars",
                                                       "state_tokens")},
         first_rejects=[FirstReject(r.line, r.id, r.path, r.error) for r in first_rejects],
-        warnings=warnings, exit_code=1 if c.rejected else 0)
+        warnings=warnings, exit_code=1 if lines.rejected else 0)
 
 
-def _warnings(collector: Collector, rubric_set: RubricSet, by_keys: dict[str, ByKey],
-              labels: list[RubricLabels], n_cases: int) -> list[str]:
+def _warnings(collector: Collector, checks: CheckTally, rubric_set: RubricSet,
+              by_keys: dict[str, ByKey], labels: list[RubricLabels], n_cases: int) -> list[str]:
     warnings = []
     if n_cases:
         for key in rubric_set.when_keys:
-            if key not in collector.when_seen:
+            if not checks.when_keys_seen[key]:
                 warnings.append(f"no case has metadata key `{key}`, named by a `when` rule: the "
                                 "rubrics that use it never apply.")
         for key, counts in by_keys.items():

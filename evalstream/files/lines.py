@@ -12,7 +12,7 @@ import gzip
 import io
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
@@ -21,6 +21,7 @@ from evalstream.errors import InputError
 BLOCK_SIZE = 1 << 18  # 256 KiB, read buffer and chunk: measured faster and leaner than 1 MiB
 DEFAULT_MAX_LINE_BYTES = 256 << 20
 BOM = b"\xef\xbb\xbf"
+Progress = Callable[[int, int | None], None]  # (bytes done, bytes in all or None)
 # Enough bytes to show a reject's first 2,000 characters even if all are 4-byte UTF-8.
 HEAD_BYTES = 8_000
 
@@ -144,6 +145,19 @@ def read_chunks(
         yield Chunk(line_no, offset - held, lines)
 
 
+def progress(items: Iterable[Chunk | LongLine], on_progress: Progress,
+             size: int | None) -> Iterator[Chunk | LongLine]:
+    """``items`` as they are, calling ``on_progress`` with the bytes done after each."""
+    for item in items:
+        yield item
+        if type(item) is Chunk:
+            done = item.offset + sum(map(len, item.lines)) + len(item.lines)
+        else:
+            assert type(item) is LongLine
+            done = item.offset + item.size + 1
+        on_progress(done, size)
+
+
 _PIECE = 1 << 20  # longer lines are read in pieces of this size
 
 
@@ -251,3 +265,32 @@ def read_line_at(fd: int, offset: int, limit: int) -> bytes:
         pieces.append(block)
         got += len(block)
     return b"".join(pieces)
+
+
+def chunks_of(lines: Iterable[bytes | str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+              block_size: int = BLOCK_SIZE) -> Iterator[Chunk | LongLine]:
+    """Lines given one by one (``bytes`` or ``str``, with or without their newline) as the
+    Chunks and LongLines ``read_chunks`` makes of a file holding them."""
+    line_no, offset = 1, 0
+    held: list[bytes] = []
+    size = 0
+    for item in lines:
+        line = item.encode("utf-8", "surrogatepass") if isinstance(item, str) else item
+        if line.endswith(b"\n"):
+            line = line[:-1]
+        if len(line) > max_line_bytes:
+            if held:
+                yield Chunk(line_no, offset - size, held)
+                line_no, held, size = line_no + len(held), [], 0
+            yield LongLine(line_no, offset, len(line), line[:HEAD_BYTES])
+            line_no += 1
+            offset += len(line) + 1
+            continue
+        held.append(line)
+        size += len(line) + 1
+        offset += len(line) + 1
+        if size >= block_size:
+            yield Chunk(line_no, offset - size, held)
+            line_no, held, size = line_no + len(held), [], 0
+    if held:
+        yield Chunk(line_no, offset - size, held)

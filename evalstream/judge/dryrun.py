@@ -51,19 +51,17 @@ def dry_run(opts: Options) -> DryRun:
     # Requests already counted, on disk: a set of keys would grow with the input.
     seen = sqlite3.connect("", isolation_level=None)
     seen.execute("CREATE TABLE seen (key TEXT PRIMARY KEY) WITHOUT ROWID")
-    lines = states = exact = rejected = blank = to_send = stored = duplicates = 0
+    states = exact = to_send = stored = duplicates = 0
     input_tokens = 0
     store = Store(path_of_store, readonly=True)
+    reader = inputs.Reader(opts.max_line_bytes)
     try:
         with spooled(opts.input) as path:
-            for item in inputs.read(path, opts.max_line_bytes):
-                lines += 1
+            for item in reader.read(path):
                 if isinstance(item, inputs.Exact):
                     exact += 1
-                elif isinstance(item, inputs.Blank):
-                    blank += 1
-                elif isinstance(item, inputs.Rejected):
-                    rejected += 1
+                elif not isinstance(item, inputs.JudgeState):
+                    continue  # a reject: counted by the reader
                 else:
                     states += 1
                     req = build(config, item.question, item.state)
@@ -83,6 +81,7 @@ def dry_run(opts: Options) -> DryRun:
     finally:
         store.close()
         seen.close()
+    lines, blank, rejected = reader.counts.lines, reader.counts.blank, reader.counts.rejected
     prices = None if opts.price_in is None or opts.price_out is None else Prices(
         opts.price_in, opts.price_out)
     output_bound = to_send * config.max_output_tokens

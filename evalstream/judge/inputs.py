@@ -1,5 +1,6 @@
-"""Reading ``build``'s output for ``judge``: each line is a judge state (judged), an exact
-verdict (passed through unchanged), blank (counted), or a reject (line, JSON path, sentence).
+"""Reading ``build``'s output for ``judge``, through the one read loop
+(``cases.reading.RecordReader``): each line is a judge state (judged), an exact verdict
+(passed through unchanged), blank (counted), or a reject (line, JSON path, sentence).
 
 A judge state must be what ``build`` wrote: ``case_id``, ``rubric_id``, a ``question`` that
 opens with evalstream's untrusted-data preamble, a ``state`` object whose xxh3-128 is its
@@ -9,24 +10,34 @@ opens with evalstream's untrusted-data preamble, a ``state`` object whose xxh3-1
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import msgspec
 import xxhash
 from msgspec import Struct
 
 from evalstream.cases import rejects
+from evalstream.cases.reading import LineCounts, Problem, RecordKind, RecordReader
 from evalstream.cases.rejects import Reject, raw_text
 from evalstream.cases.schema import CaseId
 from evalstream.checks.state import PREAMBLE
-from evalstream.files.lines import Chunk, LongLine, open_input, read_chunks
-from evalstream.verdicts.records import RubricId
+from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES, LongLine, chunks_of
+from evalstream.verdicts.records import EXPOSURE_FIELDS, RubricId
 
 JUDGE_STATE_FIELDS = ("case_id", "rubric_id", "question", "state", "exposure", "rubric_hash",
                       "state_hash")
 NOT_A_STATE = "not a judge state"
+SHAPE = rejects.Shape(
+    noun="judge state",
+    required=JUDGE_STATE_FIELDS,
+    fields={"$": (*JUDGE_STATE_FIELDS, "kind", "status", "evidence"),
+            "$.exposure": EXPOSURE_FIELDS},
+    allowed={"$.status": "pass, fail, na, unscored"},
+    ids={"$.case_id": "Case id", "$.rubric_id": "Rubric id"},
+    id_field="case_id",
+    too_long="raise --max-line-bytes to judge it",
+)
 
 
 class _Line(Struct, gc=False):
@@ -65,161 +76,112 @@ class Exact(NamedTuple):
     raw: bytes
 
 
-class Rejected(NamedTuple):
-    """A line that is neither, and its kind for the report's counts."""
-
-    reject: Reject
-    kind: str
-
-
-class Blank(NamedTuple):
-    line: int
-
-
-Item = JudgeState | Exact | Rejected | Blank
-_decode = msgspec.json.Decoder(_Line).decode
 _exposure = msgspec.json.Decoder(_Exposure).decode
-_ERROR_AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
 
 
-def read(path: str, max_line_bytes: int) -> Iterator[Item]:
-    """Every line of a build output, in order, as an Item."""
-    stream = open_input(path)
-    try:
-        for chunk in read_chunks(stream, max_line_bytes):
-            if isinstance(chunk, LongLine):
-                yield Rejected(_long_line(chunk, max_line_bytes), "line too long")
-                continue
-            yield from _chunk_items(chunk)
-    finally:
-        if path != "-":
-            stream.close()
+def _reject(line_no: int, offset: int, line: bytes, exc: BaseException) -> Problem:
+    return (rejects.reject(line_no, offset, line, exc, SHAPE),
+            rejects.reject_kind(exc, line, SHAPE))
 
 
-def _chunk_items(chunk: Chunk) -> Iterator[Item]:
-    offsets: list[int] | None = None
-    for i, line in enumerate(chunk.lines):
-        item = classify(chunk.line + i, line)
-        if isinstance(item, Rejected):
-            offsets = offsets or chunk.offsets()
-            item.reject.offset = offsets[i]
-        yield item
+def _too_long(item: LongLine, limit: int) -> Reject:
+    return rejects.long_line_reject(item, limit, SHAPE)
 
 
-def classify(line_no: int, line: bytes) -> Item:
-    """What one line is (a reject's offset is left 0 for the caller to set)."""
-    try:
-        v = _decode(line)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        if not line or line.isspace():
-            return Blank(line_no)
-        path, error = _explain(exc, line)
-        return _rejected(line_no, line, path, error, rejects.reject_kind(exc, line))
-    if v.status is not None:
-        if v.kind == "exact":
-            return Exact(line_no, line)
-        return _rejected(line_no, line, "$.status", (
-            f"This line is already a verdict (`status` is {v.status!r}); judge reads build's "
-            "output: judge states (with `question` and `state`) and exact verdicts."),
-            NOT_A_STATE, v.case_id)
-    if v.question is None or not v.state:
-        missing = "question" if v.question is None else "state"
-        return _rejected(line_no, line, f"$.{missing}", (
-            f"Required field `{missing}` is missing; a judge state needs "
-            f"{_fields()} (as `evalstream build` writes them)."), "missing field", v.case_id)
-    if v.rubric_hash is None or v.state_hash is None or not v.exposure:
-        missing = ("rubric_hash" if v.rubric_hash is None else
-                   "state_hash" if v.state_hash is None else "exposure")
-        return _rejected(line_no, line, f"$.{missing}", (
-            f"Required field `{missing}` is missing; a judge state needs {_fields()}: the "
-            "verdict copies them so that compare can tell what the judge saw."),
-            "missing field", v.case_id)
-    state = bytes(v.state)
-    if not state.startswith(b"{"):
-        return _rejected(line_no, line, "$.state", "`$.state` must be an object (the judge "
-                         "state's fields).", "invalid value", v.case_id)
-    if xxhash.xxh3_128_hexdigest(state) != v.state_hash:
-        return _rejected(line_no, line, "$.state_hash", (
-            "`$.state_hash` is not the xxh3-128 of `$.state`: the state was changed after "
-            "build wrote it. Rebuild the states rather than editing them."), "invalid value",
-            v.case_id)
-    if not v.question.startswith(PREAMBLE):
-        return _rejected(line_no, line, "$.question", (
-            "`$.question` does not begin with evalstream's untrusted-data preamble; judge "
-            "sends only questions written by `evalstream build` (rebuild the states)."),
-            "invalid value", v.case_id)
-    try:
-        _exposure(v.exposure)
-    except msgspec.DecodeError as exc:
-        path, error = _explain(exc, bytes(v.exposure), "$.exposure")
-        return _rejected(line_no, line, path, error, "invalid value", v.case_id)
-    return JudgeState(line_no, v.case_id, v.rubric_id, v.question, state.decode(), v.exposure,
-                      v.rubric_hash, v.state_hash)
+def _problem(v: _Line, line_no: int, line: bytes, path: str, error: str, kind: str) -> Problem:
+    return Reject(line_no, 0, v.case_id, path, error, raw_text(line)), kind
 
 
 def _fields() -> str:
     return ", ".join(f"`{f}`" for f in JUDGE_STATE_FIELDS)
 
 
-def _rejected(line_no: int, line: bytes, path: str | None, error: str, kind: str,
-              case_id: str | None = None) -> Rejected:
-    if case_id is None:
-        case_id = _case_id_of(line)
-    return Rejected(Reject(line_no, 0, case_id, path, error, raw_text(line)), kind)
-
-
-def _long_line(item: LongLine, max_line_bytes: int) -> Reject:
-    error = (f"The line is {item.size:,} bytes, over the limit of {max_line_bytes:,} bytes; "
-             "raise --max-line-bytes to judge it.")
-    return Reject(item.line, item.offset, None, None, error, raw_text(item.head))
-
-
-class _IdProbe(Struct):
-    case_id: Any = None
-
-
-_probe = msgspec.json.Decoder(_IdProbe).decode
-
-
-def _case_id_of(line: bytes) -> str | None:
+def check(v: _Line, line_no: int, line: bytes) -> Problem | None:
+    """Why a decoded line is neither a judge state nor an exact verdict; None when it is one."""
+    if v.status is not None:
+        if v.kind == "exact":
+            return None
+        return _problem(v, line_no, line, "$.status", (
+            f"This line is already a verdict (`status` is {v.status!r}); judge reads build's "
+            "output: judge states (with `question` and `state`) and exact verdicts."),
+            NOT_A_STATE)
+    if v.question is None or not v.state:
+        missing = "question" if v.question is None else "state"
+        return _problem(v, line_no, line, f"$.{missing}", (
+            f"Required field `{missing}` is missing; a judge state needs {_fields()} (as "
+            "`evalstream build` writes them)."), "missing field")
+    if v.rubric_hash is None or v.state_hash is None or not v.exposure:
+        missing = ("rubric_hash" if v.rubric_hash is None else
+                   "state_hash" if v.state_hash is None else "exposure")
+        return _problem(v, line_no, line, f"$.{missing}", (
+            f"Required field `{missing}` is missing; a judge state needs {_fields()}: the "
+            "verdict copies them so that compare can tell what the judge saw."),
+            "missing field")
+    state = bytes(v.state)
+    if not state.startswith(b"{"):
+        return _problem(v, line_no, line, "$.state", "`$.state` must be an object (the judge "
+                        "state's fields).", "invalid value")
+    if xxhash.xxh3_128_hexdigest(state) != v.state_hash:
+        return _problem(v, line_no, line, "$.state_hash", (
+            "`$.state_hash` is not the xxh3-128 of `$.state`: the state was changed after "
+            "build wrote it. Rebuild the states rather than editing them."), "invalid value")
+    if not v.question.startswith(PREAMBLE):
+        return _problem(v, line_no, line, "$.question", (
+            "`$.question` does not begin with evalstream's untrusted-data preamble; judge "
+            "sends only questions written by `evalstream build` (rebuild the states)."),
+            "invalid value")
     try:
-        value = _probe(line).case_id
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    return value if isinstance(value, str) else None
+        _exposure(v.exposure)
+    except msgspec.DecodeError as exc:
+        what, _, at = str(exc).partition(" - at `$")
+        path = "$.exposure" + at.rstrip("`")
+        return _problem(v, line_no, line, path, (
+            f"`$.exposure` is not an exposure record as build writes it ({what} at `{path}`); "
+            "it needs `shown`, the list of judge-state names the judge was shown."),
+            "invalid value")
+    return None
 
 
-def _explain(exc: BaseException, line: bytes, prefix: str = "$") -> tuple[str | None, str]:
-    """The JSON path and a sentence for a line (or the exposure) that failed to decode."""
-    if not isinstance(exc, msgspec.ValidationError):
-        path, error = rejects.explain(exc, line)
-        return path, error.replace("each case must be", "each judge state must be")
-    m = _ERROR_AT.match(str(exc))
-    assert m is not None  # the pattern matches any string
-    what, path = m["what"], prefix + (m["path"] or "$")[1:]
-    if what.startswith("Object missing required field"):
-        name = what.split("`")[1]
-        return f"{path}.{name}", (f"`{path}` is missing its required field `{name}`; a judge "
-                                  f"state needs {_fields()}.")
-    if what.startswith("Invalid enum value"):
-        return path, f"`{path}` is {what[len('Invalid enum value '):]}: not a verdict status."
-    if what.startswith("Expected `str` matching regex") or re.match(
-            r"Expected `str` of length [<>]=", what):
-        return path, (f"`{path}` must be a slug: non-empty, at most 512 characters, without "
-                      "whitespace or `/`.")
-    got = re.match(r"Expected `([^`]+)`, got `([^`]+)`", what)
-    if got and path == "$":
-        return path, (f"The line is {_a(got[2])}, not a judge state; each line must be one JSON "
-                      "object as `evalstream build` writes it.")
-    if got:
-        return path, f"`{path}` must be {' or '.join(map(_a, got[1].split(' | ')))}, not " \
-                     f"{_a(got[2])}."
-    return path, f"`{path}`: {what}."
+KIND: RecordKind[_Line] = RecordKind(decode=msgspec.json.Decoder(_Line).decode,
+                                     reject=_reject, too_long=_too_long, check=check)
 
 
-_WORDS = {"str": "a string", "int": "an integer", "float": "a number", "object": "an object",
-          "array": "an array", "null": "null", "bool": "true or false"}
+class Reader:
+    """Reads a build output into judge states, exact verdicts and rejects, counting lines."""
+
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self._reader = RecordReader(KIND, max_line_bytes)
+
+    @property
+    def counts(self) -> LineCounts:
+        """Lines read so far: ``lines == blank + records + rejected``."""
+        return self._reader.counts
+
+    def read(self, path: str) -> Iterator[JudgeState | Exact | Reject]:
+        """The file's items in line order (blank lines are only counted)."""
+        return self._items(self._reader.read_file(path))
+
+    def read_lines(self, lines: list[bytes]) -> Iterator[JudgeState | Exact | Reject]:
+        """The items of lines given one by one (tests)."""
+        return self._items(self._reader.read(chunks_of(lines, self._reader.max_line_bytes)))
+
+    @staticmethod
+    def _items(records: Iterator[tuple[int, int, bytes, _Line] | Reject],
+               ) -> Iterator[JudgeState | Exact | Reject]:
+        for item in records:
+            if type(item) is Reject:
+                yield item
+                continue
+            line_no, _, raw, v = item  # type: ignore[misc]
+            if v.status is not None:
+                yield Exact(line_no, raw)
+                continue
+            assert v.question is not None and v.rubric_hash and v.state_hash  # checked
+            yield JudgeState(line_no, v.case_id, v.rubric_id, v.question,
+                             bytes(v.state).decode(), v.exposure, v.rubric_hash, v.state_hash)
 
 
-def _a(name: str) -> str:
-    return _WORDS.get(name, f"`{name}`")
+def read(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+         ) -> Iterator[JudgeState | Exact | Reject]:
+    """The items of a build output, in order (blank lines skipped)."""
+    return Reader(max_line_bytes).read(path)

@@ -289,8 +289,9 @@ class Asker:
                 self.hook(self.progress)
 
     def _states(self, path: str) -> Iterator[tuple[inputs.JudgeState, Request]]:
-        for item in inputs.read(path, self.opts.max_line_bytes):
-            self.progress.lines += 1
+        reader = inputs.Reader(self.opts.max_line_bytes)
+        for item in reader.read(path):
+            self.progress.lines = reader.counts.lines
             if isinstance(item, inputs.JudgeState):
                 self.progress.states += 1
                 yield item, build(self.config, item.question, item.state)
@@ -435,8 +436,8 @@ class Writer:
     def write(self, path: str, out: AtomicOutput, rejects: AtomicOutput) -> None:
         c = self.counts
         pending: list[bytes] = []
-        for item in inputs.read(path, self.opts.max_line_bytes):
-            c.lines += 1
+        reader = inputs.Reader(self.opts.max_line_bytes)
+        for item in reader.read(path):
             if isinstance(item, inputs.JudgeState):
                 c.judge_states += 1
                 line = self.verdict(item)
@@ -451,16 +452,15 @@ class Writer:
             elif isinstance(item, inputs.Exact):
                 c.exact_verdicts += 1
                 pending.append(item.raw + b"\n")
-            elif isinstance(item, inputs.Blank):
-                c.blank += 1
             else:
-                c.rejected += 1
-                self.rejected_by_kind[item.kind] += 1
-                rejects.write(self._encode(item.reject) + b"\n")
+                rejects.write(self._encode(item) + b"\n")
             if len(pending) >= 256:
                 out.write_all(pending)
                 pending = []
         out.write_all(pending)
+        lines = reader.counts
+        c.lines, c.blank, c.rejected = lines.lines, lines.blank, lines.rejected
+        self.rejected_by_kind = lines.rejected_by_kind
 
 
 # -- the run ---------------------------------------------------------------------------------------

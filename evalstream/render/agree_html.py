@@ -175,7 +175,7 @@ def _buckets(c: Cell) -> list[float]:
 
 def agree_page(report: AgreeReport) -> str:
     """The agree result as one self-contained HTML page."""
-    from evalstream.verdicts.agree import rubric_blocks, summary_blocks
+    from evalstream.render.agree import rubric_blocks, summary_blocks
 
     page = Page("evalstream agree", f"{report.verdicts.path} against the labels of "
                                     f"{report.cases.path}")
@@ -220,7 +220,7 @@ def agree_page(report: AgreeReport) -> str:
 
 def compare_page(report: CompareReport) -> str:
     """The compare result as one self-contained HTML page."""
-    from evalstream.verdicts.compare import rubric_blocks, summary_blocks
+    from evalstream.render.compare import rubric_blocks, summary_blocks
 
     s = report.summary
     page = Page("evalstream compare", f"run A = {report.run_a.path}, run B = {report.run_b.path}")

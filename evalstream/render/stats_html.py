@@ -9,7 +9,6 @@ summaries). A run report gets its own, shorter page in the same style.
 from __future__ import annotations
 
 from evalstream.checks.report import RunReport
-from evalstream.cli.stats import MAX_TABLE_GROUPS, group_name, report_blocks, stats_blocks
 from evalstream.dataset.stats import DatasetStats, Histogram
 from evalstream.render.html import (
     PALETTE,
@@ -19,6 +18,7 @@ from evalstream.render.html import (
     range_chart,
     stacked_bar_chart,
 )
+from evalstream.render.stats import MAX_TABLE_GROUPS, group_name, report_blocks, stats_blocks
 
 STATUS_COLORS = ("#3a9a5b", "#d1495b", "#a0a7b1")  # pass, fail, na
 SKIP_COLORS = ("#4e79a7", "#edc948", "#f28e2b", "#b07aa1", "#9c755f", "#76b7b2", "#e15759")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TextIO
 
 if TYPE_CHECKING:  # rich is imported only when a table is printed
     from rich.console import Console
@@ -211,3 +211,27 @@ def to_markdown(blocks: Sequence[Block]) -> str:
                 lines += ["", md_escape(block.note)]
             parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
+
+
+def to_text(blocks: Sequence[Block], width: int) -> str:
+    """Blocks as plain text (no colour, no terminal codes), tables fitted to ``width``."""
+    import io
+
+    from rich.console import Console
+
+    text = io.StringIO()
+    render_rich(blocks, Console(file=text, width=width, force_terminal=False, no_color=True,
+                                highlight=False, emoji=False))
+    return text.getvalue()
+
+
+def print_blocks(blocks: Sequence[Block], file: TextIO) -> None:
+    """Blocks printed to a terminal (fitted to its width; no colour unless it is one)."""
+    from rich.console import Console
+
+    render_rich(blocks, Console(file=file, highlight=False, emoji=False))
+
+
+def render_format(blocks: Sequence[Block], fmt: str, width: int) -> bytes:
+    """Blocks as ``markdown`` or as plain-text tables (``table``) ``width`` wide."""
+    return (to_markdown(blocks) if fmt == "markdown" else to_text(blocks, width)).encode()

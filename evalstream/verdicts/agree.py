@@ -25,11 +25,10 @@ from msgspec import Struct
 
 from evalstream import __version__
 from evalstream.cases.rejects import Reject
-from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES, Chunk, open_input, read_chunks
+from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream.verdicts import agreement
 from evalstream.verdicts.records import (
     FAIL,
-    FIRST_REJECTS_KEPT,
     FLUSH_ROWS,
     NA_VERDICT,
     PASS,
@@ -46,7 +45,6 @@ from evalstream.verdicts.records import (
 if TYPE_CHECKING:
     import polars as pl
 
-    from evalstream.render.tables import Block
 
 LABEL_STATUSES = ("pass", "fail", "na")
 NA = 2  # label code of `na`; pass and fail share the verdicts' codes 0 and 1
@@ -205,10 +203,9 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     """
     import polars as pl
 
-    from evalstream.checks.tokens import DEFAULT_BUDGET
-    from evalstream.pipeline.build import Processor
+    from evalstream.cases.reading import case_reader
 
-    processor = Processor(None, DEFAULT_BUDGET, max_line_bytes, allow_unknown_fields)
+    reader = case_reader(allow_unknown_fields, max_line_bytes)
     label_cols = Columns({"case": pl.UInt32, "rubric": pl.UInt32, "lstatus": pl.UInt8,
                           "source": pl.UInt8, "cline": pl.UInt32, "group": pl.UInt32})
     case_cols = Columns({"case_id": pl.String, "group": pl.UInt32})
@@ -219,48 +216,36 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     rubric_code, group_code = rubrics.code, groups.code
     group_path = tuple(by.split(".")) if by else None
     row = 0  # the case's row in the cases frame
-    stream = open_input(path)
-    try:
-        for item in read_chunks(stream, max_line_bytes):
-            if not isinstance(item, Chunk):
-                rejects = processor.long_line(item)
-                if len(processor.first_rejects) < FIRST_REJECTS_KEPT:
-                    processor.first_rejects += rejects
-                sink.write(path, rejects)
-                continue
-            accepted, rejects = processor.accept(item)
-            if rejects:
-                sink.write(path, rejects)
-            for line, case in accepted:
-                c_ids.append(case.id)
-                group = None
-                if group_path is not None:
-                    value = _group_value(case.metadata, group_path)
-                    group = None if value is None else group_code(value)
-                c_groups.append(group)
-                if case.expected:
-                    for rid, label in case.expected.items():
-                        l_case.append(row)
-                        l_rubrics.append(rubric_code(rid))
-                        l_status.append(status_code[label.status])
-                        l_source.append(source_code[label.source])
-                        l_line.append(line)
-                        l_group.append(group)
-                row += 1
+    for item in reader.read_file(path):
+        if type(item) is Reject:
+            sink.write(path, [item])
+            continue
+        line, _, _, case = item  # type: ignore[misc]
+        c_ids.append(case.id)
+        group = None
+        if group_path is not None:
+            value = _group_value(case.metadata, group_path)
+            group = None if value is None else group_code(value)
+        c_groups.append(group)
+        if case.expected:
+            for rid, label in case.expected.items():
+                l_case.append(row)
+                l_rubrics.append(rubric_code(rid))
+                l_status.append(status_code[label.status])
+                l_source.append(source_code[label.source])
+                l_line.append(line)
+                l_group.append(group)
             if len(l_case) >= FLUSH_ROWS:
                 label_cols.flush()
-            if len(c_ids) >= FLUSH_ROWS:
-                case_cols.flush()
-    finally:
-        if path != "-":
-            stream.close()
+        row += 1
+        if len(c_ids) >= FLUSH_ROWS:
+            case_cols.flush()
     labels, cases = label_cols.frame(), case_cols.frame()
-    tally = processor.tally
-    counts = tally.counts
+    counts = reader.counts
     summary = CaseFileSummary(
-        path=path, lines=counts.lines, blank=counts.blank, cases=counts.cases,
-        rejected=counts.rejected, rejected_by_kind=dict(sorted(tally.rejected_by_kind.items())),
-        labels=labels.height, first_rejects=processor.first_rejects[:FIRST_REJECTS_KEPT])
+        path=path, lines=counts.lines, blank=counts.blank, cases=counts.records,
+        rejected=counts.rejected, rejected_by_kind=dict(sorted(counts.rejected_by_kind.items())),
+        labels=labels.height, first_rejects=reader.first_rejects)
     return CaseFile(summary, labels, cases)
 
 
@@ -438,7 +423,7 @@ def run(opts: AgreeOptions) -> AgreeReport:
     Rejects go to ``opts.rejects`` when given (written only if the run succeeds); raises
     DuplicateKeyError (exit 2) when a verdict file repeats a key.
     """
-    from evalstream.pipeline.build import UsageError
+    from evalstream.errors import UsageError
 
     started = time.perf_counter()
     if opts.verdicts == "-" and opts.cases == "-":
@@ -492,163 +477,9 @@ def over_unscored_rate(summary: VerdictFileSummary, limit: float | None) -> bool
         and summary.unscored_rate > limit
 
 
-def unscored_line(summary: VerdictFileSummary, limit: float | None) -> str | None:
-    """A sentence on the unscored rate when there are unscored verdicts or a limit."""
-    if summary.unscored_rate is None or (not summary.by_status["unscored"] and limit is None):
-        return None
-    text = (f"{summary.path}: {summary.by_status['unscored']:,} of {summary.verdicts:,} verdicts "
-            f"unscored ({summary.unscored_rate:.1%})")
-    if limit is None:
-        return text + "."
-    verb = "above" if over_unscored_rate(summary, limit) else "within"
-    return text + f", {verb} --max-unscored-rate {limit:g}" + (
-        " (exit 1)." if verb == "above" else ".")
-
 
 def encode(report: AgreeReport) -> bytes:
     """The report as indented JSON with a final newline."""
     return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
 
 
-# -- the text views --------------------------------------------------------------------------------
-def blocks(report: AgreeReport) -> list[Block]:
-    """What the table and markdown styles show: totals, then one section per rubric."""
-    from evalstream.render.tables import Heading
-
-    out: list[Block] = [Heading("evalstream agree", 1), *summary_blocks(report)]
-    for r in report.rubrics:
-        out += rubric_blocks(r, report)
-    return out
-
-
-def summary_blocks(report: AgreeReport) -> list[Block]:
-    """The files read, their rejects, and one line of figures per rubric."""
-    from evalstream.render.tables import Column, Paragraph, Table
-
-    out: list[Block] = [Paragraph(files_line(report))]
-    rate = unscored_line(report.verdicts, report.max_unscored_rate)
-    if rate:
-        out.append(Paragraph(rate))
-    out += reject_blocks([(report.verdicts.path, report.verdicts.first_rejects,
-                           report.verdicts.rejected),
-                          (report.cases.path, report.cases.first_rejects, report.cases.rejected)],
-                         report.rejects)
-    if not report.rubrics:
-        out.append(Paragraph("Neither file holds a verdict or a label: nothing to compare."))
-        return out
-    summary = Table([Column("rubric"), Column("pairs", "count"), Column("accuracy", "share"),
-                     Column("kappa", "number"), Column(f"{report.confidence:.0%} CI"),
-                     Column("fail precision", "share"), Column("fail recall", "share"),
-                     Column("missed", "count"), Column("false alarms", "count"),
-                     Column("unscored", "count"), Column("no verdict", "count"),
-                     Column("no label", "count"), Column("na", "count")],
-                    title="Agreement per rubric (fail is the positive class)")
-    for r in report.rubrics:
-        c = r.all
-        summary.add(r.rubric, c.pairs, c.accuracy, _kappa(c), _interval(c),
-                    c.fail_precision, c.fail_recall, c.confusion.fail_pass,
-                    c.confusion.pass_fail, c.unscored, c.labels_without_verdict,
-                    c.verdicts_without_label, c.na_labels + c.na_verdicts)
-    summary.note = ("missed: label fail, judge pass; false alarms: label pass, judge fail; "
-                    "no verdict: a pass/fail label without a verdict; no label: a verdict "
-                    "without a label; na: labels `na`, and verdicts `na` on a pass/fail label "
-                    "(left out).")
-    out.append(summary)
-    return out
-
-
-def files_line(report: AgreeReport) -> str:
-    v, c = report.verdicts, report.cases
-    text = (f"{v.path}: {v.lines:,} lines = {v.verdicts:,} verdicts + {v.judge_states:,} judge "
-            f"states + {v.rejected:,} rejected + {v.blank:,} blank. {c.path}: {c.lines:,} lines "
-            f"= {c.cases:,} cases + {c.rejected:,} rejected + {c.blank:,} blank; "
-            f"{c.labels:,} labels.")
-    if v.judge_states:
-        text += (f" {v.judge_states:,} judge states (written by build, not yet judged) have no "
-                 "verdict.")
-    return text
-
-
-def reject_blocks(files: list[tuple[str, list[Reject], int]], rejects: str | None,
-                  ) -> list[Block]:
-    """The first rejects of each file (path, first rejects, total) as tables, and where the
-    rest are."""
-    from evalstream.render.tables import Column, Paragraph, Table
-
-    out: list[Block] = []
-    for path, first, total in files:
-        if not total:
-            continue
-        table = Table([Column("line", "count"), Column("path"), Column("problem")],
-                      title=f"{path}: {total:,} lines rejected (first {len(first)})")
-        for r in first:
-            table.add(r.line, r.path, r.error)
-        out.append(table)
-    if any(total for _, _, total in files):
-        out.append(Paragraph(f"All rejects: {rejects}" if rejects
-                             else "Give --rejects FILE to write every rejected line."))
-    return out
-
-
-def _kappa(c: Cell) -> str | None:
-    # Text, so that a kappa of 1 prints as 1.000 like its neighbours (right-aligned still).
-    return None if c.kappa is None else f"{c.kappa.value:.3f}"
-
-
-def _interval(c: Cell) -> str:
-    # A no-break space: a narrow column must not split the interval over two lines.
-    return "-" if c.kappa is None else f"[{c.kappa.low:.3f},\u00a0{c.kappa.high:.3f}]"
-
-
-def rubric_blocks(r: RubricAgreement, report: AgreeReport, heading: bool = True,
-                  ) -> list[Block]:
-    """One rubric's section: confusion matrix, what was left out, the breakdown, the ids."""
-    from evalstream.render.tables import Column, Heading, Paragraph, Table
-
-    c = r.all
-    out: list[Block] = [Heading(r.rubric, 2)] if heading else []
-    matrix = Table([Column("label \\ judge"), Column("pass", "count"), Column("fail", "count"),
-                    Column("unscored", "count"), Column("no verdict", "count")],
-                   title="Confusion matrix")
-    m = c.confusion
-    matrix.add("pass", m.pass_pass, m.pass_fail, m.pass_unscored, m.pass_no_verdict)
-    matrix.add("fail", m.fail_pass, m.fail_fail, m.fail_unscored, m.fail_no_verdict)
-    matrix.note = "Only the pass and fail columns are in the statistics."
-    out.append(matrix)
-    out.append(Paragraph(
-        f"labels: {r.labels['pass']:,} pass, {r.labels['fail']:,} fail, {r.labels['na']:,} na; "
-        f"verdicts: {r.verdicts['pass']:,} pass, {r.verdicts['fail']:,} fail, "
-        f"{r.verdicts['na']:,} na, {r.verdicts['unscored']:,} unscored. Left out: "
-        f"{c.unscored:,} unscored, {c.na_verdicts:,} na verdicts on a pass/fail label, "
-        f"{c.labels_without_verdict:,} labels without a verdict, {c.na_labels:,} na labels "
-        f"({c.na_with_verdict:,} with a verdict), {c.verdicts_without_label:,} verdicts without "
-        f"a label ({c.unknown_case:,} for cases not in {report.cases.path})."))
-    cells: list[tuple[str, Cell]] = [(f"source {s}", cell) for s, cell in r.by_source.items()]
-    if report.by is not None:
-        cells += [(f"{report.by} = {g.group}" if g.group is not None
-                   else f"{report.by} missing", g) for g in r.by_group]
-    if cells:
-        table = Table([Column("keys"), Column("pairs", "count"), Column("accuracy", "share"),
-                       Column("kappa", "number"), Column(f"{report.confidence:.0%} CI"),
-                       Column("fail precision", "share"), Column("fail recall", "share"),
-                       Column("missed", "count"), Column("false alarms", "count"),
-                       Column("unscored", "count"), Column("no verdict", "count")],
-                      title="By label source" + (f" and by {report.by}" if report.by else ""))
-        for name, cell in cells:
-            table.add(name, cell.pairs, cell.accuracy, _kappa(cell), _interval(cell),
-                      cell.fail_precision, cell.fail_recall, cell.confusion.fail_pass,
-                      cell.confusion.pass_fail, cell.unscored, cell.labels_without_verdict)
-        out.append(table)
-    ex = r.examples
-    for kind, ids, total in (("missed (label fail, judge pass)", ex.missed, c.confusion.fail_pass),
-                             ("false alarms (label pass, judge fail)", ex.false_alarms,
-                              c.confusion.pass_fail),
-                             ("unscored", ex.unscored, c.unscored),
-                             ("labels without a verdict", ex.labels_without_verdict,
-                              c.labels_without_verdict),
-                             ("verdicts without a label", ex.verdicts_without_label,
-                              c.verdicts_without_label)):
-        if total:
-            more = f" (first {len(ids):,} of {total:,})" if len(ids) < total else ""
-            out.append(Paragraph(f"{kind}{more}: {', '.join(ids) if ids else '-'}"))
-    return out

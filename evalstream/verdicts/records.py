@@ -1,20 +1,17 @@
 """The verdict record, and a streaming reader that turns a verdict file into compact columns.
 
-A verdict file is read line by line with ``reader.read_chunks`` and one reused typed
-msgspec decoder, as ``build`` reads cases. Each verdict leaves only its key and status
-(and, for ``compare``, three 64-bit hashes) in Python lists that become Polars frames every
-65,536 rows; rationales, judge details and evidence are checked while decoding and then
-dropped, so memory grows with the number of verdicts, never with their text. Lines that are
-not verdicts become rejects with the line, a JSON path and a sentence, as in ``build``.
-Lines written by ``build`` for a judge (judge states: a ``state`` and no ``status``) are
-counted apart: they are checks that have no verdict yet.
+A verdict file is read by the same loop as cases (``cases.reading.RecordReader``), with a
+typed msgspec decoder and the verdict's own ``Shape`` for the sentences of its rejects.
+Each verdict leaves only its key and status (and, for ``compare``, three 64-bit hashes) in
+Python lists that become Polars frames every 65,536 rows; rationales, judge details and
+evidence are checked while decoding and then dropped, so memory grows with the number of
+verdicts, never with their text. Lines that are not verdicts become rejects with the line,
+a JSON path and a sentence, as in ``build``. Lines written by ``build`` for a judge (judge
+states: a ``state`` and no ``status``) are counted apart: checks with no verdict yet.
 """
 
 # No `from __future__ import annotations`: msgspec must resolve the annotations of Structs
 # defined inside a function (the strict and lenient families).
-import difflib
-import json
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,16 +21,10 @@ import msgspec
 from msgspec import Meta, Struct
 
 from evalstream.cases import rejects, schema
-from evalstream.cases.rejects import Reject, raw_text, reject_kind
-from evalstream.files.lines import (
-    BOM,
-    DEFAULT_MAX_LINE_BYTES,
-    Chunk,
-    InputError,
-    LongLine,
-    open_input,
-    read_chunks,
-)
+from evalstream.cases.reading import Problem, RecordKind, RecordReader
+from evalstream.cases.rejects import Reject, raw_text
+from evalstream.errors import InputError
+from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     import polars as pl
@@ -46,11 +37,8 @@ VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "usage
                   "rubric_hash", "state_hash", "exposure", "error", "kind", "evidence",
                   "question", "state")
 EXPOSURE_FIELDS = ("shown", "withheld", "never_shown", "tokens")
-NESTED_FIELDS = {"$.exposure": EXPOSURE_FIELDS, "$.usage": ("input_tokens", "output_tokens"),
-                 "$.error": ("cause", "detail")}
 FLUSH_ROWS = 1 << 16
 MAX_LINE_NUMBER = (1 << 32) - 1  # line numbers are kept as UInt32
-FIRST_REJECTS_KEPT = 20
 MAX_JUDGES_LISTED = 20
 
 RubricId = Annotated[str, Meta(min_length=1, max_length=schema.MAX_ID_CHARS,
@@ -323,12 +311,6 @@ class _Tally:
     no_judge: int = 0
     first: list[Reject] = field(default_factory=list)
 
-    def rejects(self, found: list[Reject], kinds: list[str]) -> None:
-        self.rejected += len(found)
-        self.by_kind.update(kinds)
-        if len(self.first) < FIRST_REJECTS_KEPT:
-            self.first += found[: FIRST_REJECTS_KEPT - len(self.first)]
-
 
 @dataclass
 class VerdictFile:
@@ -346,7 +328,7 @@ def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: b
     Rejects go to ``sink`` as they are found; every line is counted. Raises DuplicateKeyError
     when two verdicts share a (case id, rubric id).
     """
-    decode = decoder(allow_unknown_fields).decode
+    reader = RecordReader(verdict_kind(allow_unknown_fields), max_line_bytes)
     columns = Columns(verdict_schema(with_hashes))
     lists = columns.lists
     case_ids, codes, statuses, line_nos = (lists["case_id"], lists["rubric"], lists["status"],
@@ -355,59 +337,35 @@ def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: b
         else None
     rubric_code = rubrics.code
     tally = _Tally()
-    stream = open_input(path)
-    try:
-        for item in read_chunks(stream, max_line_bytes):
-            if not isinstance(item, Chunk):
-                tally.lines += 1
-                found = [_long_line_reject(item, max_line_bytes)]
-                tally.rejects(found, ["line too long"])
-                sink.write(path, found)
-                continue
-            if item.line + len(item.lines) > MAX_LINE_NUMBER:
-                raise InputError(f"{path}: more than {MAX_LINE_NUMBER:,} lines; split the file.")
-            failed: list[tuple[int, BaseException | None]] = []
-            first = item.line
-            for i, line in enumerate(item.lines):
-                try:
-                    v = decode(line)
-                except (msgspec.DecodeError, RecursionError) as exc:
-                    if not line or line.isspace():
-                        tally.blank += 1
-                    else:
-                        failed.append((i, exc))
-                    continue
-                status = v.status
-                if status is None:
-                    if v.state:
-                        tally.judge_states += 1
-                    else:
-                        failed.append((i, None))
-                    continue
-                case_ids.append(v.case_id)
-                codes.append(rubric_code(v.rubric_id))
-                statuses.append(STATUS_CODE[status])
-                line_nos.append(first + i)
-                if v.judge is None:
-                    tally.no_judge += 1
-                else:
-                    _count_judge(tally, v.judge.model)
-                if hashes is not None:
-                    hashes[0].append(_hash(v.rubric_hash))
-                    hashes[1].append(_hash(v.state_hash))
-                    hashes[2].append(None if v.exposure is None else exposure_key(v.exposure.shown))
-            tally.lines += len(item.lines)
-            if failed:
-                offsets = item.offsets()
-                found = [verdict_reject(first + i, offsets[i], item.lines[i], exc)
-                         for i, exc in failed]
-                tally.rejects(found, [_kind(exc) for _, exc in failed])
-                sink.write(path, found)
-            if len(case_ids) >= FLUSH_ROWS:
-                columns.flush()
-    finally:
-        if path != "-":
-            stream.close()
+    for item in reader.read_file(path):
+        if type(item) is Reject:
+            sink.write(path, [item])
+            continue
+        line_no, _, _, v = item  # type: ignore[misc]
+        if line_no > MAX_LINE_NUMBER:
+            raise InputError(f"{path}: more than {MAX_LINE_NUMBER:,} lines; split the file.")
+        status = v.status
+        if status is None:  # a judge state written by build: no verdict yet
+            tally.judge_states += 1
+            continue
+        case_ids.append(v.case_id)
+        codes.append(rubric_code(v.rubric_id))
+        statuses.append(STATUS_CODE[status])
+        line_nos.append(line_no)
+        if v.judge is None:
+            tally.no_judge += 1
+        else:
+            _count_judge(tally, v.judge.model)
+        if hashes is not None:
+            hashes[0].append(_hash(v.rubric_hash))
+            hashes[1].append(_hash(v.state_hash))
+            hashes[2].append(None if v.exposure is None else exposure_key(v.exposure.shown))
+        if len(case_ids) >= FLUSH_ROWS:
+            columns.flush()
+    counts = reader.counts
+    tally.lines, tally.blank, tally.rejected = counts.lines, counts.blank, counts.rejected
+    tally.by_kind.update(counts.rejected_by_kind)
+    tally.first = reader.first_rejects
     frame = columns.frame()
     check_duplicates(path, frame, rubrics.names)
     return VerdictFile(_summary(path, tally, frame), frame)
@@ -467,111 +425,36 @@ def check_duplicates(path: str, frame: "pl.DataFrame", rubric_names: list[str]) 
 
 
 # -- reject sentences ------------------------------------------------------------------------------
-_ERROR_AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
-_ID_AT = re.compile(r"^Expected `str` (of length|matching).* - at `\$\.(case_id|rubric_id)`$")
-_ALLOWED = {"status": "pass, fail, na, unscored", "kind": "judge, exact"}
-_TYPE_WORDS = {
-    "str": "a string", "int": "an integer", "float": "a number", "object": "an object",
-    "array": "an array", "null": "null", "bool": "true or false",
-}
+SHAPE = rejects.Shape(
+    noun="verdict",
+    required=("case_id", "rubric_id", "status"),
+    fields={"$": VERDICT_FIELDS, "$.exposure": EXPOSURE_FIELDS,
+            "$.usage": ("input_tokens", "output_tokens"), "$.error": ("cause", "detail")},
+    allowed={"$.status": "pass, fail, na, unscored", "$.kind": "judge, exact"},
+    unlisted=frozenset({"question", "state"}),
+    ids={"$.case_id": "Case id", "$.rubric_id": "Rubric id"},
+    id_field="case_id",
+    too_long="a verdict is rarely that long (check the file), or raise --max-line-bytes",
+)
 _MISSING_STATUS = ("Required field `status` is missing or null; a verdict's status is `pass`, "
                    "`fail`, `na` or `unscored` (a verdict that could not be read is "
                    "`unscored`).")
 
 
-def _kind(exc: BaseException | None) -> str:
-    """The kind of reject, for the summary's counts (as build names them)."""
-    if exc is None:
-        return "missing field"
-    kind = reject_kind(exc)
-    if kind in ("invalid value", "over a cap") and _ID_AT.search(str(exc)):
-        return "invalid id"
-    return kind
+def verdict_kind(allow_unknown_fields: bool = False) -> RecordKind[Any]:
+    """How verdict files are read: the verdict decoder, the verdict sentences, and a line
+    with neither a status nor a judge state rejected."""
 
+    def reject(line_no: int, offset: int, line: bytes, exc: BaseException) -> Problem:
+        return (rejects.reject(line_no, offset, line, exc, SHAPE),
+                rejects.reject_kind(exc, line, SHAPE))
 
-def _long_line_reject(item: LongLine, max_line_bytes: int) -> Reject:
-    error = (f"The line is {item.size:,} bytes, over the limit of {max_line_bytes:,} bytes; a "
-             "verdict is rarely that long (check the file), or raise --max-line-bytes.")
-    return Reject(item.line, item.offset, None, None, error, raw_text(item.head))
+    def check(verdict: Any, line_no: int, line: bytes) -> Problem | None:
+        if verdict.status is None and not verdict.state:
+            return Reject(line_no, 0, verdict.case_id, "$.status", _MISSING_STATUS,
+                          raw_text(line)), "missing field"
+        return None
 
-
-def verdict_reject(line_no: int, offset: int, line: bytes, exc: BaseException | None) -> Reject:
-    """A reject for a line that is not a verdict (``exc`` None: it has no status)."""
-    if exc is None:
-        path: str | None
-        path, error = "$.status", _MISSING_STATUS
-    else:
-        path, error = explain(exc, line)
-    return Reject(line_no, offset, _case_id_of(line), path, error, raw_text(line))
-
-
-class _IdProbe(Struct):
-    case_id: Any = None
-
-
-_probe = msgspec.json.Decoder(_IdProbe)
-
-
-def _case_id_of(line: bytes) -> str | None:
-    """The line's case id when it can be read, even if the rest of the verdict is invalid."""
-    try:
-        value = _probe.decode(line).case_id
-    except (msgspec.DecodeError, RecursionError):
-        # Lone surrogates, NaN, invalid UTF-8 or a stray BOM stop msgspec, not the stdlib.
-        try:
-            loaded = json.loads(line.removeprefix(BOM).decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            return None
-        value = loaded.get("case_id") if isinstance(loaded, dict) else None
-    return value if isinstance(value, str) else None
-
-
-def explain(exc: BaseException, line: bytes) -> tuple[str | None, str]:
-    """The JSON path and the sentence for a verdict line that failed to decode."""
-    if not isinstance(exc, msgspec.ValidationError):
-        # Malformed JSON reads the same whatever the record: reuse build's sentences.
-        path, error = rejects.explain(exc, line)
-        return path, error.replace("each case must be", "each verdict must be")
-    m = _ERROR_AT.match(str(exc))
-    assert m is not None  # the pattern matches any string
-    what, path = m["what"], m["path"] or "$"
-    if what.startswith("Object contains unknown field"):
-        name = what.split("`")[1]
-        return f"{path}.{name}", _unknown_field(name, path)
-    if what.startswith("Object missing required field"):
-        name = what.split("`")[1]
-        if path == "$":
-            return f"$.{name}", (f"Required field `{name}` is missing; every verdict needs "
-                                 "`case_id`, `rubric_id` and `status`.")
-        return f"{path}.{name}", f"`{path}` is missing its required field `{name}`."
-    if what.startswith("Invalid enum value"):
-        value = what[len("Invalid enum value "):]
-        allowed = _ALLOWED.get(path.rsplit(".", 1)[-1], "")
-        return path, f"`{path}` is {value}; allowed values are: {allowed}."
-    if what.startswith("Expected `str` matching regex") or re.match(
-            r"Expected `str` of length [<>]=", what):
-        return path, (f"`{path}` must be a slug: non-empty, at most {schema.MAX_ID_CHARS} "
-                      "characters, without whitespace or `/`.")
-    got = re.match(r"Expected `([^`]+)`, got `([^`]+)`", what)
-    if got:
-        if path == "$":
-            return path, (f"The line is {_type_word(got[2])}, not a verdict; each line must be "
-                          "one JSON object with `case_id`, `rubric_id` and `status`.")
-        wanted = " or ".join(_type_word(t) for t in got[1].split(" | "))
-        return path, f"`{path}` must be {wanted}, not {_type_word(got[2])}."
-    return path, f"`{path}`: {what}."
-
-
-def _unknown_field(name: str, parent: str) -> str:
-    known = NESTED_FIELDS.get(parent, VERDICT_FIELDS)
-    where = "the verdict" if parent == "$" else f"`{parent}`"
-    near = next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None)
-    hint = f" Did you mean `{near}`?" if near else ""
-    listed = ", ".join(f"`{k}`" for k in known if k not in ("question", "state"))
-    return (f"Unknown field `{name}` in {where}.{hint} Known fields: {listed}. "
-            "Use --allow-unknown-fields to ignore unknown fields.")
-
-
-def _type_word(name: str) -> str:
-    return _TYPE_WORDS.get(name, f"`{name}`")
-
+    return RecordKind(decode=decoder(allow_unknown_fields).decode, reject=reject,
+                      too_long=lambda item, limit: rejects.long_line_reject(item, limit, SHAPE),
+                      check=check)

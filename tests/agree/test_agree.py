@@ -18,15 +18,8 @@ from statsmodels.stats.inter_rater import cohens_kappa
 from evalstream.cli import main
 from evalstream.cli.agree import render
 from evalstream.errors import UsageError
-from evalstream.verdicts.agree import (
-    AgreeOptions,
-    AgreeReport,
-    Cell,
-    blocks,
-    encode,
-    run,
-    unscored_line,
-)
+from evalstream.render.agree import blocks, unscored_line
+from evalstream.verdicts.agree import AgreeOptions, AgreeReport, Cell, encode, run
 from evalstream.verdicts.records import DuplicateKeyError
 from tests.agree.plain import PlainCell, plain_agree
 from tests.helpers import CORPUS, SAMPLES, golden
@@ -290,8 +283,8 @@ def test_verdicts_from_stdin(monkeypatch: Any, capsys: Any) -> None:
 
 
 def test_build_output_counts_judge_states_and_uses_exact_verdicts(tmp_path: Path) -> None:
-    from evalstream.pipeline.build import Options
-    from evalstream.pipeline.build import run as build
+    from evalstream.pipeline.run import Options
+    from evalstream.pipeline.run import run as build
 
     states = tmp_path / "states.jsonl"
     build(Options(input=str(CASES), output=str(states)))

@@ -15,7 +15,8 @@ from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
 from evalstream.cli import main
 from evalstream.cli.agree import render
-from evalstream.verdicts.compare import CompareOptions, CompareReport, blocks, encode, run
+from evalstream.render.compare import blocks
+from evalstream.verdicts.compare import CompareOptions, CompareReport, encode, run
 from evalstream.verdicts.records import STATUSES
 from tests.agree.plain import plain_compare
 from tests.helpers import SAMPLES, golden

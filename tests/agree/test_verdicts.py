@@ -45,9 +45,10 @@ BAD = [
     (b'{"case_id":"c8","rubric_id":7,"status":"fail"}', "$.rubric_id",
      r"`\$.rubric_id` must be a string, not an integer\.", "invalid value"),
     (b'{"case_id":"c 9","rubric_id":"r1","status":"fail"}', "$.case_id",
-     r"must be a slug: non-empty, at most 512 characters, without whitespace", "invalid id"),
-    (b'{"case_id":"","rubric_id":"r1","status":"fail"}', "$.case_id", r"must be a slug",
-     "invalid id"),
+     r"Case id 'c 9' is not a slug: ids must be non-empty, at most 512 characters, without "
+     r"whitespace", "invalid id"),
+    (b'{"case_id":"","rubric_id":"r1","status":"fail"}', "$.case_id",
+     r"The id at `\$\.case_id` is empty; ids must be non-empty\.", "invalid id"),
     (b'{"case_id":"c10","rubric_id":"r1","status":"fail","rationle":"x"}', "$.rationle",
      r"Unknown field `rationle` in the verdict\. Did you mean `rationale`\?.*"
      r"--allow-unknown-fields", "unknown field"),

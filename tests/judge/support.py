@@ -13,8 +13,8 @@ from typing import Any
 
 from evalstream.judge.live import Options
 from evalstream.judge.request import JudgeConfig
-from evalstream.pipeline.build import Options as BuildOptions
-from evalstream.pipeline.build import run as build_run
+from evalstream.pipeline.run import Options as BuildOptions
+from evalstream.pipeline.run import run as build_run
 from tests.helpers import ROOT
 
 # A recognisable fake key: the tests look for it in every file and log a run leaves.

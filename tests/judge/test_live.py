@@ -45,8 +45,8 @@ def body_sha(opts: live.Options, state: dict) -> str:
 
 
 def test_sample_states_one_verdict_each_in_order(tmp_path: Path, server: FakeServer) -> None:
-    from evalstream.pipeline.build import Options as BuildOptions
-    from evalstream.pipeline.build import run as build_run
+    from evalstream.pipeline.run import Options as BuildOptions
+    from evalstream.pipeline.run import run as build_run
 
     states_path = tmp_path / "states.jsonl"
     build_run(BuildOptions(input=str(SAMPLES / "cases.jsonl"), output=str(states_path)))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evalstream.checks.report import RunReport
-from evalstream.pipeline.build import Options, run
+from evalstream.pipeline.run import Options, run
 from tests.helpers import CORPUS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ import pytest
 
 from evalstream.cases import schema
 from evalstream.checks import tokens
-from evalstream.pipeline.build import Options, run
+from evalstream.pipeline.run import Options, run
 
 from .support import ROOT, assert_actionable, assert_counts_add_up, cli_env, run_on
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.pipeline.build import Options, run
+from evalstream.pipeline.run import Options, run
 
 from .support import (
     CORPUS,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalstream.cli import main
-from evalstream.pipeline import build
+from evalstream.pipeline import run as build
 
 from .support import run_on
 

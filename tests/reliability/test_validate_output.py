@@ -30,7 +30,8 @@ def test_table_shows_line_id_path_message_and_totals(
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     src = _dataset(tmp_path)
-    assert main(["validate", str(src), "--report", str(tmp_path / "r.json")]) == 1
+    assert main(["validate", str(src), "--report", str(tmp_path / "r.json"),
+                 "--rejects", str(tmp_path / "cases.rejects.jsonl")]) == 1
     out = capsys.readouterr().out
     assert out.startswith("First 20 of 24 problems")
     header = out.splitlines()[2]
@@ -45,7 +46,7 @@ def test_table_shows_line_id_path_message_and_totals(
     assert "cut-0" in rows[12] and "The JSON ends before the object is closed" in rows[12]
     assert out.rstrip().splitlines()[-2] == "28 lines: 2 cases, 24 rejected, 2 blank."
     assert "Rejected by kind: invalid value 12, malformed JSON 12." in out
-    # The table is for people; every reject is still in the rejects file.
+    # The table is for people; every reject is in the rejects file asked for.
     assert len((tmp_path / "cases.rejects.jsonl").read_bytes().splitlines()) == 24
 
 
@@ -84,7 +85,8 @@ def test_table_never_sends_control_sequences_from_the_data(
     src = tmp_path / "cases.jsonl"
     src.write_bytes(b'{"id":"a\\u001b]0;PWNED\\u0007\\u001b[2J","input":1,"output":"y"}\n'
                     b'{"id":"b","input":"x","output":"y","\\u001b[31mred":1}\n')
-    assert main(["validate", str(src), "--report", str(tmp_path / "r.json")]) == 1
+    assert main(["validate", str(src), "--report", str(tmp_path / "r.json"),
+                 "--rejects", str(tmp_path / "cases.rejects.jsonl")]) == 1
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evalstream.dataset.stats import MISSING, StatsOptions, collect, parse_by
-from evalstream.pipeline.build import UsageError
+from evalstream.errors import UsageError
 
 
 def _case(i: int, **fields: object) -> str:

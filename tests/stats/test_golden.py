@@ -9,8 +9,9 @@ import os
 import pytest
 from rich.console import Console
 
-from evalstream.cli.stats import blocks, render
+from evalstream.cli.stats import render
 from evalstream.dataset.stats import StatsOptions, collect
+from evalstream.render.stats import blocks
 from evalstream.render.tables import render_rich
 from tests.helpers import ROOT, golden
 

@@ -12,6 +12,7 @@ import pytest
 from evalstream.cli import main
 from evalstream.dataset import parallel as stats_parallel
 from evalstream.dataset.stats import StatsOptions, collect
+from evalstream.engines import local
 from tests.helpers import CORPUS, SAMPLES
 
 
@@ -25,7 +26,7 @@ def small_ranges(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         pytest.skip("Python 3.12+ warns about forking a process that runs threads (Polars' "
                     "pool in this test process); the command line forks before loading it.")
     monkeypatch.setattr(stats_parallel, "RANGE_BYTES", 3_000)
-    monkeypatch.setattr(stats_parallel, "_start_method", lambda: request.param)
+    monkeypatch.setattr(local, "start_method", lambda: request.param)
 
 
 def _threads() -> int:
@@ -37,8 +38,8 @@ def test_fork_only_before_polars_is_loaded() -> None:
     import subprocess
     import sys
 
-    code = ("import evalstream.dataset.parallel as p; a = p._start_method(); import polars; "
-            "print(a, p._start_method())")
+    code = ("import evalstream.engines.local as p; a = p.start_method(); import polars; "
+            "print(a, p.start_method())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.split() == ["fork", "spawn"], done.stderr

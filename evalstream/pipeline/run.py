@@ -1,0 +1,215 @@
+"""``build`` and ``validate`` over files: cases in, records, rejects and the run report out.
+
+``run`` plans the targets, then reads the input in this process (``process``) or, for a
+plain file big enough to be worth it, over byte ranges in worker processes
+(``pipeline.ranges``); both run the same loop, so the output is byte-identical. Every
+target is written under a temporary name and renamed only when the whole run succeeded.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import msgspec
+
+from evalstream.cases.ids import CaseLog
+from evalstream.cases.reading import LineCounts, Record, case_reader
+from evalstream.cases.rejects import Reject
+from evalstream.checks import tokens
+from evalstream.checks.checker import Checker, CheckTally
+from evalstream.checks.report import RubricInfo, RunReport, run_report
+from evalstream.checks.report import encode as encode_report
+from evalstream.checks.rubrics import RubricSet, load_rubrics
+from evalstream.errors import UsageError
+from evalstream.files.lines import (
+    DEFAULT_MAX_LINE_BYTES,
+    Progress,
+    input_size,
+    open_input,
+    progress,
+    read_chunks,
+)
+from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
+from evalstream.pipeline.records import RecordEncoder
+
+FLUSH_BYTES = 1 << 18  # output handed to the writer in pieces of about this size
+
+
+@dataclass
+class Options:
+    """Everything a build or validate run needs; the CLI fills it from its arguments."""
+
+    input: str
+    output: str | None = None  # None: validate only
+    rejects: str | None = None
+    report: str | None = None
+    rubric_files: list[str] = field(default_factory=list)
+    max_tokens: int = tokens.DEFAULT_BUDGET
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    allow_unknown_fields: bool = False
+    workers: int = 1
+
+
+class Outcome(NamedTuple):
+    """What a run counted: its lines, its checks (build only) and its first rejects."""
+
+    lines: LineCounts
+    checks: CheckTally | None
+    first_rejects: list[Reject]
+
+
+def process(records: Iterable[Record[Any] | Reject], checker: Checker | None,
+            write: Callable[[list[bytes]], object], reject: Callable[[bytes], object],
+            log: CaseLog | None = None) -> None:
+    """The build loop: each case's written checks go to ``write`` as record lines, each
+    reject to ``reject`` as a JSON line. With a ``log`` (a worker's range), every case is
+    logged with where its output ends, so the parent can drop a late duplicate's records."""
+    encoder = RecordEncoder()
+    encode_reject = msgspec.json.Encoder().encode
+    out: list[bytes] = []
+    size = 0  # bytes in ``out``
+    written = 0  # bytes handed to ``write`` before them
+    for item in records:
+        if type(item) is Reject:
+            reject(encode_reject(item) + b"\n")
+            continue
+        line_no, offset, _, case = item  # type: ignore[misc]
+        if checker is not None:
+            size += encoder.add(case.id, checker.check(case, line_no), out)
+        if log is not None:
+            log.add(case.id, line_no, offset, written + size)
+        if size >= FLUSH_BYTES:
+            write(out)
+            written += size
+            out, size = [], 0  # the writer may still hold the last list: never reuse it
+    if out:
+        write(out)
+
+
+def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, list[Reject]]:
+    """Run ``build`` (when ``opts.output`` is set) or ``validate``; return the report and the
+    first rejects. Files appear under their names only if the whole run succeeds."""
+    from evalstream.pipeline import ranges
+
+    started = time.perf_counter()
+    command = "validate" if opts.output is None else "build"
+    if opts.max_tokens <= 0 or opts.max_line_bytes <= 0 or opts.workers <= 0:
+        raise UsageError("--max-tokens, --max-line-bytes and --workers must be positive.")
+    rubric_set = load_rubrics(opts.rubric_files) if command == "build" else None
+    rejects_path, report_path = _plan(opts)
+    size = input_size(opts.input)
+    warnings = []
+    if opts.workers > 1 and (opts.input == "-" or opts.input.endswith((".gz", ".zst"))):
+        warnings.append("--workers needs a plain input file (not stdin or compressed); "
+                        "ran in one process.")
+    sinks: list[AtomicOutput] = []
+    try:
+        out = AtomicOutput(opts.output) if opts.output is not None else None
+        sinks += [out] if out else []
+        rej_out = AtomicOutput(rejects_path) if rejects_path else None
+        sinks += [rej_out] if rej_out else []
+        report_out = AtomicOutput(report_path) if report_path else None
+        sinks += [report_out] if report_out else []
+        if ranges.worthwhile(opts, size):
+            assert size is not None
+            outcome = ranges.run(opts, rubric_set, size, out, rej_out, on_progress)
+        else:
+            outcome = _serial(opts, rubric_set, size, out, rej_out, on_progress)
+        report = _report(outcome, opts, command, rubric_set, rejects_path, started, warnings)
+        if report_out is not None:
+            report_out.write(encode_report(report))
+        # Every target written in full before any is renamed: a run that fails on its last
+        # file still leaves the earlier outputs of the same names as they were.
+        commit_all(sinks)
+    except BaseException:
+        for sink in sinks:
+            sink.abort()
+        raise
+    return report, outcome.first_rejects
+
+
+def _serial(opts: Options, rubric_set: RubricSet | None, size: int | None,
+            out: AtomicOutput | None, rej_out: AtomicOutput | None,
+            on_progress: Progress | None) -> Outcome:
+    """Read the whole input in this process, writing output and rejects as they come."""
+    reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
+    checker = Checker(rubric_set, opts.max_tokens) if rubric_set is not None else None
+    stream = open_input(opts.input)
+    if out is not None:
+        out.write_behind()
+    try:
+        items = read_chunks(stream, opts.max_line_bytes)
+        if on_progress is not None:
+            items = progress(items, on_progress, size)
+        process(reader.read(items), checker, out.write_all if out else _ignore,
+                rej_out.write if rej_out else _ignore)
+    finally:
+        if opts.input != "-":
+            stream.close()
+    return Outcome(reader.counts, checker.tally if checker else None, reader.first_rejects)
+
+
+def _ignore(data: object) -> None:
+    return None
+
+
+# -- targets ---------------------------------------------------------------------------------------
+def _same_file(a: str, b: str) -> bool:
+    if a == "-" or b == "-":
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _plan(opts: Options) -> tuple[str | None, str | None]:
+    """The rejects and report paths of a run (None: not written), after checking that no
+    two paths collide. ``build`` writes both next to its output by default; ``validate``
+    only those asked for."""
+    rejects, report = opts.rejects, opts.report
+    if opts.output is not None:
+        anchor = opts.output if opts.output != "-" else opts.input
+        if anchor == "-" and (rejects is None or report is None):
+            raise UsageError("reading stdin and writing stdout leaves nowhere to put the "
+                             "rejects and report by default; give --rejects FILE and "
+                             "--report FILE.")
+        rejects = rejects or sidecar(anchor, ".rejects.jsonl")
+        report = report or sidecar(anchor, ".report.json")
+    named = [("input", opts.input), ("output", opts.output), ("rejects", rejects),
+             ("report", report)]
+    for i, (name_a, a) in enumerate(named):
+        for name_b, b in named[i + 1:]:
+            if a is not None and b is not None and _same_file(a, b):
+                raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
+                                 "choose a different output name.")
+    if rejects == "-" and opts.output == "-":
+        raise UsageError("the output and the rejects cannot both go to stdout.")
+    return rejects, report
+
+
+def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet | None,
+            rejects_path: str | None, started: float, warnings: list[str]) -> RunReport:
+    if rubric_set is not None and outcome.checks is not None:
+        for key in rubric_set.when_keys:
+            if not outcome.checks.when_keys_seen[key] and outcome.lines.records:
+                warnings.append(f"no case has metadata key `{key}`, named by a `when` rule: the "
+                                "rubrics that use it never apply.")
+    return run_report(
+        outcome.lines, outcome.checks, rubric_set.ids if rubric_set else [],
+        command=command,
+        input=opts.input,
+        output=opts.output,
+        rejects=rejects_path,
+        rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources))
+        if rubric_set else None,
+        tokenizer=tokens.TOKENIZER if rubric_set else None,
+        budget=opts.max_tokens if rubric_set else None,
+        warnings=warnings,
+        seconds=round(time.perf_counter() - started, 3),
+        exit_code=1 if outcome.lines.rejected else 0,
+    )

@@ -1,0 +1,97 @@
+"""The text views of ``compare``: blocks built from a ``CompareReport``."""
+
+from __future__ import annotations
+
+from evalstream.render.agree import reject_blocks, unscored_line
+from evalstream.render.tables import Block, Column, Heading, Paragraph, Table
+from evalstream.verdicts.compare import CompareReport, RubricComparison
+
+
+# -- the text views --------------------------------------------------------------------------------
+def comparability_line(report: CompareReport) -> str:
+    """One sentence on how many pairs could be compared, and why the others could not."""
+    s = report.summary
+    if not s.paired:
+        return "No key is in both runs: no pair could be compared."
+    if not s.not_comparable:
+        return f"All {s.paired:,} pairs are comparable (same rubric, state and exposure)."
+    reasons = ", ".join(f"{n:,} {h.replace('_', ' ')}" for h, n in s.differs.items() if n)
+    verb = ("included anyway (--force)" if report.force
+            else "left out of the statistics (use --force to include them)")
+    return (f"{s.not_comparable:,} of {s.paired:,} pairs are not comparable: the judge did not "
+            f"see the same thing (differs: {reasons}); {verb}.")
+
+
+def blocks(report: CompareReport) -> list[Block]:
+    """What the table and markdown styles show: the summary, then one section per rubric."""
+
+    out: list[Block] = [Heading("evalstream compare", 1), *summary_blocks(report)]
+    for r in report.rubrics:
+        out += rubric_blocks(r)
+    return out
+
+
+def summary_blocks(report: CompareReport) -> list[Block]:
+    """The runs read, their rejects, comparability, and one line of figures per rubric."""
+
+    a, b, s = report.run_a, report.run_b, report.summary
+    out: list[Block] = [
+        Paragraph(f"run A = {a.path}: {a.verdicts:,} verdicts ({a.rejected:,} lines rejected). "
+                  f"run B = {b.path}: {b.verdicts:,} verdicts ({b.rejected:,} lines rejected)."),
+        Paragraph(f"{s.keys:,} keys: {s.paired:,} in both runs, {s.only_a:,} only in A, "
+                  f"{s.only_b:,} only in B. " + comparability_line(report)),
+    ]
+    for run in (a, b):
+        rate = unscored_line(run, report.max_unscored_rate)
+        if rate:
+            out.append(Paragraph(rate))
+    out += reject_blocks([(a.path, a.first_rejects, a.rejected),
+                          (b.path, b.first_rejects, b.rejected)], report.rejects)
+    if not report.rubrics:
+        out.append(Paragraph("Neither run holds a verdict: nothing to compare."))
+        return out
+    table = Table([Column("rubric"), Column("compared", "count"), Column("pass A", "share"),
+                   Column("pass B", "share"), Column("B - A", "share"),
+                   Column("pass->fail", "count"), Column("fail->pass", "count"),
+                   Column("McNemar p", "number"), Column("test"),
+                   Column("not comparable", "count"), Column("only A", "count"),
+                   Column("only B", "count")],
+                  title="Per rubric (pass rates over pairs scored in both runs)")
+    for r in report.rubrics:
+        c = r.counts
+        table.add(r.rubric, c.compared, r.pass_rate_a, r.pass_rate_b, r.difference,
+                  c.transitions["pass->fail"], c.transitions["fail->pass"],
+                  None if r.mcnemar is None else f"{r.mcnemar.p_value:.4f}",
+                  None if r.mcnemar is None else r.mcnemar.method, c.not_comparable,
+                  c.only_a, c.only_b)
+    out.append(table)
+    return out
+
+
+def rubric_blocks(r: RubricComparison, heading: bool = True) -> list[Block]:
+    """One rubric's section: what was compared, what could not be checked, the ids."""
+
+    c = r.counts
+    t = c.transitions
+    unscored = sum(n for k, n in t.items() if "unscored" in k)
+    na = sum(n for k, n in t.items() if "na" in k.split("->") and "unscored" not in k)
+    out: list[Block] = [Heading(r.rubric, 2)] if heading else []
+    out.append(Paragraph(
+        f"{c.compared:,} pairs compared ({c.scored:,} scored in both runs, {unscored:,} with an "
+        f"unscored side: {t['pass->unscored'] + t['fail->unscored']:,} became unscored, "
+        f"{t['unscored->pass'] + t['unscored->fail']:,} became scored; {na:,} with an na side "
+        "and none unscored)."))
+    absent = ", ".join(f"{h.replace('_', ' ')} {n:,}" for h, n in c.absent_on_both.items() if n)
+    if absent:
+        out.append(Paragraph(f"Compared without a field on either side (it could not be "
+                             f"checked): {absent}."))
+    ex = r.examples
+    for kind, ids, total in (("pass -> fail", ex.pass_to_fail, t["pass->fail"]),
+                             ("fail -> pass", ex.fail_to_pass, t["fail->pass"]),
+                             ("not comparable", ex.not_comparable, c.not_comparable),
+                             ("only in A", ex.only_a, c.only_a),
+                             ("only in B", ex.only_b, c.only_b)):
+        if total:
+            more = f" (first {len(ids):,} of {total:,})" if len(ids) < total else ""
+            out.append(Paragraph(f"{kind}{more}: {', '.join(ids) if ids else '-'}"))
+    return out
