@@ -130,6 +130,7 @@ def options(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``judge``; return the exit code."""
+    from evalstream.cli import Terminated
     from evalstream.judge import live
 
     opts = options(args)
@@ -148,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             with progress.bar:
                 report = live.run(opts, progress.update)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated):
         print(f"evalstream: answers received so far are kept in {live.store_path(opts)}; "
               "run the same command again to continue.", file=sys.stderr)
         raise

@@ -108,6 +108,7 @@ def test_every_fault_is_its_status_and_cause(tmp_path: Path, server: FakeServer)
     assert FAKE_KEY not in echoed["error"]["detail"] and "[redacted]" in echoed["error"]["detail"]
 
 
+@pytest.mark.slow  # three runs, each waiting out timeouts and backoffs (~9 s)
 def test_rerun_asks_only_what_got_no_answer(tmp_path: Path, server: FakeServer) -> None:
     markers = list(FAULTS)
     path = states(tmp_path, markers)
