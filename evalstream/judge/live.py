@@ -194,6 +194,7 @@ class Asker:
         self.usage = [0, 0]
         self.stopped_by: str | None = None
         self.fatal: str | None = None
+        self.broken: Exception | None = None  # the store failed: stop paying for answers
         self.concurrency = Concurrency(opts.max_connections)
         self.in_flight: set[str] = set()  # keys sent and not yet finished
         self.counter = tokens.counter(self.config.provider, self.config.model) if (
@@ -242,6 +243,8 @@ class Asker:
                     if i % 64 == 0:
                         # Let answers in flight be read while stored states stream past.
                         await asyncio.sleep(0)
+                    if self.broken is not None:
+                        break
                     if not self.needs(state, req):
                         continue
                     if self.stopped_by or self.fatal:
@@ -274,6 +277,8 @@ class Asker:
                     task.add_done_callback(tasks.discard)
                 if tasks:
                     await asyncio.gather(*tasks)
+            if self.broken is not None:
+                raise self.broken
         finally:
             for task in tasks:
                 task.cancel()
@@ -303,7 +308,11 @@ class Asker:
             self.concurrency.release()
             if self.opts.max_cost is not None:
                 self.reserved -= self._worst_cost(estimate)
-        self._record(req, reply)
+        try:
+            self._record(req, reply)
+        except Exception as exc:  # an answer that cannot be stored: send nothing more
+            if self.broken is None:
+                self.broken = exc
         self.in_flight.discard(req.key)
 
     def _record(self, req: Request, reply: Reply) -> None:

@@ -280,3 +280,21 @@ def test_rpm_and_tpm_pace_the_requests(tmp_path: Path, server: FakeServer) -> No
     expected = max(0.0, sum(costs) - 20_000) / 2_000
     assert report.counts.verdicts == 80 and expected > 1.0
     assert expected * 0.8 <= elapsed < expected + 8
+
+
+def test_a_store_that_fails_stops_the_run(tmp_path: Path, server: FakeServer,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalstream.errors import OutputError
+
+    path = states(tmp_path, [f"n{i}" for i in range(50)])
+    calls = []
+
+    def put(self: Store, *args: object) -> None:
+        calls.append(1)
+        raise OutputError("cannot write the answer store: disk full")
+
+    monkeypatch.setattr(Store, "put", put)
+    with pytest.raises(OutputError, match="disk full"):
+        live.run(options(server, path, tmp_path / "v.jsonl", max_connections=2))
+    assert server.stats()["requests"] <= 4  # not 50 answers paid for and lost
+    assert not (tmp_path / "v.jsonl").exists()
