@@ -62,6 +62,7 @@ class Store:
 
     def __init__(self, path: str, readonly: bool = False) -> None:
         self.path = path
+        self._asked = False  # whether this run's table of asked requests has a row
         try:
             if readonly:
                 if not os.path.exists(path):
@@ -125,11 +126,12 @@ class Store:
         """Note that this run sends the request for ``key``."""
         assert self._db is not None
         self._db.execute("INSERT OR IGNORE INTO asked VALUES (?, NULL, NULL)", (key,))
+        self._asked = True
 
     def asked(self, key: str) -> bool:
         """Whether this run already sent the request for ``key``."""
-        if self._db is None:
-            return False
+        if self._db is None or not self._asked:
+            return False  # nothing noted yet: no query (this is asked once a judge state)
         try:
             row = self._db.execute("SELECT 1 FROM asked WHERE key = ?", (key,)).fetchone()
         except sqlite3.OperationalError:  # read-only: no table of this run
@@ -140,10 +142,11 @@ class Store:
         """Note that this run's request for ``key`` got no answer (not kept across runs)."""
         assert self._db is not None
         self._db.execute("INSERT OR REPLACE INTO asked VALUES (?, ?, ?)", (key, cause, detail))
+        self._asked = True
 
     def failure(self, key: str) -> Failure | None:
         """Why this run's request for ``key`` got no answer, or None."""
-        if self._db is None:
+        if self._db is None or not self._asked:
             return None
         try:
             row = self._db.execute("SELECT cause, detail FROM asked WHERE key = ? AND cause IS "
