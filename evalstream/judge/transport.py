@@ -2,9 +2,10 @@
 
 aiohttp, directly (no provider SDK): the body sent is exactly the bytes that were hashed into
 the store key, and no second retry layer hides attempts or ``Retry-After``. httpx was the
-first choice; its connection pool (httpcore 1.0.9) spent ~7.9 ms of CPU a request at 64
-connections, 125 requests/s against the benchmark's 50 ms server, where aiohttp took 0.13 ms
-and reached 1,130/s (benchmarks/README.md, ``python -m benchmarks judge-clients``).
+first choice; at 64 connections against the benchmark's 50 ms server its connection pool
+(httpcore 1.0.9, quadratic in the connections) spent 6.9 ms of CPU a request and reached 101
+requests/s, httpx2 780 us and 635/s, aiohttp 183 us and 984/s (benchmarks/README.md,
+``python -m benchmarks judge-clients``).
 
 Retries, as the official SDKs do them: HTTP 408, 409, 429 and 5xx, timeouts and connection
 errors are retried up to ``max_attempts`` in all, waiting what ``retry-after-ms`` or
