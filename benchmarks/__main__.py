@@ -1,6 +1,6 @@
 """Command line:
-``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,stages,judge,
-judge-clients}``.
+``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
+judge,judge-clients}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -85,11 +85,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_convert(args: argparse.Namespace) -> int:
+    """Time ``evalstream convert`` on CSV and Parquet against Polars reading them."""
+    from benchmarks.convert import main
+
+    return main(args.size or [_size("100MB")], args.runs, args.cache_dir, args.seed,
+                args.timeout)
+
+
 def cmd_stages(args: argparse.Namespace) -> int:
     """Show where build's time goes, stage by stage."""
     from benchmarks.stages import main
 
-    return main(args.input, args.repeat)
+    return main(args.input, args.repeat, args.builtin)
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
@@ -177,9 +185,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     run.set_defaults(func=cmd_run)
 
+    conv = sub.add_parser("convert", help="time `evalstream convert` on CSV and Parquet")
+    conv.add_argument("--size", type=_size, action="append",
+                      help="CSV size, repeatable (default 100MB); Parquet of the same rows")
+    conv.add_argument("--runs", type=int, default=3)
+    conv.add_argument("--seed", type=int, default=0)
+    conv.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+    conv.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
+    conv.set_defaults(func=cmd_convert)
+
     stages = sub.add_parser("stages", help="where build's time goes, in one process")
     stages.add_argument("input", type=Path)
     stages.add_argument("--repeat", type=int, default=5)
+    stages.add_argument("--builtin", action="store_true",
+                        help="the built-in rubrics instead of all_fields.toml")
     stages.set_defaults(func=cmd_stages)
 
     for name, func, helptext in (

@@ -1,10 +1,11 @@
 """Where ``build``'s time goes: ``python -m benchmarks stages IN.jsonl [--repeat 5]``.
 
-Drives ``evalstream.build.Processor`` in this process over the file (no start-up, output
-not written), best of ``--repeat``: first cumulatively (read lines; + typed decode; + the
-id checks; + everything ``Processor.chunk`` does), then the full run with one extra taken
-out at a time (item-id uniqueness, the duplicate-id index, the state hash). Prints one line
-per figure: seconds and microseconds a case. Rubric: ``benchmarks/all_fields.toml``.
+Drives build's own pieces in this process over the file (no start-up, output not written),
+best of ``--repeat``: first cumulatively (read lines; + typed decode; + the read loop with
+its id checks; + the Checker's states and budget; + the records), then the full run with
+one extra taken out at a time (item-id uniqueness, the duplicate-id index, the state hash).
+Prints one line per figure: seconds and microseconds a case. Rubric:
+``benchmarks/all_fields.toml`` (``--builtin``: the built-in rubrics).
 """
 
 from __future__ import annotations
@@ -16,8 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from evalstream.cases import ids, schema
+from evalstream.cases.reading import case_reader
+from evalstream.checks.checker import Checker
+from evalstream.checks.rubrics import load_rubrics
 from evalstream.files.lines import Chunk, open_input, read_chunks
-from evalstream.pipeline import build
+from evalstream.pipeline import records
+from evalstream.pipeline.run import process
 
 ALL_FIELDS = Path(__file__).resolve().parent / "all_fields.toml"
 
@@ -48,13 +53,10 @@ def _without(owner: Any, name: str, stand_in: Any) -> Iterator[None]:
         setattr(owner, name, original)
 
 
-def main(path: Path, repeat: int) -> int:
-    rubrics = build.load_rubrics([str(ALL_FIELDS)])
+def main(path: Path, repeat: int, builtin: bool = False) -> int:
+    rubrics = load_rubrics(None if builtin else [str(ALL_FIELDS)])
     cases = sum(len(c.lines) for c in _chunks(path))
     decode = schema.decoder().decode
-
-    def processor() -> build.Processor:
-        return build.Processor(rubrics, 32_000, 1 << 28, False)
 
     def read() -> None:
         for _ in _chunks(path):
@@ -66,31 +68,37 @@ def main(path: Path, repeat: int) -> int:
                 decode(line)
 
     def admitted() -> None:
-        p = processor()
-        for chunk in _chunks(path):
-            rejects: list[Any] = []
-            for i, line in enumerate(chunk.lines):
-                p._admit(line, chunk.line + i, rejects)
+        for _ in case_reader().read(_chunks(path)):
+            pass
+
+    def checked() -> None:
+        checker = Checker(rubrics)
+        for item in case_reader().read(_chunks(path)):
+            checker.check(item[3], item[0])  # type: ignore[index]
 
     def full() -> None:
-        p = processor()
-        for chunk in _chunks(path):
-            p.chunk(chunk)
+        process(case_reader().read(_chunks(path)), Checker(rubrics), _drop, _drop)
 
     def show(name: str, seconds: float) -> None:
         print(f"{name:44s} {seconds:7.3f} s {seconds / cases * 1e6:6.2f} us/case")
 
     print(f"{path}: {cases:,} lines, best of {repeat}")
     for name, run in (("read lines", read), ("+ typed decode", decoded),
-                      ("+ item ids, duplicate-id index", admitted),
-                      ("+ states, budget, records (Processor.chunk)", full)):
+                      ("+ read loop: item ids, duplicate-id index", admitted),
+                      ("+ Checker: states, budget", checked),
+                      ("+ records (the whole build loop)", full)):
         show(name, _best(run, repeat))
     whole = _best(full, repeat)
     show("full run again", whole)
     for name, owner, attr, stand_in in (
             ("without item-id uniqueness", schema, "duplicate_item_id", lambda case: None),
             ("without the duplicate-id index", ids.IdIndex, "add_id", lambda *_: 0),
-            ("without the state hash", build.xxhash, "xxh3_128_hexdigest", lambda _: "0" * 32)):
+            ("without the state hash", records.xxhash, "xxh3_128_hexdigest",
+             lambda _: "0" * 32)):
         with _without(owner, attr, stand_in):
             show(f"{name} (saves)", whole - _best(full, repeat))
     return 0
+
+
+def _drop(data: object) -> None:
+    return None

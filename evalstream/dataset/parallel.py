@@ -91,7 +91,7 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
     s = worker.settings
     start, end = line_start(worker.fd, start, worker.size), line_start(worker.fd, end, worker.size)
     reader = case_reader(s.allow_unknown_fields, s.max_line_bytes, check_duplicates=False)
-    checker = Checker(s.rubric_set, s.max_tokens)
+    checker = Checker(s.rubric_set, s.max_tokens, keep_states=False)
     rows = Collector(s.rubric_set, s.by)
     log = CaseLog()
     rejects: list[Reject] = []
@@ -99,19 +99,17 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
     if s.parts_dir is not None:
         rejects_path = os.path.join(s.parts_dir, f"{index:08d}.rejects")
     encode = msgspec.json.Encoder().encode
+
+    def keep(reject: Reject) -> None:
+        if rejects_path is not None:
+            out.write(encode(reject) + b"\n")
+        elif len(rejects) < s.first_rejects:
+            rejects.append(reject)
+
     with open(rejects_path or os.devnull, "wb") as out, \
             open_range(worker.fd, start, end) as stream:
         items = read_chunks(stream, s.max_line_bytes, first_line=1, first_offset=start)
-        for item in reader.read(items):
-            if type(item) is Reject:
-                if rejects_path is not None:
-                    out.write(encode(item) + b"\n")
-                elif len(rejects) < s.first_rejects:
-                    rejects.append(item)
-                continue
-            line_no, offset, raw, case = item  # type: ignore[misc]
-            rows.add(raw, case, checker.check(case, line_no))
-            log.add(case.id, line_no, offset, 0)
+        rows.take(reader.read(items), checker, keep, log)
     rows.flush()
     return Part(index, end, rows, reader.counts, checker.tally, rejects, rejects_path,
                 log.arrays()[:4])
@@ -131,7 +129,7 @@ class Merger:
         self.first_rejects: list[Reject] = []
         self.index = IdIndex()
         self.fd = os.open(settings.path, os.O_RDONLY)
-        self.scratch = Checker(settings.rubric_set, settings.max_tokens)
+        self.scratch = Checker(settings.rubric_set, settings.max_tokens, keep_states=False)
         self.decode_case = case_reader(settings.allow_unknown_fields).kind.decode
         self._decode_reject = msgspec.json.Decoder(Reject).decode
         self._encode = msgspec.json.Encoder().encode

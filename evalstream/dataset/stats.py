@@ -16,6 +16,7 @@ fixed-size estimate). Polars is imported only to aggregate.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -52,6 +53,7 @@ from evalstream.files.lines import (
     read_chunks,
 )
 from evalstream.files.outputs import AtomicOutput
+from evalstream.files.sniff import check_cases_input, check_cases_stream
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
@@ -257,6 +259,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
         raise UsageError(f"the input and rejects paths are the same file ({opts.input}); "
                          "choose a different --rejects name.")
     rubric_set = load_rubrics(opts.rubric_files)
+    check_cases_input(opts.input)
     collector = Collector(rubric_set, opts.by)
     size = input_size(opts.input)
     workers = opts.workers if opts.workers is not None else default_workers()
@@ -290,20 +293,17 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
     """Read the whole input in this process: line counts, check tally, first rejects and
     the bytes read."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = Checker(rubric_set, opts.max_tokens)
+    checker = Checker(rubric_set, opts.max_tokens, keep_states=False)
     encode = msgspec.json.Encoder().encode
-    stream = _Counting(open_input(opts.input))
+    opened = open_input(opts.input)
+    stream = _Counting(check_cases_stream(opened) if opts.input == "-" else opened)
     try:
         items = read_chunks(stream, opts.max_line_bytes)
         if on_progress is not None:
             items = progress(items, on_progress, size)
-        for item in reader.read(items):
-            if type(item) is Reject:
-                if rejects_out is not None:
-                    rejects_out.write(encode(item) + b"\n")
-                continue
-            line_no, _, raw, case = item  # type: ignore[misc]
-            collector.add(raw, case, checker.check(case, line_no))
+        write = rejects_out.write if rejects_out is not None else None
+        collector.take(reader.read(items), checker,
+                       lambda r: write(encode(r) + b"\n") if write is not None else None)
     finally:
         if opts.input != "-":
             stream.stream.close()
@@ -445,46 +445,87 @@ def _empty_counts() -> dict[str, Any]:
             "labelled": 0}
 
 
+class _Outcomes:
+    """What became of every rubric, per group and overall, from the outcome signatures:
+    ``per_group[g][r]`` and ``overall[r]`` map a skip reason (None: written) to cases."""
+
+    def __init__(self, collector: Collector, n_rubrics: int) -> None:
+        signatures = sorted(collector.signatures, key=collector.signatures.__getitem__)
+        self.n_rubrics = n_rubrics
+        self.per_group: dict[int, list[dict[str | None, int]]] = {}
+        for (g, sig), n in sorted(collector.outcomes.items()):
+            if not n:  # a duplicate taken back out
+                continue
+            per_rubric = self.per_group.setdefault(g, [{} for _ in range(n_rubrics)])
+            for r, reason in enumerate(signatures[sig]):
+                per_rubric[r][reason] = per_rubric[r].get(reason, 0) + n
+        self.overall: list[dict[str | None, int]] = [{} for _ in range(n_rubrics)]
+        for per_rubric in self.per_group.values():
+            for r, reasons in enumerate(per_rubric):
+                for reason, n in reasons.items():
+                    self.overall[r][reason] = self.overall[r].get(reason, 0) + n
+
+    def of(self, g: int | None) -> list[dict[str | None, int]] | None:
+        """The rubrics' outcomes in group ``g`` (None: the whole dataset)."""
+        return self.overall if g is None else self.per_group.get(g)
+
+    def written(self, g: int | None) -> tuple[int, int]:
+        """Checks written, and checks over budget, in group ``g``."""
+        per_rubric = self.of(g) or []
+        return (sum(reasons.get(None, 0) for reasons in per_rubric),
+                sum(reasons.get(OVER_BUDGET, 0) for reasons in per_rubric))
+
+    def applies(self, g: int | None, r: int) -> int:
+        """Cases of group ``g`` where rubric ``r`` applies (written or over budget)."""
+        per_rubric = self.of(g)
+        if per_rubric is None or r >= self.n_rubrics:
+            return 0
+        return per_rubric[r].get(None, 0) + per_rubric[r].get(OVER_BUDGET, 0)
+
+
 def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally,
                opts: StatsOptions, rubric_set: RubricSet, n_bytes: int,
                first_rejects: list[Reject]) -> DatasetStats:
     group_keys = sorted(collector.groups, key=collector.groups.__getitem__)  # by code
     cases = _frame(collector)
-    rubrics = rubric_set.rubrics
-    n_rubrics = len(rubrics)
-    signatures = sorted(collector.signatures, key=collector.signatures.__getitem__)
-
-    # What became of every rubric, per group, from the outcome signatures.
-    outcome: dict[int, list[dict[str | None, int]]] = {}
-    for (g, sig), n in sorted(collector.outcomes.items()):
-        if not n:  # a duplicate taken back out
-            continue
-        per_rubric = outcome.setdefault(g, [{} for _ in range(n_rubrics)])
-        for r, reason in enumerate(signatures[sig]):
-            per_rubric[r][reason] = per_rubric[r].get(reason, 0) + n
-    overall: list[dict[str | None, int]] = [{} for _ in range(n_rubrics)]
-    for per_rubric in outcome.values():
-        for r, reasons in enumerate(per_rubric):
-            for reason, n in reasons.items():
-                overall[r][reason] = overall[r].get(reason, 0) + n
-
-    def written(per_rubric: list[dict[str | None, int]]) -> tuple[int, int]:
-        return (sum(reasons.get(None, 0) for reasons in per_rubric),
-                sum(reasons.get(OVER_BUDGET, 0) for reasons in per_rubric))
-
-    # Groups.
+    outcomes = _Outcomes(collector, len(rubric_set.rubrics))
     rows, total_row = _aggregate(cases)
-    by = opts.by
 
     def key_of(g: int) -> dict[str, str]:
-        return dict(zip(by, group_keys[g], strict=True))
+        return dict(zip(opts.by, group_keys[g], strict=True))
 
-    groups = [_group_stats(key_of(g), rows[g], *written(outcome[g])) for g in rows]
+    groups = [_group_stats(key_of(g), rows[g], *outcomes.written(g)) for g in rows]
     groups.sort(key=lambda s: (-s.cases, list(s.key.values())))
-    total = _group_stats({}, total_row, *written(overall))
+    total = _group_stats({}, total_row, *outcomes.written(None))
+    order = sorted(rows, key=lambda g: (-rows[g]["cases"], group_keys[g]))
+    labels = _labels(collector, outcomes, order, key_of)
+    checks = [RubricChecks(rubric.id, rubric.kind, outcomes.applies(None, r),
+                           outcomes.overall[r].get(None, 0),
+                           {k: v for k, v in sorted(outcomes.overall[r].items(),
+                                                    key=lambda kv: str(kv[0])) if k is not None})
+              for r, rubric in enumerate(rubric_set.rubrics)]
+    by_keys = {}
+    for i, key in enumerate(opts.by):
+        values = {group_keys[g][i] for g in rows}  # groups with cases
+        missing = sum(rows[g]["cases"] for g in rows if group_keys[g][i] == MISSING)
+        by_keys[key] = ByKey(len(values - {MISSING}), missing)
+    overview = Overview(lines.lines, lines.blank, lines.records, lines.rejected, n_bytes,
+                        dict(sorted((+lines.rejected_by_kind).items())), len(groups), by_keys)
+    return DatasetStats(
+        shape=SHAPE, evalstream=__version__, input=opts.input, by=list(opts.by),
+        rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources)),
+        tokenizer=tokens.TOKENIZER, budget=opts.max_tokens, overview=overview, total=total,
+        groups=groups, labels=labels, checks=checks, metadata=_metadata(collector.metadata),
+        histograms={c: _histogram(cases, c) for c in ("input_chars", "output_chars",
+                                                      "state_tokens")},
+        first_rejects=[FirstReject(r.line, r.id, r.path, r.error) for r in first_rejects],
+        warnings=_warnings(collector, checks_tally, rubric_set, by_keys, labels, lines.records),
+        exit_code=1 if lines.rejected or not lines.records else 0)
 
-    # Labels.
-    label_ids = collector.rubric_ids
+
+def _labels(collector: Collector, outcomes: _Outcomes, order: list[int],
+            key_of: Callable[[int], dict[str, str]]) -> list[RubricLabels]:
+    """The expected labels per rubric, overall and per group (groups in ``order``)."""
     per_group: dict[tuple[int, int], dict[str, Any]] = {}
     label_total: dict[int, dict[str, Any]] = {}
     for (g, r, st, src, is_applicable), n in sorted(collector.labels.items()):
@@ -494,70 +535,37 @@ def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally
                 counts["labels"] += n
                 counts["status"][STATUSES[st]] += n
                 counts["source"][SOURCES[src]][STATUSES[st]] += n
-                if is_applicable:
-                    counts["labelled"] += n
-                else:
-                    counts["not_applicable"] += n
+                counts["labelled" if is_applicable else "not_applicable"] += n
 
     def label_counts(counts: dict[str, Any], applies: int) -> LabelCounts:
         return LabelCounts(counts["labels"], counts["status"], counts["source"], applies,
                            counts["labelled"], _ratio(counts["labelled"], applies),
                            counts["not_applicable"])
 
-    def applies_in(per_rubric: list[dict[str | None, int]] | None, r: int) -> int:
-        if per_rubric is None or r >= n_rubrics:
-            return 0
-        return per_rubric[r].get(None, 0) + per_rubric[r].get(OVER_BUDGET, 0)
-
     labels = []
-    for r, rubric_id in enumerate(label_ids):
-        if r >= n_rubrics and r not in label_total:
+    for r, rubric_id in enumerate(collector.rubric_ids):
+        if r >= outcomes.n_rubrics and r not in label_total:
             continue
         group_labels = []
-        for g in sorted(rows, key=lambda g: (-rows[g]["cases"], group_keys[g])):
-            applies = applies_in(outcome.get(g), r)
+        for g in order:
+            applies = outcomes.applies(g, r)
             found = per_group.get((r, g))
             if found is None and not applies:
                 continue
             group_labels.append(GroupLabels(key_of(g),
                                             label_counts(found or _empty_counts(), applies)))
-        labels.append(RubricLabels(rubric_id, r < n_rubrics,
+        labels.append(RubricLabels(rubric_id, r < outcomes.n_rubrics,
                                    label_counts(label_total.get(r, _empty_counts()),
-                                                applies_in(overall, r)), group_labels))
-
-    # Checks, as build would count them.
-    checks = []
-    for r, rubric in enumerate(rubrics):
-        reasons = overall[r]
-        skipped = {k: v for k, v in sorted(reasons.items(), key=lambda kv: str(kv[0]))
-                   if k is not None}
-        checks.append(RubricChecks(rubric.id, rubric.kind, applies_in(overall, r),
-                                   reasons.get(None, 0), skipped))
-
-    # Overview.
-    by_keys = {}
-    for i, key in enumerate(by):
-        values = {group_keys[g][i] for g in rows}  # groups with cases
-        missing = sum(rows[g]["cases"] for g in rows if group_keys[g][i] == MISSING)
-        by_keys[key] = ByKey(len(values - {MISSING}), missing)
-    overview = Overview(lines.lines, lines.blank, lines.records, lines.rejected, n_bytes,
-                        dict(sorted((+lines.rejected_by_kind).items())), len(groups), by_keys)
-
-    warnings = _warnings(collector, checks_tally, rubric_set, by_keys, labels, lines.records)
-    return DatasetStats(
-        shape=SHAPE, evalstream=__version__, input=opts.input, by=list(by),
-        rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources)),
-        tokenizer=tokens.TOKENIZER, budget=opts.max_tokens, overview=overview, total=total,
-        groups=groups, labels=labels, checks=checks, metadata=_metadata(collector.metadata),
-        histograms={c: _histogram(cases, c) for c in ("input_chars", "output_chars",
-                                                      "state_tokens")},
-        first_rejects=[FirstReject(r.line, r.id, r.path, r.error) for r in first_rejects],
-        warnings=warnings, exit_code=1 if lines.rejected else 0)
+                                                outcomes.applies(None, r)), group_labels))
+    return labels
 
 
 def _warnings(collector: Collector, checks: CheckTally, rubric_set: RubricSet,
               by_keys: dict[str, ByKey], labels: list[RubricLabels], n_cases: int) -> list[str]:
     warnings = []
+    if not n_cases:
+        warnings.append("no line of the input is a case: the input is empty, or every line was "
+                        "rejected or blank.")
     if n_cases:
         for key in rubric_set.when_keys:
             if not checks.when_keys_seen[key]:

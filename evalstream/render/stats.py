@@ -34,7 +34,18 @@ def _shown_groups(groups: list[GroupStats]) -> tuple[list[GroupStats], str | Non
 
 def stats_blocks(s: DatasetStats) -> list[Block]:
     """The tables of a dataset's stats, in the order of the report's sections."""
+    out: list[Block] = []
+    for section in (_overview_blocks, _group_blocks, _label_blocks, _check_blocks,
+                    _metadata_blocks):
+        out += section(s)
+    if s.warnings:
+        out.append(Heading("Warnings"))
+        out.extend(Paragraph(f"warning: {w}") for w in s.warnings)
+    return out
 
+
+def _overview_blocks(s: DatasetStats) -> list[Block]:
+    """The title, the summary line and the overview table (rejected lines by kind)."""
     o = s.overview
     by = ", ".join(s.by)
     out: list[Block] = [Heading(f"evalstream stats: {s.input}", 1)]
@@ -42,8 +53,6 @@ def stats_blocks(s: DatasetStats) -> list[Block]:
         f"{o.lines:,} lines = {o.cases:,} cases + {o.rejected:,} rejected + {o.blank:,} blank; "
         f"{o.bytes:,} bytes. Rubrics: {len(s.rubrics.ids)} "
         f"({', '.join(s.rubrics.sources)}); budget {s.budget:,} {s.tokenizer} tokens."))
-
-    # 1. Overview
     out.append(Heading("Overview"))
     t = Table([Column("figure"), Column("value", "count")])
     for name, value in (("lines", o.lines), ("cases", o.cases), ("rejected", o.rejected),
@@ -61,8 +70,13 @@ def stats_blocks(s: DatasetStats) -> list[Block]:
         kinds.note = ("Rejected lines are counted only; give --rejects FILE (or run "
                       "`evalstream validate`) to see each one.")
         out.append(kinds)
+    return out
 
-    # 2. Groups
+
+def _group_blocks(s: DatasetStats) -> list[Block]:
+    """The group tables: fields carried, sizes, the largest states and checks."""
+    by = ", ".join(s.by)
+    out: list[Block] = []
     groups, more = _shown_groups(s.groups)
     rows = [*groups, s.total]
     out.append(Heading(f"Groups by {by}"))
@@ -98,8 +112,13 @@ def stats_blocks(s: DatasetStats) -> list[Block]:
         t.add(group_name(g.key), g.line_bytes.median, g.line_bytes.max, g.state_tokens.median,
               g.state_tokens.p95, g.state_tokens.max, g.checks, g.over_budget)
     out.append(t)
+    return out
 
-    # 3. Labels
+
+def _label_blocks(s: DatasetStats) -> list[Block]:
+    """The expected labels: by status and source, coverage, per group."""
+    by = ", ".join(s.by)
+    out: list[Block] = []
     out.append(Heading("Expected labels"))
     if not s.labels or not any(r.total.labels for r in s.labels):
         out.append(Paragraph("No case has expected labels."))
@@ -135,8 +154,12 @@ def stats_blocks(s: DatasetStats) -> list[Block]:
                 t.add(r.rubric, group_name(gl.key), lc.labels, *lc.status.values(), lc.applies,
                       lc.coverage, lc.not_applicable)
         out.append(t)
+    return out
 
-    # 4. Checks
+
+def _check_blocks(s: DatasetStats) -> list[Block]:
+    """The checks build would write and skip, per rubric."""
+    out: list[Block] = []
     out.append(Heading("Checks build would write"))
     t = Table([Column("rubric"), Column("kind"), Column("applies", "count"),
                Column("written", "count"), Column("skipped (reason: count)")])
@@ -146,8 +169,12 @@ def stats_blocks(s: DatasetStats) -> list[Block]:
     t.add("(all)", "", sum(c.applies for c in s.checks), sum(c.checks for c in s.checks),
           f"{sum(sum(c.skipped.values()) for c in s.checks):,}")
     out.append(t)
+    return out
 
-    # 5. Metadata
+
+def _metadata_blocks(s: DatasetStats) -> list[Block]:
+    """The metadata keys, with their distinct and top values."""
+    out: list[Block] = []
     m = s.metadata
     out.append(Heading("Metadata keys"))
     if not m.keys:
@@ -167,10 +194,6 @@ def stats_blocks(s: DatasetStats) -> list[Block]:
             distinct: str | int = k.distinct if k.distinct_exact else f"~{k.distinct:,}"
             t.add(k.key, k.cases, distinct if k.objects < k.cases else None, top)
         out.append(t)
-
-    if s.warnings:
-        out.append(Heading("Warnings"))
-        out.extend(Paragraph(f"warning: {w}") for w in s.warnings)
     return out
 
 

@@ -20,6 +20,8 @@ from evalstream.files.lines import BOM, Chunk, read_chunks
 from .strategies import cases, dumps
 from .support import assert_actionable, assert_counts_add_up, examples, run_on
 
+pytestmark = pytest.mark.slow  # see pyproject.toml: `-m "not slow"` skips it
+
 NOISE = [b"", b" ", b"\t\r", b"\r", b"\x0c", b"\x00", b"{", b"}", b"[]", b"null", b"\xff",
          b"\xef\xbb\xbf", b"\\ud800", b'"', b",", b"\xc3", b"\xe2\x80\xa8", b"NaN", b"1e999"]
 

@@ -20,6 +20,8 @@ from evalstream.pipeline.run import Options, run
 
 from .support import ROOT, assert_actionable, assert_counts_add_up, cli_env, run_on
 
+pytestmark = pytest.mark.slow  # see pyproject.toml: `-m "not slow"` skips it
+
 MiB = 1 << 20
 
 

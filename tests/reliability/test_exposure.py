@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,8 @@ from evalstream.checks.state import FIELD_OF, PREAMBLE, STATE_NAMES
 
 from . import strategies as gen
 from .support import assert_counts_add_up, examples, run_on
+
+pytestmark = pytest.mark.slow  # see pyproject.toml: `-m "not slow"` skips it
 
 WIRE = {"input": "input", "output": "output", "messages": "messages", "context": "context",
         "policy": "policy", "tool_events": "toolEvents"}

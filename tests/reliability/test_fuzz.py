@@ -11,6 +11,8 @@ import pytest
 
 from .support import LONG, ROOT, cli_env
 
+pytestmark = pytest.mark.slow  # see pyproject.toml: `-m "not slow"` skips it
+
 TARGET = ROOT / "fuzz" / "fuzz_decode.py"
 SECONDS = 600 if LONG else 25
 

@@ -22,6 +22,8 @@ from evalstream.checks.state import FIELD_OF, STATE_NAMES
 from . import strategies as gen
 from .support import assert_actionable, assert_counts_add_up, examples, run_on
 
+pytestmark = pytest.mark.slow  # see pyproject.toml: `-m "not slow"` skips it
+
 WIRE = {"input": "input", "output": "output", "messages": "messages", "context": "context",
         "policy": "policy", "tool_events": "toolEvents"}
 

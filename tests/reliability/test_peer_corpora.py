@@ -26,6 +26,8 @@ from .support import (
     run_on,
 )
 
+pytestmark = pytest.mark.slow  # see pyproject.toml: `-m "not slow"` skips it
+
 SUITE = sorted(JSONTESTSUITE.glob("*.json")) if JSONTESTSUITE.is_dir() else []
 DATASETS = sorted(CORPUS.glob("*.jsonl")) if CORPUS.is_dir() else []
 needs_suite = pytest.mark.skipif(not SUITE, reason=f"JSONTestSuite not found in {JSONTESTSUITE}")

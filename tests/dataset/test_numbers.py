@@ -8,8 +8,8 @@ import pytest
 
 from evalstream.dataset import rows as stats_rows
 from evalstream.dataset.stats import DatasetStats, StatsOptions, collect
+from tests.dataset import plain
 from tests.helpers import SAMPLES
-from tests.stats import plain
 
 CASES = SAMPLES / "cases.jsonl"
 

@@ -1,6 +1,6 @@
 """Peak memory of ``agree`` and ``compare`` on generated verdict files (not a test).
 
-``python -m tests.agree.measure_memory DIR [N]`` writes, into DIR (reused when present):
+``python -m tests.verdicts.measure_memory DIR [N]`` writes, into DIR (reused when present):
 N verdicts (default 10,000,000) over N/4 cases and 4 rubrics with short ids and hashes, a
 second run with 5% of the statuses flipped and 1% of the states changed, the cases with
 one label per (case, rubric), and the first N/10 verdicts again, with and without

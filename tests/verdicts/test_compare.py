@@ -18,8 +18,8 @@ from evalstream.cli.agree import render
 from evalstream.render.compare import blocks
 from evalstream.verdicts.compare import CompareOptions, CompareReport, encode, run
 from evalstream.verdicts.records import STATUSES
-from tests.agree.plain import plain_compare
 from tests.helpers import SAMPLES, golden
+from tests.verdicts.plain import plain_compare
 
 AGREE_GOLDEN = Path(__file__).resolve().parent / "golden"
 

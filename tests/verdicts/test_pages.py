@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from evalstream.render.agree_html import agree_page, compare_page
 from evalstream.verdicts.agree import AgreeOptions
 from evalstream.verdicts.agree import run as agree
@@ -13,6 +15,8 @@ from evalstream.verdicts.compare import CompareOptions
 from evalstream.verdicts.compare import run as compare
 from tests.browser import load
 from tests.helpers import SAMPLES
+
+pytestmark = pytest.mark.slow  # see pyproject.toml: `-m "not slow"` skips it
 
 BLUE, RED, GREEN = bytes.fromhex("4e79a7"), bytes.fromhex("e15759"), bytes.fromhex("59a14f")
 

@@ -21,8 +21,8 @@ from evalstream.errors import UsageError
 from evalstream.render.agree import blocks, unscored_line
 from evalstream.verdicts.agree import AgreeOptions, AgreeReport, Cell, encode, run
 from evalstream.verdicts.records import DuplicateKeyError
-from tests.agree.plain import PlainCell, plain_agree
 from tests.helpers import CORPUS, SAMPLES, golden
+from tests.verdicts.plain import PlainCell, plain_agree
 
 AGREE_GOLDEN = Path(__file__).resolve().parent / "golden"
 

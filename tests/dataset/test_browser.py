@@ -11,6 +11,8 @@ from evalstream.cli import main
 from tests.browser import load, require_chromium
 from tests.helpers import SAMPLES, build
 
+pytestmark = pytest.mark.slow  # see pyproject.toml: `-m "not slow"` skips it
+
 COUNT_MARKS = """({
   charts: document.querySelectorAll('svg.chart').length,
   bars: document.querySelectorAll('svg.chart-bar rect.bar').length,

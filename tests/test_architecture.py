@@ -1,0 +1,81 @@
+"""The package rule of ARCHITECTURE.md, read from the code's own imports: lower packages
+never import higher ones, and nothing imports the command line."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.helpers import ROOT
+
+PACKAGE = ROOT / "evalstream"
+# What each package may import (besides itself and the package root's ``__version__``).
+BELOW = {
+    "errors": set(),
+    "files": {"errors"},
+    "engines": {"errors", "files"},
+    "cases": {"errors", "files"},
+    "checks": {"errors", "files", "cases"},
+    "pipeline": {"errors", "files", "cases", "checks", "engines"},
+    "dataset": {"errors", "files", "cases", "checks", "engines"},
+    "verdicts": {"errors", "files", "cases", "checks"},
+    "judge": {"errors", "files", "cases", "checks", "verdicts"},
+    "convert": {"errors", "files", "cases", "checks"},
+    "view": {"errors", "files", "cases", "checks", "verdicts", "render"},
+    "render": {"errors", "files", "cases", "checks", "pipeline", "dataset", "verdicts", "judge",
+               "convert"},
+}
+
+
+def _package_of(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 else rel.stem
+
+
+def _imports(path: Path) -> set[str]:
+    """The evalstream packages a module imports (at any depth of the module)."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.level:
+                raise AssertionError(f"{path}: relative import; use evalstream.{node.module}")
+            if node.module == "evalstream":
+                names = [f"evalstream.{a.name}" for a in node.names]
+            else:
+                names = [node.module]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "evalstream" and len(parts) > 1 and parts[1] != "__version__":
+                found.add(parts[1])
+    return found
+
+
+def test_lower_packages_never_import_higher_ones() -> None:
+    modules = sorted(PACKAGE.rglob("*.py"))
+    assert len(modules) > 30
+    broken = []
+    for path in modules:
+        package = _package_of(path)
+        if package in ("__init__", "__main__", "cli"):
+            continue  # the API and the command line sit on top of everything
+        assert package in BELOW, f"{package} is not in the rule: add it to BELOW and ARCHITECTURE.md"
+        for imported in _imports(path) - {package} - BELOW[package]:
+            broken.append(f"{path.relative_to(ROOT)} imports evalstream.{imported}")
+    assert not broken, "\n".join(broken)
+
+
+def test_nothing_imports_the_command_line() -> None:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if _package_of(path) not in ("cli", "__main__"):
+            assert "cli" not in _imports(path), f"{path.relative_to(ROOT)} imports evalstream.cli"
+
+
+def test_every_package_is_in_the_architecture_document() -> None:
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    for package in [*BELOW, "cli"]:
+        if (PACKAGE / package).is_dir():
+            assert f"`{package}/`" in text, f"ARCHITECTURE.md does not describe {package}/"
