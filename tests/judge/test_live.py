@@ -7,6 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from evalstream.errors import UsageError
@@ -298,3 +299,18 @@ def test_a_store_that_fails_stops_the_run(tmp_path: Path, server: FakeServer,
         live.run(options(server, path, tmp_path / "v.jsonl", max_connections=2))
     assert server.stats()["requests"] <= 4  # not 50 answers paid for and lost
     assert not (tmp_path / "v.jsonl").exists()
+
+
+def test_the_python_api(tmp_path: Path, server: FakeServer,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalstream
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    path = states(tmp_path, ["FAKE:fail", "FAKE:na"])
+    report = evalstream.judge_verdicts(path, tmp_path / "v.jsonl", "fake-judge-1",
+                                       base_url=server.url, max_connections=2)
+    assert isinstance(report, evalstream.JudgeReport)
+    assert report.by_status == {"pass": 0, "fail": 1, "na": 1, "unscored": 0}
+    first = msgspec.json.decode((tmp_path / "v.jsonl").read_bytes().splitlines()[0],
+                                type=evalstream.JudgeVerdict)
+    assert first.status == "fail" and first.judge.model == "fake-judge-1"
