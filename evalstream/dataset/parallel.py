@@ -19,10 +19,12 @@ import tempfile
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
-from evalstream.cases.ids import CaseLog, IdIndex
+from evalstream.cases.duplicates import Dup, ParentIndex
+from evalstream.cases.ids import CaseLog
 from evalstream.cases.reading import LineCounts, case_reader, duplicate_case
 from evalstream.cases.rejects import Reject
 from evalstream.checks.checker import Checker, CheckTally
@@ -64,6 +66,7 @@ class Part:
     """One range's result, in the worker's own codes and line numbers (from 1)."""
 
     index: int
+    start: int
     end: int
     rows: Collector
     lines: LineCounts
@@ -71,6 +74,7 @@ class Part:
     rejects: list[Reject]  # the first few, when the run does not write rejects
     rejects_path: str | None  # a file of every reject of the range, when it does
     log: tuple[array[int], ...]  # id hash halves, line, offset of each case, in row order
+    offset_base: int = 0  # bytes of the input before this range's file (several files)
 
 
 # -- in the worker -------------------------------------------------------------------------------
@@ -111,48 +115,49 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
         items = read_chunks(stream, s.max_line_bytes, first_line=1, first_offset=start)
         rows.take(reader.read(items), checker, keep, log)
     rows.flush()
-    return Part(index, end, rows, reader.counts, checker.tally, rejects, rejects_path,
+    return Part(index, start, end, rows, reader.counts, checker.tally, rejects, rejects_path,
                 log.arrays()[:4])
 
 
 # -- in the parent -------------------------------------------------------------------------------
 class Merger:
-    """Takes the parts in input order and adds them to one collector and one tally."""
+    """Takes the parts in input order and adds them to one collector and one tally.
+
+    The duplicates of each part are given (found by ``ParentIndex`` here, or by a
+    cluster's reducers); each late duplicate's line is read again through ``line_of`` to
+    take it back out of the counts. Both engines merge through this class."""
 
     def __init__(self, collector: Collector, settings: Settings,
-                 rejects_out: AtomicOutput | None) -> None:
+                 rejects_out: Any, line_of: Callable[[Part, Dup], bytes]) -> None:
         self.collector = collector
         self.settings = settings
         self.rejects_out = rejects_out
+        self.line_of = line_of
         self.lines = LineCounts()
         self.checks = CheckTally()
         self.first_rejects: list[Reject] = []
-        self.index = IdIndex()
-        self.fd = os.open(settings.path, os.O_RDONLY)
+        self.bases: list[int] = []
         self.scratch = Checker(settings.rubric_set, settings.max_tokens, keep_states=False)
         self.decode_case = case_reader(settings.allow_unknown_fields).kind.decode
         self._decode_reject = msgspec.json.Decoder(Reject).decode
         self._encode = msgspec.json.Encoder().encode
 
-    def close(self) -> None:
-        os.close(self.fd)
-
-    def add(self, part: Part) -> None:
+    def add(self, part: Part, dups: list[Dup]) -> None:
+        """Take the next part, whose cases ``dups`` (in log order) repeat earlier ids."""
         base = self.lines.lines
-        lo, hi, line, offset = part.log
-        first = self.index.add(lo, hi, [n + base for n in line])
-        dups = [k for k, used in enumerate(first) if used]
+        self.bases.append(base)
         found = []
         forget = []
-        for k in dups:
-            at, line_no = offset[k], line[k] + base
-            raw = read_line_at(self.fd, at, self.settings.max_line_bytes + 1)
+        for d in dups:
+            line_no = d.line + base
+            raw = self.line_of(part, d)
             case = self.decode_case(raw)
             self.scratch.tally = CheckTally()
             forget.append((case, self.scratch.check(case, line_no)))
             part.checks.subtract(self.scratch.tally)
-            found.append(duplicate_case(case.id, line_no, at, first[k], raw))
-        self.collector.absorb(part.rows, drop=dups)
+            found.append(duplicate_case(case.id, line_no, d.offset + part.offset_base,
+                                        self.bases[d.first_task] + d.first_line, raw))
+        self.collector.absorb(part.rows, drop=[d.k for d in dups])
         for case, checks in forget:
             self.collector.forget(case, checks)
         part.lines.records -= len(dups)
@@ -171,6 +176,7 @@ class Merger:
             os.unlink(part.rejects_path)
         for r in rejects:
             r.line += base
+            r.offset += part.offset_base
         if found:
             rejects = sorted(rejects + found, key=lambda r: r.line)
         if rejects and self.rejects_out is not None:
@@ -188,7 +194,11 @@ def run(collector: Collector, settings: Settings, workers: int, size: int,
     with tempfile.TemporaryDirectory(prefix="evalstream-stats-") as parts_dir:
         if rejects_out is not None:
             settings.parts_dir = parts_dir
-        merger = Merger(collector, settings, rejects_out)
+        fd = os.open(settings.path, os.O_RDONLY)
+        limit = settings.max_line_bytes + 1
+        merger = Merger(collector, settings, rejects_out,
+                        lambda part, dup: read_line_at(fd, dup.offset, limit))
+        index = ParentIndex()
         try:
             results = map_ordered(_init, _run_range, settings,
                                   range_tasks(size, RANGE_BYTES), workers,
@@ -198,9 +208,9 @@ def run(collector: Collector, settings: Settings, workers: int, size: int,
                 if first:  # for the aggregation, while the other ranges are read
                     import polars  # noqa: F401
                     first = False
-                merger.add(part)
+                merger.add(part, index.duplicates(part.index, part.log))
                 if on_progress is not None:
                     on_progress(part.end, size)
         finally:
-            merger.close()
+            os.close(fd)
     return merger

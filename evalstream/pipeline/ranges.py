@@ -15,12 +15,14 @@ from __future__ import annotations
 import os
 import tempfile
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from evalstream.cases.ids import CaseLog, IdIndex
+from evalstream.cases.duplicates import Dup, ParentIndex
+from evalstream.cases.ids import CaseLog
 from evalstream.cases.reading import FIRST_REJECTS_KEPT, LineCounts, case_reader, duplicate_case
 from evalstream.cases.rejects import Reject
 from evalstream.checks.checker import Checker, CheckTally
@@ -44,16 +46,20 @@ class Settings:
 
 @dataclass
 class Part:
-    """One worker's result for one byte range."""
+    """One task's result for one byte range (of one file): line numbers in its rejects and
+    log count from 1, byte offsets are the file's."""
 
     index: int
     start: int
     end: int
-    out_path: str
-    rejects_path: str
+    out_path: str | None  # its records; None when validating
+    rejects_path: str | None  # its rejects as JSONL; None when they are in ``rejects_data``
     lines: LineCounts
     checks: CheckTally | None
-    log: tuple[array[int], ...]  # lo, hi, line, offset, end (see ids.CaseLog)
+    log: tuple[array[int], ...]  # lo, hi, line, offset, end (see ids.CaseLog); () on a cluster
+    rejects_data: bytes = b""
+    out_size: int = 0  # bytes in ``out_path``
+    offset_base: int = 0  # bytes of the input before this range's file (several files)
 
 
 def worthwhile(opts: Options, size: int | None) -> bool:
@@ -91,37 +97,42 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
         process(reader.read(items), checker, lambda pieces: write_all(out.fileno(), pieces),
                 rej.write, log)
     return Part(index, start, end, out_path, rejects_path, reader.counts,
-                checker.tally if checker else None, log.arrays())
+                checker.tally if checker else None, log.arrays(),
+                out_size=os.path.getsize(out_path))
 
 
 # -- in the parent -----------------------------------------------------------------------------
-class Merger:
-    """Takes parts in order and writes their output, rejects and counts as one run would."""
+LineSource = Callable[[Part, Dup], bytes]  # the line of a duplicate, to read it again
 
-    def __init__(self, opts: Options, rubric_set: RubricSet | None, out: AtomicOutput | None,
-                 rejects: AtomicOutput | None) -> None:
+
+class Merger:
+    """Takes parts in order and writes their output, rejects and counts as one run would.
+
+    The duplicates of each part are given (found by ``ParentIndex`` here, or by a
+    cluster's reducers); a late duplicate's line is read again through ``line_of`` to turn
+    it into a reject and take back what it counted, and its records are left out of the
+    output. Both engines merge through this class."""
+
+    def __init__(self, opts: Options, rubric_set: RubricSet | None, out: Any,
+                 rejects: Any, line_of: LineSource) -> None:
         self.opts, self.out, self.rejects = opts, out, rejects
+        self.line_of = line_of
         self.lines = LineCounts()
         self.checks = CheckTally() if rubric_set is not None else None
         self.first_rejects: list[Reject] = []
-        self.index = IdIndex()
-        self.fd = os.open(opts.input, os.O_RDONLY)
+        self.bases: list[int] = []  # lines before each part taken so far
         # Re-checks a late duplicate to take its checks back out of the counts.
         self.scratch = Checker(rubric_set, opts.max_tokens) if rubric_set is not None else None
         self.decode_case = case_reader(opts.allow_unknown_fields).kind.decode
         self._decode_reject = msgspec.json.Decoder(Reject).decode
         self._encode = msgspec.json.Encoder().encode
 
-    def close(self) -> None:
-        os.close(self.fd)
-
-    def add(self, part: Part) -> None:
+    def add(self, part: Part, dups: list[Dup]) -> None:
+        """Take the next part, whose cases ``dups`` (in log order) repeat earlier ids."""
         base = self.lines.lines
-        lo, hi, line, offset, end = part.log
-        first = self.index.add(lo, hi, [n + base for n in line])
-        dups = [k for k, used in enumerate(first) if used]
-        dup_rejects = [self._undo(part, k, base, first[k]) for k in dups]
-        self._splice_output(part, dups, end)
+        self.bases.append(base)
+        dup_rejects = [self._undo(part, d, base) for d in dups]
+        self._splice_output(part, dups)
         self._merge_rejects(part, base, dup_rejects)
         if part.checks is not None and self.checks is not None:
             dup_lines = {r.line for r in dup_rejects}
@@ -131,14 +142,11 @@ class Merger:
                                        if o.line not in dup_lines]
             self.checks.merge(part.checks)
         self.lines.merge(part.lines)
-        os.unlink(part.out_path)
-        os.unlink(part.rejects_path)
 
-    def _undo(self, part: Part, k: int, base: int, first_line: int) -> Reject:
-        """Turn logged case ``k`` into a duplicate-id reject and take back what it counted."""
-        lo, hi, line, offset, end = part.log
-        line_no, at = line[k] + base, offset[k]
-        raw = read_line_at(self.fd, at, self.opts.max_line_bytes + 1)
+    def _undo(self, part: Part, dup: Dup, base: int) -> Reject:
+        """Turn a logged case into a duplicate-id reject and take back what it counted."""
+        line_no = dup.line + base
+        raw = self.line_of(part, dup)
         case = self.decode_case(raw)
         if self.scratch is not None and part.checks is not None:
             self.scratch.tally = CheckTally()
@@ -147,30 +155,33 @@ class Merger:
         part.lines.records -= 1
         part.lines.rejected += 1
         part.lines.rejected_by_kind["duplicate id"] += 1
-        return duplicate_case(case.id, line_no, at, first_line, raw)
+        first = self.bases[dup.first_task] + dup.first_line
+        return duplicate_case(case.id, line_no, dup.offset + part.offset_base, first, raw)
 
-    def _splice_output(self, part: Part, dups: list[int], end: array[int]) -> None:
-        if self.out is None:
+    def _splice_output(self, part: Part, dups: list[Dup]) -> None:
+        if self.out is None or part.out_path is None:
             return
-        total = os.path.getsize(part.out_path)
         keep: list[tuple[int, int]] = []
         at = 0
-        for k in dups:
-            start = end[k - 1] if k else 0
-            keep.append((at, start))
-            at = end[k]
-        keep.append((at, total))
+        for d in dups:
+            keep.append((at, d.out_start))
+            at = d.out_end
+        keep.append((at, part.out_size))
         for a, b in keep:
             if b > a:
                 self.out.splice(part.out_path, a, b)
 
     def _merge_rejects(self, part: Part, base: int, extra: list[Reject]) -> None:
         merged: list[Reject] = []
-        with open(part.rejects_path, "rb") as f:
-            for raw in f:
-                r = self._decode_reject(raw)
-                r.line += base
-                merged.append(r)
+        data = part.rejects_data
+        if part.rejects_path is not None:
+            with open(part.rejects_path, "rb") as f:
+                data = f.read()
+        for raw in data.splitlines():
+            r = self._decode_reject(raw)
+            r.line += base
+            r.offset += part.offset_base
+            merged.append(r)
         if extra:
             merged = sorted(merged + extra, key=lambda r: r.line)
         if merged and self.rejects is not None:
@@ -185,18 +196,25 @@ def run(opts: Options, rubric_set: RubricSet | None, size: int, out: AtomicOutpu
     directory = os.path.dirname(os.path.abspath(opts.output or opts.input))
     if opts.output in (None, "-"):
         directory = tempfile.gettempdir()
-    merger = Merger(opts, rubric_set, out, rejects)
+    fd = os.open(opts.input, os.O_RDONLY)
+    limit = opts.max_line_bytes + 1
+    merger = Merger(opts, rubric_set, out, rejects,
+                    lambda part, dup: read_line_at(fd, dup.offset, limit))
+    index = ParentIndex()
     try:
         with tempfile.TemporaryDirectory(prefix=".evalstream-parts-", dir=directory) as parts:
             settings = Settings(opts, rubric_set, parts)
             for part in map_ordered(_init, _run_range, settings,
                                     range_tasks(size, RANGE_BYTES), opts.workers,
                                     describe=lambda t: _describe(opts.input, t)):
-                merger.add(part)
+                merger.add(part, index.duplicates(part.index, part.log))
+                assert part.out_path is not None and part.rejects_path is not None
+                os.unlink(part.out_path)
+                os.unlink(part.rejects_path)
                 if on_progress is not None:
                     on_progress(part.end, size)
     finally:
-        merger.close()
+        os.close(fd)
     return Outcome(merger.lines, merger.checks, merger.first_rejects)
 
 

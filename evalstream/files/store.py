@@ -1,0 +1,263 @@
+"""Files named by path, glob or URL, read and written through fsspec: what a cluster reads.
+
+A run on a cluster reads its inputs where they lie (a local or shared path, ``s3://``,
+``gs://``, any fsspec URL) and writes its part files where every worker can reach them.
+This module is the only one that talks to fsspec; fsspec is imported on first use, and a
+missing one is a usage error naming the extra that brings it.
+
+Inputs: ``resolve`` turns the arguments into the files read, in order (a glob's matches
+sorted by name, a file that exists taken literally even if its name has ``*`` in it). Each
+file is read either whole (``.gz``/``.zst``: one task) or in byte ranges with evalstream's
+own line rule (``range_start``: a range owns the lines whose first byte lies in it), never
+with fsspec's block splitting.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from evalstream.errors import InputError, OutputError, UsageError
+
+EXTRA = "pip install 'evalstream[dask]'"
+COMPRESSED = (".gz", ".zst")
+_SCAN = 1 << 16
+_GLOB = "*?["
+
+
+def fsspec_module() -> Any:
+    """fsspec, or a usage error naming the extra that installs it."""
+    try:
+        import fsspec
+    except ImportError:
+        raise UsageError(f"reading or writing URLs and globs on a cluster needs fsspec; "
+                         f"install it with {EXTRA}.") from None
+    return fsspec
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` names a file through a protocol (``s3://...``), not a local path."""
+    head, sep, _ = path.partition("://")
+    return bool(sep) and head.isidentifier() and head != "file"
+
+
+def filesystem(path: str) -> tuple[Any, str]:
+    """The fsspec filesystem of ``path`` and the path within it (a local path is absolute)."""
+    fsspec = fsspec_module()
+    if not is_url(path):
+        path = os.path.abspath(path.removeprefix("file://"))
+    try:
+        fs, inner = fsspec.core.url_to_fs(path)
+    except (ImportError, ValueError) as exc:
+        protocol = path.partition("://")[0]
+        raise UsageError(f"cannot use {path}: {exc}. A URL of `{protocol}://` needs the "
+                         f"package that implements it (s3fs for s3://, gcsfs for gs://, "
+                         f"adlfs for az://).") from None
+    return fs, inner
+
+
+def url(fs: Any, inner: str) -> str:
+    """The URL that names ``inner`` of ``fs`` again (a plain path for local files)."""
+    if _is_local(fs):
+        return str(inner)
+    return str(fs.unstrip_protocol(inner))
+
+
+def _is_local(fs: Any) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return protocol in ("file", "local")
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file: its URL (or local path), its size in bytes, and whether it is read
+    whole (compressed: its decompressed size is known only once read)."""
+
+    url: str
+    size: int
+    compressed: bool
+
+
+def resolve(arguments: list[str]) -> list[InputFile]:
+    """The files that ``arguments`` name, in order: each is a path or URL, or a glob whose
+    matches come in name order. Raises InputError for a name that matches nothing."""
+    files: list[InputFile] = []
+    for argument in arguments:
+        fs, inner = filesystem(argument)
+        try:
+            if any(c in inner for c in _GLOB) and not fs.isfile(inner):
+                matches = sorted(p for p in fs.glob(inner) if fs.isfile(p))
+                if not matches:
+                    raise InputError(f"no file matches {argument}.")
+            else:
+                matches = [inner]
+            for match in matches:
+                info = fs.info(match)
+                if info.get("type") == "directory":
+                    raise InputError(f"cannot read {argument}: it is a folder; name its files "
+                                     f"(a glob such as {argument.rstrip('/')}/*.jsonl).")
+                files.append(InputFile(url(fs, match), int(info.get("size") or 0),
+                                       match.endswith(COMPRESSED)))
+        except FileNotFoundError:
+            raise InputError(f"cannot read {argument}: no such file.") from None
+        except OSError as exc:
+            raise InputError(f"cannot read {argument}: {exc.strerror or exc}") from None
+    return files
+
+
+# -- reading -------------------------------------------------------------------------------------
+def open_file(path: str) -> BinaryIO:
+    """The file at ``path`` (a local path or URL) for reading, decompressed when its name
+    ends in ``.gz`` or ``.zst``."""
+    try:
+        if is_url(path):
+            fs, inner = filesystem(path)
+            raw: BinaryIO = fs.open(inner, "rb")
+        else:
+            raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
+    except FileNotFoundError:
+        raise InputError(f"cannot read {path}: no such file (every worker must reach it: use "
+                         "a shared folder or an object store URL).") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if path.endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if path.endswith(".zst"):
+        import zstandard
+
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+        return io.BufferedReader(reader, 1 << 18)  # type: ignore[arg-type]
+    return raw
+
+
+class RangeReader(io.RawIOBase):
+    """Bytes [start, end) of an open seekable file (``seek`` and ``read``)."""
+
+    def __init__(self, f: BinaryIO, start: int, end: int) -> None:
+        self._f, self._pos, self._end = f, start, end
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size = min(len(buffer), self._end - self._pos)
+        if size <= 0:
+            return 0
+        self._f.seek(self._pos)
+        data = self._f.read(size)
+        buffer[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+
+def range_start(f: BinaryIO, pos: int, limit: int) -> int:
+    """The start of the first line that begins at or after ``pos`` and before ``limit``, or
+    ``limit`` when none does (the range [pos, limit) then owns no line).
+
+    The search never reads past ``limit``: a task whose range lies inside one long line
+    reads only its own range, so a line longer than many ranges is scanned once in all."""
+    if pos <= 0:
+        return 0
+    at = pos - 1
+    while at < limit:
+        f.seek(at)
+        block = f.read(min(_SCAN, limit - at))
+        if not block:
+            break
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return min(at + nl + 1, limit)
+        at += len(block)
+    return limit
+
+
+def line_end(f: BinaryIO, pos: int, size: int) -> int:
+    """The start of the first line that begins at or after ``pos`` (``size`` at the end):
+    where a range whose nominal end is ``pos`` stops."""
+    if pos >= size:
+        return size
+    return range_start(f, pos, size) if pos > 0 else 0
+
+
+def read_line(f: BinaryIO, offset: int, limit: int) -> bytes:
+    """The line at ``offset`` (without its newline), at most ``limit`` bytes of it."""
+    f.seek(offset)
+    pieces: list[bytes] = []
+    got = 0
+    while got < limit:
+        block = f.read(min(_SCAN, limit - got))
+        if not block:
+            break
+        nl = block.find(b"\n")
+        if nl >= 0:
+            pieces.append(block[:nl])
+            break
+        pieces.append(block)
+        got += len(block)
+    return b"".join(pieces)
+
+
+# -- writing -------------------------------------------------------------------------------------
+class PartFile:
+    """A file written whole or not at all, at a local path or URL: a local file is written
+    under another name and renamed by ``commit``, an object is one upload that completes on
+    ``commit``. Two runs of the same task (a worker thought dead) leave the same bytes."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.size = path, 0
+        self._tmp: str | None = None
+        try:
+            if is_url(path):
+                fs, inner = filesystem(path)
+                self._f: Any = fs.open(inner, "wb")
+            else:
+                self._tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+                self._f = open(self._tmp, "wb")  # noqa: SIM115 - closed by commit or abort
+        except OSError as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: OSError) -> OutputError:
+        if isinstance(exc, FileNotFoundError):
+            return OutputError(f"cannot write {self.path}: its folder does not exist here "
+                               "(every worker must reach the output's folder: use a shared "
+                               "folder or an object store URL).")
+        return OutputError(f"cannot write {self.path}: {exc.strerror or exc}")
+
+    def write_all(self, pieces: list[bytes]) -> None:
+        """Append the pieces in order."""
+        try:
+            for piece in pieces:
+                self._f.write(piece)
+                self.size += len(piece)
+        except OSError as exc:
+            self.abort()
+            raise self._error(exc) from None
+
+    def commit(self) -> int:
+        """Make the file appear under its name; return its size."""
+        try:
+            self._f.close()
+            if self._tmp is not None:
+                os.replace(self._tmp, self.path)
+                self._tmp = None
+        except OSError as exc:
+            self.abort()
+            raise self._error(exc) from None
+        return self.size
+
+    def abort(self) -> None:
+        """Drop what was written (an unfinished upload is never completed)."""
+        if self._tmp is not None:
+            try:
+                self._f.close()
+                os.unlink(self._tmp)
+            except OSError:
+                pass
+            self._tmp = None
+        else:
+            discard = getattr(self._f, "discard", None)  # fsspec buffered files: no upload
+            if discard is not None:
+                discard()
