@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from evalstream.cli.common import add_reading, positive, progress_bar
+from evalstream.cli.common import add_engine, add_reading, positive, progress_bar
 
 
 def register(sub: Any) -> None:
@@ -15,8 +15,12 @@ def register(sub: Any) -> None:
                        description="Stream an evaluation dataset and write, for every case and "
                                    "every rubric that applies, the judge state and its "
                                    "field-exposure record.")
-    b.add_argument("input", help="cases: a .jsonl path, .gz or .zst, or - for stdin")
-    b.add_argument("output", help="judge states: a .jsonl path, .gz or .zst, or - for stdout")
+    b.add_argument("input", nargs="+",
+                   help="cases: a .jsonl path, .gz or .zst, or - for stdin; several paths, "
+                        "globs or URLs (s3://...) are read in order as one input")
+    b.add_argument("output", help="judge states: a .jsonl path, .gz or .zst, or - for stdout; "
+                                  "with --engine dask also a URL, or a directory of parts "
+                                  "(a name ending in /)")
     b.add_argument("--rubrics", action="append", default=[], metavar="FILE",
                    help="a TOML rubric file; repeatable; replaces the built-in rubrics")
     b.add_argument("--max-tokens", type=positive, default=32_000, metavar="N",
@@ -24,16 +28,23 @@ def register(sub: Any) -> None:
     b.add_argument("--workers", type=positive, default=1, metavar="N",
                    help="worker processes for a plain input file (default 1); output is "
                         "byte-identical for any N")
+    add_engine(b)
     add_reading(b)
     b.set_defaults(func=_build)
 
     v = sub.add_parser("validate", help="check the cases only: write rejects and a report",
                        description="Read and decode a dataset as build does, writing only the "
                                    "rejects and the report.")
-    v.add_argument("input", help="cases: a .jsonl path, .gz or .zst, or - for stdin")
+    v.add_argument("input", nargs="+",
+                   help="cases: a .jsonl path, .gz or .zst, or - for stdin; several paths, "
+                        "globs or URLs are read in order as one input")
     v.add_argument("--format", choices=["table", "json"], default="table",
                    help="table: the first problems as a table on stdout; json: every reject as "
                         "JSONL on stdout (default table)")
+    v.add_argument("--workers", type=positive, default=1, metavar="N",
+                   help="worker processes for a plain input file, or the size of a local Dask "
+                        "cluster (default 1)")
+    add_engine(v)
     add_reading(v)
     v.set_defaults(func=_validate)
 
@@ -44,7 +55,8 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
     from evalstream.render.summary import render_summary
 
     opts = Options(
-        input=args.input, output=output, rejects=args.rejects, report=args.report,
+        input=" ".join(args.input), inputs=args.input if len(args.input) > 1 else [],
+        engine=args.engine, scheduler=args.scheduler, output=output, rejects=args.rejects, report=args.report,
         rubric_files=getattr(args, "rubrics", []), max_tokens=getattr(args, "max_tokens", 32_000),
         max_line_bytes=args.max_line_bytes, allow_unknown_fields=args.allow_unknown_fields,
         workers=getattr(args, "workers", 1))

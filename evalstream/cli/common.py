@@ -101,6 +101,17 @@ def add_reading(p: argparse.ArgumentParser) -> None:
                    help="no progress bar and no summary on stderr")
 
 
+def add_engine(p: argparse.ArgumentParser) -> None:
+    """``--engine`` and ``--scheduler``: where the work runs."""
+    p.add_argument("--engine", choices=["local", "dask"], default="local",
+                   help="local: this process, or --workers processes of this machine "
+                        "(default); dask: a Dask cluster (pip install 'evalstream[dask]'); "
+                        "the output is byte-identical either way")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="the Dask scheduler (tcp://HOST:8786) for --engine dask; default: a "
+                        "cluster of this machine's cores (--workers processes)")
+
+
 def progress_bar(quiet: bool) -> Any:
     """A rich progress bar (bytes, speed) on stderr when it is a terminal, else None."""
     if quiet or not sys.stderr.isatty():

@@ -24,6 +24,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from evalstream.engines.local import WorkerDied
@@ -116,7 +117,7 @@ class Cluster:
                                  key=self._key(name, i)) for i, task in enumerate(tasks)]
         try:
             for i, future in enumerate(futures):
-                yield _result(future, lambda i=i: describe(tasks[i]))
+                yield _result(future, partial(describe, tasks[i]))
                 futures[i] = None
         finally:
             client.cancel([f for f in futures if f is not None])
@@ -146,7 +147,7 @@ class Cluster:
         def in_order() -> Iterator[R]:
             try:
                 for i, future in enumerate(summaries):
-                    yield _result(future, lambda i=i: describe(tasks[i]))
+                    yield _result(future, partial(describe, tasks[i]))
                     summaries[i] = None
             except BaseException:
                 client.cancel([f for f in pending if f is not None])
@@ -154,12 +155,15 @@ class Cluster:
 
         def reductions() -> list[Any]:
             try:
-                return [_result(f, lambda j=j: f"the duplicate ids of share {j + 1} of "
-                                               f"{reducers}") for j, f in enumerate(reduced)]
+                return [_result(f, partial(_share, j, reducers)) for j, f in enumerate(reduced)]
             finally:
                 client.cancel([f for f in pending if f is not None])
 
         return in_order(), reductions
+
+
+def _share(j: int, reducers: int) -> str:
+    return f"the duplicate ids of share {j + 1} of {reducers}"
 
 
 def _version() -> str:

@@ -89,12 +89,14 @@ def read_chunks(
     block_size: int = BLOCK_SIZE,
     first_line: int = 1,
     first_offset: int = 0,
+    file_start: bool | None = None,
 ) -> Iterator[Chunk | LongLine]:
     """Yield the stream's lines in order, as Chunks of complete lines and LongLines.
 
     A Chunk holds lines until they add up to about ``block_size`` bytes. A UTF-8 byte
-    order mark is removed from the start of the stream (when it starts at offset 0).
-    The last line needs no newline.
+    order mark is removed from the start of the stream when it is the start of a file
+    (``file_start``; by default, when it starts at offset 0). The last line needs no
+    newline.
     """
     # Lines come from the buffered stream's C ``readline``, which copies each line once
     # (splitting blocks copied every byte three times: 4x slower per GB). Lines longer than
@@ -104,7 +106,7 @@ def read_chunks(
     line_no, offset = first_line, first_offset
     lines: list[bytes] = []
     held = 0  # bytes of the lines in ``lines``, newlines included
-    bom = first_offset == 0
+    bom = first_offset == 0 if file_start is None else file_start
     while True:
         asked = piece + len(BOM) if bom else piece
         line = _read(readline, asked, offset)
@@ -143,6 +145,39 @@ def read_chunks(
             lines, held = [], 0
     if lines:
         yield Chunk(line_no, offset - held, lines)
+
+
+def read_files(paths: list[str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+               opener: Callable[[str], BinaryIO] | None = None) -> Iterator[Chunk | LongLine]:
+    """The lines of several files read in order as one input: each file's lines are its own
+    (its last line ends with the file, a BOM at its start is dropped), line numbers and
+    byte offsets run on from file to file (offsets count each file's decompressed bytes)."""
+    line_no, offset = 1, 0
+    for path in paths:
+        stream = _Counted((opener or open_input)(path))
+        try:
+            for item in read_chunks(stream, max_line_bytes, first_line=line_no,
+                                    first_offset=offset, file_start=True):
+                yield item
+                line_no = item.line + (len(item.lines) if type(item) is Chunk else 1)
+        finally:
+            stream.close()
+        offset += stream.bytes
+
+
+class _Counted:
+    """A stream's ``readline``, counting the bytes it returns."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream, self.bytes = stream, 0
+
+    def readline(self, size: int = -1, /) -> bytes:
+        data = self.stream.readline(size)
+        self.bytes += len(data)
+        return data
+
+    def close(self) -> None:
+        self.stream.close()
 
 
 def progress(items: Iterable[Chunk | LongLine], on_progress: Progress,

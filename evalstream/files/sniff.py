@@ -264,10 +264,15 @@ def check_cases_input(path: str) -> None:
     """Raise ``WrongFileError`` when the file at ``path`` is plainly not JSONL cases."""
     if path == "-":
         return
-    head = read_head(path)
-    found = diagnose(head, path) or diagnose(decompressed_head(head, path), "")
+    check_cases_head(read_head(path), path)
+
+
+def check_cases_head(head: bytes, name: str) -> None:
+    """Raise ``WrongFileError`` when a file called ``name`` whose first bytes (as stored,
+    not decompressed) are ``head`` is plainly not JSONL cases."""
+    found = diagnose(head, name) or diagnose(decompressed_head(head, name), "")
     if found is not None:
-        raise WrongFileError(found.sentence(path))
+        raise WrongFileError(found.sentence(name))
 
 
 def head_of(stream: BinaryIO, size: int = HEAD_BYTES) -> tuple[bytes, BinaryIO]:

@@ -14,9 +14,11 @@ with fsspec's block splitting.
 
 from __future__ import annotations
 
+import glob
 import gzip
 import io
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -83,29 +85,58 @@ class InputFile:
 
 def resolve(arguments: list[str]) -> list[InputFile]:
     """The files that ``arguments`` name, in order: each is a path or URL, or a glob whose
-    matches come in name order. Raises InputError for a name that matches nothing."""
+    matches come in name order. Raises InputError for a name that matches nothing. Local
+    paths need no fsspec."""
     files: list[InputFile] = []
     for argument in arguments:
-        fs, inner = filesystem(argument)
-        try:
-            if any(c in inner for c in _GLOB) and not fs.isfile(inner):
-                matches = sorted(p for p in fs.glob(inner) if fs.isfile(p))
-                if not matches:
-                    raise InputError(f"no file matches {argument}.")
-            else:
-                matches = [inner]
-            for match in matches:
-                info = fs.info(match)
-                if info.get("type") == "directory":
-                    raise InputError(f"cannot read {argument}: it is a folder; name its files "
-                                     f"(a glob such as {argument.rstrip('/')}/*.jsonl).")
-                files.append(InputFile(url(fs, match), int(info.get("size") or 0),
-                                       match.endswith(COMPRESSED)))
-        except FileNotFoundError:
-            raise InputError(f"cannot read {argument}: no such file.") from None
-        except OSError as exc:
-            raise InputError(f"cannot read {argument}: {exc.strerror or exc}") from None
+        if is_url(argument):
+            files += _resolve_url(argument)
+            continue
+        path = argument.removeprefix("file://")
+        matches = [path]
+        if any(c in path for c in _GLOB) and not os.path.exists(path):
+            matches = sorted(p for p in glob.glob(path) if not os.path.isdir(p))
+            if not matches:
+                raise InputError(f"no file matches {argument}.")
+        for match in matches:
+            try:
+                info = os.stat(match)
+            except OSError as exc:
+                raise InputError(f"cannot read {match}: {exc.strerror or exc}") from None
+            if stat.S_ISDIR(info.st_mode):
+                raise InputError(f"cannot read {match}: it is a folder; name its files (a glob "
+                                 f"such as {match.rstrip('/')}/*.jsonl).")
+            files.append(InputFile(match, info.st_size, match.endswith(COMPRESSED)))
     return files
+
+
+def _resolve_url(argument: str) -> list[InputFile]:
+    fs, inner = filesystem(argument)
+    files = []
+    try:
+        matches = [inner]
+        if any(c in inner for c in _GLOB) and not fs.isfile(inner):
+            matches = sorted(p for p in fs.glob(inner) if fs.isfile(p))
+            if not matches:
+                raise InputError(f"no file matches {argument}.")
+        for match in matches:
+            info = fs.info(match)
+            if info.get("type") == "directory":
+                raise InputError(f"cannot read {argument}: it is a folder; name its files (a "
+                                 f"glob such as {argument.rstrip('/')}/*.jsonl).")
+            files.append(InputFile(url(fs, match), int(info.get("size") or 0),
+                                   match.endswith(COMPRESSED)))
+    except FileNotFoundError:
+        raise InputError(f"cannot read {argument}: no such file.") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {argument}: {exc.strerror or exc}") from None
+    return files
+
+
+def needs_resolving(argument: str) -> bool:
+    """Whether an input argument is a URL or a glob rather than one local file's path."""
+    return is_url(argument) or (any(c in argument for c in _GLOB)
+                                and not os.path.exists(argument))
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -129,8 +160,20 @@ def open_file(path: str) -> BinaryIO:
         import zstandard
 
         reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-        return io.BufferedReader(reader, 1 << 18)  # type: ignore[arg-type]
+        return io.BufferedReader(reader, 1 << 18)
     return raw
+
+
+def read_head(path: str, size: int) -> bytes:
+    """The first ``size`` bytes of the file at ``path`` as stored (not decompressed)."""
+    try:
+        if is_url(path):
+            fs, inner = filesystem(path)
+            return bytes(fs.cat_file(inner, start=0, end=size))
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 class RangeReader(io.RawIOBase):

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import msgspec
 
@@ -32,9 +32,12 @@ from evalstream.files.lines import (
     open_input,
     progress,
     read_chunks,
+    read_files,
 )
 from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
+from evalstream.files.parts import is_directory
 from evalstream.files.sniff import check_cases_input, check_cases_stream
+from evalstream.files.store import InputFile, is_url, needs_resolving, open_file, resolve
 from evalstream.pipeline.records import RecordEncoder
 
 FLUSH_BYTES = 1 << 18  # output handed to the writer in pieces of about this size
@@ -53,6 +56,15 @@ class Options:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     workers: int = 1
+    # Several inputs (paths, globs, URLs) read in order as one; ``input`` then names them
+    # all for the report. Empty: ``input`` is the one input.
+    inputs: list[str] = field(default_factory=list)
+    engine: str = "local"  # or "dask"
+    scheduler: str | None = None  # a Dask scheduler's address; None: a local cluster
+
+    def arguments(self) -> list[str]:
+        """The input arguments as given."""
+        return self.inputs or [self.input]
 
 
 class Outcome(NamedTuple):
@@ -101,13 +113,36 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
     if opts.max_tokens <= 0 or opts.max_line_bytes <= 0 or opts.workers <= 0:
         raise UsageError("--max-tokens, --max-line-bytes and --workers must be positive.")
     rubric_set = load_rubrics(opts.rubric_files) if command == "build" else None
+    if opts.engine not in ("local", "dask"):
+        raise UsageError(f"--engine {opts.engine!r}: choose local or dask.")
+    if opts.scheduler is not None and opts.engine != "dask":
+        raise UsageError("--scheduler needs --engine dask.")
     rejects_path, report_path = _plan(opts)
-    check_cases_input(opts.input)  # a CSV, a JSON array, a misnamed archive: one sentence
-    size = input_size(opts.input)
+    arguments = opts.arguments()
+    if "-" in arguments and len(arguments) > 1:
+        raise UsageError("- (stdin) can only be the one input.")
+    files = None
+    if opts.engine == "dask" or len(arguments) > 1 or needs_resolving(arguments[0]):
+        if "-" in arguments:
+            raise UsageError("--engine dask reads files, not stdin; give the input's path.")
+        files = resolve(arguments)
+        for f in files:
+            if opts.engine == "local" and not is_url(f.url):
+                check_cases_input(f.url)  # on a cluster each file's first task checks it
+    else:
+        check_cases_input(opts.input)  # a CSV, a JSON array, a misnamed archive: one sentence
+    size = input_size(opts.input) if files is None else None
     warnings = []
-    if opts.workers > 1 and (opts.input == "-" or opts.input.endswith((".gz", ".zst"))):
-        warnings.append("--workers needs a plain input file (not stdin or compressed); "
-                        "ran in one process.")
+    plain = files is None and not (opts.input == "-" or opts.input.endswith((".gz", ".zst")))
+    if opts.workers > 1 and opts.engine == "local" and not plain:
+        warnings.append("--workers needs one plain input file (not stdin, compressed or "
+                        "several files); ran in one process.")
+    if opts.engine == "dask":
+        from evalstream.pipeline import cluster
+
+        assert files is not None
+        return cluster.run(opts, rubric_set, files, rejects_path, report_path, started,
+                           on_progress)
     sinks: list[AtomicOutput] = []
     try:
         out = AtomicOutput(opts.output) if opts.output is not None else None
@@ -116,11 +151,11 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
         sinks += [rej_out] if rej_out else []
         report_out = AtomicOutput(report_path) if report_path else None
         sinks += [report_out] if report_out else []
-        if ranges.worthwhile(opts, size):
+        if files is None and ranges.worthwhile(opts, size):
             assert size is not None
             outcome = ranges.run(opts, rubric_set, size, out, rej_out, on_progress)
         else:
-            outcome = _serial(opts, rubric_set, size, out, rej_out, on_progress)
+            outcome = _serial(opts, rubric_set, files, size, out, rej_out, on_progress)
         report = _report(outcome, opts, command, rubric_set, rejects_path, started, warnings)
         if report_out is not None:
             report_out.write(encode_report(report))
@@ -134,27 +169,39 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
     return report, outcome.first_rejects
 
 
-def _serial(opts: Options, rubric_set: RubricSet | None, size: int | None,
-            out: AtomicOutput | None, rej_out: AtomicOutput | None,
+def _serial(opts: Options, rubric_set: RubricSet | None, files: list[InputFile] | None,
+            size: int | None, out: AtomicOutput | None, rej_out: AtomicOutput | None,
             on_progress: Progress | None) -> Outcome:
-    """Read the whole input in this process, writing output and rejects as they come."""
+    """Read the whole input (one stream, or ``files`` in order) in this process, writing
+    output and rejects as they come."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
     checker = Checker(rubric_set, opts.max_tokens) if rubric_set is not None else None
-    stream = open_input(opts.input)
-    if opts.input == "-":
+    stream = open_input(opts.input) if files is None else None
+    if stream is not None and opts.input == "-":
         stream = check_cases_stream(stream)
     if out is not None:
         out.write_behind()
     try:
-        items = read_chunks(stream, opts.max_line_bytes)
+        if stream is not None:
+            items = read_chunks(stream, opts.max_line_bytes)
+        else:
+            assert files is not None
+            items = read_files([f.url for f in files], opts.max_line_bytes, opener=_opener)
         if on_progress is not None:
             items = progress(items, on_progress, size)
         process(reader.read(items), checker, out.write_all if out else _ignore,
                 rej_out.write if rej_out else _ignore)
     finally:
-        if opts.input != "-":
+        if stream is not None and opts.input != "-":
             stream.close()
     return Outcome(reader.counts, checker.tally if checker else None, reader.first_rejects)
+
+
+def _opener(path: str) -> BinaryIO:
+    """A local input as ``open_input`` opens it; a URL through fsspec (its head checked)."""
+    if not is_url(path):
+        return open_input(path)
+    return check_cases_stream(open_file(path), path)
 
 
 def _ignore(data: object) -> None:
@@ -165,6 +212,8 @@ def _ignore(data: object) -> None:
 def _same_file(a: str, b: str) -> bool:
     if a == "-" or b == "-" or os.devnull in (a, b):  # /dev/null may take any number
         return False
+    if is_url(a) or is_url(b):
+        return a == b
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -173,19 +222,27 @@ def _same_file(a: str, b: str) -> bool:
 
 def _plan(opts: Options) -> tuple[str | None, str | None]:
     """The rejects and report paths of a run (None: not written), after checking that no
-    two paths collide. ``build`` writes both next to its output by default; ``validate``
-    only those asked for."""
+    two paths collide. ``build`` writes both next to its output by default (inside it, for
+    a directory of parts); ``validate`` only those asked for."""
     rejects, report = opts.rejects, opts.report
+    arguments = opts.arguments()
+    if is_directory(opts.output) and opts.engine != "dask":
+        raise UsageError(f"the output {opts.output} ends in /: a directory of parts is written "
+                         "by --engine dask only; give a file name.")
     if opts.output is not None:
-        anchor = opts.output if opts.output != "-" else opts.input
+        one_file = len(arguments) == 1 and not needs_resolving(arguments[0])
+        anchor = opts.output if opts.output != "-" else (opts.input if one_file else "-")
         if anchor == "-" and (rejects is None or report is None):
-            raise UsageError("reading stdin and writing stdout leaves nowhere to put the "
-                             "rejects and report by default; give --rejects FILE and "
-                             "--report FILE.")
+            raise UsageError("with the output on stdout and the input not one file, there is "
+                             "nowhere to put the rejects and report by default; give "
+                             "--rejects FILE and --report FILE.")
+        if is_directory(anchor):
+            rejects = rejects or anchor + "rejects.jsonl"
+            report = report or anchor + "report.json"
         rejects = rejects or sidecar(anchor, ".rejects.jsonl")
         report = report or sidecar(anchor, ".report.json")
-    named = [("input", opts.input), ("output", opts.output), ("rejects", rejects),
-             ("report", report)]
+    named = [*(("input", a) for a in arguments if not needs_resolving(a)),
+             ("output", opts.output), ("rejects", rejects), ("report", report)]
     for i, (name_a, a) in enumerate(named):
         for name_b, b in named[i + 1:]:
             if a is not None and b is not None and _same_file(a, b):

@@ -1,0 +1,289 @@
+"""The targets of a cluster run: part files beside the target, joined in order at the end.
+
+Workers on other machines cannot write into this machine's temporary folder, so their part
+files go to a hidden folder beside the output, in the output's own store (``parts_folder``):
+a local or shared folder, or an object store prefix. At the end the parts become the
+target, and nothing appears under a target name before the whole run succeeded:
+
+- one file (``StoreOutput`` for a URL; ``AtomicOutput`` for a local path, which copies the
+  parts in the kernel with ``copy_file_range``): joined in order. An object store that can
+  concatenate objects itself (``fs.merge``: S3's multipart copy, GCS compose) does it when
+  every part is whole and every part but the last holds at least 5 MiB (S3's least part);
+  otherwise this process streams the parts' bytes into the target.
+- a directory (a target ending in ``/``: ``DirectoryOutput``): the parts themselves, in
+  order, with ``manifest.json`` naming them; their concatenation is the one file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import msgspec
+
+from evalstream.errors import OutputError
+from evalstream.files import store
+
+MIN_MERGE_PART = 5 << 20  # S3's least multipart part (the last may be smaller)
+COPY_BLOCK = 8 << 20
+MANIFEST = "manifest.json"
+MANIFEST_SHAPE = "evalstream.parts/1"
+
+
+def is_directory(target: str | None) -> bool:
+    """Whether ``target`` asks for a directory of parts (its name ends in ``/``)."""
+    return target is not None and target not in ("-",) and target.endswith("/")
+
+
+def parts_folder(anchor: str, run_id: str) -> str:
+    """Create and name the hidden folder for this run's parts beside ``anchor`` (a file or
+    directory target; a local path or URL)."""
+    parent, name = _split(anchor.rstrip("/"))
+    folder = f"{parent}/.{name}.evalstream-parts-{run_id}"
+    if store.is_url(folder):
+        fs, inner = store.filesystem(folder)
+        try:
+            fs.makedirs(inner, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
+        return folder
+    try:
+        os.makedirs(folder)
+    except OSError as exc:
+        raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    return folder
+
+
+def remove_folder(folder: str) -> None:
+    """Remove a parts folder and everything in it (errors ignored: it is hidden)."""
+    try:
+        if store.is_url(folder):
+            fs, inner = store.filesystem(folder)
+            if fs.exists(inner):
+                fs.rm(inner, recursive=True)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+    except OSError:
+        pass
+
+
+def _split(path: str) -> tuple[str, str]:
+    if store.is_url(path):
+        head, _, name = path.rpartition("/")
+        return head, name
+    path = os.path.abspath(path)
+    return os.path.dirname(path), os.path.basename(path)
+
+
+class StoreOutput:
+    """A target at a URL, written whole or not at all, with ``AtomicOutput``'s methods:
+    bytes written or parts spliced go under a hidden name beside the target, moved to the
+    target by ``commit``."""
+
+    def __init__(self, target: str) -> None:
+        self.path = target
+        parent, name = _split(target)
+        self.tmp = f"{parent}/.{name}.{os.urandom(6).hex()}.tmp"
+        self.fs, self._inner_tmp = store.filesystem(self.tmp)
+        self._target_inner = store.filesystem(target)[1]
+        self._file: store.PartFile | None = None
+        self._segments: list[tuple[str, int, int, int]] = []  # part, start, end, part size
+        self.part_sizes: dict[str, int] = {}  # given by the run: a whole part can be merged
+        self._finished = False
+        self.joined_by: str | None = None  # "store" or "client", once joined
+
+    def write(self, data: bytes | bytearray) -> None:
+        if self._file is None:
+            self._file = store.PartFile(self.tmp)
+        self._file.write_all([bytes(data)])
+
+    def splice(self, path: str, start: int, end: int) -> None:
+        """Append bytes [start, end) of the part at ``path``."""
+        self._segments.append((path, start, end, self.part_sizes.get(path, -1)))
+
+    def finish(self) -> None:
+        if self._finished:
+            return
+        if self._segments:
+            self._join()
+        elif self._file is None:
+            self._file = store.PartFile(self.tmp)
+        if self._file is not None:
+            self._file.commit()
+        self._finished = True
+
+    def _join(self) -> None:
+        whole = all(a == 0 and b == size for _, a, b, size in self._segments)
+        big = all(b - a >= MIN_MERGE_PART for _, a, b, _ in self._segments[:-1])
+        merge = getattr(self.fs, "merge", None)
+        if merge is not None and whole and big:
+            try:
+                merge(self._inner_tmp, [store.filesystem(p)[1] for p, _, _, _ in self._segments])
+                self.joined_by = "store"
+                return
+            except (OSError, NotImplementedError):
+                pass  # streamed below instead
+        self._file = store.PartFile(self.tmp)
+        for path, a, b, _ in self._segments:
+            fs, inner = store.filesystem(path)
+            with fs.open(inner, "rb") as src:
+                src.seek(a)
+                while a < b:
+                    block = src.read(min(COPY_BLOCK, b - a))
+                    if not block:
+                        break
+                    self._file.write_all([block])
+                    a += len(block)
+        self.joined_by = "client"
+
+    def commit(self) -> None:
+        self.finish()
+        try:
+            self.fs.mv(self._inner_tmp, self._target_inner)
+        except OSError as exc:
+            self.abort()
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def abort(self) -> None:
+        if self._file is not None:
+            self._file.abort()
+        try:
+            if self.fs.exists(self._inner_tmp):
+                self.fs.rm(self._inner_tmp)
+        except OSError:
+            pass
+
+
+class Manifest(msgspec.Struct):
+    """``manifest.json`` of a directory target: the parts in order (their concatenation is
+    the one-file output), and the rejects and report beside them."""
+
+    shape: str
+    parts: list[str]
+    bytes: int
+    rejects: str | None
+    report: str | None
+
+
+class DirectoryOutput:
+    """A directory target (``states/``): the parts, in order, as ``part-00000.jsonl``...,
+    with the rejects and report inside it and ``manifest.json`` written last. Everything is
+    made in the run's parts folder; ``commit`` moves it to the target name (a local rename
+    of the folder; on an object store, a copy of each object, the manifest last)."""
+
+    def __init__(self, target: str, folder: str) -> None:
+        self.path = target
+        self.folder = folder  # the parts folder beside the target
+        self.members: dict[str, Member] = {}
+        self.part_sizes: dict[str, int] = {}  # given by the run: a whole part is moved
+        self._parts: list[str] = []
+        self._bytes = 0
+        self._finished = False
+
+    def member(self, name: str) -> Member:
+        """A file inside the directory (the rejects, the report)."""
+        output = Member(f"{self.folder}/{name}")
+        self.members[name] = output
+        return output
+
+    def splice(self, path: str, start: int, end: int) -> None:
+        """Make bytes [start, end) of the part at ``path`` the next part of the output."""
+        name = f"part-{len(self._parts):05d}.jsonl"
+        target = f"{self.folder}/{name}"
+        if start == 0 and end == self.part_sizes.get(path):
+            _move(path, target)
+        else:
+            out = store.PartFile(target)
+            fs, inner = store.filesystem(path)
+            with fs.open(inner, "rb") as src:
+                src.seek(start)
+                out.write_all([src.read(end - start)])
+            out.commit()
+        self._parts.append(name)
+        self._bytes += end - start
+
+    def write(self, data: bytes | bytearray) -> None:
+        raise OutputError(f"{self.path} is a directory of parts; only parts go into it.")
+
+    def finish(self) -> None:
+        if self._finished:
+            return
+        for output in self.members.values():
+            output.finish()
+        rejects = next((k for k in self.members if k.startswith("rejects")), None)
+        report = next((k for k in self.members if k.startswith("report")), None)
+        manifest = Manifest(MANIFEST_SHAPE, self._parts, self._bytes, rejects, report)
+        out = store.PartFile(f"{self.folder}/{MANIFEST}")
+        out.write_all([msgspec.json.format(msgspec.json.encode(manifest), indent=2) + b"\n"])
+        out.commit()
+        self._finished = True
+
+    def commit(self) -> None:
+        self.finish()
+        target = self.path.rstrip("/")
+        keep = {*self._parts, *self.members, MANIFEST}
+        try:
+            if store.is_url(target):
+                fs, inner = store.filesystem(target)
+                src = store.filesystem(self.folder)[1]
+                if fs.exists(inner):
+                    fs.rm(inner, recursive=True)
+                for name in [*self._parts, *self.members, MANIFEST]:  # the manifest last
+                    fs.copy(f"{src}/{name}", f"{inner}/{name}")
+                return
+            for name in os.listdir(self.folder):  # part files not used by the output
+                if name not in keep:
+                    os.unlink(os.path.join(self.folder, name))
+            old = None
+            if os.path.lexists(target):
+                if not os.path.isdir(target):
+                    raise OutputError(f"cannot write {self.path}: a file of that name exists; "
+                                      "remove it or give another directory name.")
+                old = f"{target}.{os.urandom(4).hex()}.old"
+                os.rename(target, old)
+            os.rename(self.folder, target)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def abort(self) -> None:
+        for output in self.members.values():
+            output.abort()
+
+
+class Member:
+    """A file inside a directory target's folder, written whole (the rejects, the report)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._file: store.PartFile | None = None
+        self._done = False
+
+    def write(self, data: bytes | bytearray) -> None:
+        if self._file is None:
+            self._file = store.PartFile(self.path)
+        self._file.write_all([bytes(data)])
+
+    def finish(self) -> None:
+        if self._done:
+            return
+        if self._file is None:
+            self._file = store.PartFile(self.path)
+        self._file.commit()
+        self._file, self._done = None, True
+
+    def commit(self) -> None:
+        self.finish()
+
+    def abort(self) -> None:
+        if self._file is not None:
+            self._file.abort()
+
+
+def _move(path: str, target: str) -> None:
+    if store.is_url(path):
+        fs, inner = store.filesystem(path)
+        fs.mv(inner, store.filesystem(target)[1])
+    else:
+        os.replace(path, target)
