@@ -15,12 +15,16 @@ cluster; a reducer's index holds 24 bytes a slot (32-64 a case) of its share.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from evalstream.cases.ids import IdIndex
+from evalstream.files.store import Task
 
 FIELDS = ("lo", "hi", "task", "k", "line", "offset", "out_start", "out_end")
 _LINE_BITS = 40  # local line numbers below 2**40; task indexes below 2**24
+REDUCER_BYTES = 8 << 30  # input bytes whose ids one reducer takes
+MAX_REDUCERS = 256
 
 
 class Dup(NamedTuple):
@@ -73,6 +77,25 @@ def reduce_bucket(parts: list[Bucket]) -> list[tuple[int, Dup]]:
                 found.append((task[i], Dup(k[i], line[i], offset[i], out_start[i], out_end[i],
                                            code >> _LINE_BITS, code & ((1 << _LINE_BITS) - 1))))
     return found
+
+
+def reducers_for(total_bytes: int) -> int:
+    """How many reducers share the ids of an input of ``total_bytes``: one per
+    REDUCER_BYTES (at 2 KB a case, ~4 million ids, ~200 MB of index and entries)."""
+    return max(1, min(MAX_REDUCERS, -(-total_bytes // REDUCER_BYTES)))
+
+
+def duplicate_lines(found: dict[int, list[Dup]], tasks: list[Task],
+                    read: Callable[[list[tuple[Task, list[int]]]], Iterable[list[bytes]]],
+                    ) -> dict[tuple[int, int], bytes]:
+    """(task, k) -> the line of each duplicate in ``found``, read by ``read`` (on the
+    cluster: one task per range that holds duplicates)."""
+    jobs = [(tasks[i], [d.offset for d in dups]) for i, dups in sorted(found.items())]
+    raw: dict[tuple[int, int], bytes] = {}
+    for (task, _), lines in zip(jobs, read(jobs), strict=True):
+        for dup, line in zip(found[task.index], lines, strict=True):
+            raw[task.index, dup.k] = line
+    return raw
 
 
 def by_task(found: list[list[tuple[int, Dup]]]) -> dict[int, list[Dup]]:

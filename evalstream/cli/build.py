@@ -56,7 +56,8 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
 
     opts = Options(
         input=" ".join(args.input), inputs=args.input if len(args.input) > 1 else [],
-        engine=args.engine, scheduler=args.scheduler, output=output, rejects=args.rejects, report=args.report,
+        engine=args.engine, scheduler=args.scheduler, output=output, rejects=args.rejects,
+        report=args.report,
         rubric_files=getattr(args, "rubrics", []), max_tokens=getattr(args, "max_tokens", 32_000),
         max_line_bytes=args.max_line_bytes, allow_unknown_fields=args.allow_unknown_fields,
         workers=getattr(args, "workers", 1))

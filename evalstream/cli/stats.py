@@ -12,7 +12,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import positive, size
+from evalstream.cli.common import add_engine, positive, size
 
 if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
@@ -33,8 +33,10 @@ def register(subparsers: Any) -> None:
                     "file written by build or validate) or a stats JSON, render it instead.",
         epilog="Exit codes: 0 clean, 1 the dataset had rejected lines, 2 usage or I/O error, "
                "130 interrupted.")
-    p.add_argument("input", help="cases (.jsonl, .gz, .zst, or - for stdin), or a run report "
-                                 "(.report.json) or stats JSON to render")
+    p.add_argument("input", nargs="+",
+                   help="cases (.jsonl, .gz, .zst, or - for stdin; several paths, globs or "
+                        "URLs are read in order as one input), or a run report (.report.json) "
+                        "or stats JSON to render")
     p.add_argument("--by", metavar="KEYS",
                    help="metadata keys to group by, comma-separated; dots reach nested "
                         "metadata (default: scenario)")
@@ -58,7 +60,9 @@ def register(subparsers: Any) -> None:
                    help="reject longer lines without reading them whole (default 256MiB)")
     p.add_argument("--workers", type=positive, metavar="N",
                    help="worker processes for a plain input file over 128 MiB (default: the "
-                        "CPUs available, at most 8); the figures are the same for any N")
+                        "CPUs available, at most 8), or the size of a local Dask cluster; the "
+                        "figures are the same for any N")
+    add_engine(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=run)
 
@@ -80,6 +84,9 @@ def _same(a: str | None, b: str | None) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``stats``; return the exit code (1 when the dataset had rejected lines)."""
+    arguments = args.input
+    args.input = " ".join(arguments)
+    args.inputs = arguments if len(arguments) > 1 else []
     paths = [("input", args.input), ("output", args.output), ("html", args.html),
              ("rejects", args.rejects)]
     for i, (name_a, a) in enumerate(paths):
@@ -94,12 +101,13 @@ def run(args: argparse.Namespace) -> int:
         raise _usage(f"{' and '.join(to_stdout)} cannot "
                      f"{'both' if len(to_stdout) == 2 else 'all'} go to stdout; give -o FILE, "
                      "--html FILE or --rejects FILE.")
-    loaded = _load_rendered(args.input)
+    loaded = _load_rendered(args.input) if not args.inputs else None
     if loaded is not None:
         dataset_only = [flag for flag, value in (
             ("--by", args.by), ("--rubrics", args.rubrics), ("--max-tokens", args.max_tokens),
             ("--rejects", args.rejects), ("--max-line-bytes", args.max_line_bytes),
-            ("--workers", args.workers),
+            ("--workers", args.workers), ("--scheduler", args.scheduler),
+            ("--engine", args.engine if args.engine != "local" else None),
             ("--allow-unknown-fields", args.allow_unknown_fields or None)) if value is not None]
         if dataset_only:
             raise _usage(f"{args.input} is already a report; {', '.join(dataset_only)} apply "
@@ -176,7 +184,8 @@ def _collect(args: argparse.Namespace) -> DatasetStats:
 
     opts = StatsOptions(input=args.input, by=parse_by(args.by) if args.by else ["scenario"],
                         rubric_files=args.rubrics or [], rejects=args.rejects,
-                        allow_unknown_fields=args.allow_unknown_fields, workers=args.workers)
+                        allow_unknown_fields=args.allow_unknown_fields, workers=args.workers,
+                        inputs=args.inputs, engine=args.engine, scheduler=args.scheduler)
     if args.max_tokens is not None:
         opts.max_tokens = args.max_tokens
     if args.max_line_bytes is not None:

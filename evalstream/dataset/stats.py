@@ -51,9 +51,11 @@ from evalstream.files.lines import (
     open_input,
     progress,
     read_chunks,
+    read_files,
 )
 from evalstream.files.outputs import AtomicOutput
 from evalstream.files.sniff import check_cases_input, check_cases_stream
+from evalstream.files.store import InputFile, is_url, needs_resolving, open_file, resolve
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
@@ -224,6 +226,13 @@ class StatsOptions:
     allow_unknown_fields: bool = False
     rejects: str | None = None  # write rejects here (JSONL); None: count them only
     workers: int | None = None  # None: the CPUs available (for a plain file over 128 MiB)
+    inputs: list[str] = field(default_factory=list)  # several inputs, read in order as one
+    engine: str = "local"  # or "dask"
+    scheduler: str | None = None  # a Dask scheduler's address; None: a local cluster
+
+    def arguments(self) -> list[str]:
+        """The input arguments as given."""
+        return self.inputs or [self.input]
 
 
 def parse_by(text: str) -> list[str]:
@@ -258,14 +267,38 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
             os.path.abspath(opts.rejects) == os.path.abspath(opts.input):
         raise UsageError(f"the input and rejects paths are the same file ({opts.input}); "
                          "choose a different --rejects name.")
+    if opts.engine not in ("local", "dask"):
+        raise UsageError(f"--engine {opts.engine!r}: choose local or dask.")
+    if opts.scheduler is not None and opts.engine != "dask":
+        raise UsageError("--scheduler needs --engine dask.")
+    arguments = opts.arguments()
+    if "-" in arguments and (len(arguments) > 1 or opts.engine == "dask"):
+        raise UsageError("- (stdin) can only be the one input, read by --engine local.")
     rubric_set = load_rubrics(opts.rubric_files)
-    check_cases_input(opts.input)
+    files = None
+    if opts.engine == "dask" or len(arguments) > 1 or needs_resolving(arguments[0]):
+        files = resolve(arguments)
+        for f in files:
+            if opts.engine == "local" and not is_url(f.url):
+                check_cases_input(f.url)  # on a cluster each file's first task checks it
+    else:
+        check_cases_input(opts.input)
     collector = Collector(rubric_set, opts.by)
-    size = input_size(opts.input)
+    size = input_size(opts.input) if files is None else None
     workers = opts.workers if opts.workers is not None else default_workers()
-    rejects_out = AtomicOutput(opts.rejects) if opts.rejects else None
+    rejects_out = _target(opts.rejects) if opts.rejects else None
     try:
-        if parallel.worthwhile(opts.input, size, workers):
+        if opts.engine == "dask":
+            from evalstream.dataset import cluster
+
+            assert files is not None
+            settings = parallel.Settings(
+                "", opts.by, rubric_set, opts.max_tokens, opts.max_line_bytes,
+                opts.allow_unknown_fields, None, FIRST_REJECTS)
+            merger, n_bytes = cluster.run(collector, settings, files, opts.scheduler,
+                                          opts.workers, rejects_out, on_progress)
+            lines, checks, first_rejects = merger.lines, merger.checks, merger.first_rejects
+        elif files is None and parallel.worthwhile(opts.input, size, workers):
             assert size is not None
             settings = parallel.Settings(
                 opts.input, opts.by, rubric_set, opts.max_tokens, opts.max_line_bytes,
@@ -274,7 +307,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
             lines, checks, first_rejects, n_bytes = (merger.lines, merger.checks,
                                                      merger.first_rejects, size)
         else:
-            lines, checks, first_rejects, n_bytes = _read(collector, rubric_set, opts,
+            lines, checks, first_rejects, n_bytes = _read(collector, rubric_set, opts, files,
                                                           rejects_out, size, on_progress)
         collector.flush()
         stats = _summarize(collector, lines, checks, opts, rubric_set, n_bytes, first_rejects)
@@ -287,27 +320,48 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
     return stats
 
 
+def _target(path: str) -> Any:
+    """A rejects file: a local path (or -), or a URL written through fsspec."""
+    if is_url(path):
+        from evalstream.files.parts import StoreOutput
+
+        return StoreOutput(path)
+    return AtomicOutput(path)
+
+
 def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
-          rejects_out: AtomicOutput | None, size: int | None, on_progress: Progress | None,
-          ) -> tuple[LineCounts, CheckTally, list[Reject], int]:
-    """Read the whole input in this process: line counts, check tally, first rejects and
-    the bytes read."""
+          files: list[InputFile] | None, rejects_out: Any, size: int | None,
+          on_progress: Progress | None) -> tuple[LineCounts, CheckTally, list[Reject], int]:
+    """Read the whole input (one stream, or ``files`` in order) in this process: line
+    counts, check tally, first rejects and the bytes read."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
     checker = Checker(rubric_set, opts.max_tokens, keep_states=False)
     encode = msgspec.json.Encoder().encode
-    opened = open_input(opts.input)
-    stream = _Counting(check_cases_stream(opened) if opts.input == "-" else opened)
-    try:
+    stream = None
+    counted: list[_Counting] = []
+    if files is None:
+        opened = open_input(opts.input)
+        stream = _Counting(check_cases_stream(opened) if opts.input == "-" else opened)
+        counted.append(stream)
         items = read_chunks(stream, opts.max_line_bytes)
+    else:
+        def opener(path: str) -> Any:
+            opened = _Counting(open_input(path) if not is_url(path)
+                               else check_cases_stream(open_file(path), path))
+            counted.append(opened)
+            return opened
+
+        items = read_files([f.url for f in files], opts.max_line_bytes, opener)
+    try:
         if on_progress is not None:
             items = progress(items, on_progress, size)
         write = rejects_out.write if rejects_out is not None else None
         collector.take(reader.read(items), checker,
                        lambda r: write(encode(r) + b"\n") if write is not None else None)
     finally:
-        if opts.input != "-":
+        if stream is not None and opts.input != "-":
             stream.stream.close()
-    return reader.counts, checker.tally, reader.first_rejects, stream.bytes
+    return reader.counts, checker.tally, reader.first_rejects, sum(c.bytes for c in counted)
 
 
 class _Counting:
@@ -321,6 +375,9 @@ class _Counting:
         data = self.stream.readline(size)
         self.bytes += len(data)
         return data
+
+    def close(self) -> None:
+        self.stream.close()
 
 
 # -- aggregation ---------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from evalstream.engines.local import WorkerDied
 from evalstream.errors import UsageError
-from evalstream.files.store import EXTRA
+from evalstream.files.store import EXTRA, Task, lines_at
 
 S = TypeVar("S")
 W = TypeVar("W")
@@ -160,6 +160,22 @@ class Cluster:
                 client.cancel([f for f in pending if f is not None])
 
         return in_order(), reductions
+
+    def read_lines(self, jobs: list[tuple[Task, list[int]]],
+                   max_line_bytes: int) -> Iterator[list[bytes]]:
+        """For each (task, offsets): the lines at those offsets of the task's file, read by
+        a task on the cluster (the files may be where only the workers reach them)."""
+        return self.map_ordered(_identity, _lines, max_line_bytes, jobs,
+                                describe=lambda job: str(job[0]), name="lines")
+
+
+def _lines(max_line_bytes: int, job: tuple[Task, list[int]]) -> list[bytes]:
+    task, offsets = job
+    return lines_at(task, offsets, max_line_bytes)
+
+
+def _identity(value: Any) -> Any:
+    return value
 
 
 def _share(j: int, reducers: int) -> str:

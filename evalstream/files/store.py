@@ -243,6 +243,121 @@ def read_line(f: BinaryIO, offset: int, limit: int) -> bytes:
     return b"".join(pieces)
 
 
+# -- tasks: what one task of a cluster run reads -------------------------------------------------
+@dataclass(frozen=True)
+class Task:
+    """Bytes [start, end) of one input file, nominal (the task moves both ends to line
+    starts: ``TaskReader``), or a whole compressed file (``whole``: one task)."""
+
+    index: int
+    file: int
+    url: str
+    start: int
+    end: int
+    size: int
+    whole: bool
+
+    def __str__(self) -> str:
+        return self.url if self.whole else f"bytes {self.start:,}-{self.end:,} of {self.url}"
+
+    @property
+    def nominal_bytes(self) -> int:
+        """The bytes this task stands for, for progress (a whole file: its stored size)."""
+        return self.size if self.whole else self.end - self.start
+
+
+def tasks_of(files: list[InputFile], range_bytes: int) -> list[Task]:
+    """The tasks that read ``files`` in order: ranges of ``range_bytes`` of plain files,
+    one task a compressed file."""
+    tasks: list[Task] = []
+    for f, file in enumerate(files):
+        if file.compressed:
+            tasks.append(Task(len(tasks), f, file.url, 0, -1, file.size, True))
+            continue
+        bounds = [*range(0, file.size, range_bytes), file.size]
+        for a, b in zip(bounds, bounds[1:], strict=False):
+            tasks.append(Task(len(tasks), f, file.url, a, b, file.size, False))
+    return tasks
+
+
+class TaskReader:
+    """Opens a task's bytes: ``start`` is its first line's offset in the file, ``readline``
+    reads its lines (decompressed for a whole compressed file), ``bytes`` counts what was
+    read; the first task of a file checks the file's first bytes with ``check_head``."""
+
+    def __init__(self, task: Task, check_head: Any = None) -> None:
+        self._f = open_file(task.url)
+        try:
+            if task.start == 0 and check_head is not None:
+                check_head(read_head(task.url, _HEAD), task.url)
+            if task.whole:
+                self.start, self._stream = 0, self._f
+            else:
+                self.start = range_start(self._f, task.start, task.end)
+                end = line_end(self._f, task.end, task.size) if self.start < task.end \
+                    else self.start
+                self._stream = io.BufferedReader(RangeReader(self._f, self.start, end), 1 << 18)
+        except BaseException:
+            self._f.close()
+            raise
+        self.bytes = 0
+
+    def readline(self, size: int = -1, /) -> bytes:
+        data: bytes = self._stream.readline(size)
+        self.bytes += len(data)
+        return data
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> TaskReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_HEAD = 1 << 16
+
+
+def lines_at(task: Task, offsets: list[int], max_line_bytes: int) -> list[bytes]:
+    """The lines at ``offsets`` of a task's file (at most ``max_line_bytes + 1`` bytes of
+    each; a whole compressed file is read once from its start, it cannot seek)."""
+    from evalstream.files.lines import Chunk, read_chunks
+
+    with open_file(task.url) as f:
+        if not task.whole:
+            return [read_line(f, at, max_line_bytes + 1) for at in offsets]
+        wanted, found = set(offsets), {}
+        for item in read_chunks(f, max_line_bytes):
+            if type(item) is Chunk:
+                for at, line in zip(item.offsets(), item.lines, strict=True):
+                    if at in wanted:
+                        found[at] = line
+        return [found.get(at, b"") for at in offsets]
+
+
+class FileOffsets:
+    """Where each file starts in the input read as one stream, from the tasks taken in order
+    (a compressed file's size is known once its task has read it)."""
+
+    def __init__(self) -> None:
+        self._base, self._file, self._size = 0, 0, 0
+
+    def base(self, task: Task, end: int) -> int:
+        """The offset of ``task``'s file; ``end``: where the task stopped reading."""
+        if task.file != self._file:
+            self._base += self._size
+            self._file = task.file
+        self._size = end if task.whole else task.size
+        return self._base
+
+    @property
+    def total(self) -> int:
+        """The bytes of every file taken so far."""
+        return self._base + self._size
+
+
 # -- writing -------------------------------------------------------------------------------------
 class PartFile:
     """A file written whole or not at all, at a local path or URL: a local file is written

@@ -16,12 +16,18 @@ one process reading the files in order.
 
 from __future__ import annotations
 
-import io
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from evalstream.cases.duplicates import Bucket, Dup, buckets, by_task, reduce_bucket
+from evalstream.cases.duplicates import (
+    Bucket,
+    buckets,
+    by_task,
+    duplicate_lines,
+    reduce_bucket,
+    reducers_for,
+)
 from evalstream.cases.ids import CaseLog
 from evalstream.cases.reading import case_reader
 from evalstream.cases.rejects import Reject
@@ -30,7 +36,7 @@ from evalstream.checks.report import RunReport
 from evalstream.checks.report import encode as encode_report
 from evalstream.checks.rubrics import RubricSet
 from evalstream.engines.dask import Cluster
-from evalstream.files.lines import BLOCK_SIZE, Chunk, Progress, read_chunks
+from evalstream.files.lines import Progress, read_chunks
 from evalstream.files.outputs import AtomicOutput, commit_all
 from evalstream.files.parts import (
     DirectoryOutput,
@@ -39,56 +45,20 @@ from evalstream.files.parts import (
     parts_folder,
     remove_folder,
 )
-from evalstream.files.sniff import HEAD_BYTES, check_cases_head
+from evalstream.files.sniff import check_cases_head
 from evalstream.files.store import (
+    FileOffsets,
     InputFile,
     PartFile,
-    RangeReader,
+    Task,
+    TaskReader,
     is_url,
-    line_end,
-    open_file,
-    range_start,
-    read_head,
-    read_line,
+    tasks_of,
 )
 from evalstream.pipeline.ranges import Merger, Part
 from evalstream.pipeline.run import Options, Outcome, _report, process
 
 RANGE_BYTES = 64 << 20  # per task: ~1 s of work, few enough tasks for the scheduler
-REDUCER_BYTES = 8 << 30  # input bytes whose ids one reducer takes (~100 MB of index)
-MAX_REDUCERS = 256
-
-
-@dataclass(frozen=True)
-class Task:
-    """A byte range [start, end) of one input file (nominal: moved to line starts by the
-    task), or a whole compressed file (``whole``)."""
-
-    index: int
-    file: int
-    url: str
-    start: int
-    end: int
-    size: int
-    whole: bool
-
-
-def tasks_of(files: list[InputFile], range_bytes: int) -> list[Task]:
-    """The tasks that read ``files`` in order."""
-    tasks: list[Task] = []
-    for f, file in enumerate(files):
-        if file.compressed:
-            tasks.append(Task(len(tasks), f, file.url, 0, -1, file.size, True))
-            continue
-        bounds = [*range(0, file.size, range_bytes), file.size]
-        for a, b in zip(bounds, bounds[1:], strict=False):
-            tasks.append(Task(len(tasks), f, file.url, a, b, file.size, False))
-    return tasks
-
-
-def reducers_for(total_bytes: int) -> int:
-    """How many reducers share the ids: one per REDUCER_BYTES of input."""
-    return max(1, min(MAX_REDUCERS, -(-total_bytes // REDUCER_BYTES)))
 
 
 @dataclass
@@ -112,20 +82,11 @@ def _run_range(s: Settings, task: Task) -> tuple[Part, list[Bucket]]:
     checker = Checker(s.rubric_set, opts.max_tokens) if s.rubric_set is not None else None
     log = CaseLog()
     rejects: list[bytes] = []
-    out = None
-    if s.parts is not None:
-        out = PartFile(f"{s.parts}/{task.index:08d}.out")
+    out = PartFile(f"{s.parts}/{task.index:08d}.out") if s.parts is not None else None
     try:
-        with open_file(task.url) as f:
-            if task.start == 0:
-                _check_head(task.url)
-            if task.whole:
-                start, stream = 0, _Counting(f)
-            else:
-                start = range_start(f, task.start, task.end)
-                end = line_end(f, task.end, task.size) if start < task.end else start
-                stream = _Counting(io.BufferedReader(RangeReader(f, start, end), BLOCK_SIZE))
-            items = read_chunks(stream, opts.max_line_bytes, first_line=1, first_offset=start)
+        with TaskReader(task, check_cases_head) as stream:
+            items = read_chunks(stream, opts.max_line_bytes, first_line=1,
+                                first_offset=stream.start)
             process(reader.read(items), checker,
                     out.write_all if out is not None else _ignore, rejects.append, log)
         size = out.commit() if out is not None else 0
@@ -133,49 +94,15 @@ def _run_range(s: Settings, task: Task) -> tuple[Part, list[Bucket]]:
         if out is not None:
             out.abort()
         raise
-    part = Part(task.index, start, start + stream.bytes, out.path if out else None, None,
-                reader.counts, checker.tally if checker else None, (),
-                rejects_data=b"".join(rejects), out_size=size)
+    part = Part(task.index, stream.start, stream.start + stream.bytes,
+                out.path if out else None, None, reader.counts,
+                checker.tally if checker else None, (), rejects_data=b"".join(rejects),
+                out_size=size)
     return part, buckets(task.index, log.arrays(), s.reducers)
-
-
-def _check_head(url: str) -> None:
-    """Raise WrongFileError when the file is plainly not JSONL cases (its raw first bytes)."""
-    check_cases_head(read_head(url, HEAD_BYTES), url)
-
-
-def _lines(s: Settings, job: tuple[Task, list[int]]) -> list[bytes]:
-    """The lines at the given offsets of a task's file (for the duplicates the reducers
-    found there), each at most ``max_line_bytes + 1`` bytes."""
-    task, offsets = job
-    limit = s.opts.max_line_bytes + 1
-    found = []
-    with open_file(task.url) as f:
-        if not task.whole:
-            return [read_line(f, at, limit) for at in offsets]
-        # A compressed file cannot seek: read it once, keeping the lines asked for.
-        wanted = set(offsets)
-        for item in read_chunks(f, s.opts.max_line_bytes):
-            if type(item) is Chunk:
-                for at, line in zip(item.offsets(), item.lines, strict=True):
-                    if at in wanted:
-                        found.append((at, line))
-        by_offset = dict(found)
-        return [by_offset.get(at, b"") for at in offsets]
 
 
 def _ignore(data: object) -> None:
     return None
-
-
-class _Counting:
-    def __init__(self, stream: Any) -> None:
-        self.stream, self.bytes = stream, 0
-
-    def readline(self, size: int = -1, /) -> bytes:
-        data = self.stream.readline(size)
-        self.bytes += len(data)
-        return data
 
 
 # -- in the client -------------------------------------------------------------------------------
@@ -238,49 +165,24 @@ def _merge(cluster: Cluster, opts: Options, rubric_set: RubricSet | None,
     tasks = tasks_of(files, RANGE_BYTES)
     total = sum(f.size for f in files)
     settings = Settings(opts, rubric_set, folder, reducers_for(total))
-    summaries, reductions = cluster.map_reduce(
-        _init, _run_range, settings, tasks, settings.reducers, reduce_bucket,
-        describe=lambda t: _describe(t))
+    summaries, reductions = cluster.map_reduce(_init, _run_range, settings, tasks,
+                                               settings.reducers, reduce_bucket, describe=str)
     parts: list[Part] = []
     done = 0
     for part in summaries:
         parts.append(part)
-        task = tasks[part.index]
-        done += (task.end - task.start) if not task.whole else task.size
+        done += tasks[part.index].nominal_bytes
         if on_progress is not None:
             on_progress(done, total)
     found = by_task(reductions())
-    raw = _fetch_lines(cluster, settings, tasks, found)
+    raw = duplicate_lines(found, tasks,
+                          lambda jobs: cluster.read_lines(jobs, opts.max_line_bytes))
     sizes = getattr(out, "part_sizes", None)
     merger = Merger(opts, rubric_set, out, rej_out, lambda part, dup: raw[part.index, dup.k])
-    base, file, file_size = 0, 0, 0
+    offsets = FileOffsets()
     for part in parts:
-        task = tasks[part.index]
-        if task.file != file:
-            base += file_size
-            file = task.file
-        file_size = part.end if task.whole else task.size
-        part.offset_base = base
+        part.offset_base = offsets.base(tasks[part.index], part.end)
         if sizes is not None and part.out_path is not None:
             sizes[part.out_path] = part.out_size
         merger.add(part, found.get(part.index, []))
     return Outcome(merger.lines, merger.checks, merger.first_rejects)
-
-
-def _fetch_lines(cluster: Cluster, settings: Settings, tasks: list[Task],
-                 found: dict[int, list[Dup]]) -> dict[tuple[int, int], bytes]:
-    """The line of every late duplicate, read again by a task on the cluster."""
-    jobs = [(tasks[i], [d.offset for d in dups]) for i, dups in sorted(found.items())]
-    raw: dict[tuple[int, int], bytes] = {}
-    lines = cluster.map_ordered(_init, _lines, settings, jobs,
-                                describe=lambda job: _describe(job[0]), name="lines")
-    for (task, _), got in zip(jobs, lines, strict=True):
-        for dup, line in zip(found[task.index], got, strict=True):
-            raw[task.index, dup.k] = line
-    return raw
-
-
-def _describe(task: Task) -> str:
-    if task.whole:
-        return task.url
-    return f"bytes {task.start:,}-{task.end:,} of {task.url}"

@@ -245,6 +245,8 @@ def _plan(opts: Options) -> tuple[str | None, str | None]:
              ("output", opts.output), ("rejects", rejects), ("report", report)]
     for i, (name_a, a) in enumerate(named):
         for name_b, b in named[i + 1:]:
+            if name_a == name_b == "input":
+                continue  # a file given twice is read twice (its ids all duplicates)
             if a is not None and b is not None and _same_file(a, b):
                 raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
                                  "choose a different output name.")
