@@ -35,7 +35,6 @@ S = TypeVar("S")
 W = TypeVar("W")
 T = TypeVar("T")
 R = TypeVar("R")
-CONNECT_SECONDS = 30
 
 
 def _distributed() -> Any:
@@ -61,7 +60,11 @@ class Cluster:
                     processes=True, dashboard_address=None, silence_logs=logging.ERROR)
                 self.client = distributed.Client(self._local, set_as_default=False)
             else:
-                self.client = distributed.Client(address, timeout=CONNECT_SECONDS,
+                import dask
+
+                # Dask's own setting (distributed.comm.timeouts.connect, 30 s by default).
+                timeout = dask.config.get("distributed.comm.timeouts.connect")
+                self.client = distributed.Client(address, timeout=timeout,
                                                  set_as_default=False)
         except (OSError, TimeoutError) as exc:
             self.close()

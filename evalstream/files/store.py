@@ -146,7 +146,8 @@ def open_file(path: str) -> BinaryIO:
     try:
         if is_url(path):
             fs, inner = filesystem(path)
-            raw: BinaryIO = fs.open(inner, "rb")
+            # fsspec's files have no ``readline(limit)``: read through a buffered reader.
+            raw: BinaryIO = io.BufferedReader(_Raw(fs.open(inner, "rb")), 1 << 18)
         else:
             raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
     except FileNotFoundError:
@@ -162,6 +163,32 @@ def open_file(path: str) -> BinaryIO:
         reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
         return io.BufferedReader(reader, 1 << 18)
     return raw
+
+
+class _Raw(io.RawIOBase):
+    """An fsspec file as a raw stream (``readinto``, ``seek``) for ``io.BufferedReader``."""
+
+    def __init__(self, f: Any) -> None:
+        self._f = f
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        return int(self._f.readinto(buffer))
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self._f.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._f.tell())
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
 
 
 def read_head(path: str, size: int) -> bytes:

@@ -1,0 +1,43 @@
+"""Fixtures shared by several test packages: a real Dask cluster and an S3-compatible server,
+each a set of processes on 127.0.0.1 started once per test session and stopped at its end."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.cluster import DaskProcesses, S3Server
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """moto's S3 server; s3fs in this process and in workers started after it uses it."""
+    import fsspec.config
+
+    server = S3Server(tmp_path_factory.mktemp("moto"))
+    saved = {k: os.environ.get(k) for k in server.env()}
+    os.environ.update(server.env())
+    fsspec.config.conf["s3"] = {"endpoint_url": server.endpoint, "key": "test",
+                                "secret": "test"}
+    try:
+        yield server
+    finally:
+        fsspec.config.conf.pop("s3", None)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def dask_cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[str]:
+    """A scheduler and two workers (one thread, 1 GiB each); yields the scheduler address."""
+    cluster = DaskProcesses(tmp_path_factory.mktemp("dask"), workers=2)
+    try:
+        yield cluster.address
+    finally:
+        cluster.stop()
