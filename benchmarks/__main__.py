@@ -119,7 +119,8 @@ def cmd_judge_clients(args: argparse.Namespace) -> int:
 BASELINE_NAMES = ("lines", "msgspec", "pydantic", "json", "jq")
 VARIANT_HELP = (
     "baselines lines msgspec json pydantic jq; evalstream-all evalstream-builtin "
-    "evalstream-long evalstream-w1 evalstream-w2 stats (default: all)"
+    "evalstream-long evalstream-w1 evalstream-w2 evalstream-dask2 evalstream-dask2-dir stats "
+    "stats-w2 stats-dask2 (default: all)"
 )
 
 

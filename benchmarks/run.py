@@ -77,10 +77,23 @@ VARIANTS: dict[str, Variant] = {
     "evalstream-long": Variant(_BUILD, profile="long", evalstream=True),
     "evalstream-w1": Variant((*_BUILD, "--workers", "1"), evalstream=True),
     "evalstream-w2": Variant((*_BUILD, "--workers", "2"), evalstream=True),
+    # --engine dask on a local cluster of 2 worker processes (started and stopped by the run,
+    # ~2 s), one file out (the parts joined in the kernel) or a directory of parts.
+    "evalstream-dask2": Variant((*_BUILD, "--engine", "dask", "--workers", "2"),
+                                evalstream=True),
+    "evalstream-dask2-dir": Variant(
+        ("{python}", "-m", "evalstream", "build", "{input}", "{output}.d/", "--engine", "dask",
+         "--workers", "2"), evalstream=True),
     "stats": Variant(
         ("{python}", "-m", "evalstream", "stats", "{input}", "--format", "json", "-o", "{output}"),
         evalstream=True,
     ),
+    "stats-w2": Variant(
+        ("{python}", "-m", "evalstream", "stats", "{input}", "--format", "json", "-o", "{output}",
+         "--workers", "2"), evalstream=True),
+    "stats-dask2": Variant(
+        ("{python}", "-m", "evalstream", "stats", "{input}", "--format", "json", "-o", "{output}",
+         "--engine", "dask", "--workers", "2"), evalstream=True),
 }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import Any
 
 import msgspec
 
@@ -279,6 +280,41 @@ class Member:
     def abort(self) -> None:
         if self._file is not None:
             self._file.abort()
+
+
+class Streamed:
+    """An ``AtomicOutput`` (a local file, stdout) that takes parts from a store: parts at a
+    URL are streamed through this process, local ones spliced in the kernel."""
+
+    def __init__(self, output: Any) -> None:
+        self.output = output
+        self.path = output.path
+
+    def splice(self, path: str, start: int, end: int) -> None:
+        if not store.is_url(path):
+            self.output.splice(path, start, end)
+            return
+        fs, inner = store.filesystem(path)
+        with fs.open(inner, "rb") as src:
+            src.seek(start)
+            while start < end:
+                block = src.read(min(COPY_BLOCK, end - start))
+                if not block:
+                    break
+                self.output.write(block)
+                start += len(block)
+
+    def write(self, data: bytes | bytearray) -> None:
+        self.output.write(data)
+
+    def finish(self) -> None:
+        self.output.finish()
+
+    def commit(self) -> None:
+        self.output.commit()
+
+    def abort(self) -> None:
+        self.output.abort()
 
 
 def _move(path: str, target: str) -> None:

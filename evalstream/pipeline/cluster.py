@@ -29,7 +29,7 @@ from evalstream.cases.duplicates import (
     reducers_for,
 )
 from evalstream.cases.ids import CaseLog
-from evalstream.cases.reading import case_reader
+from evalstream.cases.reading import FIRST_REJECTS_KEPT, case_reader
 from evalstream.cases.rejects import Reject
 from evalstream.checks.checker import Checker
 from evalstream.checks.report import RunReport
@@ -41,6 +41,7 @@ from evalstream.files.outputs import AtomicOutput, commit_all
 from evalstream.files.parts import (
     DirectoryOutput,
     StoreOutput,
+    Streamed,
     is_directory,
     parts_folder,
     remove_folder,
@@ -67,8 +68,11 @@ class Settings:
 
     opts: Options
     rubric_set: RubricSet | None
-    parts: str | None  # the folder of part files; None: validate, no records
+    parts: str | None  # the folder of part files (None: no target file to put it beside)
     reducers: int
+    # "store": every reject into a part file; "all": every reject back with the result (to
+    # stdout); "first": only the first ones come back (counted, not written).
+    rejects: str = "store"
 
 
 # -- in a worker ---------------------------------------------------------------------------------
@@ -81,22 +85,35 @@ def _run_range(s: Settings, task: Task) -> tuple[Part, list[Bucket]]:
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes, check_duplicates=False)
     checker = Checker(s.rubric_set, opts.max_tokens) if s.rubric_set is not None else None
     log = CaseLog()
-    rejects: list[bytes] = []
-    out = PartFile(f"{s.parts}/{task.index:08d}.out") if s.parts is not None else None
+    kept: list[bytes] = []
+    out = None
+    if s.parts is not None and opts.output is not None:
+        out = PartFile(f"{s.parts}/{task.index:08d}.out")
+    rejects = PartFile(f"{s.parts}/{task.index:08d}.rejects") if s.rejects == "store" else None
+
+    def reject(line: bytes) -> None:
+        if rejects is not None:
+            rejects.write_all([line])
+        elif s.rejects == "all" or len(kept) < FIRST_REJECTS_KEPT:
+            kept.append(line)
+
     try:
         with TaskReader(task, check_cases_head) as stream:
             items = read_chunks(stream, opts.max_line_bytes, first_line=1,
                                 first_offset=stream.start)
             process(reader.read(items), checker,
-                    out.write_all if out is not None else _ignore, rejects.append, log)
+                    out.write_all if out is not None else _ignore, reject, log)
         size = out.commit() if out is not None else 0
+        if rejects is not None:
+            rejects.commit()
     except BaseException:
-        if out is not None:
-            out.abort()
+        for part_file in (out, rejects):
+            if part_file is not None:
+                part_file.abort()
         raise
     part = Part(task.index, stream.start, stream.start + stream.bytes,
-                out.path if out else None, None, reader.counts,
-                checker.tally if checker else None, (), rejects_data=b"".join(rejects),
+                out.path if out else None, rejects.path if rejects else None, reader.counts,
+                checker.tally if checker else None, (), rejects_data=b"".join(kept),
                 out_size=size)
     return part, buckets(task.index, log.arrays(), s.reducers)
 
@@ -113,7 +130,9 @@ def run(opts: Options, rubric_set: RubricSet | None, files: list[InputFile],
     cores); return the report and the first rejects. Targets appear only if all succeeds."""
     command = "validate" if opts.output is None else "build"
     with Cluster(opts.scheduler, opts.workers if opts.workers > 1 else None) as cluster:
-        anchor = opts.output if opts.output not in (None, "-") else None
+        # Part files go beside the output, else beside the rejects file; a run with neither
+        # (validate to the terminal or stdout) gets its rejects back with the results.
+        anchor = next((t for t in (opts.output, rejects_path) if t not in (None, "-")), None)
         folder = parts_folder(anchor, cluster.run_id) if anchor is not None else None
         sinks: list[Any] = []
         try:
@@ -156,7 +175,7 @@ def _targets(opts: Options, folder: str | None, rejects_path: str | None,
 def _target(path: str | None) -> Any:
     if path is None:
         return None
-    return StoreOutput(path) if is_url(path) else AtomicOutput(path)
+    return StoreOutput(path) if is_url(path) else Streamed(AtomicOutput(path))
 
 
 def _merge(cluster: Cluster, opts: Options, rubric_set: RubricSet | None,
@@ -164,7 +183,9 @@ def _merge(cluster: Cluster, opts: Options, rubric_set: RubricSet | None,
            on_progress: Progress | None) -> Outcome:
     tasks = tasks_of(files, RANGE_BYTES)
     total = sum(f.size for f in files)
-    settings = Settings(opts, rubric_set, folder, reducers_for(total))
+    mode = "store" if folder is not None and rej_out is not None else \
+        "all" if rej_out is not None else "first"
+    settings = Settings(opts, rubric_set, folder, reducers_for(total), mode)
     summaries, reductions = cluster.map_reduce(_init, _run_range, settings, tasks,
                                                settings.reducers, reduce_bucket, describe=str)
     parts: list[Part] = []

@@ -30,6 +30,7 @@ from evalstream.checks.rubrics import RubricSet
 from evalstream.engines.local import map_ordered
 from evalstream.files.lines import line_start, open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput, write_all
+from evalstream.files.store import open_file
 from evalstream.pipeline.run import Options, Outcome, Progress, process
 
 RANGE_BYTES = 16 << 20
@@ -175,7 +176,7 @@ class Merger:
         merged: list[Reject] = []
         data = part.rejects_data
         if part.rejects_path is not None:
-            with open(part.rejects_path, "rb") as f:
+            with open_file(part.rejects_path) as f:  # a local path, or a URL on a cluster
                 data = f.read()
         for raw in data.splitlines():
             r = self._decode_reject(raw)

@@ -226,9 +226,12 @@ def _plan(opts: Options) -> tuple[str | None, str | None]:
     a directory of parts); ``validate`` only those asked for."""
     rejects, report = opts.rejects, opts.report
     arguments = opts.arguments()
+    if opts.engine != "dask" and any(is_url(t) for t in (opts.output, rejects, report) if t):
+        raise UsageError("an output at a URL is written by --engine dask; give a local path, "
+                         "or add --engine dask.")
     if is_directory(opts.output) and opts.engine != "dask":
-        raise UsageError(f"the output {opts.output} ends in /: a directory of parts is written "
-                         "by --engine dask only; give a file name.")
+        raise UsageError(f"cannot write {opts.output}: that names a directory; give a file name "
+                         "(a directory of parts is written by --engine dask only).")
     if opts.output is not None:
         one_file = len(arguments) == 1 and not needs_resolving(arguments[0])
         anchor = opts.output if opts.output != "-" else (opts.input if one_file else "-")
