@@ -230,8 +230,8 @@ def _plan(opts: Options) -> tuple[str | None, str | None]:
         raise UsageError("an output at a URL is written by --engine dask; give a local path, "
                          "or add --engine dask.")
     if is_directory(opts.output) and opts.engine != "dask":
-        raise UsageError(f"cannot write {opts.output}: that names a directory; give a file name "
-                         "(a directory of parts is written by --engine dask only).")
+        raise UsageError(f"cannot write {opts.output}: that names a directory (a directory of "
+                         "parts is written by --engine dask only); give a file name.")
     if opts.output is not None:
         one_file = len(arguments) == 1 and not needs_resolving(arguments[0])
         anchor = opts.output if opts.output != "-" else (opts.input if one_file else "-")
