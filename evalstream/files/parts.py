@@ -187,6 +187,10 @@ class DirectoryOutput:
         self.members[name] = output
         return output
 
+    def drop(self, member: Member) -> None:
+        """Leave a member out (an empty rejects file nobody asked for)."""
+        self.members = {k: v for k, v in self.members.items() if v is not member}
+
     def splice(self, path: str, start: int, end: int) -> None:
         """Make bytes [start, end) of the part at ``path`` the next part of the output."""
         name = f"part-{len(self._parts):05d}.jsonl"

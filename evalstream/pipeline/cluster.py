@@ -16,6 +16,7 @@ one process reading the files in order.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,7 @@ from evalstream.files.store import (
     PartFile,
     Task,
     TaskReader,
+    filesystem,
     is_url,
     tasks_of,
 )
@@ -142,7 +144,17 @@ def run(opts: Options, rubric_set: RubricSet | None, files: list[InputFile],
                 sinks = [out]  # its rejects and report are inside it
             outcome = _merge(cluster, opts, rubric_set, files, folder, out, rej_out,
                              on_progress)
-            report = _report(outcome, opts, command, rubric_set, rejects_path, started, [])
+            if _optional(opts, rejects_path) and rej_out is not None \
+                    and not outcome.lines.rejected:
+                # As one process: no new empty rejects file where build chose the name.
+                rej_out.abort()
+                if isinstance(out, DirectoryOutput):
+                    out.drop(rej_out)
+                else:
+                    sinks.remove(rej_out)
+                rejects_path = None
+            report = _report(outcome, opts, command, rubric_set, rejects_path, report_path,
+                             started, [])
             report.seconds = round(time.perf_counter() - started, 3)
             if report_out is not None:
                 report_out.write(encode_report(report))
@@ -155,6 +167,18 @@ def run(opts: Options, rubric_set: RubricSet | None, files: list[InputFile],
             if folder is not None:
                 remove_folder(folder)
     return report, outcome.first_rejects
+
+
+def _optional(opts: Options, rejects_path: str | None) -> bool:
+    """Whether the rejects file is one build chose the name of and nothing is there yet."""
+    if opts.output is None or opts.rejects is not None or rejects_path is None:
+        return False
+    if is_directory(opts.output):
+        return True  # the directory is replaced whole: no older file inside it survives
+    if is_url(rejects_path):
+        fs, inner = filesystem(rejects_path)
+        return not fs.exists(inner)
+    return not os.path.lexists(rejects_path)
 
 
 def _targets(opts: Options, folder: str | None, rejects_path: str | None,

@@ -40,7 +40,7 @@ def _options(inputs: list[str], output: str | None, **more: object) -> Options:
 
 
 def _report(path: Path) -> dict[str, object]:
-    strip = {"seconds", "output", "rejects"}
+    strip = {"seconds", "output", "rejects", "report"}
     return {k: v for k, v in json.loads(path.read_text()).items() if k not in strip}
 
 
@@ -51,8 +51,7 @@ def same_as_one_process(tmp_path: Path, inputs: list[str], address: str,
     two, first_two = run(_options(inputs, str(tmp_path / "two.jsonl"), engine="dask",
                                   scheduler=address, **more))
     assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
-    assert ((tmp_path / "two.rejects.jsonl").read_bytes()
-            == (tmp_path / "one.rejects.jsonl").read_bytes())
+    assert _same_file(tmp_path / "two.rejects.jsonl", tmp_path / "one.rejects.jsonl")
     assert _report(tmp_path / "two.report.json") == _report(tmp_path / "one.report.json")
     assert first_two == first_one
     c = one.counts
@@ -63,6 +62,11 @@ def same_as_one_process(tmp_path: Path, inputs: list[str], address: str,
     assert (tmp_path / "v2.jsonl").read_bytes() == (tmp_path / "v1.jsonl").read_bytes()
     assert v2.counts == v1.counts and v2.rejected_by_kind == v1.rejected_by_kind
     assert not list(tmp_path.glob(".*evalstream-parts-*")), "the parts folder is left"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Both absent (no rejects: no new rejects file), or both there with the same bytes."""
+    return a.exists() == b.exists() and (not a.exists() or a.read_bytes() == b.read_bytes())
 
 
 # -- hostile files ---------------------------------------------------------------------------
@@ -173,7 +177,7 @@ def test_directory_of_parts(tmp_path: Path, dask_cluster: str, small_ranges: Non
     assert joined == (tmp_path / "one.jsonl").read_bytes()
     assert manifest["bytes"] == len(joined)
     assert ((tmp_path / "states" / manifest["rejects"]).read_bytes()
-            == (tmp_path / "one.rejects.jsonl").read_bytes())
+            == (tmp_path / "one.rejects.jsonl").read_bytes())  # bad.jsonl: there are rejects
     assert (_report(tmp_path / "states" / manifest["report"])
             == _report(tmp_path / "one.report.json"))
     assert sorted(os.listdir(tmp_path / "states")) == sorted(
@@ -182,8 +186,9 @@ def test_directory_of_parts(tmp_path: Path, dask_cluster: str, small_ranges: Non
     run(_options([str(SAMPLES / "cases.jsonl")], str(tmp_path / "states") + "/",
                  engine="dask", scheduler=dask_cluster))
     again = json.loads((tmp_path / "states" / "manifest.json").read_text())
+    assert again["rejects"] is None  # none: no empty rejects file, as one process
     assert sorted(os.listdir(tmp_path / "states")) == sorted(
-        [*again["parts"], "manifest.json", "rejects.jsonl", "report.json"])
+        [*again["parts"], "manifest.json", "report.json"])
     assert not list(tmp_path.glob(".*evalstream-parts-*"))
 
 
