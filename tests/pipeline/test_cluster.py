@@ -214,7 +214,7 @@ def test_inputs_that_match_nothing(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--scheduler needs --engine dask"):
         run(_options([str(SAMPLES / "cases.jsonl")], str(tmp_path / "o.jsonl"),
                      scheduler="tcp://127.0.0.1:1"))
-    with pytest.raises(UsageError, match="that names a directory; give a file name"):
+    with pytest.raises(UsageError, match=r"that names a directory \(a directory of parts is written by --engine dask only\); give a file name\."):
         run(_options([str(SAMPLES / "cases.jsonl")], str(tmp_path / "o") + "/"))
 
 
