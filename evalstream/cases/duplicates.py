@@ -24,7 +24,7 @@ from evalstream.files.store import Task
 FIELDS = ("lo", "hi", "task", "k", "line", "offset", "out_start", "out_end")
 _LINE_BITS = 40  # local line numbers below 2**40; task indexes below 2**24
 REDUCER_BYTES = 8 << 30  # input bytes whose ids one reducer takes
-MAX_REDUCERS = 256
+MAX_REDUCERS = 128
 
 
 class Dup(NamedTuple):

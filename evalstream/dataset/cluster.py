@@ -34,7 +34,14 @@ from evalstream.dataset.rows import Collector
 from evalstream.engines.dask import Cluster
 from evalstream.files.lines import read_chunks
 from evalstream.files.sniff import check_cases_head
-from evalstream.files.store import FileOffsets, InputFile, Task, TaskReader, tasks_of
+from evalstream.files.store import (
+    FileOffsets,
+    InputFile,
+    Task,
+    TaskReader,
+    range_size,
+    tasks_of,
+)
 
 RANGE_BYTES = 64 << 20  # per task: ~1 s of work, few enough tasks for the scheduler
 
@@ -79,8 +86,8 @@ def run(collector: Collector, settings: Settings, files: list[InputFile],
         on_progress: Callable[[int, int | None], None] | None) -> tuple[Merger, int]:
     """Read ``files`` on the cluster into ``collector``; return the merger (line counts,
     check tally, first rejects) and the bytes read (decompressed)."""
-    tasks = tasks_of(files, RANGE_BYTES)
     total = sum(f.size for f in files)
+    tasks = tasks_of(files, range_size(total, RANGE_BYTES))
     c = ClusterSettings(settings, reducers_for(total), rejects_out is not None)
     with Cluster(scheduler, workers) as cluster:
         summaries, reductions = cluster.map_reduce(_init, _run_range, c, tasks, c.reducers,

@@ -293,6 +293,16 @@ class Task:
         return self.size if self.whole else self.end - self.start
 
 
+MAX_TASKS = 4096  # ranges grow past their size so that a run has at most about this many
+
+
+def range_size(total: int, smallest: int) -> int:
+    """The range size for ``total`` input bytes: ``smallest``, or more so that there are at
+    most MAX_TASKS ranges (the scheduler's cost grows with the tasks; a task's memory does
+    not grow with its range, which is read in pieces)."""
+    return max(smallest, -(-total // MAX_TASKS))
+
+
 def tasks_of(files: list[InputFile], range_bytes: int) -> list[Task]:
     """The tasks that read ``files`` in order: ranges of ``range_bytes`` of plain files,
     one task a compressed file."""

@@ -56,6 +56,7 @@ from evalstream.files.store import (
     TaskReader,
     filesystem,
     is_url,
+    range_size,
     tasks_of,
 )
 from evalstream.pipeline.ranges import Merger, Part
@@ -205,8 +206,8 @@ def _target(path: str | None) -> Any:
 def _merge(cluster: Cluster, opts: Options, rubric_set: RubricSet | None,
            files: list[InputFile], folder: str | None, out: Any, rej_out: Any,
            on_progress: Progress | None) -> Outcome:
-    tasks = tasks_of(files, RANGE_BYTES)
     total = sum(f.size for f in files)
+    tasks = tasks_of(files, range_size(total, RANGE_BYTES))
     mode = "store" if folder is not None and rej_out is not None else \
         "all" if rej_out is not None else "first"
     settings = Settings(opts, rubric_set, folder, reducers_for(total), mode)

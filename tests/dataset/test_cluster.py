@@ -15,6 +15,7 @@ import pytest
 from evalstream.cases import duplicates
 from evalstream.dataset import cluster
 from evalstream.dataset.stats import StatsOptions, collect
+from evalstream.engines import dask as engine
 from tests.cluster import S3Server
 from tests.helpers import CORPUS, SAMPLES
 from tests.pipeline.test_cluster import hostile_files
@@ -26,6 +27,7 @@ RANGE = 1024
 def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cluster, "RANGE_BYTES", RANGE)
     monkeypatch.setattr(duplicates, "REDUCER_BYTES", 16 * RANGE)
+    monkeypatch.setattr(engine, "GROUP", 3)  # several groups of tasks for each reducer
 
 
 def same_as_one_process(tmp_path: Path, inputs: list[str], address: str,

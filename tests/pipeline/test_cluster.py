@@ -18,6 +18,7 @@ import pytest
 import zstandard
 
 from evalstream.cases import duplicates
+from evalstream.engines import dask as engine
 from evalstream.errors import InputError, UsageError, WrongFileError
 from evalstream.pipeline import cluster
 from evalstream.pipeline.run import Options, run
@@ -32,6 +33,7 @@ def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
     # Both are read by the client only (tasks carry their bounds), so the workers need no patch.
     monkeypatch.setattr(cluster, "RANGE_BYTES", RANGE)
     monkeypatch.setattr(duplicates, "REDUCER_BYTES", 16 * RANGE)  # several reducers
+    monkeypatch.setattr(engine, "GROUP", 3)  # several groups of tasks for each reducer
 
 
 def _options(inputs: list[str], output: str | None, **more: object) -> Options:
