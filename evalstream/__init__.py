@@ -130,28 +130,41 @@ def judge_states(cases: Iterable[Case | dict[str, Any]], rubrics: RubricSet | No
     return states(cases, rubrics, max_tokens)
 
 
-def build(input: str | os.PathLike[str], output: str | os.PathLike[str],
-          **options: Any) -> RunReport:
-    """Run ``build``: judge states from ``input`` to ``output``, with the rejects and the run
-    report beside it (or where ``rejects=`` and ``report=`` say). Options as the command's:
-    ``rubric_files``, ``max_tokens``, ``max_line_bytes``, ``allow_unknown_fields``,
-    ``workers``. Returns the run report; files appear only if the whole run succeeds."""
+Inputs = str | os.PathLike[str] | list[str | os.PathLike[str]]
+
+
+def _inputs(input: Inputs) -> dict[str, Any]:
+    """``input`` and ``inputs`` of the options: one path, glob or URL, or a list of them
+    (read in order as one input)."""
+    if isinstance(input, (list, tuple)):
+        names = [os.fspath(x) for x in input]
+        return {"input": " ".join(names), "inputs": names if len(names) > 1 else []}
+    return {"input": os.fspath(input)}
+
+
+def build(input: Inputs, output: str | os.PathLike[str], **options: Any) -> RunReport:
+    """Run ``build``: judge states from ``input`` (a path, glob or URL, or a list of them) to
+    ``output``, with the rejects and the run report beside it (or where ``rejects=`` and
+    ``report=`` say). Options as the command's: ``rubric_files``, ``max_tokens``,
+    ``max_line_bytes``, ``allow_unknown_fields``, ``workers``, ``engine`` (``"local"`` or
+    ``"dask"``), ``scheduler``. Returns the run report; files appear only if the whole run
+    succeeds."""
     from evalstream.pipeline.run import Options, run
 
-    report, _ = run(Options(input=os.fspath(input), output=os.fspath(output), **options))
+    report, _ = run(Options(**_inputs(input), output=os.fspath(output), **options))
     return report
 
 
-def validate(input: str | os.PathLike[str], **options: Any) -> RunReport:
+def validate(input: Inputs, **options: Any) -> RunReport:
     """Run ``validate``: read and check the cases as ``build`` does, writing nothing but the
     files asked for (``rejects=``, ``report=``). Returns the run report."""
     from evalstream.pipeline.run import Options, run
 
-    report, _ = run(Options(input=os.fspath(input), **options))
+    report, _ = run(Options(**_inputs(input), **options))
     return report
 
 
-def stats(path: str | os.PathLike[str], by: str | list[str] | None = None,
+def stats(path: Inputs, by: str | list[str] | None = None,
           **options: Any) -> DatasetStats:
     """What a dataset holds (``evalstream stats``): groups by the metadata keys ``by``
     (default ``scenario``), sizes, labels, checks, metadata keys. Options as
@@ -159,7 +172,7 @@ def stats(path: str | os.PathLike[str], by: str | list[str] | None = None,
     from evalstream.dataset.stats import StatsOptions, collect, parse_by
 
     keys = parse_by(by) if isinstance(by, str) else list(by) if by else ["scenario"]
-    return collect(StatsOptions(input=os.fspath(path), by=keys, **options))
+    return collect(StatsOptions(**_inputs(path), by=keys, **options))
 
 
 def agree(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],

@@ -152,6 +152,19 @@ def test_sample_build_and_validate(tmp_path: Path, dask_cluster: str) -> None:
     same_as_one_process(tmp_path, inputs, dask_cluster)
 
 
+def test_the_python_api_takes_a_list_and_the_engine(tmp_path: Path, dask_cluster: str) -> None:
+    import evalstream
+
+    inputs = [SAMPLES / "cases.jsonl", SAMPLES / "bad.jsonl"]
+    one = evalstream.validate(inputs, rejects=str(tmp_path / "one.jsonl"))
+    two = evalstream.validate(inputs, rejects=str(tmp_path / "two.jsonl"), engine="dask",
+                              scheduler=dask_cluster)
+    assert (one.counts, one.input) == (two.counts, two.input)
+    assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
+    s = evalstream.stats(inputs, engine="dask", scheduler=dask_cluster)
+    assert s == evalstream.stats(inputs)
+
+
 def test_sample_in_small_ranges(tmp_path: Path, dask_cluster: str, small_ranges: None) -> None:
     same_as_one_process(tmp_path, [str(SAMPLES / "cases.jsonl"), str(SAMPLES / "bad.jsonl")],
                         dask_cluster)
