@@ -1,0 +1,81 @@
+"""Files read as a cluster reads them: the ranges of a file own every line exactly once (a
+line is owned by the range its first byte lies in, whatever the range size), and several
+files read in order number their lines and offsets on from file to file."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalstream.files.lines import Chunk, read_chunks, read_files
+from evalstream.files.store import InputFile, TaskReader, resolve, tasks_of
+
+
+def _lines_of(reader: TaskReader) -> list[tuple[int, bytes]]:
+    found = []
+    for item in read_chunks(reader, 1 << 20, first_offset=reader.start):
+        assert type(item) is Chunk
+        found += list(zip(item.offsets(), item.lines, strict=True))
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.one_of(st.binary(max_size=300),
+                      st.lists(st.sampled_from([b"\n", b"ab", b"{}", b"\xef\xbb\xbf", b"x" * 50]),
+                               max_size=30).map(b"".join)),
+       range_bytes=st.integers(1, 40))
+def test_ranges_own_every_line_once(tmp_path_factory: object, data: bytes,
+                                    range_bytes: int) -> None:
+    path = Path(str(tmp_path_factory.mktemp("r"))) / "f.jsonl"  # type: ignore[attr-defined]
+    path.write_bytes(data)
+    # The oracle: every line start (after each newline but the last byte) and its line.
+    expected = list(zip(*_oracle(data), strict=True))
+    got = []
+    for task in tasks_of([InputFile(str(path), len(data), False)], range_bytes):
+        with TaskReader(task) as reader:
+            assert reader.start >= task.start
+            got += _lines_of(reader) if len(data) else []
+    assert got == expected
+
+
+def _oracle(data: bytes) -> tuple[list[int], list[bytes]]:
+    at = 0
+    if data.startswith(b"\xef\xbb\xbf"):  # a BOM at the start of the file is no text
+        data, at = data[3:], 3
+    if not data:
+        return [], []
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    starts = []
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    return starts, lines
+
+
+def test_several_files_read_as_one(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(b"a1\na2")  # no final newline: a2 ends with the file
+    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(b"\xef\xbb\xbfb1\n\nb3\n"))  # BOM
+    (tmp_path / "c.jsonl").write_bytes(b"")
+    (tmp_path / "d.jsonl").write_bytes(b"d1\n")
+    files = resolve([str(tmp_path / "a.jsonl"), str(tmp_path / "*.jsonl.gz"),
+                     str(tmp_path / "[cd].jsonl")])
+    assert [Path(f.url).name for f in files] == ["a.jsonl", "b.jsonl.gz", "c.jsonl", "d.jsonl"]
+    got = []
+    for item in read_files([f.url for f in files]):
+        assert type(item) is Chunk
+        got += [(item.line + i, at, line) for i, (at, line)
+                in enumerate(zip(item.offsets(), item.lines, strict=True))]
+    # Offsets count each file's decompressed bytes: a (5), b (3 + 3 + 1 + 3 = 10), c (0).
+    assert got == [(1, 0, b"a1"), (2, 3, b"a2"), (3, 8, b"b1"), (4, 11, b""), (5, 12, b"b3"),
+                   (6, 15, b"d1")]
+
+
+def test_a_single_stream_is_unchanged() -> None:
+    one = list(read_chunks(io.BufferedReader(io.BytesIO(b"\xef\xbb\xbfx\ny\n"))))
+    assert one == [Chunk(1, 3, [b"x", b"y"])]
