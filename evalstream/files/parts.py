@@ -233,8 +233,11 @@ class DirectoryOutput:
                 src = store.filesystem(self.folder)[1]
                 if fs.exists(inner):
                     fs.rm(inner, recursive=True)
-                for name in [*self._parts, *self.members, MANIFEST]:  # the manifest last
-                    fs.copy(f"{src}/{name}", f"{inner}/{name}")
+                names = [*self._parts, *self.members]
+                # One batch (an object store's filesystem copies concurrently, in the store),
+                # then the manifest: a prefix without it is not a finished output.
+                fs.copy([f"{src}/{n}" for n in names], [f"{inner}/{n}" for n in names])
+                fs.copy(f"{src}/{MANIFEST}", f"{inner}/{MANIFEST}")
                 return
             for name in os.listdir(self.folder):  # part files not used by the output
                 if name not in keep:

@@ -244,6 +244,21 @@ def test_an_unreachable_scheduler_is_a_usage_error(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_validate_json_on_stdout(tmp_path: Path, dask_cluster: str) -> None:
+    inputs = [str(SAMPLES / "bad.jsonl"), str(SAMPLES / "cases.jsonl"), str(SAMPLES / "bad.jsonl")]
+    runs = [subprocess.run([sys.executable, "-m", "evalstream", "validate", *inputs, "--format",
+                            "json", "-q", *engine], capture_output=True, timeout=300)
+            for engine in ([], ["--engine", "dask", "--scheduler", dask_cluster])]
+    assert runs[0].returncode == runs[1].returncode == 1
+    assert runs[1].stdout == runs[0].stdout
+    import evalstream
+
+    lines = [line for name in inputs for line in Path(name).read_bytes().split(b"\n")]
+    repeated = sum(type(r) is evalstream.Reject and "already used" in r.error
+                   for r in evalstream.read_cases(lines))
+    assert runs[0].stdout.count(b"already used on line") == repeated > 1
+
+
 def test_missing_dask_names_the_extra(tmp_path: Path) -> None:
     code = ("import sys; sys.modules['distributed'] = None\n"
             "from evalstream.cli import main\n"
