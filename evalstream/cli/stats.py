@@ -12,7 +12,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import positive, size
+from evalstream.cli.common import helps, positive, size
 
 if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
@@ -27,12 +27,15 @@ def register(subparsers: Any) -> None:
     """Add the ``stats`` subcommand."""
     p = subparsers.add_parser(
         "stats", help="report what a dataset holds: groups, sizes, labels, checks, metadata",
-        description="Read a dataset as build does and report cases per group, which fields "
-                    "they carry, their sizes, the expected labels per rubric, the checks build "
-                    "would write or skip, and the metadata keys. Given a run report (a .json "
-                    "file written by build or validate) or a stats JSON, render it instead.",
-        epilog="Exit codes: 0 clean, 1 the dataset had rejected lines, 2 usage or I/O error, "
-               "130 interrupted.")
+        **helps(
+            "Read a dataset as build does and report cases per group, which fields they carry, "
+            "their sizes, the expected labels per rubric, the checks build would write or skip, "
+            "and the metadata keys. Given a run report (a .json file written by build or "
+            "validate) or a stats JSON, render it instead.",
+            ["evalstream stats cases.jsonl --by scenario,split",
+             "evalstream stats cases.jsonl --format json -o stats.json --html stats.html",
+             "evalstream stats states.report.json"],
+            [(0, "clean"), (1, "the dataset had rejected lines, or no line is a case")]))
     p.add_argument("input", help="cases (.jsonl, .gz, .zst, or - for stdin), or a run report "
                                  "(.report.json) or stats JSON to render")
     p.add_argument("--by", metavar="KEYS",
