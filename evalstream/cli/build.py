@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from evalstream.cli.common import add_reading, helps, positive, progress_bar
+from evalstream.errors import EXIT_PIPE
 
 
 def register(sub: Any) -> None:
@@ -77,6 +79,12 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
             task = progress.add_task(args.command, total=None)
             report, first = run(opts, lambda done, total: progress.update(
                 task, completed=done, total=total))
+    if report.exit_code == EXIT_PIPE:
+        # The reader of stdout has gone (`| head`): end quietly, as Unix tools do, and keep
+        # the interpreter from complaining when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return report.exit_code
     if output is None and not json_rejects:
         from evalstream.render.validate_view import print_problems
 

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
-from evalstream.errors import OutputError
+from evalstream.errors import OutputError, ReaderGone
 
 
 def _umask() -> int:
@@ -75,6 +75,8 @@ class AtomicOutput:
                 self._behind.extend(pieces)
             elif pieces:
                 self._stream.write(b"".join(pieces))  # one piece of bytes: itself, no copy
+        except BrokenPipeError as exc:
+            raise ReaderGone(f"the reader of {self.path} closed it") from exc
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
 
@@ -116,6 +118,8 @@ class AtomicOutput:
                         break
                     self._stream.write(block)
                     start += len(block)
+        except BrokenPipeError as exc:
+            raise ReaderGone(f"the reader of {self.path} closed it") from exc
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
 

@@ -26,6 +26,7 @@ from evalstream.cases.rejects import Reject
 from evalstream.checks.checker import Checker, CheckTally
 from evalstream.checks.rubrics import RubricSet
 from evalstream.engines.local import map_ordered
+from evalstream.errors import ReaderGone
 from evalstream.files.lines import line_start, open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput, write_all
 from evalstream.pipeline.run import Options, Outcome, Progress, process
@@ -186,18 +187,23 @@ def run(opts: Options, rubric_set: RubricSet | None, size: int, out: AtomicOutpu
     if opts.output in (None, "-"):
         directory = tempfile.gettempdir()
     merger = Merger(opts, rubric_set, out, rejects)
+    stopped = False
     try:
         with tempfile.TemporaryDirectory(prefix=".evalstream-parts-", dir=directory) as parts:
             settings = Settings(opts, rubric_set, parts)
             for part in map_ordered(_init, _run_range, settings,
                                     range_tasks(size, RANGE_BYTES), opts.workers,
                                     describe=lambda t: _describe(opts.input, t)):
-                merger.add(part)
+                try:
+                    merger.add(part)
+                except ReaderGone:  # `| head`: stop; the counts are of the ranges written
+                    stopped = True
+                    break
                 if on_progress is not None:
                     on_progress(part.end, size)
     finally:
         merger.close()
-    return Outcome(merger.lines, merger.checks, merger.first_rejects)
+    return Outcome(merger.lines, merger.checks, merger.first_rejects, stopped)
 
 
 def _describe(path: str, task: Any) -> str:

@@ -24,7 +24,7 @@ from evalstream.checks.checker import Checker, CheckTally, room_warning
 from evalstream.checks.report import RubricInfo, RunReport, label_warnings, run_report
 from evalstream.checks.report import encode as encode_report
 from evalstream.checks.rubrics import RubricSet, load_rubrics
-from evalstream.errors import UsageError
+from evalstream.errors import EXIT_PIPE, ReaderGone, UsageError
 from evalstream.files.lines import (
     DEFAULT_MAX_LINE_BYTES,
     Progress,
@@ -61,6 +61,7 @@ class Outcome(NamedTuple):
     lines: LineCounts
     checks: CheckTally | None
     first_rejects: list[Reject]
+    stopped: bool = False  # standard output was closed by its reader before the end
 
 
 def process(records: Iterable[Record[Any] | Reject], checker: Checker | None,
@@ -125,6 +126,8 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
             outcome = ranges.run(opts, rubric_set, size, out, rej_out, on_progress)
         else:
             outcome = _serial(opts, rubric_set, size, out, rej_out, on_progress)
+        if outcome.stopped and out is not None:
+            sinks.remove(out)  # standard output is gone: nothing more to write to it
         if optional and rej_out is not None and not outcome.lines.rejected:
             rej_out.abort()
             sinks.remove(rej_out)
@@ -160,6 +163,11 @@ def _serial(opts: Options, rubric_set: RubricSet | None, size: int | None,
             items = progress(items, on_progress, size)
         process(reader.read(items), checker, out.write_all if out else _ignore,
                 rej_out.write if rej_out else _ignore)
+    except ReaderGone:
+        # `build ... - | head`: the reader has what it wanted. Stop quietly; the counts, the
+        # rejects and the report are of the lines read until then.
+        return Outcome(reader.counts, checker.tally if checker else None,
+                       reader.first_rejects, stopped=True)
     finally:
         if opts.input != "-":
             stream.close()
@@ -182,17 +190,14 @@ def _same_file(a: str, b: str) -> bool:
 
 def _plan(opts: Options) -> tuple[str | None, str | None]:
     """The rejects and report paths of a run (None: not written), after checking that no
-    two paths collide. ``build`` writes both next to its output by default; ``validate``
-    only those asked for."""
+    two paths collide. ``build`` writes both next to its output file by default; to stdout,
+    and ``validate``, only those asked for (the summary on stderr says the counts)."""
     rejects, report = opts.rejects, opts.report
-    if opts.output is not None:
-        anchor = opts.output if opts.output != "-" else opts.input
-        if anchor == "-" and (rejects is None or report is None):
-            raise UsageError("reading stdin and writing stdout leaves nowhere to put the "
-                             "rejects and report by default; give --rejects FILE and "
-                             "--report FILE.")
-        rejects = rejects or sidecar(anchor, ".rejects.jsonl")
-        report = report or sidecar(anchor, ".report.json")
+    out = opts.output
+    # Beside an output file; for stdout, a FIFO or a device, only when asked.
+    if out is not None and out != "-" and (os.path.isfile(out) or not os.path.exists(out)):
+        rejects = rejects or sidecar(out, ".rejects.jsonl")
+        report = report or sidecar(out, ".report.json")
     named = [("input", opts.input), ("output", opts.output), ("rejects", rejects),
              ("report", report)]
     for i, (name_a, a) in enumerate(named):
@@ -208,6 +213,10 @@ def _plan(opts: Options) -> tuple[str | None, str | None]:
 def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet | None,
             rejects_path: str | None, report_path: str | None, started: float,
             warnings: list[str]) -> RunReport:
+    if outcome.stopped:
+        warnings.insert(0, f"standard output was closed by its reader after line "
+                           f"{outcome.lines.lines:,}: the counts are of the lines read until "
+                           "then.")
     if not outcome.lines.records:
         warnings.append("no line of the input is a case: " + (
             "the input is empty." if not outcome.lines.lines else
@@ -233,5 +242,6 @@ def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet
         budget=opts.max_tokens if rubric_set else None,
         warnings=warnings,
         seconds=round(time.perf_counter() - started, 3),
-        exit_code=1 if outcome.lines.rejected or not outcome.lines.records else 0,
+        exit_code=EXIT_PIPE if outcome.stopped else
+        1 if outcome.lines.rejected or not outcome.lines.records else 0,
     )

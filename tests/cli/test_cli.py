@@ -185,3 +185,38 @@ def test_every_help_has_examples_and_exit_codes(capsys: pytest.CaptureFixture[st
         examples = text.split("examples:")[1].split("exit codes:")[0]
         assert examples.count("evalstream ") >= 2, name
     assert "the workflow" in top.format_help()
+
+
+def test_stdin_to_stdout_needs_no_flags_and_writes_no_file(tmp_path: Path) -> None:
+    data = (SAMPLES / "bad.jsonl").read_bytes()
+    r = subprocess.run([sys.executable, "-m", "evalstream", "build", "-", "-"], input=data,
+                       capture_output=True, cwd=tmp_path, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 1  # rejects, counted and shown on stderr
+    assert b"rejects: not written (give --rejects FILE)" in r.stderr
+    assert not list(tmp_path.iterdir())
+    # /dev/null takes any number of outputs.
+    r = run_cli("build", str(SAMPLES / "cases.jsonl"), os.devnull, "--rejects", os.devnull,
+                "--report", os.devnull, "-q")
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_closed_stdout_ends_the_run_quietly_with_a_complete_report(tmp_path: Path) -> None:
+    big = tmp_path / "big.jsonl"
+    line = (SAMPLES / "cases.jsonl").read_text().splitlines()[0]
+    case = json.loads(line)
+    big.write_text("".join(json.dumps({**case, "id": f"c{i}"}) + "\n" for i in range(20_000)))
+    for workers in ("1", "2"):
+        report = tmp_path / f"r{workers}.json"
+        shell = (f"{sys.executable} -m evalstream build {big} - --workers {workers} "
+                 f"--report {report} --rejects {tmp_path / 'rej.jsonl'} | head -c 1000 > /dev/null;"
+                 " echo ${PIPESTATUS[0]}")
+        r = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, cwd=ROOT,
+                           timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert r.stdout.strip() == "141", r.stderr
+        assert "Traceback" not in r.stderr and "Broken pipe" not in r.stderr, r.stderr
+        got = json.loads(report.read_text())
+        assert got["exit_code"] == 141
+        assert got["warnings"][0].startswith("standard output was closed by its reader")
+        c = got["counts"]
+        assert c["lines"] == c["cases"] + c["rejected"] + c["blank"] < 20_000

@@ -203,9 +203,17 @@ def test_output_equal_to_input_is_refused(tmp_path: Path) -> None:
     assert src.read_bytes() == (SAMPLES / "cases.jsonl").read_bytes()
 
 
-def test_stdin_stdout_need_explicit_sidecars() -> None:
-    with pytest.raises(UsageError, match="give --rejects FILE and --report FILE"):
-        run(Options(input="-", output="-"))
+def test_to_stdout_writes_no_sidecar_unless_asked(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Output on stdout: the rejects and the report go nowhere unless asked (not next to the
+    # input: a dataset folder may be read-only, and is not the output's place).
+    src = tmp_path / "data" / "cases.jsonl"
+    src.parent.mkdir()
+    src.write_bytes((SAMPLES / "bad.jsonl").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    report, _ = run(Options(input=str(src), output=os.devnull))
+    assert report.rejects is None and report.report is None and report.counts.rejected == 21
+    assert sorted(p.name for p in src.parent.iterdir()) == ["cases.jsonl"]
 
 
 # -- exposure: never expected, never metadata -----------------------------------------------
