@@ -8,7 +8,6 @@ Offsets count bytes of the decompressed stream; line numbers are 1-based.
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import sys
@@ -56,18 +55,15 @@ class Readable(Protocol):
 
 
 def open_input(path: str) -> BinaryIO:
-    """Open a dataset for binary reading: ``-`` is stdin; ``.gz`` and ``.zst`` are decompressed."""
+    """Open a dataset for binary reading: ``-`` is stdin; ``.gz`` and ``.zst`` are decompressed
+    (and a compressed file cut short or damaged is an InputError, never a shorter dataset)."""
     try:
         if path == "-":
             return sys.stdin.buffer
-        if path.endswith(".gz"):
-            return gzip.open(path, "rb")  # type: ignore[return-value]
-        if path.endswith(".zst"):
-            import zstandard
+        if path.endswith((".gz", ".zst")):
+            from evalstream.files.compressed import open_compressed
 
-            raw = open(path, "rb")
-            reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-            return io.BufferedReader(reader, BLOCK_SIZE)
+            return open_compressed(path, BLOCK_SIZE)
         return open(path, "rb", buffering=BLOCK_SIZE)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
