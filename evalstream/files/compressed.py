@@ -40,7 +40,7 @@ def open_compressed(path: str, buffer_size: int) -> BinaryIO:
     except BaseException:
         raw.close()
         raise
-    return io.BufferedReader(reader, buffer_size)  # type: ignore[return-value]
+    return io.BufferedReader(reader, buffer_size)
 
 
 class _Compressed(io.RawIOBase):
@@ -106,7 +106,7 @@ class _ZstdFrames(_Compressed):
     def __init__(self, path: str, raw: Any) -> None:
         super().__init__(path, raw)
         try:
-            from compression import zstd  # type: ignore[import-not-found]
+            from compression import zstd
         except ImportError:  # Python < 3.14
             from backports import zstd
         self._new, self._error = zstd.ZstdDecompressor, zstd.ZstdError
