@@ -7,7 +7,6 @@ Only argparse is imported at the top: ``python -m evalstream --help`` must stay 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -85,29 +84,10 @@ def run(args: argparse.Namespace) -> int:
 
 def check_paths(inputs: list[tuple[str, str]], outputs: list[tuple[str, str | None]]) -> None:
     """Raise UsageError when an output would overwrite an input or another output, or when
-    two outputs go to stdout."""
-    from evalstream.errors import UsageError
+    two outputs go to one stream (``files.outputs.check_targets``)."""
+    from evalstream.files.outputs import check_targets
 
-    named = [*inputs, *outputs]
-    for i, (name_a, a) in enumerate(named):
-        for name_b, b in named[i + 1:]:
-            if i < len(inputs) and (name_b, b) in inputs:
-                continue  # reading one file twice harms nothing
-            if a is None or b is None or "-" in (a, b):
-                continue
-            if a == b or _same_file(a, b):
-                raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
-                                 "choose a different name.")
-    to_stdout = [name for name, path in outputs if path == "-"]
-    if len(to_stdout) > 1:
-        raise UsageError(f"the {' and '.join(to_stdout)} cannot all go to stdout.")
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
+    check_targets(inputs, outputs)
 
 
 def write(args: argparse.Namespace, report: Any, encode: Callable[[Any], bytes],

@@ -8,7 +8,6 @@ Only argparse is imported at the top: ``python -m evalstream --help`` must stay 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -69,31 +68,13 @@ def _usage(message: str) -> Exception:
     return UsageError(message)
 
 
-def _same(a: str | None, b: str | None) -> bool:
-    if a is None or b is None or "-" in (a, b):
-        return False
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``stats``; return the exit code (1 when the dataset had rejected lines)."""
-    paths = [("input", args.input), ("output", args.output), ("html", args.html),
-             ("rejects", args.rejects)]
-    for i, (name_a, a) in enumerate(paths):
-        for name_b, b in paths[i + 1:]:
-            if _same(a, b) or (a is not None and a == b and a != "-"):
-                raise _usage(f"the {name_a} and {name_b} paths are the same file ({a}); "
-                             "choose a different name.")
-    to_stdout = [name for name, path in (("the report", args.output or "-"),
-                                          ("the HTML page", args.html),
-                                          ("the rejects", args.rejects)) if path == "-"]
-    if len(to_stdout) > 1:
-        raise _usage(f"{' and '.join(to_stdout)} cannot "
-                     f"{'both' if len(to_stdout) == 2 else 'all'} go to stdout; give -o FILE, "
-                     "--html FILE or --rejects FILE.")
+    from evalstream.files.outputs import check_targets
+
+    check_targets([("input", args.input), *(("rubrics", f) for f in args.rubrics or [])],
+                  [("output", args.output or "-"), ("html", args.html),
+                   ("rejects", args.rejects)])
     loaded = _load_rendered(args.input)
     if loaded is not None:
         dataset_only = [flag for flag, value in (

@@ -15,7 +15,6 @@ fixed-size estimate). Polars is imported only to aggregate.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -52,7 +51,7 @@ from evalstream.files.lines import (
     progress,
     read_chunks,
 )
-from evalstream.files.outputs import AtomicOutput
+from evalstream.files.outputs import AtomicOutput, check_targets
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
@@ -253,10 +252,8 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
         raise UsageError("--max-tokens and --max-line-bytes must be positive.")
     if opts.workers is not None and opts.workers <= 0:
         raise UsageError("--workers must be positive.")
-    if opts.rejects not in (None, "-") and opts.input != "-" and \
-            os.path.abspath(opts.rejects) == os.path.abspath(opts.input):
-        raise UsageError(f"the input and rejects paths are the same file ({opts.input}); "
-                         "choose a different --rejects name.")
+    check_targets([("input", opts.input), *(("rubrics", f) for f in opts.rubric_files)],
+                  [("rejects", opts.rejects)])
     rubric_set = load_rubrics(opts.rubric_files)
     collector = Collector(rubric_set, opts.by)
     size = input_size(opts.input)

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
-from evalstream.errors import OutputError
+from evalstream.errors import OutputError, UsageError
 
 
 def _umask() -> int:
@@ -298,3 +298,85 @@ def sidecar(path: str, suffix: str) -> str:
             base = base[: -len(ext)]
             break
     return base + suffix
+
+
+# -- which paths a run may write ---------------------------------------------------------------
+Named = tuple[str, "str | None"]  # what a path is to the run ("rejects", "html"), and the path
+
+
+def check_targets(inputs: Sequence[Named], outputs: Sequence[Named]) -> None:
+    """Refuse (UsageError) a run that would write over one of its inputs or write two
+    targets into one place, before anything is read or written.
+
+    Paths are compared by the file they name, whatever the spelling (``./x/../``, a symlink,
+    a hard link, a symlinked folder), also for targets that do not exist yet (by their
+    resolved folder and name). ``-``, ``/dev/stdout`` and ``/proc/self/fd/1`` are one
+    stream, and a stream takes at most one target; ``/dev/null`` takes any number. An
+    input named twice is fine (reading harms nothing); stdin (``-``) is never a target.
+    """
+    null = _place(os.devnull)
+    seen: dict[tuple[Any, ...], tuple[str, str]] = {}
+    for name, path in inputs:
+        if path is not None and path != "-":
+            seen.setdefault(_place(path), (name, path))
+    read = set(seen)
+    for name, path in outputs:
+        if path is None:
+            continue
+        place = _place(path)
+        if place == null:
+            continue
+        if place in seen:
+            raise UsageError(_collision(seen[place], (name, path), place, place in read))
+        seen[place] = (name, path)
+
+
+def _place(path: str) -> tuple[Any, ...]:
+    """What ``path`` names: an existing file (device and inode), a file still to be created
+    (its resolved folder and name), or a stream."""
+    if path == "-":
+        return _fd_place(1) or ("stream", "stdout")
+    try:
+        st = os.stat(path)
+        return ("file", st.st_dev, st.st_ino)
+    except OSError:
+        pass
+    real = os.path.realpath(path)
+    folder, name = os.path.split(real)
+    try:
+        st = os.stat(folder)
+        return ("new", st.st_dev, st.st_ino, name)
+    except OSError:
+        return ("new", real)
+
+
+def _fd_place(fd: int) -> tuple[Any, ...] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return ("file", st.st_dev, st.st_ino)
+
+
+def _stream(place: tuple[Any, ...]) -> str | None:
+    """``stdout`` or ``stderr`` when ``place`` is where that stream goes, else None."""
+    if place == ("stream", "stdout") or place == _fd_place(1):
+        return "stdout"
+    if place == _fd_place(2):
+        return "stderr"
+    return None
+
+
+def _collision(first: tuple[str, str], second: tuple[str, str], place: tuple[Any, ...],
+               is_input: bool) -> str:
+    (name_a, a), (name_b, b) = first, second
+    paths = a if a == b else f"{a} and {b}"
+    if is_input:
+        return (f"the {name_a} and {name_b} paths are the same file ({paths}); the run would "
+                f"replace its own input: choose a different {name_b} name.")
+    stream = _stream(place)
+    if stream is not None:
+        return (f"the {name_a} and the {name_b} cannot both go to {stream} ({paths}); give one "
+                "of them a file name.")
+    return (f"the {name_a} and {name_b} paths are the same file ({paths}); one would replace "
+            f"the other: choose a different {name_b} name.")

@@ -8,7 +8,6 @@ target is written under a temporary name and renamed only when the whole run suc
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from evalstream.files.lines import (
     progress,
     read_chunks,
 )
-from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
+from evalstream.files.outputs import AtomicOutput, check_targets, commit_all, sidecar
 from evalstream.pipeline.records import RecordEncoder
 
 FLUSH_BYTES = 1 << 18  # output handed to the writer in pieces of about this size
@@ -158,19 +157,10 @@ def _ignore(data: object) -> None:
 
 
 # -- targets ---------------------------------------------------------------------------------------
-def _same_file(a: str, b: str) -> bool:
-    if a == "-" or b == "-":
-        return False
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
-
-
 def _plan(opts: Options) -> tuple[str | None, str | None]:
     """The rejects and report paths of a run (None: not written), after checking that no
-    two paths collide. ``build`` writes both next to its output by default; ``validate``
-    only those asked for."""
+    target is an input or shares a file or stream with another. ``build`` writes both next
+    to its output by default; ``validate`` only those asked for."""
     rejects, report = opts.rejects, opts.report
     if opts.output is not None:
         anchor = opts.output if opts.output != "-" else opts.input
@@ -180,15 +170,8 @@ def _plan(opts: Options) -> tuple[str | None, str | None]:
                              "--report FILE.")
         rejects = rejects or sidecar(anchor, ".rejects.jsonl")
         report = report or sidecar(anchor, ".report.json")
-    named = [("input", opts.input), ("output", opts.output), ("rejects", rejects),
-             ("report", report)]
-    for i, (name_a, a) in enumerate(named):
-        for name_b, b in named[i + 1:]:
-            if a is not None and b is not None and _same_file(a, b):
-                raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
-                                 "choose a different output name.")
-    if rejects == "-" and opts.output == "-":
-        raise UsageError("the output and the rejects cannot both go to stdout.")
+    check_targets([("input", opts.input), *(("rubrics", f) for f in opts.rubric_files)],
+                  [("output", opts.output), ("rejects", rejects), ("report", report)])
     return rejects, report
 
 

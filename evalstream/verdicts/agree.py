@@ -410,6 +410,7 @@ def run(opts: AgreeOptions) -> AgreeReport:
     DuplicateKeyError (exit 2) when a verdict file repeats a key.
     """
     from evalstream.errors import UsageError
+    from evalstream.files.outputs import check_targets
 
     started = time.perf_counter()
     if opts.verdicts == "-" and opts.cases == "-":
@@ -421,6 +422,7 @@ def run(opts: AgreeOptions) -> AgreeReport:
                          f"{opts.by!r}.")
     if not 0 < opts.confidence < 1:
         raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
+    check_targets([("verdicts", opts.verdicts), ("cases", opts.cases)], [("rejects", opts.rejects)])
     rubrics, groups = Codes(), Codes()
     sink = RejectSink(opts.rejects)
     try:

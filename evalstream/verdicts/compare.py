@@ -237,12 +237,14 @@ def run(opts: CompareOptions) -> CompareReport:
     repeats a key.
     """
     from evalstream.errors import UsageError
+    from evalstream.files.outputs import check_targets
 
     started = time.perf_counter()
     if opts.run_a == "-" and opts.run_b == "-":
         raise UsageError("only one of the two runs can be read from stdin (-).")
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
+    check_targets([("run-a", opts.run_a), ("run-b", opts.run_b)], [("rejects", opts.rejects)])
     rubrics = Codes()
     sink = RejectSink(opts.rejects)
     try:

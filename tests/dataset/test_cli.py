@@ -87,7 +87,7 @@ def test_rejects_file_holds_what_validate_writes(tmp_path: Path) -> None:
     (["--rubrics", "nope.toml"], "cannot read the rubric file"),
     (["--format", "json", "-o", CASES], "the input and output paths are the same file"),
     (["--html", CASES], "the input and html paths are the same file"),
-    (["--rejects", "-"], "the report and the rejects cannot both go to stdout"),
+    (["--rejects", "-"], "the output and the rejects cannot both go to stdout"),
     (["--html", "-", "-o", "x.json"], None),
 ])
 def test_usage_errors_exit_2(args: list[str], message: str | None, tmp_path: Path,
