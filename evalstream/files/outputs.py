@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import os
 import queue
+import stat
 import sys
 import tempfile
 import threading
@@ -147,6 +148,35 @@ class AtomicOutput:
             self.abort()
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
 
+    def check_replaceable(self) -> None:
+        """Raise OutputError when the rename that commits this output would fail: the target
+        became a folder, its folder is not writable, the target is immutable or
+        append-only, or it belongs to another user in a sticky folder (as /tmp is)."""
+        if self.tmp is None:
+            return  # stdout, a pipe or a device: written in place
+        target = self._target
+        folder = os.path.dirname(target)
+        why = None
+        try:
+            folder_st = os.stat(folder)
+            target_st = os.lstat(target) if os.path.lexists(target) else None
+        except OSError as exc:
+            raise OutputError(f"cannot replace {self.path}: {exc.strerror or exc}") from exc
+        if target_st is not None and stat.S_ISDIR(target_st.st_mode):
+            why = "it is now a folder"
+        elif not os.access(folder, os.W_OK | os.X_OK):
+            why = f"its folder {folder} is not writable"
+        elif _inode_flags(folder) & _IMMUTABLE_FLAGS:
+            why = f"its folder {folder} is immutable or append-only (see lsattr)"
+        elif target_st is not None and _inode_flags(target) & _IMMUTABLE_FLAGS:
+            why = "it is immutable or append-only (see lsattr; chattr -i or -a lifts it)"
+        elif (target_st is not None and folder_st.st_mode & stat.S_ISVTX
+              and os.geteuid() not in (0, target_st.st_uid, folder_st.st_uid)):
+            why = ("it belongs to another user, in a folder where only a file's owner may "
+                   "replace it (the sticky bit, as in /tmp)")
+        if why is not None:
+            raise OutputError(f"cannot replace {self.path}: {why}; no target was replaced.")
+
     def commit(self) -> None:
         """Finish the file and move it to its name, replacing any earlier file there."""
         self.finish()
@@ -263,17 +293,66 @@ _IOV_MAX = 1024  # the most buffers one writev takes on Linux
 
 
 def commit_all(outputs: list[AtomicOutput]) -> None:
-    """Finish every output, then rename them all: when one cannot be written, every target
-    (and any earlier file of its name) is left untouched."""
+    """Finish every output, check that each target can be replaced, then rename them all.
+
+    When an output cannot be written or a target cannot be replaced, no target is touched.
+    A rename can still fail after the check (the folder changed in between): the error then
+    names the targets already replaced and those that kept their earlier content."""
     try:
         for output in outputs:
             output.finish()
+        for output in outputs:
+            output.check_replaceable()
     except BaseException:
         for output in outputs:
             output.abort()
         raise
+    replaced: list[AtomicOutput] = []
     for output in outputs:
-        output.commit()
+        try:
+            output.commit()
+        except BaseException as exc:
+            for other in outputs:
+                other.abort()
+            if not replaced or not isinstance(exc, OutputError):
+                raise
+            kept = [o.path for o in outputs if o not in replaced]
+            raise OutputError(f"{exc}. Only part of the output was written: "
+                              f"{_names([o.path for o in replaced])} "
+                              f"{'hold' if len(replaced) > 1 else 'holds'} this run's output, "
+                              f"{_names(kept)} {'were' if len(kept) > 1 else 'was'} not "
+                              "replaced (any earlier file of that name is as it was); run "
+                              "again once the target can be replaced.") from exc
+        replaced.append(output)
+
+
+def _names(paths: list[str]) -> str:
+    return ", ".join(paths[:-1]) + f" and {paths[-1]}" if len(paths) > 1 else paths[0]
+
+
+_IMMUTABLE_FLAGS = 0x10 | 0x20  # FS_IMMUTABLE_FL, FS_APPEND_FL: no rename over, no unlink
+_FS_IOC_GETFLAGS = 0x80086601
+
+
+def _inode_flags(path: str) -> int:
+    """The file's Linux inode flags (``lsattr``), or 0 where they cannot be read."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    import array
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return 0
+    try:
+        flags = array.array("l", [0])
+        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, flags)
+        return int(flags[0])
+    except OSError:  # a file system without flags
+        return 0
+    finally:
+        os.close(fd)
 
 
 def _compressed(path: str, raw: BinaryIO) -> Any:
