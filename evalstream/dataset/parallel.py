@@ -29,8 +29,10 @@ from evalstream.checks.checker import Checker, CheckTally
 from evalstream.checks.rubrics import RubricSet
 from evalstream.dataset.rows import Collector
 from evalstream.engines.local import map_ordered
-from evalstream.files.lines import line_start, open_range, range_tasks, read_chunks, read_line_at
+from evalstream.errors import OutputError
+from evalstream.files.lines import open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput
+from evalstream.files.temporaries import temp_folder
 
 RANGE_BYTES = 16 << 20
 MIN_RANGES = 8  # below 128 MiB one process is as fast
@@ -87,9 +89,8 @@ def _init(settings: Settings) -> _Worker:
 
 
 def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
-    index, start, end = task
+    index, start, end = task  # line-aligned by ``range_tasks``
     s = worker.settings
-    start, end = line_start(worker.fd, start, worker.size), line_start(worker.fd, end, worker.size)
     reader = case_reader(s.allow_unknown_fields, s.max_line_bytes, check_duplicates=False)
     checker = Checker(s.rubric_set, s.max_tokens)
     rows = Collector(s.rubric_set, s.by)
@@ -99,19 +100,23 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
     if s.parts_dir is not None:
         rejects_path = os.path.join(s.parts_dir, f"{index:08d}.rejects")
     encode = msgspec.json.Encoder().encode
-    with open(rejects_path or os.devnull, "wb") as out, \
-            open_range(worker.fd, start, end) as stream:
-        items = read_chunks(stream, s.max_line_bytes, first_line=1, first_offset=start)
-        for item in reader.read(items):
-            if type(item) is Reject:
-                if rejects_path is not None:
-                    out.write(encode(item) + b"\n")
-                elif len(rejects) < s.first_rejects:
-                    rejects.append(item)
-                continue
-            line_no, offset, raw, case = item  # type: ignore[misc]
-            rows.add(raw, case, checker.check(case, line_no))
-            log.add(case.id, line_no, offset, 0)
+    try:
+        with open(rejects_path or os.devnull, "wb") as out, \
+                open_range(worker.fd, start, end) as stream:
+            items = read_chunks(stream, s.max_line_bytes, first_line=1, first_offset=start)
+            for item in reader.read(items):
+                if type(item) is Reject:
+                    if rejects_path is not None:
+                        out.write(encode(item) + b"\n")
+                    elif len(rejects) < s.first_rejects:
+                        rejects.append(item)
+                    continue
+                line_no, offset, raw, case = item  # type: ignore[misc]
+                rows.add(raw, case, checker.check(case, line_no))
+                log.add(case.id, line_no, offset, 0)
+    except OSError as exc:  # reading errors are InputError already: this is a part file
+        raise OutputError(f"cannot write the rejects (part files in {s.parts_dir}): "
+                          f"{exc.strerror or exc}") from None
     rows.flush()
     return Part(index, end, rows, reader.counts, checker.tally, rejects, rejects_path,
                 log.arrays()[:4])
@@ -187,13 +192,13 @@ def run(collector: Collector, settings: Settings, workers: int, size: int,
         on_progress: Callable[[int, int | None], None] | None) -> Merger:
     """Read the input with ``workers`` processes into ``collector``; return the merger with
     the line counts, the check tally and the first rejects."""
-    with tempfile.TemporaryDirectory(prefix="evalstream-stats-") as parts_dir:
+    with temp_folder(tempfile.gettempdir(), "evalstream-stats-") as parts_dir:
         if rejects_out is not None:
             settings.parts_dir = parts_dir
         merger = Merger(collector, settings, rejects_out)
         try:
             results = map_ordered(_init, _run_range, settings,
-                                  range_tasks(size, RANGE_BYTES), workers,
+                                  range_tasks(merger.fd, size, RANGE_BYTES), workers,
                                   describe=lambda t: f"bytes {t[1]:,}-{t[2]:,} of {settings.path}")
             first = True
             for part in results:

@@ -9,12 +9,12 @@ import os
 import queue
 import stat
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 from evalstream.errors import OutputError, UsageError
+from evalstream.files.temporaries import temp_file
 
 
 def _umask() -> int:
@@ -54,8 +54,10 @@ class AtomicOutput:
         # A symlink keeps pointing where it did: the file it names is the one replaced.
         self._target = os.path.realpath(path)
         try:
-            fd, self.tmp = tempfile.mkstemp(dir=os.path.dirname(self._target),
-                                            prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+            # Named for this run: the next run of this target removes it if this one is
+            # killed before it can (files.temporaries).
+            fd, self.tmp = temp_file(os.path.dirname(self._target),
+                                     f".{os.path.basename(path)}.")
             os.fchmod(fd, 0o666 & ~_umask())
         except OSError as exc:
             raise OutputError(f"cannot create {path}: {exc.strerror or exc}") from exc

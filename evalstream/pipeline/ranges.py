@@ -26,8 +26,10 @@ from evalstream.cases.rejects import Reject
 from evalstream.checks.checker import Checker, CheckTally
 from evalstream.checks.rubrics import RubricSet
 from evalstream.engines.local import map_ordered
-from evalstream.files.lines import line_start, open_range, range_tasks, read_chunks, read_line_at
+from evalstream.errors import OutputError
+from evalstream.files.lines import open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput, write_all
+from evalstream.files.temporaries import temp_folder
 from evalstream.pipeline.run import Options, Outcome, Progress, process
 
 RANGE_BYTES = 16 << 20
@@ -76,20 +78,23 @@ def _init(settings: Settings) -> _Worker:
 
 
 def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
-    index, start, end = task
+    index, start, end = task  # line-aligned by ``range_tasks``
     s = worker.settings
     opts = s.opts
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes, check_duplicates=False)
     checker = Checker(s.rubric_set, opts.max_tokens) if s.rubric_set is not None else None
     log = CaseLog()
-    start, end = line_start(worker.fd, start, worker.size), line_start(worker.fd, end, worker.size)
     out_path = os.path.join(s.parts_dir, f"{index:08d}.out")
     rejects_path = os.path.join(s.parts_dir, f"{index:08d}.rejects")
-    with open(out_path, "wb", buffering=0) as out, open(rejects_path, "wb") as rej, \
-            open_range(worker.fd, start, end) as stream:
-        items = read_chunks(stream, opts.max_line_bytes, first_line=1, first_offset=start)
-        process(reader.read(items), checker, lambda pieces: write_all(out.fileno(), pieces),
-                rej.write, log)
+    try:
+        with open(out_path, "wb", buffering=0) as out, open(rejects_path, "wb") as rej, \
+                open_range(worker.fd, start, end) as stream:
+            items = read_chunks(stream, opts.max_line_bytes, first_line=1, first_offset=start)
+            process(reader.read(items), checker, lambda pieces: write_all(out.fileno(), pieces),
+                    rej.write, log)
+    except OSError as exc:  # reading errors are InputError already: this is a part file
+        target = opts.output if opts.output is not None else opts.rejects
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
     return Part(index, start, end, out_path, rejects_path, reader.counts,
                 checker.tally if checker else None, log.arrays())
 
@@ -187,10 +192,10 @@ def run(opts: Options, rubric_set: RubricSet | None, size: int, out: AtomicOutpu
         directory = tempfile.gettempdir()
     merger = Merger(opts, rubric_set, out, rejects)
     try:
-        with tempfile.TemporaryDirectory(prefix=".evalstream-parts-", dir=directory) as parts:
+        with temp_folder(directory, ".evalstream-parts-") as parts:
             settings = Settings(opts, rubric_set, parts)
             for part in map_ordered(_init, _run_range, settings,
-                                    range_tasks(size, RANGE_BYTES), opts.workers,
+                                    range_tasks(merger.fd, size, RANGE_BYTES), opts.workers,
                                     describe=lambda t: _describe(opts.input, t)):
                 merger.add(part)
                 if on_progress is not None:
