@@ -153,3 +153,20 @@ def test_a_file_size_limit_in_the_workers_is_cannot_write(tmp_path: Path, big: P
     assert done.returncode == 2, err
     assert err == "evalstream: error: cannot write states.jsonl: File too large\n"
     assert _leftovers(tmp_path) == []
+
+
+def test_a_full_disk_in_the_workers_is_cannot_write(tmp_path: Path, big: Path) -> None:
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        done = cli("build", str(big), "states.jsonl", "--workers", "2", "-q", cwd=mount)
+        err = done.stderr.decode()
+        assert done.returncode == 2, err
+        assert err == "evalstream: error: cannot write states.jsonl: No space left on device\n"
+        assert os.listdir(mount) == []
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
