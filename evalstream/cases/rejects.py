@@ -38,6 +38,7 @@ _ERROR_AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
 _LONE_SURROGATE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
     rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_KEY_ERROR = re.compile(r"^(?P<what>.*) - at `key` in `(?P<path>\$[^`]*)`$", re.S)
 _PATH_PART = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OUT_OF_RANGE = ("Number out of range", "Integer value out of range")
@@ -61,6 +62,7 @@ class Shape:
     maps: tuple[str, ...] = ()  # patterns of objects whose keys are data
     unlisted: frozenset[str] = frozenset()  # known fields not named in sentences
     ids: dict[str, str] = field(default_factory=dict)  # id paths that must be slugs -> label
+    keys: dict[str, str] = field(default_factory=dict)  # maps whose keys are ids -> what they name
     id_field: str = "id"  # the top-level field a reject's `id` is read from
     too_long: str = "split the case or raise --max-line-bytes"  # the fix for a long line
 
@@ -94,6 +96,7 @@ CASE = Shape(
              "$.expected{}.source": "synthetic, human, imported"},
     maps=("$.expected",),
     ids={"$.id": "Case id"},
+    keys={"$.expected": "rubric id"},
 )
 _TYPE_WORDS = {
     "str": "a string", "int": "an integer", "float": "a number", "object": "an object",
@@ -181,10 +184,12 @@ def reject_kind(exc: BaseException, line: bytes | None = None, shape: Shape | No
         return "unknown field"
     if what.startswith("Object missing required field"):
         return "missing field"
+    if _KEY_ERROR.match(what):
+        return "invalid id"
     at = what.rsplit(" - at `", 1)[-1].rstrip("`") if " - at `" in what else "$"
     if "matching regex" in what or "length" in what and at in (shape or CASE).ids:
         return "invalid id"
-    if re.match(r"Expected `(str|array)` of length <=", what):
+    if re.match(r"Expected `(str|array|object)` of length <=", what):
         return "over a cap"
     if " - at `" not in what:
         return "not an object"
@@ -211,6 +216,9 @@ def explain(exc: BaseException, line: bytes, shape: Shape = CASE) -> tuple[str |
         if malformed is not None:
             return explain(malformed, line, shape)
     message = str(exc)
+    at_key = _KEY_ERROR.match(message)
+    if at_key is not None and isinstance(exc, msgspec.ValidationError):
+        return _explain_key(at_key["path"], line, shape)
     m = _ERROR_AT.match(message)
     assert m is not None  # the pattern matches any string
     what, path = m["what"], m["path"] or "$"
@@ -322,6 +330,32 @@ def _explain_invalid(what: str, path: str, line: bytes,
             return path, f"`{path}` is null, but it is required and must be {wanted}."
         return path, f"`{path}` must be {wanted}, not {_type_word(got[2])}."
     return path, f"`{path}`: {what}."
+
+
+def _explain_key(path: str, line: bytes, shape: Shape) -> tuple[str | None, str]:
+    """A key of the object at ``path`` breaks the id rule (a label's rubric id)."""
+    what = shape.keys.get(shape.pattern(path), "key")
+    obj = _value_at(line, path)
+    keys = list(obj) if isinstance(obj, dict) else []
+    bad = next((k for k in keys if not _is_id(k)), None)
+    rule = (f"{what}s must be non-empty, at most {schema.MAX_ID_CHARS} characters, without "
+            "whitespace or `/`")
+    if bad is None:
+        return path, f"`{path}` has a key that is not a valid {what}: {rule}."
+    if len(bad) > schema.MAX_ID_CHARS:
+        return path, (f"`{path}` has a {what} (a key) of {len(bad):,} characters "
+                      f"({_shown(bad[:40])!r}...); {rule}.")
+    if not bad:
+        return _key_path(path, bad), f"`{path}` has an empty {what} (a key); {rule}."
+    return _key_path(path, bad), (f"`{path}` has the {what} {_shown(bad)!r} (a key), which is "
+                                  f"not a slug: {rule}.")
+
+
+_ID_RULE = re.compile(schema.ID_PATTERN)
+
+
+def _is_id(key: str) -> bool:
+    return 0 < len(key) <= schema.MAX_ID_CHARS and _ID_RULE.match(key) is not None
 
 
 def _unknown_field(name: str, parent: str, shape: Shape) -> str:

@@ -15,6 +15,8 @@ ID_PATTERN = r"^[^\s/]+\Z"  # \Z: `$` would accept a final newline
 Text = Annotated[str, Meta(max_length=MAX_TEXT_CHARS)]
 CaseId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)]
 ItemId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS)]
+# A label's key names a rubric: the rubric-id rule, as verdicts' `rubric_id`.
+RubricId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)]
 Role = Literal["system", "user", "assistant", "tool"]
 ToolStatus = Literal["success", "failure"]
 LabelStatus = Literal["pass", "fail", "na"]
@@ -76,7 +78,7 @@ class Case(Struct, forbid_unknown_fields=True, gc=False, omit_defaults=True,
     policy: Text | None = None
     tool_events: Annotated[list[ToolEvent], Meta(max_length=MAX_ITEMS)] | None = None
     metadata: dict[str, Any] | None = None
-    expected: dict[str, Label] | None = None
+    expected: Annotated[dict[RubricId, Label], Meta(max_length=MAX_ITEMS)] | None = None
 
 
 # ``--allow-unknown-fields``: the same types, ignoring fields they do not know. Subclasses,
@@ -102,7 +104,7 @@ class _LenientCase(Case, forbid_unknown_fields=False):
     messages: Annotated[list[_LenientMessage], Meta(max_length=MAX_ITEMS)] | None = None  # type: ignore[assignment]
     context: Annotated[list[_LenientPassage], Meta(max_length=MAX_ITEMS)] | None = None  # type: ignore[assignment]
     tool_events: Annotated[list[_LenientToolEvent], Meta(max_length=MAX_ITEMS)] | None = None  # type: ignore[assignment]
-    expected: dict[str, _LenientLabel] | None = None  # type: ignore[assignment]
+    expected: Annotated[dict[RubricId, _LenientLabel], Meta(max_length=MAX_ITEMS)] | None = None  # type: ignore[assignment]
 
 
 def decoder(allow_unknown_fields: bool = False) -> msgspec.json.Decoder[Case]:

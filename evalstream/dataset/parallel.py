@@ -66,6 +66,7 @@ class Part:
     """One range's result, in the worker's own codes and line numbers (from 1)."""
 
     index: int
+    start: int
     end: int
     rows: Collector
     lines: LineCounts
@@ -118,7 +119,7 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
         raise OutputError(f"cannot write the rejects (part files in {s.parts_dir}): "
                           f"{exc.strerror or exc}") from None
     rows.flush()
-    return Part(index, end, rows, reader.counts, checker.tally, rejects, rejects_path,
+    return Part(index, start, end, rows, reader.counts, checker.tally, rejects, rejects_path,
                 log.arrays()[:4])
 
 
@@ -136,7 +137,6 @@ class Merger:
         self.first_rejects: list[Reject] = []
         self.index = IdIndex()
         self.fd = os.open(settings.path, os.O_RDONLY)
-        self.scratch = Checker(settings.rubric_set, settings.max_tokens)
         self.decode_case = case_reader(settings.allow_unknown_fields).kind.decode
         self._decode_reject = msgspec.json.Decoder(Reject).decode
         self._encode = msgspec.json.Encoder().encode
@@ -150,18 +150,18 @@ class Merger:
         first = self.index.add(lo, hi, [n + base for n in line])
         dups = [k for k, used in enumerate(first) if used]
         found = []
-        forget = []
         for k in dups:
             at, line_no = offset[k], line[k] + base
             raw = read_line_at(self.fd, at, self.settings.max_line_bytes + 1)
-            case = self.decode_case(raw)
-            self.scratch.tally = CheckTally()
-            forget.append((case, self.scratch.check(case, line_no)))
-            part.checks.subtract(self.scratch.tally)
-            found.append(duplicate_case(case.id, line_no, at, first[k], raw))
-        self.collector.absorb(part.rows, drop=dups)
-        for case, checks in forget:
-            self.collector.forget(case, checks)
+            found.append(duplicate_case(self.decode_case(raw).id, line_no, at, first[k], raw))
+        if dups:
+            # The worker counted cases it could not know were duplicates. Taking them back
+            # out cannot undo what they did to the capped tables (a metadata key or rubric
+            # id holding a place among the first 1,000, a value in a distinct-count
+            # sketch), so the range is read again here without them: the figures are then
+            # those of one process. Only a range with a late duplicate pays this.
+            part.rows, part.checks = self._without(part, {line[k] for k in dups})
+        self.collector.absorb(part.rows)
         part.lines.records -= len(dups)
         part.lines.rejected += len(dups)
         if dups:
@@ -169,6 +169,23 @@ class Merger:
         self.lines.merge(part.lines)
         self.checks.merge(part.checks)
         self._merge_rejects(part, base, found)
+
+    def _without(self, part: Part, skip: set[int]) -> tuple[Collector, CheckTally]:
+        """The rows and check tally of ``part``'s range without the cases on the lines in
+        ``skip`` (line numbers local to the range)."""
+        s = self.settings
+        reader = case_reader(s.allow_unknown_fields, s.max_line_bytes, check_duplicates=False)
+        checker = Checker(s.rubric_set, s.max_tokens)
+        rows = Collector(s.rubric_set, s.by)
+        with open_range(self.fd, part.start, part.end) as stream:
+            items = read_chunks(stream, s.max_line_bytes, first_line=1, first_offset=part.start)
+            for item in reader.read(items):
+                if type(item) is not Reject:
+                    line_no, _, raw, case = item  # type: ignore[misc]
+                    if line_no not in skip:
+                        rows.add(raw, case, checker.check(case, line_no))
+        rows.flush()
+        return rows, checker.tally
 
     def _merge_rejects(self, part: Part, base: int, found: list[Reject]) -> None:
         rejects = part.rejects

@@ -38,6 +38,7 @@ from evalstream.dataset.rows import (
     NO_STATE,
     SOURCES,
     STATUSES,
+    UNKNOWN_RUBRICS_CAP,
     Collector,
     MetadataKeys,
 )
@@ -63,6 +64,7 @@ EDGES = (0, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_0
 TOP_VALUES = 10
 LOW_CARDINALITY = 20  # keys with at most this many distinct values list their top values
 FIRST_REJECTS = 20
+NAMES_LISTED = 20  # rubric ids named in a warning
 _DTYPES = {"g": "UInt32", "line_bytes": "UInt64", "input_chars": "UInt32",
            "output_chars": "UInt32", "messages": "UInt16", "tool_events": "UInt16",
            "tool_failures": "UInt16", "state_tokens": "Int64",
@@ -572,11 +574,17 @@ def _warnings(collector: Collector, checks: CheckTally, rubric_set: RubricSet,
                                 f"{MISSING} group.")
     unknown = [r for r in labels if not r.in_rubrics]
     if unknown:
-        n = sum(r.total.labels for r in unknown)
+        n = sum(r.total.labels for r in unknown) + collector.labels_unlisted
+        names = ", ".join(r.rubric for r in unknown[:NAMES_LISTED])
+        if len(unknown) > NAMES_LISTED or collector.labels_unlisted:
+            names += ", ..."
         warnings.append(f"{n:,} {'label names a rubric' if n == 1 else 'labels name rubrics'} "
-                        "that are not in the rubric set "
-                        f"({', '.join(r.rubric for r in unknown)}): no judge of this set can be "
-                        "compared with them.")
+                        f"that are not in the rubric set ({names}): no judge of this set can "
+                        "be compared with them.")
+    if collector.labels_unlisted:
+        warnings.append(f"labels name more than {UNKNOWN_RUBRICS_CAP:,} rubric ids that are not "
+                        f"in the rubric set; the {collector.labels_unlisted:,} labels of further "
+                        "ids are counted here only, not per rubric.")
     stray = sum(r.total.not_applicable for r in labels if r.in_rubrics)
     if stray:
         warnings.append(f"{stray:,} {'label is' if stray == 1 else 'labels are'} on cases where "

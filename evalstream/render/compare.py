@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalstream.render.agree import reject_blocks
+from evalstream.render.agree import reject_blocks, unlisted_line
 from evalstream.render.tables import Block, Column, Heading, Paragraph, Table
 from evalstream.verdicts.compare import CompareReport, RubricComparison
 
@@ -39,7 +39,9 @@ def summary_blocks(report: CompareReport) -> list[Block]:
         Paragraph(f"run A = {a.path}: {a.verdicts:,} verdicts ({a.rejected:,} lines rejected). "
                   f"run B = {b.path}: {b.verdicts:,} verdicts ({b.rejected:,} lines rejected)."),
         Paragraph(f"{s.keys:,} keys: {s.paired:,} in both runs, {s.only_a:,} only in A, "
-                  f"{s.only_b:,} only in B. " + comparability_line(report)),
+                  f"{s.only_b:,} only in B. " + comparability_line(report)
+                  + unlisted_line([a.unlisted_rubric, b.unlisted_rubric],
+                                  ["verdicts of run A", "verdicts of run B"])),
     ]
     out += reject_blocks([(a.path, a.first_rejects, a.rejected),
                           (b.path, b.first_rejects, b.rejected)], report.rejects)

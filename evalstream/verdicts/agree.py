@@ -29,6 +29,7 @@ from evalstream.verdicts import agreement
 from evalstream.verdicts.records import (
     FAIL,
     FLUSH_ROWS,
+    MAX_RUBRICS,
     PASS,
     UNSCORED,
     Codes,
@@ -133,6 +134,8 @@ class CaseFileSummary(Struct):
     rejected_by_kind: dict[str, int]
     labels: int
     first_rejects: list[Reject]
+    # Labels whose rubric id came after the first MAX_RUBRICS: counted here, not analysed.
+    unlisted_rubric: int = 0
 
 
 class AgreeReport(Struct):
@@ -206,7 +209,8 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     c_ids, c_groups = case_cols.lists.values()
     status_code = {s: i for i, s in enumerate(LABEL_STATUSES)}
     source_code = {s: i for i, s in enumerate(SOURCES)}
-    rubric_code, group_code = rubrics.code, groups.code
+    rubric_code, group_code = rubrics.limited, groups.code
+    unlisted = 0
     group_path = tuple(by.split(".")) if by else None
     row = 0  # the case's row in the cases frame
     for item in reader.read_file(path):
@@ -222,8 +226,12 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
         c_groups.append(group)
         if case.expected:
             for rid, label in case.expected.items():
+                code = rubric_code(rid)
+                if code is None:
+                    unlisted += 1
+                    continue
                 l_case.append(row)
-                l_rubrics.append(rubric_code(rid))
+                l_rubrics.append(code)
                 l_status.append(status_code[label.status])
                 l_source.append(source_code[label.source])
                 l_line.append(line)
@@ -238,7 +246,7 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     summary = CaseFileSummary(
         path=path, lines=counts.lines, blank=counts.blank, cases=counts.records,
         rejected=counts.rejected, rejected_by_kind=dict(sorted(counts.rejected_by_kind.items())),
-        labels=labels.height, first_rejects=reader.first_rejects)
+        labels=labels.height, first_rejects=reader.first_rejects, unlisted_rubric=unlisted)
     return CaseFile(summary, labels, cases)
 
 
@@ -423,7 +431,7 @@ def run(opts: AgreeOptions) -> AgreeReport:
     if not 0 < opts.confidence < 1:
         raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
     check_targets([("verdicts", opts.verdicts), ("cases", opts.cases)], [("rejects", opts.rejects)])
-    rubrics, groups = Codes(), Codes()
+    rubrics, groups = Codes(MAX_RUBRICS), Codes()
     sink = RejectSink(opts.rejects)
     try:
         verdict_file = read_verdicts(opts.verdicts, rubrics, sink,

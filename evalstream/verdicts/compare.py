@@ -25,6 +25,7 @@ from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream.verdicts import agreement
 from evalstream.verdicts.records import (
     FAIL,
+    MAX_RUBRICS,
     PASS,
     STATUSES,
     Codes,
@@ -245,7 +246,7 @@ def run(opts: CompareOptions) -> CompareReport:
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     check_targets([("run-a", opts.run_a), ("run-b", opts.run_b)], [("rejects", opts.rejects)])
-    rubrics = Codes()
+    rubrics = Codes(MAX_RUBRICS)
     sink = RejectSink(opts.rejects)
     try:
         files = [read_verdicts(path, rubrics, sink, with_hashes=True,

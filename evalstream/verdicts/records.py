@@ -38,6 +38,9 @@ EXPOSURE_FIELDS = ("shown", "withheld", "never_shown", "tokens")
 FLUSH_ROWS = 1 << 16
 MAX_LINE_NUMBER = (1 << 32) - 1  # line numbers are kept as UInt32
 MAX_JUDGES_LISTED = 20
+# Distinct rubric ids analysed in one run (agree, compare): each costs a few KB of results,
+# and a file can name millions. Keys of further rubric ids are counted, not analysed.
+MAX_RUBRICS = 1_000
 
 RubricId = Annotated[str, Meta(min_length=1, max_length=schema.MAX_ID_CHARS,
                                 pattern=schema.ID_PATTERN)]
@@ -117,16 +120,26 @@ class VerdictFileSummary(Struct):
     judges_unlisted: int  # verdicts by models beyond those
     no_judge: int  # verdicts without a `judge`
     first_rejects: list[Reject]
+    # Verdicts whose rubric id came after the first MAX_RUBRICS: counted here, not analysed.
+    unlisted_rubric: int = 0
 
 
 # -- compact columns -----------------------------------------------------------------------------
 class Codes:
     """Small integer codes for repeated strings (rubric ids, groups), shared by both files so
-    that joins compare integers."""
+    that joins compare integers; ``limited`` gives codes to the first ``limit`` only."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self.of: dict[str, int] = {}
         self.names: list[str] = []
+        self.limit = limit
+
+    def limited(self, name: str) -> int | None:
+        """The name's code, or None for a new name once ``limit`` names have codes."""
+        found = self.of.get(name)
+        if found is None and self.limit is not None and len(self.names) >= self.limit:
+            return None
+        return self.code(name)
 
     def code(self, name: str) -> int:
         found = self.of.get(name)
@@ -251,6 +264,7 @@ class _Tally:
     judges: Counter[str] = field(default_factory=Counter)
     judges_unlisted: int = 0
     no_judge: int = 0
+    unlisted_rubric: int = 0
     first: list[Reject] = field(default_factory=list)
 
 
@@ -277,7 +291,7 @@ def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: b
                                            lists["line"])
     hashes = (lists["rubric_hash"], lists["state_hash"], lists["exposure"]) if with_hashes \
         else None
-    rubric_code = rubrics.code
+    rubric_code = rubrics.limited
     tally = _Tally()
     for item in reader.read_file(path):
         if type(item) is Reject:
@@ -290,8 +304,12 @@ def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: b
         if status is None:  # a judge state written by build: no verdict yet
             tally.judge_states += 1
             continue
+        code = rubric_code(v.rubric_id)
+        if code is None:
+            tally.unlisted_rubric += 1
+            continue
         case_ids.append(v.case_id)
-        codes.append(rubric_code(v.rubric_id))
+        codes.append(code)
         statuses.append(STATUS_CODE[status])
         line_nos.append(line_no)
         if v.judge is None:
@@ -328,7 +346,8 @@ def _summary(path: str, tally: _Tally, frame: "pl.DataFrame") -> VerdictFileSumm
         rejected_by_kind=dict(sorted(tally.by_kind.items())),
         by_status={s: counts.get(code, 0) for code, s in enumerate(STATUSES)},
         judges=dict(tally.judges.most_common()), judges_unlisted=tally.judges_unlisted,
-        no_judge=tally.no_judge, first_rejects=tally.first)
+        no_judge=tally.no_judge, first_rejects=tally.first,
+        unlisted_rubric=tally.unlisted_rubric)
 
 
 def check_duplicates(path: str, frame: "pl.DataFrame", rubric_names: list[str]) -> None:

@@ -72,6 +72,38 @@ def test_item_caps(field: str) -> None:
     assert error == f"`$.{field}` has 501 items; at most 500 are allowed."
 
 
+LABEL = {"status": "pass", "source": "human"}
+RULE = "rubric ids must be non-empty, at most 512 characters, without whitespace or `/`."
+
+
+def test_expected_has_at_most_500_labels() -> None:
+    labels = {f"r{i}": LABEL for i in range(501)}
+    assert len(STRICT.decode(case(expected=dict(list(labels.items())[:500]))).expected) == 500
+    assert error_of(case(expected=labels)) == (
+        "$.expected", "`$.expected` has 501 items; at most 500 are allowed.")
+    assert LENIENT.decode(case(expected={f"r{i}": {**LABEL, "x": 1} for i in range(500)}))
+    with pytest.raises(msgspec.ValidationError):
+        LENIENT.decode(case(expected=labels))
+
+
+@pytest.mark.parametrize(("key", "path", "message"), [
+    ("a b", '$.expected["a b"]', f"`$.expected` has the rubric id 'a b' (a key), which is "
+                                 f"not a slug: {RULE}"),
+    ("a/b", '$.expected["a/b"]', "has the rubric id 'a/b' (a key), which is not a slug"),
+    ("", '$.expected[""]', f"`$.expected` has an empty rubric id (a key); {RULE}"),
+    ("r" * 513, "$.expected", f"`$.expected` has a rubric id (a key) of 513 characters "
+                              f"('{'r' * 40}'...); {RULE}"),
+])
+def test_label_keys_follow_the_rubric_id_rule(key: str, path: str, message: str) -> None:
+    assert STRICT.decode(case(expected={"r" * 512: LABEL, "ok.rubric-1": LABEL})).expected
+    line = case(expected={"fine": LABEL, key: LABEL})
+    got_path, error = error_of(line)
+    assert got_path == path
+    assert message in error
+    with pytest.raises(msgspec.ValidationError):
+        LENIENT.decode(line)
+
+
 @pytest.mark.parametrize("good", ["a", "x" * 512, "taubench.airline.task-0.trial-0", "ünï-çødé",
                                   "case:17#b"])
 def test_valid_ids(good: str) -> None:
