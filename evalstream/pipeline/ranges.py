@@ -23,7 +23,7 @@ import msgspec
 from evalstream.cases.ids import CaseLog, IdIndex
 from evalstream.cases.reading import FIRST_REJECTS_KEPT, LineCounts, case_reader, duplicate_case
 from evalstream.cases.rejects import Reject
-from evalstream.checks.checker import Checker, CheckTally
+from evalstream.checks.checker import MAX_OVER_BUDGET_LISTED, Checker, CheckTally, OverBudget
 from evalstream.checks.rubrics import RubricSet
 from evalstream.engines.local import map_ordered
 from evalstream.errors import OutputError
@@ -129,15 +129,40 @@ class Merger:
         self._splice_output(part, dups, end)
         self._merge_rejects(part, base, dup_rejects)
         if part.checks is not None and self.checks is not None:
-            dup_lines = {r.line for r in dup_rejects}
-            for item in part.checks.over_budget:
+            listed = part.checks.over_budget
+            full = len(listed) >= MAX_OVER_BUDGET_LISTED
+            dup_lines = {r.line - base for r in dup_rejects}
+            listed = [o for o in listed if o.line not in dup_lines]
+            if full and len(listed) < len(part.checks.over_budget) and \
+                    len(self.checks.over_budget) + len(listed) < MAX_OVER_BUDGET_LISTED:
+                # The worker's list was full and its duplicates took places that later checks
+                # of the range would have had: list the range again without them.
+                listed = self._over_budget_without(part, dup_lines)
+            for item in listed:
                 item.line += base
-            part.checks.over_budget = [o for o in part.checks.over_budget
-                                       if o.line not in dup_lines]
+            part.checks.over_budget = listed
             self.checks.merge(part.checks)
         self.lines.merge(part.lines)
         os.unlink(part.out_path)
         os.unlink(part.rejects_path)
+
+    def _over_budget_without(self, part: Part, skip: set[int]) -> list[OverBudget]:
+        """The first over-budget checks of ``part``'s range, without the cases on the lines
+        in ``skip`` (line numbers local to the range). Only for ranges with late duplicates."""
+        opts = self.opts
+        reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes,
+                             check_duplicates=False)
+        assert self.scratch is not None
+        self.scratch.tally = CheckTally()
+        with open_range(self.fd, part.start, part.end) as stream:
+            items = read_chunks(stream, opts.max_line_bytes, first_line=1,
+                                first_offset=part.start)
+            for item in reader.read(items):
+                if type(item) is not Reject:
+                    line_no, _, _, case = item  # type: ignore[misc]
+                    if line_no not in skip:
+                        self.scratch.check(case, line_no)
+        return self.scratch.tally.over_budget
 
     def _undo(self, part: Part, k: int, base: int, first_line: int) -> Reject:
         """Turn logged case ``k`` into a duplicate-id reject and take back what it counted."""
