@@ -22,7 +22,14 @@ import msgspec
 
 from evalstream.cases import schema
 from evalstream.cases.ids import IdIndex
-from evalstream.cases.rejects import Reject, long_line_reject, raw_text, reject, reject_kind
+from evalstream.cases.rejects import (
+    Reject,
+    long_line_reject,
+    long_text_reject,
+    raw_text,
+    reject,
+    reject_kind,
+)
 from evalstream.files.lines import (
     DEFAULT_MAX_LINE_BYTES,
     Chunk,
@@ -136,6 +143,12 @@ def case_kind(allow_unknown_fields: bool = False, index: IdIndex | None = None) 
     decoder = schema.decoder(allow_unknown_fields)
 
     def check(case: Any, line_no: int, line: bytes) -> Problem | None:
+        # A line that is not longer than the cap cannot hold a longer string: the walk
+        # through free-form values costs nothing on the usual lines.
+        if len(line) > schema.MAX_TEXT_CHARS:
+            long = schema.long_nested_text(case)
+            if long is not None:
+                return long_text_reject(line_no, line, case.id, *long), "over a cap"
         dup = schema.duplicate_item_id(case)
         if dup is not None:
             path, value = dup

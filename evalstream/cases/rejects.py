@@ -40,7 +40,6 @@ _LONE_SURROGATE = re.compile(
     rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 _KEY_ERROR = re.compile(r"^(?P<what>.*) - at `key` in `(?P<path>\$[^`]*)`$", re.S)
 _PATH_PART = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OUT_OF_RANGE = ("Number out of range", "Integer value out of range")
 # Longer integer literals are refused by Python's int() (sys.get_int_max_str_digits) and msgspec.
 _MAX_INT_DIGITS = 4_300
@@ -194,6 +193,19 @@ def reject_kind(exc: BaseException, line: bytes | None = None, shape: Shape | No
     if " - at `" not in what:
         return "not an object"
     return "invalid value"
+
+
+def long_text_reject(line_no: int, line: bytes, case_id: str, path: str, length: int,
+                     is_key: bool) -> Reject:
+    """A reject for a string (or key) nested in free-form JSON over the text cap."""
+    limit = schema.MAX_TEXT_CHARS
+    if is_key:
+        error = (f"`{path}` has a key of {length:,} characters; keys, as every text, allow at "
+                 f"most {limit:,} characters.")
+    else:
+        error = (f"`{path}` is {length:,} characters long; text fields allow at most "
+                 f"{limit:,} characters, at any depth.")
+    return Reject(line_no, 0, case_id, path, error, raw_text(line))
 
 
 def long_line_reject(item: LongLine, max_line_bytes: int, shape: Shape | None = None) -> Reject:
@@ -433,10 +445,7 @@ def _lenient_load(line: bytes, **options: Any) -> Any:
         return None
 
 
-def _key_path(path: str, key: str) -> str:
-    if _PLAIN_KEY.match(key):
-        return f"{path}.{key}"
-    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+_key_path = schema.key_path
 
 
 def _find(value: Any, test: Any) -> str | None:

@@ -1,6 +1,7 @@
 """The case: msgspec Structs for the wire format, with every cap enforced at decode."""
 
-
+import json
+import re
 from operator import attrgetter
 from typing import Annotated, Any, Literal
 
@@ -132,3 +133,47 @@ def _first_repeat(field: str, items: list[Any]) -> tuple[str, str]:
             return f"$.{field}[{i}].id", item.id
         seen.add(item.id)
     raise AssertionError("no repeated id")  # only called when the ids repeat
+
+
+# -- text nested in free-form values -----------------------------------------------------------
+def long_nested_text(case: Case, limit: int = MAX_TEXT_CHARS) -> tuple[str, int, bool] | None:
+    """The first string or key over ``limit`` characters inside tool events' ``input`` and
+    ``output`` and in ``metadata`` (their JSON path, length, and whether it is a key), or
+    None. These hold any JSON, so the decoder cannot cap their strings; the rule is the
+    same as for every text field. Order: tool events by index (input, then output), then
+    metadata, each depth first in the order of the line."""
+    roots: list[tuple[Any, str]] = []
+    for i, event in enumerate(case.tool_events or ()):
+        for name in ("input", "output"):
+            value = getattr(event, name)
+            if isinstance(value, (dict, list)):
+                roots.append((value, f"$.toolEvents[{i}].{name}"))
+    if case.metadata:
+        roots.append((case.metadata, "$.metadata"))
+    for root, path in roots:
+        # (value, its path, its key and the path of the object holding it, or None);
+        # iterative: values may nest as deep as the parser allows.
+        todo: list[tuple[Any, str, tuple[str, str] | None]] = [(root, path, None)]
+        while todo:
+            value, at, key = todo.pop()
+            if key is not None and len(key[0]) > limit:
+                return key[1], len(key[0]), True
+            if isinstance(value, str):
+                if len(value) > limit:
+                    return at, len(value), False
+            elif isinstance(value, dict):
+                todo.extend((child, key_path(at, k), (k, at))
+                            for k, child in reversed(list(value.items())))
+            elif isinstance(value, list):
+                todo.extend((value[i], f"{at}[{i}]", None) for i in range(len(value) - 1, -1, -1))
+    return None
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def key_path(path: str, key: str) -> str:
+    """``path`` + ``.key``, or ``["key"]`` when the key is not a plain name."""
+    if _PLAIN_KEY.match(key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
