@@ -75,4 +75,6 @@ def run_report(lines: LineCounts, checks: CheckTally | None, rubric_ids: list[st
 
 def encode(report: RunReport) -> bytes:
     """The report as indented JSON with a final newline."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+    from evalstream.files.outputs import escape_line_breaks
+
+    return escape_line_breaks(msgspec.json.format(msgspec.json.encode(report), indent=2)) + b"\n"

@@ -178,7 +178,10 @@ def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH) 
     if fmt == "json":
         import msgspec
 
-        return msgspec.json.format(msgspec.json.encode(result), indent=2) + b"\n"
+        from evalstream.files.outputs import escape_line_breaks
+
+        return escape_line_breaks(msgspec.json.format(msgspec.json.encode(result), indent=2)) \
+            + b"\n"
     from evalstream.render.stats import blocks
     from evalstream.render.tables import render_format
 

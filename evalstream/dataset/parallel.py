@@ -31,7 +31,7 @@ from evalstream.dataset.rows import Collector
 from evalstream.engines.local import map_ordered
 from evalstream.errors import OutputError
 from evalstream.files.lines import open_range, range_tasks, read_chunks, read_line_at
-from evalstream.files.outputs import AtomicOutput
+from evalstream.files.outputs import AtomicOutput, escape_line_breaks
 from evalstream.files.temporaries import temp_folder
 
 RANGE_BYTES = 16 << 20
@@ -198,7 +198,8 @@ class Merger:
         if found:
             rejects = sorted(rejects + found, key=lambda r: r.line)
         if rejects and self.rejects_out is not None:
-            self.rejects_out.write(b"".join(self._encode(r) + b"\n" for r in rejects))
+            self.rejects_out.write(b"".join(escape_line_breaks(self._encode(r)) + b"\n"
+                                            for r in rejects))
         room = self.settings.first_rejects - len(self.first_rejects)
         if room > 0:
             self.first_rejects += rejects[:room]

@@ -52,7 +52,7 @@ from evalstream.files.lines import (
     progress,
     read_chunks,
 )
-from evalstream.files.outputs import AtomicOutput, check_targets
+from evalstream.files.outputs import AtomicOutput, check_targets, escape_line_breaks
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
@@ -300,7 +300,7 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
         for item in reader.read(items):
             if type(item) is Reject:
                 if rejects_out is not None:
-                    rejects_out.write(encode(item) + b"\n")
+                    rejects_out.write(escape_line_breaks(encode(item)) + b"\n")
                 continue
             line_no, _, raw, case = item  # type: ignore[misc]
             collector.add(raw, case, checker.check(case, line_no))

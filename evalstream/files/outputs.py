@@ -274,6 +274,30 @@ class _WriteBehind:
         self._thread.join()
 
 
+# U+2028, U+2029 and U+0085 as UTF-8, and as JSON escapes.
+_LINE_BREAKS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"),
+                (b"\xc2\x85", b"\\u0085"))
+
+
+def escape_line_breaks(data: bytes) -> bytes:
+    """JSON with U+2028, U+2029 and U+0085 written as ``\\u`` escapes: the same JSON to any
+    parser, and one record per line to readers that also split lines there (JavaScript's,
+    Python's ``str.splitlines``, Ray's ``read_text``). In valid UTF-8 these byte sequences
+    are those characters and nothing else, and JSON holds them only inside strings."""
+    # The test runs on every state field a build writes, so it is ordered by cost: ASCII
+    # bytes (most fields; checked at memory speed) hold none of them; other text is decoded
+    # once, and a str without a character past U+00FF is not even searched for U+2028.
+    # Three `in` tests on the bytes measured 0.24 s per 100 MB, a third of a build loop;
+    # this 0.035 s.
+    if data.isascii():
+        return data
+    text = data.decode("utf-8", "surrogatepass")
+    if "\u2028" in text or "\u2029" in text or "\x85" in text:
+        for raw, escaped in _LINE_BREAKS:
+            data = data.replace(raw, escaped)
+    return data
+
+
 def write_all(fd: int, buffers: Sequence[bytes | bytearray]) -> None:
     """``os.writev`` until every byte is written (a write may stop short)."""
     for at in range(0, len(buffers), _IOV_MAX):

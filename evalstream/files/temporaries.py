@@ -25,8 +25,6 @@ _NAME = re.compile(r"(\d+)-([0-9a-f]{8})\.[a-z0-9_]{8}")
 @cache
 def _machine() -> str:
     """8 hex digits naming this machine and this boot (host name and kernel boot id)."""
-    import socket
-
     import xxhash
 
     try:
@@ -34,7 +32,8 @@ def _machine() -> str:
             boot = f.read().strip()
     except OSError:
         boot = ""
-    return xxhash.xxh3_64_hexdigest(f"{socket.gethostname()}\0{boot}".encode())[:8]
+    # os.uname, not socket.gethostname: importing socket costs a build 7 ms.
+    return xxhash.xxh3_64_hexdigest(f"{os.uname().nodename}\0{boot}".encode())[:8]
 
 
 def tag() -> str:

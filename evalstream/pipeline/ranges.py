@@ -28,7 +28,7 @@ from evalstream.checks.rubrics import RubricSet
 from evalstream.engines.local import map_ordered
 from evalstream.errors import OutputError
 from evalstream.files.lines import open_range, range_tasks, read_chunks, read_line_at
-from evalstream.files.outputs import AtomicOutput, write_all
+from evalstream.files.outputs import AtomicOutput, escape_line_breaks, write_all
 from evalstream.files.temporaries import temp_folder
 from evalstream.pipeline.run import Options, Outcome, Progress, process
 
@@ -204,7 +204,8 @@ class Merger:
         if extra:
             merged = sorted(merged + extra, key=lambda r: r.line)
         if merged and self.rejects is not None:
-            self.rejects.write(b"".join(self._encode(r) + b"\n" for r in merged))
+            self.rejects.write(b"".join(escape_line_breaks(self._encode(r)) + b"\n"
+                                        for r in merged))
         room = FIRST_REJECTS_KEPT - len(self.first_rejects)
         self.first_rejects += merged[:max(room, 0)]
 

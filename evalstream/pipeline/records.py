@@ -21,6 +21,7 @@ import xxhash
 
 from evalstream.checks.checker import Check, Plan
 from evalstream.checks.state import CheckRecord, ExactVerdict, Exposure, Tokens
+from evalstream.files.outputs import escape_line_breaks
 
 
 class RecordEncoder:
@@ -45,10 +46,10 @@ class RecordEncoder:
             rubric = plan.rubric
             if state is None:
                 assert check.passed is not None and check.evidence is not None
-                line = encode(ExactVerdict(
+                line = escape_line_breaks(encode(ExactVerdict(
                     case_id, rubric.id, "exact", "pass" if check.passed else "fail",
                     check.evidence, Exposure(plan.shown, plan.withheld, plan.hidden),
-                    rubric.hash)) + b"\n"
+                    rubric.hash))) + b"\n"
             else:
                 layout = self._layouts.get(plan) or self._layout(plan)
                 case_json = case_json or encode(case_id)

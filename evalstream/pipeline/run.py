@@ -32,7 +32,13 @@ from evalstream.files.lines import (
     progress,
     read_chunks,
 )
-from evalstream.files.outputs import AtomicOutput, check_targets, commit_all, sidecar
+from evalstream.files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+    sidecar,
+)
 from evalstream.pipeline.records import RecordEncoder
 
 FLUSH_BYTES = 1 << 18  # output handed to the writer in pieces of about this size
@@ -74,7 +80,7 @@ def process(records: Iterable[Record[Any] | Reject], checker: Checker | None,
     written = 0  # bytes handed to ``write`` before them
     for item in records:
         if type(item) is Reject:
-            reject(encode_reject(item) + b"\n")
+            reject(escape_line_breaks(encode_reject(item)) + b"\n")
             continue
         line_no, offset, _, case = item  # type: ignore[misc]
         if checker is not None:

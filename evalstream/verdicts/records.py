@@ -25,6 +25,7 @@ from evalstream.cases.reading import Problem, RecordKind, RecordReader
 from evalstream.cases.rejects import Reject, raw_text
 from evalstream.errors import InputError
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
+from evalstream.files.outputs import escape_line_breaks
 
 if TYPE_CHECKING:
     import polars as pl
@@ -242,7 +243,8 @@ class RejectSink:
         if self._out is None:
             return
         self._out.write(b"".join(
-            self._encode(FileReject(file, *msgspec.structs.astuple(r))) + b"\n"
+            escape_line_breaks(self._encode(FileReject(file, *msgspec.structs.astuple(r))))
+            + b"\n"
             for r in rejects))
 
     def commit(self) -> None:
