@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import count, fraction, size
+from evalstream.cli.common import count, fraction, path, size, text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,14 +26,14 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default="table",
                    help="table (terminal), json (stable shape, for scripts) or markdown (for a "
                         "pull request); default table")
-    p.add_argument("-o", "--output", metavar="FILE",
+    p.add_argument("-o", "--output", type=path, metavar="FILE",
                    help="write the result here instead of stdout (atomically)")
-    p.add_argument("--html", metavar="FILE",
+    p.add_argument("--html", type=path, metavar="FILE",
                    help="also write a self-contained HTML page with the charts")
     p.add_argument("--max-ids", type=count, default=20, metavar="N",
                    help="case ids listed per rubric for each kind of difference (default 20; "
                         "0 lists none); the counts are always complete")
-    p.add_argument("--rejects", metavar="FILE",
+    p.add_argument("--rejects", type=path, metavar="FILE",
                    help="also write every rejected line here (JSONL with a `file` field); by "
                         "default rejects are counted and the first 20 per file shown")
     p.add_argument("--allow-unknown-fields", action="store_true",
@@ -55,9 +55,10 @@ def register(subparsers: Any) -> None:
                     "labels are counted and left out of the statistics.",
         epilog="Exit codes: 0 clean, 1 some lines rejected, 2 usage or I/O error or a "
                "(case_id, rubric_id) repeated in the verdicts, 130 interrupted.")
-    p.add_argument("verdicts", help="verdicts: a .jsonl path, .gz or .zst, or - for stdin")
-    p.add_argument("cases", help="the cases with their `expected` labels (as for build)")
-    p.add_argument("--by", metavar="KEY",
+    p.add_argument("verdicts", type=path,
+                   help="verdicts: a .jsonl path, .gz or .zst, or - for stdin")
+    p.add_argument("cases", type=path, help="the cases with their `expected` labels (as for build)")
+    p.add_argument("--by", type=text, metavar="KEY",
                    help="also break the results down by this metadata key (dots reach nested "
                         "metadata, e.g. source.kind)")
     p.add_argument("--confidence", type=fraction, default=0.95, metavar="C",

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from evalstream.cli.common import add_reading, positive, progress_bar
+from evalstream.cli.common import add_reading, path, positive, progress_bar
 
 
 def register(sub: Any) -> None:
@@ -15,9 +15,10 @@ def register(sub: Any) -> None:
                        description="Stream an evaluation dataset and write, for every case and "
                                    "every rubric that applies, the judge state and its "
                                    "field-exposure record.")
-    b.add_argument("input", help="cases: a .jsonl path, .gz or .zst, or - for stdin")
-    b.add_argument("output", help="judge states: a .jsonl path, .gz or .zst, or - for stdout")
-    b.add_argument("--rubrics", action="append", default=[], metavar="FILE",
+    b.add_argument("input", type=path, help="cases: a .jsonl path, .gz or .zst, or - for stdin")
+    b.add_argument("output", type=path,
+                   help="judge states: a .jsonl path, .gz or .zst, or - for stdout")
+    b.add_argument("--rubrics", type=path, action="append", default=[], metavar="FILE",
                    help="a TOML rubric file; repeatable; replaces the built-in rubrics")
     b.add_argument("--max-tokens", type=positive, default=32_000, metavar="N",
                    help="the judge's budget for state plus longest question (default 32000)")
@@ -30,7 +31,7 @@ def register(sub: Any) -> None:
     v = sub.add_parser("validate", help="check the cases only: write rejects and a report",
                        description="Read and decode a dataset as build does, writing only the "
                                    "rejects and the report.")
-    v.add_argument("input", help="cases: a .jsonl path, .gz or .zst, or - for stdin")
+    v.add_argument("input", type=path, help="cases: a .jsonl path, .gz or .zst, or - for stdin")
     v.add_argument("--format", choices=["table", "json"], default="table",
                    help="table: the first problems as a table on stdout; json: every reject as "
                         "JSONL on stdout (default table)")

@@ -4,28 +4,27 @@ reading options, and the progress bar. Only argparse is imported here."""
 from __future__ import annotations
 
 import argparse
-import math
+import re
 import sys
 from typing import Any
 
 MAX_COUNT = 1 << 62  # far above anything useful, and within every integer type used
 
 
+_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")  # ASCII digits only: int() also takes "1_0", "١٢"
+_WHOLE = re.compile(r"[0-9]+")
+
+
 def size(text: str) -> int:
     """A size in bytes: ``268435456``, ``64KiB``, ``256MiB``, ``1GiB`` (also KB, MB, GB)."""
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
     t = text.strip().lower().removesuffix("ib").removesuffix("b")
-    try:
-        if t and t[-1] in units:
-            number = float(t[:-1])
-            if not math.isfinite(number):
-                raise ValueError(text)
-            value = int(number * units[t[-1]])
-        else:
-            value = int(t)
-    except (ValueError, OverflowError):
+    unit = units.get(t[-1:], 1)
+    number = t[:-1] if unit != 1 else t
+    if not _NUMBER.fullmatch(number) or (unit == 1 and "." in number):
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a size (e.g. 268435456, 256MiB)") from None
+    value = int(float(number) * unit) if "." in number else int(number) * unit
     if not 0 < value <= MAX_COUNT:
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive size up to 4 EiB")
     return value
@@ -33,15 +32,14 @@ def size(text: str) -> int:
 
 def count(text: str) -> int:
     """A whole number, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
+    t = text.strip()
+    if t.startswith("-") and _WHOLE.fullmatch(t[1:]):
         raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    if value > MAX_COUNT:
+    if not _WHOLE.fullmatch(t):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if len(t) > 20 or int(t) > MAX_COUNT:
         raise argparse.ArgumentTypeError(f"{text!r} is too large (at most {MAX_COUNT:,})")
-    return value
+    return int(t)
 
 
 def positive(text: str) -> int:
@@ -49,6 +47,23 @@ def positive(text: str) -> int:
     value = count(text)
     if value == 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    return value
+
+
+def path(text: str) -> str:
+    """A file path (``-`` for stdin or stdout where the option says so): not empty."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path; give a file name (or - for stdin or "
+                                         "stdout where allowed)")
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"{text!r} holds a NUL character, which no path may")
+    return text
+
+
+def text(value: str) -> str:
+    """A value that must not be empty (a metadata key, a list of them)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("an empty value; give at least one metadata key")
     return value
 
 
@@ -65,10 +80,10 @@ def fraction(text: str) -> float:
 
 def add_reading(p: argparse.ArgumentParser) -> None:
     """The options of every command that reads cases as build does."""
-    p.add_argument("--rejects", metavar="FILE",
+    p.add_argument("--rejects", metavar="FILE", type=path,
                    help="where rejected lines go (JSONL); default: next to the output "
                         "(states.rejects.jsonl), or the input for validate")
-    p.add_argument("--report", metavar="FILE",
+    p.add_argument("--report", metavar="FILE", type=path,
                    help="where the run report goes (JSON); default: states.report.json")
     p.add_argument("--allow-unknown-fields", action="store_true",
                    help="ignore fields the case format does not know instead of rejecting the line")

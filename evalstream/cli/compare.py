@@ -12,6 +12,7 @@ from typing import Any
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand."""
     from evalstream.cli.agree import add_output_options
+    from evalstream.cli.common import path
 
     p = subparsers.add_parser(
         "compare", help="what changed between two judge runs, pair by pair",
@@ -23,8 +24,8 @@ def register(subparsers: Any) -> None:
                     "the statistics unless --force.",
         epilog="Exit codes: 0 clean, 1 some lines rejected, 2 usage or I/O error or a "
                "(case_id, rubric_id) repeated in a run, 130 interrupted.")
-    p.add_argument("run_a", metavar="run-a", help="the first (baseline) run's verdicts")
-    p.add_argument("run_b", metavar="run-b", help="the second run's verdicts")
+    p.add_argument("run_a", type=path, metavar="run-a", help="the first (baseline) run's verdicts")
+    p.add_argument("run_b", type=path, metavar="run-b", help="the second run's verdicts")
     p.add_argument("--force", action="store_true",
                    help="include pairs that are not comparable in the statistics (they are "
                         "still counted as not comparable)")

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import positive, size
+from evalstream.cli.common import path, positive, size, text
 
 if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
@@ -32,23 +32,24 @@ def register(subparsers: Any) -> None:
                     "file written by build or validate) or a stats JSON, render it instead.",
         epilog="Exit codes: 0 clean, 1 the dataset had rejected lines, 2 usage or I/O error, "
                "130 interrupted.")
-    p.add_argument("input", help="cases (.jsonl, .gz, .zst, or - for stdin), or a run report "
-                                 "(.report.json) or stats JSON to render")
-    p.add_argument("--by", metavar="KEYS",
+    p.add_argument("input", type=path,
+                   help="cases (.jsonl, .gz, .zst, or - for stdin), or a run report "
+                        "(.report.json) or stats JSON to render")
+    p.add_argument("--by", type=text, metavar="KEYS",
                    help="metadata keys to group by, comma-separated; dots reach nested "
                         "metadata (default: scenario)")
     p.add_argument("--format", choices=FORMATS, default="table",
                    help="table (terminal), json (stable shape, for scripts and diffs) or "
                         "markdown (for a pull request); default table")
-    p.add_argument("-o", "--output", metavar="FILE",
+    p.add_argument("-o", "--output", type=path, metavar="FILE",
                    help="write the report here instead of stdout (atomically)")
-    p.add_argument("--html", metavar="FILE",
+    p.add_argument("--html", type=path, metavar="FILE",
                    help="also write a self-contained HTML page with charts")
-    p.add_argument("--rubrics", action="append", metavar="FILE",
+    p.add_argument("--rubrics", type=path, action="append", metavar="FILE",
                    help="a TOML rubric file, as in build; repeatable (default: built-in set)")
     p.add_argument("--max-tokens", type=positive, metavar="N",
                    help="the judge's budget, as in build (default 32000)")
-    p.add_argument("--rejects", metavar="FILE",
+    p.add_argument("--rejects", type=path, metavar="FILE",
                    help="also write the rejected lines here (JSONL); by default they are only "
                         "counted")
     p.add_argument("--allow-unknown-fields", action="store_true",
@@ -155,7 +156,8 @@ def _load_rendered(path: str) -> DatasetStats | RunReport | None:
 def _collect(args: argparse.Namespace) -> DatasetStats:
     from evalstream.dataset.stats import StatsOptions, collect, parse_by
 
-    opts = StatsOptions(input=args.input, by=parse_by(args.by) if args.by else ["scenario"],
+    by = parse_by(args.by) if args.by is not None else ["scenario"]
+    opts = StatsOptions(input=args.input, by=by,
                         rubric_files=args.rubrics or [], rejects=args.rejects,
                         allow_unknown_fields=args.allow_unknown_fields, workers=args.workers)
     if args.max_tokens is not None:
