@@ -87,35 +87,61 @@ def run(args: argparse.Namespace) -> int:
             raise _usage(f"{args.input} is already a report; {', '.join(dataset_only)} apply "
                          "to datasets only.")
     # The targets are created first: a folder that cannot be written to fails at once, not
-    # after the whole dataset was read. Nothing appears under their names until the end.
-    from evalstream.files.outputs import AtomicOutput
+    # after the whole dataset was read. Nothing appears under their names until the end,
+    # and then all of them (with the rejects) or none.
+    from evalstream.files.outputs import AtomicOutput, commit_all
 
     page = AtomicOutput(args.html) if args.html else None
     report = None
     try:
         if not (args.format == "table" and args.output in (None, "-")):
             report = AtomicOutput(args.output or "-")
-        result: Any = loaded if loaded is not None else _collect(args)
-        if page is not None:
-            from evalstream.render.stats_html import page as html_page
 
-            page.write(html_page(result).encode())
+        def write(result: Any) -> list[AtomicOutput]:
+            if page is not None:
+                from evalstream.render.stats_html import page as html_page
+
+                page.write(html_page(result).encode())
+            if report is not None:
+                report.write(render(result, args.format))
+            return [out for out in (report, page) if out is not None]
+
+        if loaded is not None:
+            result: Any = loaded
+            commit_all(_rendered(args.input, write, loaded))
+        else:
+            result = _collect(args, write)
         if report is None:
             from evalstream.render.stats import blocks
             from evalstream.render.tables import print_blocks
 
             print_blocks(blocks(result), sys.stdout)
-        else:
-            report.write(render(result, args.format))
-            report.commit()
-        if page is not None:
-            page.commit()
     except BaseException:
         for target in (page, report):
             if target is not None:
                 target.abort()
         raise
     return _exit_code(result)
+
+
+def _rendered(path: str, write: Any, loaded: Any) -> list[Any]:
+    """``write(loaded)`` for a report read from a file: one that evalstream cannot render is
+    a usage error naming the file, never an internal error."""
+    from evalstream.dataset.stats import DatasetStats, check_shape
+
+    try:
+        if isinstance(loaded, DatasetStats):
+            check_shape(loaded)
+        outputs: list[Any] = write(loaded)
+        if not outputs:  # the table on the terminal: rendered here first, to be sure
+            from evalstream.render.stats import blocks
+
+            blocks(loaded)
+    except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as exc:
+        raise _usage(f"{path} is not a report evalstream can render ({exc}); render the "
+                     "stats JSON or run report evalstream wrote, or run stats on the "
+                     "dataset again.") from None
+    return outputs
 
 
 def _exit_code(result: DatasetStats | RunReport) -> int:
@@ -153,7 +179,7 @@ def _load_rendered(path: str) -> DatasetStats | RunReport | None:
         return None
 
 
-def _collect(args: argparse.Namespace) -> DatasetStats:
+def _collect(args: argparse.Namespace, write: Any) -> DatasetStats:
     from evalstream.dataset.stats import StatsOptions, collect, parse_by
 
     by = parse_by(args.by) if args.by is not None else ["scenario"]
@@ -165,14 +191,14 @@ def _collect(args: argparse.Namespace) -> DatasetStats:
     if args.max_line_bytes is not None:
         opts.max_line_bytes = args.max_line_bytes
     if args.quiet or not sys.stderr.isatty():
-        return collect(opts)
+        return collect(opts, also=write)
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                   TransferSpeedColumn(), transient=True) as progress:
         task = progress.add_task("stats", total=None)
         return collect(opts, lambda done, total: progress.update(task, completed=done,
-                                                                 total=total))
+                                                                 total=total), write)
 
 
 def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH) -> bytes:

@@ -52,7 +52,12 @@ from evalstream.files.lines import (
     progress,
     read_chunks,
 )
-from evalstream.files.outputs import AtomicOutput, check_targets, escape_line_breaks
+from evalstream.files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+)
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
@@ -240,8 +245,11 @@ def parse_by(text: str) -> list[str]:
 
 
 # -- the run -------------------------------------------------------------------------------------
-def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetStats:
+def collect(opts: StatsOptions, on_progress: Progress | None = None,
+            also: Callable[[DatasetStats], list[AtomicOutput]] | None = None) -> DatasetStats:
     """Read the dataset once and return its stats; rejects go to ``opts.rejects`` if given.
+    ``also(stats)`` may write more outputs (the CLI's report and page): they are committed
+    with the rejects, all or none.
 
     Raises UsageError for bad options, RubricError for bad rubric files, InputError and
     OutputError for files that cannot be read or written. A plain file over 128 MiB is read
@@ -275,8 +283,8 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
                                                           rejects_out, size, on_progress)
         collector.flush()
         stats = _summarize(collector, lines, checks, opts, rubric_set, n_bytes, first_rejects)
-        if rejects_out is not None:
-            rejects_out.commit()
+        commit_all(([rejects_out] if rejects_out is not None else [])
+                   + (also(stats) if also is not None else []))
     except BaseException:
         if rejects_out is not None:
             rejects_out.abort()
@@ -595,3 +603,38 @@ def _warnings(collector: Collector, checks: CheckTally, rubric_set: RubricSet,
                         f"{collector.metadata.dropped:,} occurrences of further keys were not "
                         "counted.")
     return warnings
+
+
+# -- a report read back from a file --------------------------------------------------------------
+def check_shape(stats: DatasetStats) -> None:
+    """Raise ValueError naming the first place where a decoded stats JSON breaks what the
+    views rely on beyond its types (which keys its counts have, matching lengths): a file
+    edited by hand or written by another program must be refused, not crash a renderer."""
+    if stats.shape != SHAPE:
+        raise ValueError(f"`shape` is {stats.shape!r}, not {SHAPE!r}")
+
+    def keys(where: str, found: dict[str, Any], wanted: tuple[str, ...] | list[str]) -> None:
+        if sorted(found) != sorted(wanted):
+            raise ValueError(f"`{where}` has the keys {sorted(found)}; expected {list(wanted)}")
+
+    def label_counts(where: str, counts: LabelCounts) -> None:
+        keys(f"{where}.status", counts.status, STATUSES)
+        keys(f"{where}.source", counts.source, SOURCES)
+        for source, by_status in counts.source.items():
+            keys(f"{where}.source.{source}", by_status, STATUSES)
+
+    keys("overview.by", stats.overview.by, stats.by)
+    for i, group in enumerate([stats.total, *stats.groups]):
+        where = "total" if i == 0 else f"groups[{i - 1}]"
+        keys(f"{where}.fields", group.fields, FIELDS)
+        if i:
+            keys(f"{where}.key", group.key, stats.by)
+    for i, rubric in enumerate(stats.labels):
+        label_counts(f"labels[{i}].total", rubric.total)
+        for j, labelled in enumerate(rubric.groups):
+            keys(f"labels[{i}].groups[{j}].key", labelled.key, stats.by)
+            label_counts(f"labels[{i}].groups[{j}].counts", labelled.counts)
+    for name, histogram in stats.histograms.items():
+        if len(histogram.counts) != len(histogram.edges):
+            raise ValueError(f"`histograms.{name}` has {len(histogram.counts)} counts for "
+                             f"{len(histogram.edges)} edges")
