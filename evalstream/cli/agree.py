@@ -15,6 +15,7 @@ from evalstream.cli.common import count, fraction, path, size, text
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from evalstream.files.outputs import AtomicOutput
     from evalstream.render.tables import Block
 
 FORMATS = ("table", "json", "markdown")
@@ -78,8 +79,9 @@ def run(args: argparse.Namespace) -> int:
     report = agree.run(agree.AgreeOptions(
         verdicts=args.verdicts, cases=args.cases, by=args.by, rejects=args.rejects,
         max_ids=args.max_ids, confidence=args.confidence, max_line_bytes=args.max_line_bytes,
-        allow_unknown_fields=args.allow_unknown_fields))
-    write(args, report, agree.encode, agree_view.blocks, agree_page)
+        allow_unknown_fields=args.allow_unknown_fields),
+        outputs(args, agree.encode, agree_view.blocks, agree_page))
+    show(args, report, agree_view.blocks)
     return report.exit_code
 
 
@@ -91,32 +93,43 @@ def check_paths(inputs: list[tuple[str, str]], outputs: list[tuple[str, str | No
     check_targets(inputs, outputs)
 
 
-def write(args: argparse.Namespace, report: Any, encode: Callable[[Any], bytes],
-          blocks: Callable[[Any], list[Block]], page: Callable[[Any], str]) -> None:
-    """Write the result in the chosen format (stdout, or -o atomically) and the HTML page."""
+def outputs(args: argparse.Namespace, encode: Callable[[Any], bytes],
+            blocks: Callable[[Any], list[Block]], page: Callable[[Any], str],
+            ) -> Callable[[Any], list[AtomicOutput]]:
+    """The writer of the result in the chosen format (-o, atomically) and the HTML page,
+    handed to the library, which commits them with the rejects: all or none."""
     from evalstream.files.outputs import AtomicOutput
 
-    outputs: list[tuple[AtomicOutput, bytes]] = []
-    try:
-        if args.html:
-            outputs.append((AtomicOutput(args.html), page(report).encode()))
-        to_terminal = args.format == "table" and args.output in (None, "-")
-        if not to_terminal:
-            data = encode(report) if args.format == "json" else render(blocks(report),
-                                                                        args.format)
-            outputs.append((AtomicOutput(args.output or "-"), data))
-        for out, data in outputs:
-            out.write(data)
-        for out, _ in outputs:
-            out.commit()
-    except BaseException:
-        for out, _ in outputs:
-            out.abort()
-        raise
-    if to_terminal:
+    def write(report: Any) -> list[AtomicOutput]:
+        made: list[AtomicOutput] = []
+        try:
+            if args.html:
+                made.append(AtomicOutput(args.html))
+                made[-1].write(page(report).encode())
+            if not _to_terminal(args):
+                data = encode(report) if args.format == "json" else render(blocks(report),
+                                                                            args.format)
+                made.append(AtomicOutput(args.output or "-"))
+                made[-1].write(data)
+        except BaseException:
+            for out in made:
+                out.abort()
+            raise
+        return made
+
+    return write
+
+
+def show(args: argparse.Namespace, report: Any, blocks: Callable[[Any], list[Block]]) -> None:
+    """The table on the terminal, when that is where the result goes (after the commit)."""
+    if _to_terminal(args):
         from evalstream.render.tables import print_blocks
 
         print_blocks(blocks(report), sys.stdout)
+
+
+def _to_terminal(args: argparse.Namespace) -> bool:
+    return bool(args.format == "table" and args.output in (None, "-"))
 
 
 def render(blocks: list[Block], fmt: str, width: int = TEXT_WIDTH) -> bytes:

@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``compare``; return the exit code (1 when some line was rejected)."""
-    from evalstream.cli.agree import check_paths, write
+    from evalstream.cli.agree import check_paths, outputs, show
     from evalstream.render import agree_html
     from evalstream.render import compare as compare_view
     from evalstream.verdicts import compare
@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     report = compare.run(compare.CompareOptions(
         run_a=args.run_a, run_b=args.run_b, force=args.force, rejects=args.rejects,
         max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
-        allow_unknown_fields=args.allow_unknown_fields))
-    write(args, report, compare.encode, compare_view.blocks, agree_html.compare_page)
+        allow_unknown_fields=args.allow_unknown_fields),
+        outputs(args, compare.encode, compare_view.blocks, agree_html.compare_page))
+    show(args, report, compare_view.blocks)
     return report.exit_code

@@ -41,7 +41,11 @@ from evalstream.verdicts.records import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import polars as pl
+
+    from evalstream.files.outputs import AtomicOutput
 
 
 LABEL_STATUSES = ("pass", "fail", "na")
@@ -411,8 +415,10 @@ def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], l
     return results
 
 
-def run(opts: AgreeOptions) -> AgreeReport:
-    """Read both files, join them and compute the agreement of every rubric.
+def run(opts: AgreeOptions,
+        also: Callable[[AgreeReport], list[AtomicOutput]] | None = None) -> AgreeReport:
+    """Read both files, join them and compute the agreement of every rubric. ``also(report)``
+    may write more outputs (the CLI's): they are committed with the rejects, all or none.
 
     Rejects go to ``opts.rejects`` when given (written only if the run succeeds); raises
     DuplicateKeyError (exit 2) when a verdict file repeats a key.
@@ -444,16 +450,17 @@ def run(opts: AgreeOptions) -> AgreeReport:
         rows, examples = _count_rows(joined, case_file.cases["case_id"], opts.max_ids)
         results = _rubric_results(rows, examples, rubrics.names, groups.names, opts.by,
                                   opts.confidence)
-        sink.commit()
+        rejected = verdict_file.summary.rejected + case_file.summary.rejected
+        report = AgreeReport(
+            command="agree", evalstream=__version__, verdicts=verdict_file.summary,
+            cases=case_file.summary, by=opts.by, confidence=opts.confidence,
+            max_ids=opts.max_ids, rubrics=results, rejects=opts.rejects,
+            seconds=round(time.perf_counter() - started, 3), exit_code=1 if rejected else 0)
+        sink.commit(also(report) if also is not None else None)
     except BaseException:
         sink.abort()
         raise
-    rejected = verdict_file.summary.rejected + case_file.summary.rejected
-    return AgreeReport(
-        command="agree", evalstream=__version__, verdicts=verdict_file.summary,
-        cases=case_file.summary, by=opts.by, confidence=opts.confidence, max_ids=opts.max_ids,
-        rubrics=results, rejects=opts.rejects, seconds=round(time.perf_counter() - started, 3),
-        exit_code=1 if rejected else 0)
+    return report
 
 
 def encode(report: AgreeReport) -> bytes:

@@ -36,7 +36,11 @@ from evalstream.verdicts.records import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import polars as pl
+
+    from evalstream.files.outputs import AtomicOutput
 
 
 DEFAULT_MAX_IDS = 20
@@ -231,8 +235,10 @@ def _comparison(rubric: str, tally: _Tally, examples: dict[str, list[str]]) -> R
         examples=Examples(**{k: examples.get(k, []) for k in EXAMPLE_KINDS}))
 
 
-def run(opts: CompareOptions) -> CompareReport:
-    """Read both runs, join them and compare them rubric by rubric.
+def run(opts: CompareOptions,
+        also: Callable[[CompareReport], list[AtomicOutput]] | None = None) -> CompareReport:
+    """Read both runs, join them and compare them rubric by rubric. ``also(report)`` may
+    write more outputs (the CLI's): they are committed with the rejects, all or none.
 
     Rejects go to ``opts.rejects`` when given; raises DuplicateKeyError (exit 2) when a run
     repeats a key.
@@ -255,24 +261,26 @@ def run(opts: CompareOptions) -> CompareReport:
                  for path in (opts.run_a, opts.run_b)]
         rows, example_rows = _count_rows(_joined(files[0].frame, files[1].frame), opts.max_ids,
                                          opts.force)
-        sink.commit()
+        tallies: dict[int, _Tally] = {}
+        whole = _Tally()
+        for row in rows:
+            tallies.setdefault(row["rubric"], _Tally()).add(row, opts.force)
+            whole.add(row, opts.force)
+        results = [_comparison(rubrics.names[r], tallies[r],
+                               {k: ids for (rubric, k), ids in example_rows.items()
+                                if rubric == r})
+                   for r in sorted(tallies, key=lambda r: rubrics.names[r])]
+        rejected = files[0].summary.rejected + files[1].summary.rejected
+        report = CompareReport(
+            command="compare", evalstream=__version__, run_a=files[0].summary,
+            run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids,
+            summary=whole.counts(), rubrics=results, rejects=opts.rejects,
+            seconds=round(time.perf_counter() - started, 3), exit_code=1 if rejected else 0)
+        sink.commit(also(report) if also is not None else None)
     except BaseException:
         sink.abort()
         raise
-    tallies: dict[int, _Tally] = {}
-    whole = _Tally()
-    for row in rows:
-        tallies.setdefault(row["rubric"], _Tally()).add(row, opts.force)
-        whole.add(row, opts.force)
-    results = [_comparison(rubrics.names[r], tallies[r],
-                           {k: ids for (rubric, k), ids in example_rows.items() if rubric == r})
-               for r in sorted(tallies, key=lambda r: rubrics.names[r])]
-    rejected = files[0].summary.rejected + files[1].summary.rejected
-    return CompareReport(
-        command="compare", evalstream=__version__, run_a=files[0].summary,
-        run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids, summary=whole.counts(),
-        rubrics=results, rejects=opts.rejects, seconds=round(time.perf_counter() - started, 3),
-        exit_code=1 if rejected else 0)
+    return report
 
 
 def encode(report: CompareReport) -> bytes:

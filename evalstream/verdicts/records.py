@@ -247,9 +247,11 @@ class RejectSink:
             + b"\n"
             for r in rejects))
 
-    def commit(self) -> None:
-        if self._out is not None:
-            self._out.commit()
+    def commit(self, also: list[Any] | None = None) -> None:
+        """Commit the rejects and the outputs ``also`` together: all of them or none."""
+        from evalstream.files.outputs import commit_all
+
+        commit_all(([self._out] if self._out is not None else []) + (also or []))
 
     def abort(self) -> None:
         if self._out is not None:

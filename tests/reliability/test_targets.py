@@ -100,3 +100,31 @@ def test_stdout_redirected_to_a_named_target_is_refused(folder: Path) -> None:
     assert done.returncode == 2
     assert b"the output and the rejects cannot both go to stdout (- and out.txt)" in done.stderr
     assert (folder / "out.txt").read_bytes() == b""
+
+
+def test_agree_writes_its_rejects_and_results_together_or_not_at_all(folder: Path) -> None:
+    (folder / "v.jsonl").write_text((folder / "v.jsonl").read_text() + "not a verdict\n")
+    (folder / "out.json").mkdir()  # -o cannot be written: found after the rejects were made
+    done = cli("agree", "v.jsonl", "c.jsonl", "--rejects", "r.jsonl", "-o", "out.json",
+               cwd=folder)
+    assert done.returncode == 2, done.stderr
+    assert b"that names a directory" in done.stderr
+    assert not (folder / "r.jsonl").exists()
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]
+
+
+def test_stats_writes_rejects_report_and_page_together_or_not_at_all(folder: Path) -> None:
+    (folder / "c.jsonl").write_text((folder / "c.jsonl").read_text() + "not a case\n")
+    (folder / "page.html").write_text("OLD")
+    if subprocess.run(["chattr", "+i", str(folder / "page.html")],
+                      capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not allowed here")
+    try:
+        done = cli("stats", "c.jsonl", "--rejects", "r.jsonl", "--format", "json", "-o",
+                   "s.json", "--html", "page.html", cwd=folder)
+    finally:
+        subprocess.run(["chattr", "-i", str(folder / "page.html")], check=True)
+    assert done.returncode == 2, done.stderr
+    assert b"cannot replace page.html: it is immutable" in done.stderr
+    assert not (folder / "r.jsonl").exists() and not (folder / "s.json").exists()
+    assert (folder / "page.html").read_text() == "OLD"
