@@ -29,6 +29,7 @@ from evalstream.cases.rejects import (
     raw_text,
     reject,
     reject_kind,
+    whitespace_reject,
 )
 from evalstream.files.lines import (
     DEFAULT_MAX_LINE_BYTES,
@@ -40,6 +41,7 @@ from evalstream.files.lines import (
 )
 
 T = TypeVar("T")
+JSON_SPACE = b" \t\r"  # with the newline, all JSON counts as whitespace: a blank line
 Record = tuple[int, int, bytes, T]  # line number, byte offset, the line, the decoded record
 Problem = tuple[Reject, str]  # a reject and its kind, for the counts by kind
 FIRST_REJECTS_KEPT = 20
@@ -103,8 +105,11 @@ class RecordReader(Generic[T]):
                 try:
                     record = decode(line)
                 except (msgspec.DecodeError, RecursionError) as exc:
-                    if not line or line.isspace():
+                    if not line.strip(JSON_SPACE):
                         counts.blank += 1
+                    elif line.isspace():  # a form feed or vertical tab: not JSON whitespace
+                        yield self._rejected(whitespace_reject(line_no, offset, line),
+                                             "malformed JSON")
                     else:
                         yield self._rejected(*self.kind.reject(line_no, offset, line, exc))
                 else:

@@ -209,10 +209,24 @@ def long_text_reject(line_no: int, line: bytes, case_id: str, path: str, length:
 
 
 def long_line_reject(item: LongLine, max_line_bytes: int, shape: Shape | None = None) -> Reject:
-    """A reject for a line over ``--max-line-bytes``, built from its head only."""
+    """A reject for a line over ``--max-line-bytes``, built from its head only (which names
+    the record when its id comes first)."""
+    shape = shape or CASE
     error = (f"The line is {item.size:,} bytes, over the limit of {max_line_bytes:,} bytes; "
-             f"{(shape or CASE).too_long}.")
-    return Reject(item.line, item.offset, None, None, error, raw_text(item.head))
+             f"{shape.too_long}.")
+    record_id = case_id_of(item.head, shape.id_field)
+    return Reject(item.line, item.offset, record_id and _printable(record_id), None, error,
+                  raw_text(item.head))
+
+
+def whitespace_reject(line_no: int, offset: int, line: bytes) -> Reject:
+    """A reject for a line of whitespace that JSON does not count as such (form feed,
+    vertical tab): only spaces, tabs and carriage returns make a blank line."""
+    odd = next(f"U+{c:04X}" for c in line if c not in b" \t\r")
+    return Reject(line_no, offset, None, "$", (
+        f"The line holds only whitespace, but {odd} (a form feed or vertical tab) is not "
+        "whitespace in JSON; a blank line may hold only spaces, tabs and carriage returns. "
+        "Remove the line."), raw_text(line))
 
 
 def explain(exc: BaseException, line: bytes, shape: Shape = CASE) -> tuple[str | None, str]:

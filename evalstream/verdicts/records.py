@@ -410,10 +410,19 @@ def verdict_kind(allow_unknown_fields: bool = False) -> RecordKind[Any]:
                 rejects.reject_kind(exc, line, SHAPE))
 
     def check(verdict: Any, line_no: int, line: bytes) -> Problem | None:
-        if verdict.status is None and not verdict.state:
-            return Reject(line_no, 0, verdict.case_id, "$.status", _MISSING_STATUS,
-                          raw_text(line)), "missing field"
-        return None
+        if verdict.status is not None:
+            return None
+        state = bytes(verdict.state).lstrip()
+        if state.startswith(b"{"):
+            return None  # a judge state written by build: no verdict yet
+        if state and not state.startswith(b"null"):
+            kind = {b"[": "an array", b'"': "a string"}.get(state[:1], "a number or boolean")
+            return Reject(line_no, 0, verdict.case_id, "$.state", (
+                f"`$.state` is {kind}, but a judge state is an object; a line without "
+                "`status` must be a judge state written by build, and a verdict needs "
+                "`status` (`pass`, `fail` or `unscored`)."), raw_text(line)), "invalid value"
+        return Reject(line_no, 0, verdict.case_id, "$.status", _MISSING_STATUS,
+                      raw_text(line)), "missing field"
 
     return RecordKind(decode=decoder(allow_unknown_fields).decode, reject=reject,
                       too_long=lambda item, limit: rejects.long_line_reject(item, limit, SHAPE),
