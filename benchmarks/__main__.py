@@ -1,5 +1,5 @@
 """Command line:
-``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,stages}``.
+``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -84,6 +84,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_convert(args: argparse.Namespace) -> int:
+    """Time ``evalstream convert`` on CSV and Parquet against Polars reading them."""
+    from benchmarks.convert import main
+
+    return main(args.size or [_size("100MB")], args.runs, args.cache_dir, args.seed,
+                args.timeout)
+
+
 def cmd_stages(args: argparse.Namespace) -> int:
     """Show where build's time goes, stage by stage."""
     from benchmarks.stages import main
@@ -159,6 +167,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     run.set_defaults(func=cmd_run)
+
+    conv = sub.add_parser("convert", help="time `evalstream convert` on CSV and Parquet")
+    conv.add_argument("--size", type=_size, action="append",
+                      help="CSV size, repeatable (default 100MB); Parquet of the same rows")
+    conv.add_argument("--runs", type=int, default=3)
+    conv.add_argument("--seed", type=int, default=0)
+    conv.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+    conv.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
+    conv.set_defaults(func=cmd_convert)
 
     stages = sub.add_parser("stages", help="where build's time goes, in one process")
     stages.add_argument("input", type=Path)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
     from evalstream.checks.rubrics import Rubric, RubricSet
     from evalstream.checks.state import CheckRecord, ExactVerdict, Exposure, Tokens
+    from evalstream.convert.report import ConvertReport
     from evalstream.dataset.stats import DatasetStats
     from evalstream.errors import (
         EvalstreamError,
@@ -53,12 +54,12 @@ __all__ = [
     "__version__",
     # functions
     "read_cases", "load_rubrics", "judge_states", "build", "validate", "stats", "agree",
-    "compare",
+    "compare", "convert_cases",
     # records
     "Case", "Message", "Passage", "ToolEvent", "Label", "Reject", "Rubric", "RubricSet",
     "CheckRecord", "ExactVerdict", "Exposure", "Tokens",
     # reports
-    "RunReport", "DatasetStats", "AgreeReport", "CompareReport",
+    "RunReport", "DatasetStats", "AgreeReport", "CompareReport", "ConvertReport",
     # errors
     "EvalstreamError", "UsageError", "RubricError", "InputError", "WrongFileError",
     "OutputError", "InvalidCaseError",
@@ -73,6 +74,7 @@ _LAZY = {
     "Exposure": "evalstream.checks.state", "Tokens": "evalstream.checks.state",
     "RunReport": "evalstream.checks.report", "DatasetStats": "evalstream.dataset.stats",
     "AgreeReport": "evalstream.verdicts.agree", "CompareReport": "evalstream.verdicts.compare",
+    "ConvertReport": "evalstream.convert.report",
     "EvalstreamError": "evalstream.errors", "UsageError": "evalstream.errors",
     "RubricError": "evalstream.errors", "InputError": "evalstream.errors",
     "WrongFileError": "evalstream.errors", "OutputError": "evalstream.errors",
@@ -168,3 +170,18 @@ def compare(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str],
     from evalstream.verdicts.compare import CompareOptions, run
 
     return run(CompareOptions(run_a=os.fspath(run_a), run_b=os.fspath(run_b), **options))
+
+
+def convert_cases(input: str | os.PathLike[str], output: str | os.PathLike[str],
+                  **options: Any) -> ConvertReport:
+    """Run the ``convert`` command (``evalstream.convert`` is its package): cases at
+    ``output`` from another format at ``input`` (OpenAI chats, tables, inspect_ai logs,
+    Hugging Face datasets on disk), with the rejects and the report beside it. Options as the
+    command's: ``format`` (``--from``), ``maps``, ``sets``, ``values``, ``id_from``,
+    ``parse_json``, ``keep_unmapped``, ``tool_failure_when``, ``split``, ``separator``,
+    ``quoting``, ``rejects``, ``report``, ``max_line_bytes``. Returns the report; files
+    appear only if the whole run succeeds."""
+    from evalstream.convert import Options, run
+
+    report, _ = run(Options(input=os.fspath(input), output=os.fspath(output), **options))
+    return report

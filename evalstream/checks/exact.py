@@ -199,12 +199,20 @@ def _parse_last_call(spec: dict[str, Any], where: str) -> LastCall:
 
 
 def _regex(pattern: Any, where: str) -> Any:
+    if not isinstance(pattern, str):
+        raise ConditionError(f"`{where}` must be a regular expression (a string).")
+    try:
+        return linear_regex(pattern)
+    except ValueError as exc:
+        raise ConditionError(f"`{where}` {exc}") from None
+
+
+def linear_regex(pattern: str) -> Any:
     """``pattern`` compiled by RE2, which matches in time linear in the text: the text is
     data, and with Python's backtracking ``re`` the data alone made ``x.*y`` take 34.6 s on
     one 200 KB field within the caps. RE2 has no backreferences or lookaround: such a
-    pattern is refused here, when the rubric file is loaded, never while reading cases."""
-    if not isinstance(pattern, str):
-        raise ConditionError(f"`{where}` must be a regular expression (a string).")
+    pattern is a ValueError (saying why) when the rubric file or option is read, never
+    while reading cases. Used by exact rubrics and by convert's ``re:`` rules."""
     import re2
 
     options = re2.Options()
@@ -220,11 +228,10 @@ def _regex(pattern: Any, where: str) -> Any:
     try:
         re.compile(pattern)
     except re.error:
-        raise ConditionError(f"`{where}` is not a valid regular expression: {reason} "
-                             f"({pattern!r}).") from None
-    raise ConditionError(
-        f"`{where}` uses what RE2 cannot run: {reason} ({pattern!r}). Patterns are matched by "
-        "RE2, in time linear in the text: no backreferences (\\1), no lookaround ((?=...), "
+        raise ValueError(f"is not a valid regular expression: {reason} ({pattern!r}).") from None
+    raise ValueError(
+        f"uses what RE2 cannot run: {reason} ({pattern!r}). Patterns are matched by RE2, in "
+        "time linear in the text: no backreferences (\\1), no lookaround ((?=...), "
         "(?<!...)); rewrite the pattern without them.")
 
 

@@ -26,7 +26,7 @@ from evalstream.errors import (
 )
 
 EXIT_CODES = ("Exit codes: 0 clean, 1 finished with rejects, 2 usage, input or I/O error, "
-              "130 interrupted, 143 terminated, 70 internal error (a bug).")
+              "4 wrong file, 130 interrupted, 143 terminated, 70 internal error (a bug).")
 
 
 class Terminated(BaseException):
@@ -48,8 +48,9 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"evalstream {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Each command module imports only argparse at the top; its work is imported when it runs.
-    from evalstream.cli import agree, build, compare, stats
+    from evalstream.cli import agree, build, compare, convert, stats
 
+    convert.register(sub)
     build.register(sub)
     stats.register(sub)
     agree.register(sub)

@@ -61,9 +61,9 @@ def path(text: str) -> str:
 
 
 def text(value: str) -> str:
-    """A value that must not be empty (a metadata key, a list of them)."""
-    if not value.strip():
-        raise argparse.ArgumentTypeError("an empty value; give at least one metadata key")
+    """A value that must not be empty (metadata keys, a column, a rule, a separator)."""
+    if not value:  # a space may be a value (a CSV separator): only nothing is refused here
+        raise argparse.ArgumentTypeError("an empty value; see --help for what it takes")
     return value
 
 

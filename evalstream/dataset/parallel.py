@@ -93,7 +93,7 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
     index, start, end = task  # line-aligned by ``range_tasks``
     s = worker.settings
     reader = case_reader(s.allow_unknown_fields, s.max_line_bytes, check_duplicates=False)
-    checker = Checker(s.rubric_set, s.max_tokens)
+    checker = Checker(s.rubric_set, s.max_tokens, keep_states=False)
     rows = Collector(s.rubric_set, s.by)
     log = CaseLog()
     rejects: list[Reject] = []
@@ -101,26 +101,28 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
     if s.parts_dir is not None:
         rejects_path = os.path.join(s.parts_dir, f"{index:08d}.rejects")
     encode = msgspec.json.Encoder().encode
+
+    def keep(reject: Reject) -> None:
+        if rejects_path is not None:
+            out.write(encode(reject) + b"\n")
+        elif len(rejects) < s.first_rejects:
+            rejects.append(reject)
+
     try:
         with open(rejects_path or os.devnull, "wb") as out, \
                 open_range(worker.fd, start, end) as stream:
             items = read_chunks(stream, s.max_line_bytes, first_line=1, first_offset=start)
-            for item in reader.read(items):
-                if type(item) is Reject:
-                    if rejects_path is not None:
-                        out.write(encode(item) + b"\n")
-                    elif len(rejects) < s.first_rejects:
-                        rejects.append(item)
-                    continue
-                line_no, offset, raw, case = item  # type: ignore[misc]
-                rows.add(raw, case, checker.check(case, line_no))
-                log.add(case.id, line_no, offset, 0)
+            rows.take(reader.read(items), checker, keep, log)
     except OSError as exc:  # reading errors are InputError already: this is a part file
         raise OutputError(f"cannot write the rejects (part files in {s.parts_dir}): "
                           f"{exc.strerror or exc}") from None
     rows.flush()
     return Part(index, start, end, rows, reader.counts, checker.tally, rejects, rejects_path,
                 log.arrays()[:4])
+
+
+def _ignore(reject: Reject) -> None:
+    return None
 
 
 # -- in the parent -------------------------------------------------------------------------------
@@ -175,15 +177,13 @@ class Merger:
         ``skip`` (line numbers local to the range)."""
         s = self.settings
         reader = case_reader(s.allow_unknown_fields, s.max_line_bytes, check_duplicates=False)
-        checker = Checker(s.rubric_set, s.max_tokens)
+        checker = Checker(s.rubric_set, s.max_tokens, keep_states=False)
         rows = Collector(s.rubric_set, s.by)
         with open_range(self.fd, part.start, part.end) as stream:
             items = read_chunks(stream, s.max_line_bytes, first_line=1, first_offset=part.start)
-            for item in reader.read(items):
-                if type(item) is not Reject:
-                    line_no, _, raw, case = item  # type: ignore[misc]
-                    if line_no not in skip:
-                        rows.add(raw, case, checker.check(case, line_no))
+            kept = (item for item in reader.read(items)
+                    if type(item) is not Reject and item[0] not in skip)  # type: ignore[index]
+            rows.take(kept, checker, _ignore)
         rows.flush()
         return rows, checker.tally
 

@@ -1,8 +1,8 @@
 """The rows of ``stats``: each decoded case becomes a few numbers and codes, never its text.
 
-``Collector.add`` takes a case read as ``build`` reads it, with the checks build's own
-``Checker`` gave it, and keeps one row of numbers (group code, sizes, which fields it has,
-the largest judge state); every ``BATCH_ROWS`` rows become numpy columns. Outcome
+``Collector.take`` takes cases read as ``build`` reads them, with the checks build's own
+``Checker`` gives them, and keeps one row of numbers per case (group code, sizes, which
+fields it has, the largest judge state); every ``BATCH_ROWS`` rows become numpy columns. Outcome
 signatures (what became of each rubric) and labels are counted by key, so those counts
 grow with the distinct keys, never with the cases. Metadata keys are counted in bounded
 memory by ``MetadataKeys``.
@@ -14,14 +14,20 @@ Polars must neither be loaded in them nor forked.
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import numpy as np
 import xxhash
 
-from evalstream.checks.checker import OVER_BUDGET, Check
+from evalstream.cases.ids import CaseLog
+from evalstream.cases.reading import Record
+from evalstream.cases.rejects import Reject
+from evalstream.checks.checker import OVER_BUDGET, Checker
 from evalstream.checks.rubrics import RubricSet
 
 BATCH_ROWS = 65_536
@@ -39,12 +45,39 @@ VALUE_CHARS = 200
 NO_STATE = -1  # state_tokens of a case no judge rubric applies to
 _SKETCH_K = 1_024
 
-# Per-case columns and their numpy types, in the order of a row.
+# Per-case columns and their array typecodes: machine numbers, not Python objects.
 CASE_COLUMNS = {
-    "g": "uint32", "line_bytes": "uint64", "input_chars": "uint32", "output_chars": "uint32",
-    "messages": "uint16", "tool_events": "uint16", "tool_failures": "uint16",
-    "state_tokens": "int64", **{f"has_{f}": "bool" for f in FIELDS},
+    "g": "I", "line_bytes": "Q", "input_chars": "I", "output_chars": "I", "messages": "H",
+    "tool_events": "H", "tool_failures": "H", "state_tokens": "q",
+    **{f"has_{f}": "B" for f in FIELDS},
 }
+
+
+@dataclass
+class Rows:
+    """The rows not yet in a batch, one typed array per column (``CASE_COLUMNS``), and the
+    code of each row's outcome signature. Appending a value to an array costs a few tens of
+    nanoseconds; a tuple per row, transposed later, measured 2 us a case."""
+
+    g: array[int] = field(default_factory=lambda: array("I"))
+    line_bytes: array[int] = field(default_factory=lambda: array("Q"))
+    input_chars: array[int] = field(default_factory=lambda: array("I"))
+    output_chars: array[int] = field(default_factory=lambda: array("I"))
+    messages: array[int] = field(default_factory=lambda: array("H"))
+    tool_events: array[int] = field(default_factory=lambda: array("H"))
+    tool_failures: array[int] = field(default_factory=lambda: array("H"))
+    state_tokens: array[int] = field(default_factory=lambda: array("q"))
+    has_messages: array[int] = field(default_factory=lambda: array("B"))
+    has_context: array[int] = field(default_factory=lambda: array("B"))
+    has_policy: array[int] = field(default_factory=lambda: array("B"))
+    has_tool_events: array[int] = field(default_factory=lambda: array("B"))
+    has_metadata: array[int] = field(default_factory=lambda: array("B"))
+    has_expected: array[int] = field(default_factory=lambda: array("B"))
+    signature: array[int] = field(default_factory=lambda: array("I"))
+
+    def columns(self) -> dict[str, array[int]]:
+        """The case columns, by name (the signature is not one)."""
+        return {name: getattr(self, name) for name in CASE_COLUMNS}
 _STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 _SOURCE_CODE = {s: i for i, s in enumerate(SOURCES)}
 _ABSENT = object()
@@ -220,7 +253,10 @@ class Collector:
         self.labels: Counter[LabelKey] = Counter()  # -> labels
         self.labels_unlisted = 0  # labels of unknown rubric ids past UNKNOWN_RUBRICS_CAP
         self.rows = 0
-        self._pending: list[tuple[int, ...]] = []  # rows not yet in a batch, in CASE_COLUMNS order
+        # Label keys not yet counted: counted a batch at a time (a Counter update per label
+        # cost 0.7 us).
+        self._pending = Rows()
+        self._pending_labels: list[LabelKey] = []
 
     # -- codes
     def group_key(self, metadata: dict[str, Any] | None) -> tuple[str, ...]:
@@ -255,45 +291,87 @@ class Collector:
         return r
 
     # -- rows
-    def add(self, raw: bytes, case: Any, checks: list[Check]) -> None:
-        """Add one case's row (``raw`` is its line) and count its outcomes and labels."""
-        metadata = case.metadata
-        g = self.group_of(self.group_key(metadata))
-        sig = self.signature_of(tuple(check.reason for check in checks))
-        largest = max((c.tokens.state for c in checks if c.tokens is not None),
-                      default=NO_STATE)
-        self.outcomes[g, sig] += 1
-        messages, events, expected = case.messages, case.tool_events, case.expected
-        self._pending.append((
-            g, len(raw), len(case.input), len(case.output),
-            len(messages) if messages else 0,
-            len(events) if events else 0,
-            sum(e.status == "failure" for e in events) if events else 0,
-            largest,
-            messages is not None, case.context is not None, case.policy is not None,
-            events is not None, metadata is not None, expected is not None))
-        if metadata:
-            self.metadata.add(metadata)
-        if expected:
-            applies = self.sig_applies[sig]
-            for rubric_id, label in expected.items():
-                r = self.rubric_of(rubric_id)
-                if r is None:
-                    self.labels_unlisted += 1
-                    continue
-                self.labels[g, r, _STATUS_CODE[label.status], _SOURCE_CODE[label.source],
-                            r < self.n_rubrics and applies[r]] += 1
-        self.rows += 1
-        if len(self._pending) >= BATCH_ROWS:
-            self.flush()
+    def take(self, records: Iterable[Record[Any] | Reject], checker: Checker,
+             reject: Callable[[Reject], object], log: CaseLog | None = None) -> None:
+        """The stats loop: a row per case read (its checks from ``checker``), counting
+        outcomes, labels and metadata; each reject to ``reject``. With a ``log`` (a worker's
+        range) every case is logged for the parent's duplicate check.
+
+        One loop with its lookups bound once: a method call per case, with its attribute
+        lookups, measured 3 us a case slower (9% of a stats run)."""
+        check, group_key, groups = checker.check, self.group_key, self.groups
+        signatures, sig_applies = self.signatures, self.sig_applies
+        rubric_index, n_rubrics = self.rubric_index, self.n_rubrics
+        add_metadata, labels = self.metadata.add, self._pending_labels
+        rows = self._pending
+        for item in records:
+            if type(item) is Reject:
+                reject(item)
+                continue
+            line_no, offset, raw, case = item  # type: ignore[misc]
+            if log is not None:
+                log.add(case.id, line_no, offset, 0)
+            metadata = case.metadata
+            key = group_key(metadata)
+            g = groups.get(key)
+            if g is None:
+                g = self.group_of(key)
+            reasons = []
+            largest = NO_STATE
+            for outcome in check(case, line_no):
+                reasons.append(outcome.reason)
+                if outcome.tokens is not None and outcome.tokens.state > largest:
+                    largest = outcome.tokens.state
+            signature = tuple(reasons)
+            sig = signatures.get(signature)
+            if sig is None:
+                sig = self.signature_of(signature)
+            messages, events, expected = case.messages, case.tool_events, case.expected
+            rows.g.append(g)
+            rows.signature.append(sig)
+            rows.line_bytes.append(len(raw))
+            rows.input_chars.append(len(case.input))
+            rows.output_chars.append(len(case.output))
+            rows.messages.append(len(messages) if messages else 0)
+            rows.tool_events.append(len(events) if events else 0)
+            rows.tool_failures.append(sum([e.status == "failure" for e in events])
+                                      if events else 0)
+            rows.state_tokens.append(largest)
+            rows.has_messages.append(messages is not None)
+            rows.has_context.append(case.context is not None)
+            rows.has_policy.append(case.policy is not None)
+            rows.has_tool_events.append(events is not None)
+            rows.has_metadata.append(metadata is not None)
+            rows.has_expected.append(expected is not None)
+            if metadata:
+                add_metadata(metadata)
+            if expected:
+                applies = sig_applies[sig]
+                for rubric_id, label in expected.items():
+                    r = rubric_index.get(rubric_id)
+                    if r is None:
+                        r = self.rubric_of(rubric_id)
+                        if r is None:  # past UNKNOWN_RUBRICS_CAP unknown ids
+                            self.labels_unlisted += 1
+                            continue
+                    labels.append((g, r, _STATUS_CODE[label.status], _SOURCE_CODE[label.source],
+                                   r < n_rubrics and applies[r]))
+            self.rows += 1
+            if len(rows.g) >= BATCH_ROWS:
+                self.flush()
+                rows = self._pending
 
     def flush(self) -> None:
-        """Turn the pending rows into one batch of numpy columns."""
-        if self._pending:
-            columns = zip(*self._pending, strict=True)
-            self.batches.append({name: np.array(values, dtype=CASE_COLUMNS[name])
-                                 for name, values in zip(CASE_COLUMNS, columns, strict=True)})
-            self._pending.clear()
+        """Turn the pending rows into one batch of numpy columns, and count their outcomes
+        by (group, signature) in one pass (a Counter update per case cost more)."""
+        rows = self._pending
+        if rows.g:
+            self.batches.append({name: np.array(values, dtype=values.typecode)
+                                 for name, values in rows.columns().items()})
+            self.outcomes.update(zip(rows.g, rows.signature, strict=True))
+            self._pending = Rows()
+        self.labels.update(self._pending_labels)
+        self._pending_labels.clear()
 
     # -- merging parts (dataset.parallel)
     def absorb(self, part: Collector) -> None:

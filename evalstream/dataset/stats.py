@@ -58,6 +58,7 @@ from evalstream.files.outputs import (
     commit_all,
     escape_line_breaks,
 )
+from evalstream.files.sniff import check_cases_input, check_cases_stream
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
@@ -265,6 +266,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     check_targets([("input", opts.input), *(("rubrics", f) for f in opts.rubric_files)],
                   [("rejects", opts.rejects)])
     rubric_set = load_rubrics(opts.rubric_files)
+    check_cases_input(opts.input)
     collector = Collector(rubric_set, opts.by)
     size = input_size(opts.input)
     workers = opts.workers if opts.workers is not None else default_workers()
@@ -298,20 +300,18 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
     """Read the whole input in this process: line counts, check tally, first rejects and
     the bytes read."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = Checker(rubric_set, opts.max_tokens)
+    checker = Checker(rubric_set, opts.max_tokens, keep_states=False)
     encode = msgspec.json.Encoder().encode
-    stream = _Counting(open_input(opts.input))
+    opened = open_input(opts.input)
+    stream = _Counting(check_cases_stream(opened) if opts.input == "-" else opened)
     try:
         items = read_chunks(stream, opts.max_line_bytes)
         if on_progress is not None:
             items = progress(items, on_progress, size)
-        for item in reader.read(items):
-            if type(item) is Reject:
-                if rejects_out is not None:
-                    rejects_out.write(escape_line_breaks(encode(item)) + b"\n")
-                continue
-            line_no, _, raw, case = item  # type: ignore[misc]
-            collector.add(raw, case, checker.check(case, line_no))
+        write = rejects_out.write if rejects_out is not None else None
+        collector.take(reader.read(items), checker,
+                       lambda r: write(escape_line_breaks(encode(r)) + b"\n")
+                       if write is not None else None)
     finally:
         if opts.input != "-":
             stream.stream.close()
@@ -528,7 +528,7 @@ def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally
                                                       "state_tokens")},
         first_rejects=[FirstReject(r.line, r.id, r.path, r.error) for r in first_rejects],
         warnings=_warnings(collector, checks_tally, rubric_set, by_keys, labels, lines.records),
-        exit_code=1 if lines.rejected else 0)
+        exit_code=1 if lines.rejected or not lines.records else 0)
 
 
 def _labels(collector: Collector, outcomes: _Outcomes, order: list[int],
@@ -571,6 +571,9 @@ def _labels(collector: Collector, outcomes: _Outcomes, order: list[int],
 def _warnings(collector: Collector, checks: CheckTally, rubric_set: RubricSet,
               by_keys: dict[str, ByKey], labels: list[RubricLabels], n_cases: int) -> list[str]:
     warnings = []
+    if not n_cases:
+        warnings.append("no line of the input is a case: the input is empty, or every line was "
+                        "rejected or blank.")
     if n_cases:
         for key in rubric_set.when_keys:
             if not checks.when_keys_seen[key]:

@@ -44,13 +44,14 @@ class RecordEncoder:
                 continue
             plan, state = check.plan, check.state
             rubric = plan.rubric
-            if state is None:
-                assert check.passed is not None and check.evidence is not None
+            if check.passed is not None:  # an exact rubric's verdict
+                assert check.evidence is not None
                 line = escape_line_breaks(encode(ExactVerdict(
                     case_id, rubric.id, "exact", "pass" if check.passed else "fail",
                     check.evidence, Exposure(plan.shown, plan.withheld, plan.hidden),
                     rubric.hash))) + b"\n"
             else:
+                assert state is not None, "the Checker must keep states to write records"
                 layout = self._layouts.get(plan) or self._layout(plan)
                 case_json = case_json or encode(case_id)
                 line = b"".join((

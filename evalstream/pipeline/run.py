@@ -39,6 +39,7 @@ from evalstream.files.outputs import (
     escape_line_breaks,
     sidecar,
 )
+from evalstream.files.sniff import check_cases_input, check_cases_stream
 from evalstream.pipeline.records import RecordEncoder
 
 FLUSH_BYTES = 1 << 18  # output handed to the writer in pieces of about this size
@@ -106,6 +107,7 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
         raise UsageError("--max-tokens, --max-line-bytes and --workers must be positive.")
     rubric_set = load_rubrics(opts.rubric_files) if command == "build" else None
     rejects_path, report_path = _plan(opts)
+    check_cases_input(opts.input)  # a CSV, a JSON array, a misnamed archive: one sentence
     size = input_size(opts.input)
     warnings = []
     if opts.workers > 1 and (opts.input == "-" or opts.input.endswith((".gz", ".zst"))):
@@ -144,6 +146,8 @@ def _serial(opts: Options, rubric_set: RubricSet | None, size: int | None,
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
     checker = Checker(rubric_set, opts.max_tokens) if rubric_set is not None else None
     stream = open_input(opts.input)
+    if opts.input == "-":
+        stream = check_cases_stream(stream)
     if out is not None:
         out.write_behind()
     try:
@@ -183,6 +187,10 @@ def _plan(opts: Options) -> tuple[str | None, str | None]:
 
 def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet | None,
             rejects_path: str | None, started: float, warnings: list[str]) -> RunReport:
+    if not outcome.lines.records:
+        warnings.append("no line of the input is a case: " + (
+            "the input is empty." if not outcome.lines.lines else
+            "every line was rejected or blank (see the rejects)."))
     if rubric_set is not None and outcome.checks is not None:
         for key in rubric_set.when_keys:
             if not outcome.checks.when_keys_seen[key] and outcome.lines.records:
@@ -200,5 +208,5 @@ def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet
         budget=opts.max_tokens if rubric_set else None,
         warnings=warnings,
         seconds=round(time.perf_counter() - started, 3),
-        exit_code=1 if outcome.lines.rejected else 0,
+        exit_code=1 if outcome.lines.rejected or not outcome.lines.records else 0,
     )

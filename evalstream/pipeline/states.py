@@ -50,7 +50,7 @@ def judge_states(cases: Iterable[schema.Case | dict[str, Any]], rubrics: RubricS
         encoder.add(case.id, checks, lines)
         written = [check for check in checks if check.reason is None]
         for check, line in zip(written, lines, strict=True):
-            yield decode_exact(line) if check.state is None else decode_judge(line)
+            yield decode_exact(line) if check.passed is not None else decode_judge(line)
 
 
 def _case(given: dict[str, Any], n: int, kind: Any, encode: Any) -> schema.Case:

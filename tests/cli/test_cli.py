@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import signal
@@ -159,3 +160,31 @@ def test_a_native_panic_is_an_internal_error(tmp_path: Path) -> None:
                            "(PanicException: ")
     assert last.endswith("no output was written. This is a bug: please report it.")
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["build", "validate", "stats"])
+def test_a_file_that_is_plainly_not_jsonl_gets_one_sentence_and_exit_4(
+        command: str, tmp_path: Path) -> None:
+    args = [str(SAMPLES / "qa.csv")] + ([str(tmp_path / "s.jsonl")] if command == "build" else [])
+    r = run_cli(command, *args)
+    assert r.returncode == 4, r.stderr
+    assert "qa.csv is a CSV table" in r.stderr and "evalstream convert" in r.stderr
+    assert r.stderr.count("\n") == 1  # one sentence, no table of rejects
+    assert not list(tmp_path.iterdir())  # nothing written
+    # The same through stdin: the head is peeked, not lost.
+    piped = subprocess.run([sys.executable, "-m", "evalstream", command, "-"] +
+                           (["-", "--rejects", os.devnull, "--report", os.devnull]
+                            if command == "build" else []),
+                           input=(SAMPLES / "qa.csv").read_bytes(), capture_output=True,
+                           cwd=ROOT, timeout=120)
+    assert piped.returncode == 4 and b"the standard input is a CSV table" in piped.stderr
+
+
+def test_an_empty_input_is_said_and_exits_1(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    r = run_cli("build", str(empty), str(tmp_path / "s.jsonl"))
+    assert r.returncode == 1
+    assert "warning: no line of the input is a case: the input is empty." in r.stderr
+    report = json.loads((tmp_path / "s.report.json").read_text())
+    assert report["exit_code"] == 1 and report["counts"]["lines"] == 0

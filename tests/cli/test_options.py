@@ -18,7 +18,7 @@ BAD = {
     common.positive: ["", "0", "-1", "inf", "9" * 30, "1_000", "١٢", "2.5"],
     common.fraction: ["", "0", "1", "nan", "inf", "-0.5", "1.5", "x"],
     common.path: [""],
-    common.text: ["", "   "],
+    common.text: [""],
 }
 # Valid arguments for each command, which the bad option value is added to.
 TEMPLATE = {
@@ -27,6 +27,7 @@ TEMPLATE = {
     "stats": ["in.jsonl"],
     "agree": ["v.jsonl", "c.jsonl"],
     "compare": ["a.jsonl", "b.jsonl"],
+    "convert": ["in.csv", "out.jsonl"],
 }
 
 
@@ -83,7 +84,7 @@ def test_a_bad_value_is_a_usage_error(command: str, action: Any, label: str, bad
     (common.size, "1.5KiB", 1536), (common.size, "1gb", 1 << 30), (common.size, " 64KiB ", 65536),
     (common.count, "0", 0), (common.count, str(common.MAX_COUNT), common.MAX_COUNT),
     (common.positive, "8", 8), (common.fraction, "0.95", 0.95), (common.path, "-", "-"),
-    (common.text, "scenario,split", "scenario,split"),
+    (common.text, "scenario,split", "scenario,split"), (common.text, " ", " "),
 ])
 def test_good_values_are_read(kind: Any, text: str, value: Any) -> None:
     assert kind(text) == value

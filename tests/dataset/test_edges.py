@@ -23,7 +23,9 @@ def test_empty_input(tmp_path: Path) -> None:
     assert (s.overview.lines, s.overview.cases, s.overview.groups) == (0, 0, 0)
     assert s.groups == [] and s.total.cases == 0 and s.total.input_chars.median is None
     assert all(c.applies == 0 for c in s.checks) and s.metadata.keys == []
-    assert s.warnings == [] and s.exit_code == 0
+    # An empty dataset is not a clean one: said, and exit 1 (as build).
+    assert s.warnings == ["no line of the input is a case: the input is empty, or every line "
+                          "was rejected or blank."] and s.exit_code == 1
 
 
 def test_blank_rejected_and_long_lines_are_counted(tmp_path: Path) -> None:

@@ -1,0 +1,113 @@
+"""inspect_ai eval logs, written by inspect_ai itself: .eval (zstd and deflate members) and
+.json give the same cases; scores become imported labels; nothing silently dropped."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from evalstream.convert.inspect_log import label_of
+from evalstream.errors import InputError, UsageError
+from tests.convert.inspect_logs import write_logs_apart
+from tests.convert.support import convert, golden_run, validate_accepts
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("logs")
+    found = write_logs_apart(folder, {"eval": ("eval", 1), "json": ("json", 1),
+                                      "epochs": ("eval", 2)})
+    # Older inspect_ai wrote deflated members: the same log, recompressed.
+    deflated = folder / "deflated.eval"
+    with zipfile.ZipFile(found["eval"]) as src, \
+            zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, _member(src, info))
+    found["deflated"] = deflated
+    return found
+
+
+def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    from evalstream.convert.inspect_log import _member as read_member
+
+    return read_member(archive, archive.filename or "", info.filename)
+
+
+def test_golden(tmp_path: Path, logs: dict[str, Path]) -> None:
+    with zipfile.ZipFile(logs["eval"]) as z:
+        assert {i.compress_type for i in z.infolist() if i.filename.startswith("samples/")} == {93}
+    result = convert(tmp_path, logs["eval"])
+    golden_run("inspect", result)
+    validate_accepts(result.out)
+    assert result.report.format == "inspect"
+    assert result.report.inferred == "its content: an inspect_ai eval log"
+
+
+@pytest.mark.parametrize("kind", ["json", "deflated"])
+def test_every_log_format_gives_the_same_cases(tmp_path: Path, logs: dict[str, Path],
+                                               kind: str) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = convert(tmp_path / "a", logs["eval"]).out.read_bytes()
+    assert convert(tmp_path / "b", logs[kind]).out.read_bytes() == first
+
+
+def test_mapping(tmp_path: Path, logs: dict[str, Path]) -> None:
+    result = convert(tmp_path, logs["eval"])
+    by_id = {c["id"]: c for c in result.cases}
+    q1 = by_id["q1"]
+    assert q1["input"] == "What is 2+2?" and q1["output"] == "4"
+    assert [m["role"] for m in q1["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert q1["messages"][2]["content"] == 'Let me look.\n[tool call] lookup {"city":"Atlantis"}'
+    [event] = q1["toolEvents"]
+    assert event == {"id": "call_a", "name": "lookup", "status": "failure",
+                     "input": {"city": "Atlantis"}, "output": "", "error": "no such city"}
+    assert by_id["2"]["toolEvents"][0]["status"] == "success"
+    assert q1["expected"] == {"match": {"status": "pass", "source": "imported"},
+                              "includes": {"status": "pass", "source": "imported"}}
+    assert q1["metadata"]["scenario"] == "math"
+    assert q1["metadata"]["inspect"]["scores"]["partial"]["value"] == "P"
+    assert result.report.unmapped_scores == {"partial": {'"P"': 2}}
+    assert result.report.labels == {"includes": {"fail": 1, "pass": 1},
+                                    "match": {"fail": 1, "pass": 1}}
+
+
+def test_epochs_get_their_own_ids(tmp_path: Path, logs: dict[str, Path]) -> None:
+    ids = [c["id"] for c in convert(tmp_path, logs["epochs"]).cases]
+    assert ids == ["2.epoch-1", "q1.epoch-1", "2.epoch-2", "q1.epoch-2"]
+
+
+def test_options_that_do_not_apply(tmp_path: Path, logs: dict[str, Path]) -> None:
+    with pytest.raises(UsageError, match="--map apply to tables"):
+        convert(tmp_path, logs["eval"], maps=["input=x,output=y"])
+    with pytest.raises(UsageError, match="its sample id"):
+        convert(tmp_path, logs["eval"], id_from="x")
+
+
+def test_damaged_log(tmp_path: Path, logs: dict[str, Path]) -> None:
+    data = bytearray(logs["eval"].read_bytes())
+    bad = tmp_path / "bad.eval"
+    bad.write_bytes(bytes(data[: len(data) // 2]))
+    with pytest.raises(InputError, match="cannot read"):
+        convert(tmp_path, bad)
+
+
+@pytest.mark.parametrize(("value", "status"), [
+    ("C", "pass"), ("I", "fail"), ("N", "na"), (True, "pass"), (False, "fail"), (1, "pass"),
+    (0, "fail"), (1.0, "pass"), (0.0, "fail"), ("P", None), (0.5, None), ({"a": 1}, None),
+    ("correct", None)])
+def test_score_values(value: object, status: str | None) -> None:
+    assert label_of(value) == status
+
+
+def test_a_sample_error_is_a_reject(tmp_path: Path, logs: dict[str, Path]) -> None:
+    src = json.loads(logs["json"].read_text())
+    src["samples"][0]["error"] = {"message": "boom", "traceback": "", "traceback_ansi": ""}
+    path = tmp_path / "errored.json"
+    path.write_text(json.dumps(src))
+    result = convert(tmp_path, path)
+    assert [(r["row"], r["id"], r["error"]) for r in result.rejects] == [
+        (1, "2", "The sample ended in an error (boom); it has no answer to convert.")]
