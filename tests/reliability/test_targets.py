@@ -25,6 +25,7 @@ def folder(tmp_path: Path) -> Path:
                 for line in (SAMPLES / "cases.jsonl").read_text().splitlines()]
     (tmp_path / "v.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
     (tmp_path / "r.toml").write_text(RUBRIC)
+    (tmp_path / "q.csv").write_bytes((SAMPLES / "qa.csv").read_bytes())
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to("real")
     return tmp_path
@@ -45,6 +46,8 @@ SYMLINKED = [
     ["agree", "v.jsonl", "c.jsonl", "-o", "link/a.json", "--rejects", "real/a.json"],
     ["agree", "v.jsonl", "c.jsonl", "--html", "link/a.html", "-o", "./real/../link/a.html"],
     ["compare", "v.jsonl", "v.jsonl", "-o", "link/a.json", "--html", "real/a.json"],
+    ["convert", "q.csv", "link/c.jsonl", "--report", "real/c.jsonl"],
+    ["convert", "q.csv", "c.jsonl", "--rejects", "link/x.jsonl", "--report", "real/x.jsonl"],
 ]
 # An input of the run as one of its targets.
 INPUTS = [
@@ -56,6 +59,8 @@ INPUTS = [
     ["agree", "v.jsonl", "c.jsonl", "--rejects", "c.jsonl"],
     ["agree", "v.jsonl", "c.jsonl", "--html", "v.jsonl"],
     ["compare", "v.jsonl", "c.jsonl", "-o", "c.jsonl"],
+    ["convert", "q.csv", "q.csv"],
+    ["convert", "q.csv", "out.jsonl", "--rejects", "link/../q.csv"],
 ]
 # Two targets on stdout.
 STREAMS = [
@@ -67,6 +72,7 @@ STREAMS = [
     ["stats", "c.jsonl", "--html", "/dev/stdout"],
     ["agree", "v.jsonl", "c.jsonl", "--rejects", "/dev/stdout"],
     ["compare", "v.jsonl", "v.jsonl", "--format", "json", "--html", "-"],
+    ["convert", "q.csv", "-", "--rejects", "/dev/stdout", "--report", "r.json"],
 ]
 
 
