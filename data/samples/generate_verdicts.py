@@ -3,7 +3,8 @@
 
 ``verdicts.jsonl`` plays a judge over ``data/samples/cases.jsonl``: one verdict per judge
 state that ``build`` writes for the sample (with its rubric_hash, state_hash and exposure),
-agreeing with the case's label except where listed below, plus build's own exact verdicts,
+agreeing with the case's label (``na`` too) except where listed below, plus build's own exact
+verdicts,
 a verdict for a check with no label and one for a case that is not in the file.
 ``verdicts-b.jsonl`` is a second run of the same judge with known differences from the first.
 """
@@ -31,6 +32,7 @@ DISAGREE = {
     ("case-30", "escalation"): "fail",  # label pass: a false alarm
 }
 UNSCORED = {("case-26", "policy-compliance"), ("case-11", "claim-support")}
+NA = {("case-08", "policy-compliance")}  # label pass: the judge says the rubric does not apply
 SKIPPED = {("case-39", "escalation"), ("case-43", "policy-compliance")}  # no verdict
 JUDGE = {"model": "judge-small-2025", "temperature": 0}
 
@@ -58,12 +60,16 @@ def main() -> None:
         if key in SKIPPED:
             continue
         label = labels.get(key)
-        status = DISAGREE.get(key) or (label if label in ("pass", "fail") else "pass")
+        status = DISAGREE.get(key) or label or "pass"
         if key in UNSCORED:
             status = "unscored"
+        if key in NA:
+            status = "na"
         verdicts.append({
             "case_id": key[0], "rubric_id": key[1], "status": status,
-            "rationale": f"The response {'meets' if status == 'pass' else 'misses'} the rubric.",
+            "rationale": {"pass": "The response meets the rubric.",
+                          "na": "The rubric does not apply to this case."}.get(
+                              status, "The response misses the rubric."),
             "judge": JUDGE, "rubric_hash": record["rubric_hash"],
             "state_hash": record["state_hash"], "exposure": record["exposure"]})
     verdicts.append({"case_id": "case-99", "rubric_id": "claim-support", "status": "fail",

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import count, fraction, path, size, text
+from evalstream.cli.common import count, fraction, path, share, size, text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,6 +42,9 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
                         "rejecting the line")
     p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
                    help="reject longer lines without reading them whole (default 256MiB)")
+    p.add_argument("--max-unscored-rate", type=share, metavar="R",
+                   help="exit 1 when more than this share of a verdict file's verdicts are "
+                        "unscored (e.g. 0.02); the rate is reported either way")
 
 
 def register(subparsers: Any) -> None:
@@ -54,8 +57,9 @@ def register(subparsers: Any) -> None:
                     "and recall of fail, and the ids where judge and label disagree. Labels "
                     "without a verdict, verdicts without a label, unscored verdicts and na "
                     "labels are counted and left out of the statistics.",
-        epilog="Exit codes: 0 clean, 1 some lines rejected, 2 usage or I/O error or a "
-               "(case_id, rubric_id) repeated in the verdicts, 130 interrupted.")
+        epilog="Exit codes: 0 clean, 1 some lines rejected (or unscored verdicts above "
+               "--max-unscored-rate), 2 usage or I/O error or a (case_id, rubric_id) repeated "
+               "in the verdicts, 130 interrupted.")
     p.add_argument("verdicts", type=path,
                    help="verdicts: a .jsonl path, .gz or .zst, or - for stdin")
     p.add_argument("cases", type=path, help="the cases with their `expected` labels (as for build)")
@@ -79,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     report = agree.run(agree.AgreeOptions(
         verdicts=args.verdicts, cases=args.cases, by=args.by, rejects=args.rejects,
         max_ids=args.max_ids, confidence=args.confidence, max_line_bytes=args.max_line_bytes,
-        allow_unknown_fields=args.allow_unknown_fields),
+        allow_unknown_fields=args.allow_unknown_fields,
+        max_unscored_rate=args.max_unscored_rate),
         outputs(args, agree.encode, agree_view.blocks, agree_page))
     show(args, report, agree_view.blocks)
     return report.exit_code

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalstream.render.agree import reject_blocks, unlisted_line
+from evalstream.render.agree import reject_blocks, unlisted_line, unscored_line
 from evalstream.render.tables import Block, Column, Heading, Paragraph, Table
 from evalstream.verdicts.compare import CompareReport, RubricComparison
 
@@ -43,6 +43,10 @@ def summary_blocks(report: CompareReport) -> list[Block]:
                   + unlisted_line([a.unlisted_rubric, b.unlisted_rubric],
                                   ["verdicts of run A", "verdicts of run B"])),
     ]
+    for run in (a, b):
+        rate = unscored_line(run, report.max_unscored_rate)
+        if rate:
+            out.append(Paragraph(rate))
     out += reject_blocks([(a.path, a.first_rejects, a.rejected),
                           (b.path, b.first_rejects, b.rejected)], report.rejects)
     if not report.rubrics:
@@ -72,11 +76,13 @@ def rubric_blocks(r: RubricComparison, heading: bool = True) -> list[Block]:
     c = r.counts
     t = c.transitions
     unscored = sum(n for k, n in t.items() if "unscored" in k)
+    na = sum(n for k, n in t.items() if "na" in k.split("->") and "unscored" not in k)
     out: list[Block] = [Heading(r.rubric, 2)] if heading else []
     out.append(Paragraph(
         f"{c.compared:,} pairs compared ({c.scored:,} scored in both runs, {unscored:,} with an "
         f"unscored side: {t['pass->unscored'] + t['fail->unscored']:,} became unscored, "
-        f"{t['unscored->pass'] + t['unscored->fail']:,} became scored)."))
+        f"{t['unscored->pass'] + t['unscored->fail']:,} became scored; {na:,} with an na side "
+        "and none unscored)."))
     absent = ", ".join(f"{h.replace('_', ' ')} {n:,}" for h, n in c.absent_on_both.items() if n)
     if absent:
         out.append(Paragraph(f"Compared without a field on either side (it could not be "

@@ -107,6 +107,7 @@ class CompareReport(Struct):
     run_b: VerdictFileSummary
     force: bool
     max_ids: int
+    max_unscored_rate: float | None
     summary: Counts
     rubrics: list[RubricComparison]
     rejects: str | None
@@ -125,6 +126,7 @@ class CompareOptions:
     max_ids: int = DEFAULT_MAX_IDS
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
+    max_unscored_rate: float | None = None  # exit 1 when either run's unscored rate is above
 
 
 # -- joining and counting --------------------------------------------------------------------------
@@ -245,12 +247,14 @@ def run(opts: CompareOptions,
     """
     from evalstream.errors import UsageError
     from evalstream.files.outputs import check_targets
+    from evalstream.verdicts.agree import check_unscored_rate, over_unscored_rate
 
     started = time.perf_counter()
     if opts.run_a == "-" and opts.run_b == "-":
         raise UsageError("only one of the two runs can be read from stdin (-).")
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
+    check_unscored_rate(opts.max_unscored_rate)
     check_targets([("run-a", opts.run_a), ("run-b", opts.run_b)], [("rejects", opts.rejects)])
     rubrics = Codes(MAX_RUBRICS)
     sink = RejectSink(opts.rejects)
@@ -271,11 +275,14 @@ def run(opts: CompareOptions,
                                 if rubric == r})
                    for r in sorted(tallies, key=lambda r: rubrics.names[r])]
         rejected = files[0].summary.rejected + files[1].summary.rejected
+        too_many = any(over_unscored_rate(f.summary, opts.max_unscored_rate) for f in files)
         report = CompareReport(
             command="compare", evalstream=__version__, run_a=files[0].summary,
             run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids,
-            summary=whole.counts(), rubrics=results, rejects=opts.rejects,
-            seconds=round(time.perf_counter() - started, 3), exit_code=1 if rejected else 0)
+            max_unscored_rate=opts.max_unscored_rate, summary=whole.counts(),
+            rubrics=results, rejects=opts.rejects,
+            seconds=round(time.perf_counter() - started, 3),
+            exit_code=1 if rejected or too_many else 0)
         sink.commit(also(report) if also is not None else None)
     except BaseException:
         sink.abort()

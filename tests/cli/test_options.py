@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from evalstream.cli import common, main, parser
+from evalstream.cli.judge import _temperature
 
 BAD = {
     common.size: ["", "-1", "0", "infk", "nanMiB", "1e999", "9" * 30, "1.5", "١٢", "0x10",
@@ -17,6 +18,9 @@ BAD = {
     common.count: ["", "-1", "inf", "nan", "1e3", "9" * 30, "1_000", "١٢", "0x10", "1.0"],
     common.positive: ["", "0", "-1", "inf", "9" * 30, "1_000", "١٢", "2.5"],
     common.fraction: ["", "0", "1", "nan", "inf", "-0.5", "1.5", "x"],
+    common.share: ["", "-0.1", "1.5", "nan", "inf", "x"],
+    common.amount: ["", "0", "-1", "nan", "inf", "1e999", "x"],
+    _temperature: ["", "x", "nan", "inf", "-1"],
     common.path: [""],
     common.text: [""],
 }
@@ -28,6 +32,7 @@ TEMPLATE = {
     "agree": ["v.jsonl", "c.jsonl"],
     "compare": ["a.jsonl", "b.jsonl"],
     "convert": ["in.csv", "out.jsonl"],
+    "judge": ["states.jsonl", "verdicts.jsonl", "--model", "m"],
 }
 
 

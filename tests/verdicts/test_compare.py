@@ -213,3 +213,12 @@ def test_empty_runs(tmp_path: Path, capsys: Any) -> None:
     assert "No key is in both runs" in out
     report = run(CompareOptions(str(empty), str(empty)))
     assert (report.rubrics, report.summary.keys, report.run_a.blank) == ([], 0, 1)
+
+
+def test_max_unscored_rate_applies_to_either_run() -> None:
+    a, b = SAMPLES / "verdicts.jsonl", SAMPLES / "verdicts-b.jsonl"
+    report = run(CompareOptions(str(a), str(b)))
+    assert report.run_a.unscored_rate and report.run_b.unscored_rate
+    worst = max(report.run_a.unscored_rate, report.run_b.unscored_rate)
+    assert run(CompareOptions(str(a), str(b), max_unscored_rate=worst)).exit_code == 0
+    assert run(CompareOptions(str(a), str(b), max_unscored_rate=worst - 1e-9)).exit_code == 1
