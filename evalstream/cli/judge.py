@@ -55,7 +55,7 @@ def register(subparsers: Any) -> None:
     who.add_argument("--provider", choices=["openai", "anthropic"], default="openai",
                      help="the API: OpenAI chat completions (also every OpenAI-compatible "
                           "server) or Anthropic messages (default openai)")
-    who.add_argument("--base-url", type=text, metavar="URL", default="",
+    who.add_argument("--base-url", metavar="URL", default="",
                      help="the API's base URL (default https://api.openai.com/v1 or "
                           "https://api.anthropic.com/v1), e.g. http://127.0.0.1:8000/v1")
     who.add_argument("--api-key-env", type=text, metavar="NAME",
