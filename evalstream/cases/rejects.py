@@ -512,8 +512,12 @@ def _out_of_range_path(line: bytes) -> str | None:
 def _control_path(line: bytes, pos: int) -> str:
     """The path of the string holding the raw control character at byte ``pos``."""
     # The same character may also appear escaped elsewhere: mark this very byte instead.
-    marker = next(c for c in "\U0010fffd\U0010fffc\U000ffffd\uffff"
-                  if c.encode() not in line)
+    # Any private-use character the line lacks will do (hypothesis found a line holding
+    # the four this once tried): the search ends unless the line holds all 131,068.
+    marker = next((c for c in map(chr, range(0x10FFFD, 0xEFFFF, -1)) if c.encode() not in line),
+                  None)
+    if marker is None:
+        return "$"
     marked = line[:pos] + marker.encode() + line[pos + 1:]
     return _find(_lenient_load(marked, strict=False),
                  lambda v: isinstance(v, str) and marker in v) or "$"
