@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from evalstream.cases.rejects import did_you_mean
 from evalstream.checks import tokens
 from evalstream.checks.rubrics import Rubric, RubricSet, metadata_has
 from evalstream.checks.state import (
@@ -32,6 +33,7 @@ from evalstream.files.outputs import escape_line_breaks
 
 OVER_BUDGET = "over budget"
 MAX_OVER_BUDGET_LISTED = 1_000
+MAX_KEYS_SEEN = 1_000
 
 
 class OverBudget(msgspec.Struct):
@@ -93,6 +95,9 @@ class CheckTally:
     # Cases that have each metadata key a `when` rule names (counted, not just seen, so that
     # taking a late duplicate back out cannot lose the only sighting).
     when_keys_seen: Counter[str] = field(default_factory=Counter)
+    # Top-level metadata keys seen (at most MAX_KEYS_SEEN), to suggest the key a `when`
+    # rule that never matched probably meant.
+    metadata_keys: set[str] = field(default_factory=set)
 
     def count(self, rubric_id: str, reason: str | None, shown: list[str], n: int) -> None:
         """Count ``n`` outcomes of one rubric: written (showing ``shown``) or skipped."""
@@ -122,6 +127,16 @@ class CheckTally:
         for item in other.over_budget:
             self.over(item)
         self.when_keys_seen.update(other.when_keys_seen)
+        if len(self.metadata_keys) < MAX_KEYS_SEEN:
+            self.metadata_keys |= set(sorted(other.metadata_keys)[:MAX_KEYS_SEEN])
+
+    def when_warnings(self, rubrics: RubricSet) -> list[str]:
+        """A warning for every metadata key a `when` rule names that no case has."""
+        keys = self.metadata_keys
+        return [f"no case has metadata key `{key}`, named by a `when` rule: the rubrics that "
+                "use it never apply."
+                + ("" if key.split(".")[0] in keys else did_you_mean(key, keys))
+                for key in rubrics.when_keys if not self.when_keys_seen[key]]
 
     def subtract(self, other: CheckTally) -> None:
         """Take back what ``other`` counted (a case found to be a duplicate after the fact);
@@ -281,6 +296,8 @@ class Checker:
         return Exposure(plan.shown, plan.withheld, plan.hidden, check.tokens)
 
     def _note_when_keys(self, metadata: dict[str, Any]) -> None:
+        if len(self._tally.metadata_keys) < MAX_KEYS_SEEN:
+            self._tally.metadata_keys.update(metadata)
         seen = self._tally.when_keys_seen
         for key, path in self._when_keys.items():
             if (path[0] in metadata) if len(path) == 1 else metadata_has(metadata, path):

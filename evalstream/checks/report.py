@@ -35,7 +35,7 @@ class RunReport(msgspec.Struct):
     evalstream: str
     input: str
     output: str | None
-    rejects: str | None
+    rejects: str | None  # None: not written (nothing rejected, or validate not asked)
     rubrics: RubricInfo | None
     tokenizer: str | None
     budget: int | None
@@ -49,6 +49,7 @@ class RunReport(msgspec.Struct):
     warnings: list[str]
     seconds: float
     exit_code: int = 0
+    report: str | None = None  # where this report was written (None: nowhere)
 
 
 def run_report(lines: LineCounts, checks: CheckTally | None, rubric_ids: list[str],

@@ -15,6 +15,7 @@ from typing import Any
 
 import xxhash
 
+from evalstream.cases.rejects import did_you_mean, nearest
 from evalstream.checks import exact
 from evalstream.checks.state import PREAMBLE, STATE_NAMES
 from evalstream.errors import RubricError
@@ -172,7 +173,7 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
     if unknown:
         article = "an" if kind == "exact" else "a"
         raise RubricError(f"{where}: unknown key(s) {_list(unknown)}; {article} {kind} rubric "
-                          f"takes {_list(allowed)}.")
+                          f"takes {_list(allowed)}.{did_you_mean(sorted(unknown)[0], allowed)}")
     requires = _names(table.get("requires", []), f"{where}: `requires`")
     when = _when(table.get("when", {}), where)
     if kind == "judge":
@@ -220,11 +221,8 @@ def _names(value: Any, where: str) -> tuple[str, ...]:
         raise RubricError(f"{where} must be a list of judge-state names.")
     unknown = [v for v in value if v not in STATE_NAMES]
     if unknown:
-        hint = ""
-        near = {n.replace("_", ""): n for n in STATE_NAMES}.get(
-            unknown[0].lower().replace("_", "").replace("-", ""))
-        if near:
-            hint = f" (did you mean `{near}`?)"
+        near = nearest(unknown[0], STATE_NAMES)
+        hint = f" (did you mean `{near}`?)" if near else ""
         raise RubricError(f"{where} names {_list(unknown)}{hint}, not a judge-state name; "
                           f"allowed: {', '.join(STATE_NAMES)}.")
     return _ordered(set(value))

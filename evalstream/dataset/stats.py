@@ -24,7 +24,7 @@ import numpy as np
 
 from evalstream import __version__
 from evalstream.cases.reading import LineCounts, case_reader
-from evalstream.cases.rejects import Reject
+from evalstream.cases.rejects import Reject, did_you_mean
 from evalstream.checks import tokens
 from evalstream.checks.checker import OVER_BUDGET, Checker, CheckTally
 from evalstream.checks.report import RubricInfo
@@ -575,14 +575,11 @@ def _warnings(collector: Collector, checks: CheckTally, rubric_set: RubricSet,
         warnings.append("no line of the input is a case: the input is empty, or every line was "
                         "rejected or blank.")
     if n_cases:
-        for key in rubric_set.when_keys:
-            if not checks.when_keys_seen[key]:
-                warnings.append(f"no case has metadata key `{key}`, named by a `when` rule: the "
-                                "rubrics that use it never apply.")
+        warnings += checks.when_warnings(rubric_set)
         for key, counts in by_keys.items():
             if counts.distinct == 0:
                 warnings.append(f"no case has metadata key `{key}` (--by): every case is in the "
-                                f"{MISSING} group.")
+                                f"{MISSING} group.{did_you_mean(key, collector.metadata.seen)}")
     unknown = [r for r in labels if not r.in_rubrics]
     if unknown:
         n = sum(r.total.labels for r in unknown) + collector.labels_unlisted

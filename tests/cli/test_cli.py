@@ -29,12 +29,18 @@ def test_clean_build_exits_0(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "48 lines = 48 cases + 0 rejected + 0 blank" in r.stderr
     assert r.stdout == ""
+    # Where everything went; no empty rejects file was made.
+    assert f"output: {tmp_path / 's.jsonl'}; report: {tmp_path / 's.report.json'}" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl", "s.report.json"]
 
 
 def test_rejects_exit_1(tmp_path: Path) -> None:
     r = run_cli("build", str(SAMPLES / "bad.jsonl"), str(tmp_path / "s.jsonl"))
     assert r.returncode == 1
-    assert f"rejects written to {tmp_path / 's.rejects.jsonl'}" in r.stderr
+    assert f"rejects: {tmp_path / 's.rejects.jsonl'}" in r.stderr
+    # A later clean run replaces the old rejects file (empty) rather than leave it stale.
+    clean = run_cli("build", str(SAMPLES / "cases.jsonl"), str(tmp_path / "s.jsonl"))
+    assert clean.returncode == 0 and (tmp_path / "s.rejects.jsonl").read_bytes() == b""
 
 
 @pytest.mark.parametrize(("args", "message"), [
