@@ -95,16 +95,28 @@ def _same(value: Any, allowed: Any) -> bool:
     return bool(value == allowed)
 
 
+BUILTIN = "builtin"  # in a list of rubric files: the built-in set, at that place
+
+
+def builtin_text() -> str:
+    """The built-in rubric file, as shipped (a starting point for a file of one's own)."""
+    return resources.files("evalstream.checks").joinpath("builtin_rubrics.toml").read_text("utf-8")
+
+
 def builtin() -> RubricSet:
     """The built-in rubric set shipped with evalstream."""
-    text = resources.files("evalstream.checks").joinpath("builtin_rubrics.toml").read_text("utf-8")
-    return RubricSet(*_finish(parse(text, "built-in rubrics"), ("builtin",)))
+    return RubricSet(*_finish(parse(builtin_text(), "built-in rubrics"), (BUILTIN,)))
 
 
 def load(paths: list[str]) -> RubricSet:
-    """The rubrics of one or more TOML files, in order; ids must be unique across them."""
+    """The rubrics of one or more TOML files, in order; ids must be unique across them.
+    ``builtin`` in the list stands for the built-in set (``./builtin`` for a file of that
+    name)."""
     rubrics: list[Rubric] = []
     for path in paths:
+        if path == BUILTIN:
+            rubrics.extend(builtin().rubrics)
+            continue
         try:
             with open(path, "rb") as f:
                 text = f.read().decode("utf-8")

@@ -27,7 +27,7 @@ from evalstream.cases.reading import LineCounts, case_reader
 from evalstream.cases.rejects import Reject, did_you_mean
 from evalstream.checks import tokens
 from evalstream.checks.checker import OVER_BUDGET, Checker, CheckTally
-from evalstream.checks.report import RubricInfo
+from evalstream.checks.report import RubricInfo, label_warnings
 from evalstream.checks.rubrics import RubricSet, load_rubrics
 from evalstream.dataset.rows import (
     DISTINCT_CAP,
@@ -70,7 +70,6 @@ EDGES = (0, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_0
 TOP_VALUES = 10
 LOW_CARDINALITY = 20  # keys with at most this many distinct values list their top values
 FIRST_REJECTS = 20
-NAMES_LISTED = 20  # rubric ids named in a warning
 _DTYPES = {"g": "UInt32", "line_bytes": "UInt64", "input_chars": "UInt32",
            "output_chars": "UInt32", "messages": "UInt16", "tool_events": "UInt16",
            "tool_failures": "UInt16", "state_tokens": "Int64",
@@ -575,29 +574,18 @@ def _warnings(collector: Collector, checks: CheckTally, rubric_set: RubricSet,
         warnings.append("no line of the input is a case: the input is empty, or every line was "
                         "rejected or blank.")
     if n_cases:
-        warnings += checks.when_warnings(rubric_set)
+        warnings += checks.when_warnings(rubric_set, name_keys=True)
         for key, counts in by_keys.items():
             if counts.distinct == 0:
                 warnings.append(f"no case has metadata key `{key}` (--by): every case is in the "
                                 f"{MISSING} group.{did_you_mean(key, collector.metadata.seen)}")
-    unknown = [r for r in labels if not r.in_rubrics]
-    if unknown:
-        n = sum(r.total.labels for r in unknown) + collector.labels_unlisted
-        names = ", ".join(r.rubric for r in unknown[:NAMES_LISTED])
-        if len(unknown) > NAMES_LISTED or collector.labels_unlisted:
-            names += ", ..."
-        warnings.append(f"{n:,} {'label names a rubric' if n == 1 else 'labels name rubrics'} "
-                        f"that are not in the rubric set ({names}): no judge of this set can "
-                        "be compared with them.")
+    warnings += label_warnings({r.rubric: r.total.labels for r in labels if not r.in_rubrics},
+                               sum(r.total.not_applicable for r in labels if r.in_rubrics),
+                               name_ids=True, unlisted=collector.labels_unlisted)
     if collector.labels_unlisted:
         warnings.append(f"labels name more than {UNKNOWN_RUBRICS_CAP:,} rubric ids that are not "
                         f"in the rubric set; the {collector.labels_unlisted:,} labels of further "
                         "ids are counted here only, not per rubric.")
-    stray = sum(r.total.not_applicable for r in labels if r.in_rubrics)
-    if stray:
-        warnings.append(f"{stray:,} {'label is' if stray == 1 else 'labels are'} on cases where "
-                        "their rubric does not apply: "
-                        "no judge will ever see those checks, so the labels cannot be compared.")
     if collector.metadata.dropped:
         warnings.append(f"metadata has more than {KEYS_CAP:,} distinct key paths; "
                         f"{collector.metadata.dropped:,} occurrences of further keys were not "

@@ -20,8 +20,8 @@ from evalstream.cases.ids import CaseLog
 from evalstream.cases.reading import LineCounts, Record, case_reader
 from evalstream.cases.rejects import Reject
 from evalstream.checks import tokens
-from evalstream.checks.checker import Checker, CheckTally
-from evalstream.checks.report import RubricInfo, RunReport, run_report
+from evalstream.checks.checker import Checker, CheckTally, room_warning
+from evalstream.checks.report import RubricInfo, RunReport, label_warnings, run_report
 from evalstream.checks.report import encode as encode_report
 from evalstream.checks.rubrics import RubricSet, load_rubrics
 from evalstream.errors import UsageError
@@ -204,7 +204,12 @@ def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet
             "every line was rejected or blank (see the rejects)."))
     if rubric_set is not None and outcome.checks is not None:
         if outcome.lines.records:
-            warnings += outcome.checks.when_warnings(rubric_set)
+            warnings += outcome.checks.when_warnings(rubric_set, name_keys=False)
+        warnings += label_warnings(+outcome.checks.labels_outside,
+                                   outcome.checks.labels_not_applicable, name_ids=False)
+        no_room = room_warning(rubric_set, opts.max_tokens)
+        if no_room:
+            warnings.insert(0, no_room)
     return run_report(
         outcome.lines, outcome.checks, rubric_set.ids if rubric_set else [],
         command=command,

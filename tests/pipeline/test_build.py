@@ -338,3 +338,26 @@ def test_over_budget_reports_a_lower_bound_when_counting_stopped(tmp_path: Path)
     state = json.dumps({"user_input": "hi", "assistant_response": "ok", "conversation": messages,
                         "policy": "p"}, separators=(",", ":"))
     assert 5_000 < over["escalation"].tokens < tokens.count(state)
+
+
+def test_warnings_say_what_can_never_be_judged(tmp_path: Path) -> None:
+    labelled = ('{"id":"a","input":"x","output":"y","metadata":{"scenari":"rag"},'
+                '"expected":{"nope":{"status":"pass","source":"human"},'
+                '"claim-support":{"status":"fail","source":"human"}}}')
+    report, _ = build(tmp_path, [labelled])
+    # The report never names harness data (metadata keys, label ids): stats does.
+    assert report.warnings == [
+        "no case has metadata key `scenario`, named by a `when` rule: the rubrics that use it "
+        "never apply. (`evalstream stats` lists the keys the cases have)",
+        "1 label names a rubric that is not in the rubric set: no judge of this set can be "
+        "compared with them.",
+        "1 label is on cases where their rubric does not apply: no judge will ever see those "
+        "checks, so the labels cannot be compared."]
+    from evalstream.dataset.stats import StatsOptions, collect
+
+    s = collect(StatsOptions(input=str(tmp_path / "cases.jsonl")))
+    assert "Did you mean `scenari`?" in s.warnings[0]
+    assert any("not in the rubric set (nope)" in w for w in s.warnings)
+    tight, _ = build(tmp_path, ['{"id":"a","input":"x","output":"y"}'], max_tokens=200)
+    assert tight.warnings[0].startswith("--max-tokens 200 leaves no room for a judge state: "
+                                        "the longest question alone takes ")
