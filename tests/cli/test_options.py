@@ -33,6 +33,7 @@ TEMPLATE = {
     "compare": ["a.jsonl", "b.jsonl"],
     "convert": ["in.csv", "out.jsonl"],
     "judge": ["states.jsonl", "verdicts.jsonl", "--model", "m"],
+    "rubrics": ["r.toml"],
 }
 
 

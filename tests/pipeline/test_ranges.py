@@ -104,9 +104,9 @@ def test_a_when_key_seen_only_in_late_duplicates_is_still_warned(
     src = tmp_path / "cases.jsonl"
     src.write_text("\n".join(lines) + "\n")
     warning = ("no case has metadata key `lang`, named by a `when` rule: the rubrics that use "
-               "it never apply.")
+               "it never apply.")  # (and how to see the keys the cases have)
     for workers in (1, 2):
         report, _ = run(Options(input=str(src), output=str(tmp_path / f"o{workers}.jsonl"),
                                 rubric_files=[str(rubric)], workers=workers))
         assert report.counts.rejected == 300
-        assert report.warnings == [warning], workers
+        assert len(report.warnings) == 1 and report.warnings[0].startswith(warning), workers
