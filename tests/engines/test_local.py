@@ -92,3 +92,17 @@ def test_workers_die_with_their_parent(tmp_path: Path) -> None:
         for pid in _workers(tmp_path, 0):
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _dies_at_50(folder: str, task: int) -> int:
+    if task == 50:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return task
+
+
+def test_a_worker_dying_while_tasks_are_sent_is_still_a_dead_worker(tmp_path: Path) -> None:
+    # The parent may be sending the dead worker its next task when it dies: a broken pipe
+    # then, which must end the run as a dead worker, never pass for a closed stdout.
+    for _ in range(5):
+        with pytest.raises(WorkerDied, match="killed by SIGKILL"):
+            list(map_ordered(_pid_file, _dies_at_50, str(tmp_path), list(range(400)), 2))
