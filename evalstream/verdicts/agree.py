@@ -15,7 +15,6 @@ and left out (never read as pass: evalstream fails closed).
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -61,12 +60,13 @@ EXAMPLE_KINDS = ("missed", "false_alarms", "unscored", "labels_without_verdict",
 
 # -- the report ------------------------------------------------------------------------------------
 class KappaOut(Struct):
-    """Cohen's kappa, its standard error and interval (``low``, ``high``)."""
+    """Cohen's kappa, its standard error and interval (``low``, ``high``; null below 10
+    pairs: too few to estimate)."""
 
     value: float
     se: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
 
 
 class ConfusionOut(Struct):
@@ -160,7 +160,6 @@ class AgreeReport(Struct):
     max_unscored_rate: float | None
     rubrics: list[RubricAgreement]
     rejects: str | None
-    seconds: float
     exit_code: int
 
 
@@ -440,7 +439,6 @@ def run(opts: AgreeOptions,
     from evalstream.errors import UsageError
     from evalstream.files.outputs import check_targets
 
-    started = time.perf_counter()
     if opts.verdicts == "-" and opts.cases == "-":
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
     if opts.max_ids < 0:
@@ -472,8 +470,7 @@ def run(opts: AgreeOptions,
             command="agree", evalstream=__version__, verdicts=verdict_file.summary,
             cases=case_file.summary, by=opts.by, confidence=opts.confidence,
             max_ids=opts.max_ids, max_unscored_rate=opts.max_unscored_rate, rubrics=results,
-            rejects=opts.rejects, seconds=round(time.perf_counter() - started, 3),
-            exit_code=1 if rejected or too_many else 0)
+            rejects=opts.rejects, exit_code=1 if rejected or too_many else 0)
         sink.commit(also(report) if also is not None else None)
     except BaseException:
         sink.abort()

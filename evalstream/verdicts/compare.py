@@ -13,7 +13,6 @@ by reason and left out of the statistics unless ``force``. Per rubric:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -76,7 +75,9 @@ class Counts(Struct):
     only_a: int
     only_b: int
     paired: int
-    comparable: int
+    comparable: int  # = checked + unchecked
+    checked: int  # comparable, with all three fields present in both runs: really checked
+    unchecked: int  # comparable only because a field is absent from both runs (not checked)
     not_comparable: int
     differs: dict[str, int]  # rubric_hash, state_hash, exposure: pairs that differ in it
     forced: int  # not comparable, yet in the statistics (--force)
@@ -111,7 +112,6 @@ class CompareReport(Struct):
     summary: Counts
     rubrics: list[RubricComparison]
     rejects: str | None
-    seconds: float
     exit_code: int
 
 
@@ -183,7 +183,7 @@ def _count_rows(joined: pl.LazyFrame, max_ids: int, force: bool,
 class _Tally:
     def __init__(self) -> None:
         self.keys = self.only_a = self.only_b = self.paired = self.not_comparable = 0
-        self.forced = self.compared = self.scored = 0
+        self.forced = self.compared = self.scored = self.unchecked = 0
         self.differs = dict.fromkeys(HASHES, 0)
         self.absent = dict.fromkeys(HASHES, 0)
         self.transitions = dict.fromkeys(TRANSITIONS, 0)
@@ -206,6 +206,8 @@ class _Tally:
             if not force:
                 return
             self.forced += n
+        elif any(row[f"n_{h}"] for h in HASHES):
+            self.unchecked += n
         self.compared += n
         for h in HASHES:
             if row[f"n_{h}"]:
@@ -218,6 +220,8 @@ class _Tally:
     def counts(self) -> Counts:
         return Counts(keys=self.keys, only_a=self.only_a, only_b=self.only_b, paired=self.paired,
                       comparable=self.paired - self.not_comparable,
+                      checked=self.paired - self.not_comparable - self.unchecked,
+                      unchecked=self.unchecked,
                       not_comparable=self.not_comparable, differs=self.differs,
                       forced=self.forced, compared=self.compared, absent_on_both=self.absent,
                       transitions=self.transitions, scored=self.scored)
@@ -249,7 +253,6 @@ def run(opts: CompareOptions,
     from evalstream.files.outputs import check_targets
     from evalstream.verdicts.agree import check_unscored_rate, over_unscored_rate
 
-    started = time.perf_counter()
     if opts.run_a == "-" and opts.run_b == "-":
         raise UsageError("only one of the two runs can be read from stdin (-).")
     if opts.max_ids < 0:
@@ -281,7 +284,6 @@ def run(opts: CompareOptions,
             run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids,
             max_unscored_rate=opts.max_unscored_rate, summary=whole.counts(),
             rubrics=results, rejects=opts.rejects,
-            seconds=round(time.perf_counter() - started, 3),
             exit_code=1 if rejected or too_many else 0)
         sink.commit(also(report) if also is not None else None)
     except BaseException:

@@ -138,7 +138,6 @@ def test_sample_known_facts() -> None:
 
 def test_sample_goldens() -> None:
     report = run(AgreeOptions(str(VERDICTS), str(CASES), by="scenario", max_ids=5))
-    report.seconds = 0.0
     report.verdicts.path, report.cases.path = "verdicts.jsonl", "cases.jsonl"
     golden("agree.json", encode(report), AGREE_GOLDEN)
     golden("agree.md", render(blocks(report), "markdown"), AGREE_GOLDEN)

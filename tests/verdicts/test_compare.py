@@ -106,7 +106,6 @@ def test_sample_known_facts() -> None:
 
 def test_sample_goldens() -> None:
     report = run(CompareOptions(str(RUN_A), str(RUN_B), max_ids=5))
-    report.seconds = 0.0
     report.run_a.path, report.run_b.path = "verdicts.jsonl", "verdicts-b.jsonl"
     golden("compare.json", encode(report), AGREE_GOLDEN)
     golden("compare.md", render(blocks(report), "markdown"), AGREE_GOLDEN)
