@@ -177,7 +177,19 @@ def _load_rendered(path: str) -> DatasetStats | RunReport | None:
     try:
         return msgspec.json.decode(head, type=RunReport)
     except msgspec.DecodeError:
+        pass
+    # Another command's JSON (agree, compare, judge, convert): say so, do not read it as cases.
+    from evalstream.errors import WrongFileError
+
+    try:
+        other = msgspec.json.decode(head)
+    except msgspec.DecodeError:
         return None
+    if isinstance(other, dict) and isinstance(other.get("command"), str) and "evalstream" in other:
+        raise WrongFileError(f"{path} is the JSON of `evalstream {other['command']}`, not cases, "
+                             "a stats JSON or a build/validate report; stats reads and renders "
+                             "those.")
+    return None
 
 
 def _collect(args: argparse.Namespace, write: Any) -> DatasetStats:

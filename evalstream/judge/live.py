@@ -33,6 +33,7 @@ from evalstream.files.outputs import (
     escape_line_breaks,
     sidecar,
 )
+from evalstream.files.sniff import check_input
 from evalstream.judge import answer, inputs, tokens
 from evalstream.judge.limits import Concurrency, TokenBucket
 from evalstream.judge.report import (
@@ -472,6 +473,10 @@ class Writer:
 
 
 # -- the run ---------------------------------------------------------------------------------------
+JUDGE_USAGE = ("; judge reads build's output: run `evalstream build {input} states.jsonl` "
+               "first and judge states.jsonl")
+
+
 def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
     """Judge every state of ``opts.input``; write verdicts, rejects and the report.
 
@@ -491,6 +496,7 @@ def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
     assert rejects_path is not None and report_path is not None
     path_of_store = store_path(opts)
     with spooled(opts.input) as path:
+        check_input(path, "judge states", JUDGE_USAGE.format(input=opts.input))
         store = Store(path_of_store)
         try:
             asker = Asker(opts, store, key, hook)

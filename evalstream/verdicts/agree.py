@@ -441,6 +441,11 @@ def run(opts: AgreeOptions,
 
     if opts.verdicts == "-" and opts.cases == "-":
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
+    from evalstream.files.sniff import check_input
+
+    usage = "; usage: evalstream agree VERDICTS CASES"
+    check_input(opts.verdicts, "verdicts", usage)
+    check_input(opts.cases, "cases", usage)
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     if opts.by is not None and ("," in opts.by or not opts.by.strip(".")):

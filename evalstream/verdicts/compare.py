@@ -255,6 +255,11 @@ def run(opts: CompareOptions,
 
     if opts.run_a == "-" and opts.run_b == "-":
         raise UsageError("only one of the two runs can be read from stdin (-).")
+    from evalstream.files.sniff import check_input
+
+    usage = "; compare reads two verdict files (the runs to compare)"
+    check_input(opts.run_a, "verdicts", usage)
+    check_input(opts.run_b, "verdicts", usage)
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     check_unscored_rate(opts.max_unscored_rate)

@@ -280,3 +280,15 @@ def test_a_stats_json_with_missing_counts_is_a_usage_error(
     assert f"{out} is not a report evalstream can render (`labels[0].total.status` has the " \
            "keys ['fail', 'pass']; expected ['pass', 'fail', 'na'])" in err
     assert not (tmp_path / "p.html").exists()
+
+
+def test_another_commands_json_is_named_not_read_as_cases(tmp_path: Path) -> None:
+    agree_json = tmp_path / "agree.json"
+    done = subprocess.run([sys.executable, "-m", "evalstream", "agree", str(SAMPLES / "verdicts.jsonl"),
+                           str(SAMPLES / "cases.jsonl"), "--format", "json", "-o", str(agree_json)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "evalstream", "stats", str(agree_json)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 4
+    assert "is the JSON of `evalstream agree`" in done.stderr and done.stdout == ""
