@@ -25,8 +25,20 @@ from evalstream.errors import (
     EvalstreamError,
 )
 
-EXIT_CODES = ("Exit codes: 0 clean, 1 finished with rejects, 2 usage, input or I/O error, "
-              "4 wrong file, 130 interrupted, 143 terminated, 70 internal error (a bug).")
+EXIT_CODES = """exit codes: 0 clean; 1 finished with rejects (or unscored verdicts above a
+threshold); 2 usage, input or I/O error; 3 stopped by a limit you set (judge), run again to
+continue; 4 the input is plainly not the file the command reads; 129 hung up;
+130 interrupted; 143 terminated; 70 internal error (a bug in evalstream)."""
+
+
+WORKFLOW = """the workflow (each command's --help has more examples):
+  evalstream convert chats.jsonl cases.jsonl --from openai-chat   # your data in
+  evalstream validate cases.jsonl                                 # what is wrong, by line
+  evalstream stats cases.jsonl --by scenario                      # what the dataset holds
+  evalstream build cases.jsonl states.jsonl                       # what each judge may see
+  evalstream judge states.jsonl verdicts.jsonl --model gpt-4.1-mini
+  evalstream agree verdicts.jsonl cases.jsonl                     # judge against labels
+  evalstream compare verdicts.jsonl other-run.jsonl               # run against run"""
 
 
 class Terminated(BaseException):
@@ -41,8 +53,10 @@ def parser() -> argparse.ArgumentParser:
     """The evalstream argument parser."""
     top = argparse.ArgumentParser(
         prog="evalstream",
-        description="Turn LLM evaluation datasets into exactly what each judge may see.",
-        epilog=EXIT_CODES)
+        description="Prepare and check LLM-judge evaluations at any scale: your data in, "
+                    "exactly what each judge may see, verdicts, and their agreement.",
+        epilog=WORKFLOW + "\n\n" + EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     from evalstream import __version__
 
     top.add_argument("--version", action="version", version=f"evalstream {__version__}")

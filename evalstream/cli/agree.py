@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import count, fraction, path, share, size, text
+from evalstream.cli.common import count, fraction, helps, path, share, size, text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,15 +51,20 @@ def register(subparsers: Any) -> None:
     """Add the ``agree`` subcommand."""
     p = subparsers.add_parser(
         "agree", help="how well a judge's verdicts agree with the cases' expected labels",
-        description="Join verdicts with the cases' expected labels on (case id, rubric id) and "
-                    "report, per rubric, per label source and per --by group: pairs, accuracy, "
-                    "Cohen's kappa with a confidence interval, the confusion matrix, precision "
-                    "and recall of fail, and the ids where judge and label disagree. Labels "
-                    "without a verdict, verdicts without a label, unscored verdicts and na "
-                    "labels are counted and left out of the statistics.",
-        epilog="Exit codes: 0 clean, 1 some lines rejected (or unscored verdicts above "
-               "--max-unscored-rate), 2 usage or I/O error or a (case_id, rubric_id) repeated "
-               "in the verdicts, 130 interrupted.")
+        **helps(
+            "Join verdicts with the cases' expected labels on (case id, rubric id) and report, "
+            "per rubric, per label source and per --by group: pairs, accuracy, Cohen's kappa "
+            "with a confidence interval, the confusion matrix, precision and recall of fail, "
+            "and the ids where judge and label disagree. Labels without a verdict, verdicts "
+            "without a label, unscored verdicts and na labels are counted and left out of the "
+            "statistics.",
+            ["evalstream agree verdicts.jsonl cases.jsonl",
+             "evalstream agree verdicts.jsonl cases.jsonl --by scenario --html agree.html",
+             "evalstream agree verdicts.jsonl cases.jsonl --format json -o agree.json "
+             "--max-unscored-rate 0.05"],
+            [(0, "clean"), (1, "some lines rejected, or unscored verdicts above "
+                               "--max-unscored-rate"),
+             (2, "also: a (case_id, rubric_id) repeated in the verdicts")]))
     p.add_argument("verdicts", type=path,
                    help="verdicts: a .jsonl path, .gz or .zst, or - for stdin")
     p.add_argument("cases", type=path, help="the cases with their `expected` labels (as for build)")

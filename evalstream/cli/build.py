@@ -6,15 +6,22 @@ import argparse
 import sys
 from typing import Any
 
-from evalstream.cli.common import add_reading, path, positive, progress_bar
+from evalstream.cli.common import add_reading, helps, path, positive, progress_bar
 
 
 def register(sub: Any) -> None:
     """Add the ``build`` and ``validate`` subcommands."""
-    b = sub.add_parser("build", help="write one judge state per applicable (case, rubric)",
-                       description="Stream an evaluation dataset and write, for every case and "
-                                   "every rubric that applies, the judge state and its "
-                                   "field-exposure record.")
+    b = sub.add_parser(
+        "build", help="write one judge state per applicable (case, rubric)",
+        **helps("Stream an evaluation dataset and write, for every case and every rubric that "
+                "applies, the judge state and its field-exposure record. Rejects go to "
+                "OUTPUT.rejects.jsonl (only when a line is rejected) and the run report to "
+                "OUTPUT.report.json, unless --rejects/--report say otherwise.",
+                ["evalstream build cases.jsonl states.jsonl",
+                 "evalstream build cases.jsonl states.jsonl --rubrics builtin --rubrics "
+                 "mine.toml --max-tokens 16000",
+                 "evalstream build big.jsonl states.jsonl.zst --workers 2"],
+                [(0, "clean"), (1, "finished, some lines rejected (or no line is a case)")]))
     b.add_argument("input", type=path, help="cases: a .jsonl path, .gz or .zst, or - for stdin")
     b.add_argument("output", type=path,
                    help="judge states: a .jsonl path, .gz or .zst, or - for stdout")
@@ -29,9 +36,15 @@ def register(sub: Any) -> None:
     add_reading(b)
     b.set_defaults(func=_build)
 
-    v = sub.add_parser("validate", help="check the cases only: write rejects and a report",
-                       description="Read and decode a dataset as build does, writing only the "
-                                   "rejects and the report.")
+    v = sub.add_parser(
+        "validate", help="check the cases only; write nothing unless asked",
+        **helps("Read and decode a dataset as build does, and print the first problems with "
+                "the totals. Nothing is written unless asked: --rejects FILE for every reject, "
+                "--report FILE for the run report (no default paths).",
+                ["evalstream validate cases.jsonl",
+                 "evalstream validate cases.jsonl --format json > rejects.jsonl",
+                 "cat cases.jsonl | evalstream validate - --rejects rejects.jsonl"],
+                [(0, "clean"), (1, "some lines rejected (or no line is a case)")]))
     v.add_argument("input", type=path, help="cases: a .jsonl path, .gz or .zst, or - for stdin")
     v.add_argument("--format", choices=["table", "json"], default="table",
                    help="table: the first problems as a table on stdout; json: every reject as "

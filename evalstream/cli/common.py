@@ -103,11 +103,12 @@ def amount(text: str) -> float:
 
 def add_reading(p: argparse.ArgumentParser) -> None:
     """The options of every command that reads cases as build does."""
-    p.add_argument("--rejects", metavar="FILE", type=path,
-                   help="where rejected lines go (JSONL); default: next to the output "
-                        "(states.rejects.jsonl), or the input for validate")
-    p.add_argument("--report", metavar="FILE", type=path,
-                   help="where the run report goes (JSON); default: states.report.json")
+    p.add_argument("--rejects", type=path, metavar="FILE",
+                   help="where rejected lines go (JSONL); build: next to the output "
+                        "(states.rejects.jsonl) when a line is rejected; validate: none")
+    p.add_argument("--report", type=path, metavar="FILE",
+                   help="where the run report goes (JSON); build: next to the output "
+                        "(states.report.json); validate: none")
     p.add_argument("--allow-unknown-fields", action="store_true",
                    help="ignore fields the case format does not know instead of rejecting the line")
     p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
@@ -125,3 +126,22 @@ def progress_bar(quiet: bool) -> Any:
 
     return Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                     TransferSpeedColumn(), transient=True)
+
+
+COMMON_CODES = [(2, "usage, input or I/O error (nothing written)"),
+                (4, "the input is plainly not the kind of file the command reads"),
+                (130, "interrupted"), (143, "terminated"), (129, "hung up"),
+                (70, "internal error (a bug in evalstream)")]
+
+
+def helps(description: str, examples: list[str], codes: list[tuple[int, str]]) -> dict[str, Any]:
+    """``add_parser`` keywords for a command's help: its description (wrapped), two or three
+    examples and its exit codes (the command's own first, then the common ones)."""
+    import textwrap
+
+    lines = ["examples:", *(f"  {example}" for example in examples), "", "exit codes:"]
+    for code, meaning in [*codes, *COMMON_CODES]:
+        lines += textwrap.wrap(f"{code:>5}  {meaning}", 88, subsequent_indent=" " * 7)
+    return {"description": textwrap.fill(description, 88),
+            "epilog": "\n".join(lines),
+            "formatter_class": argparse.RawDescriptionHelpFormatter}

@@ -12,19 +12,22 @@ from typing import Any
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand."""
     from evalstream.cli.agree import add_output_options
-    from evalstream.cli.common import path
+    from evalstream.cli.common import helps, path
 
     p = subparsers.add_parser(
         "compare", help="what changed between two judge runs, pair by pair",
-        description="Join two verdict files on (case id, rubric id) and report, per rubric, "
-                    "pass->fail and fail->pass flips with their ids, the pass rate of each run "
-                    "with the difference and McNemar's paired test, and the keys found in one "
-                    "run only. A pair whose rubric_hash, state_hash or exposure differ is not "
-                    "comparable (the judge saw something else): it is counted and left out of "
-                    "the statistics unless --force.",
-        epilog="Exit codes: 0 clean, 1 some lines rejected (or a run's unscored verdicts "
-               "above --max-unscored-rate), 2 usage or I/O error or a (case_id, rubric_id) "
-               "repeated in a run, 130 interrupted.")
+        **helps(
+            "Join two verdict files on (case id, rubric id) and report, per rubric, pass->fail "
+            "and fail->pass flips with their ids, the pass rate of each run with the difference "
+            "and McNemar's paired test, and the keys found in one run only. A pair whose "
+            "rubric_hash, state_hash or exposure differ is not comparable (the judge saw "
+            "something else): it is counted and left out of the statistics unless --force.",
+            ["evalstream compare run-a.jsonl run-b.jsonl",
+             "evalstream compare run-a.jsonl run-b.jsonl --html compare.html",
+             "evalstream compare run-a.jsonl run-b.jsonl --format json -o compare.json"],
+            [(0, "clean"), (1, "some lines rejected, or a run's unscored verdicts above "
+                               "--max-unscored-rate"),
+             (2, "also: a (case_id, rubric_id) repeated in a run")]))
     p.add_argument("run_a", type=path, metavar="run-a", help="the first (baseline) run's verdicts")
     p.add_argument("run_b", type=path, metavar="run-b", help="the second run's verdicts")
     p.add_argument("--force", action="store_true",

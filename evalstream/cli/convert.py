@@ -6,11 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from evalstream.cli.common import path, size, text
-
-EPILOG = ("Exit codes: 0 clean, 1 some rows rejected (or no row became a case), 2 usage or "
-          "I/O error, 4 the input is plainly not the format named (or inferred), 130 "
-          "interrupted.")
+from evalstream.cli.common import helps, path, size, text
 
 
 def register(subparsers: Any) -> None:
@@ -19,12 +15,17 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "convert", help="turn other formats (OpenAI chats, CSV, Parquet, inspect logs, ...) "
                         "into cases",
-        description="Convert OpenAI chat JSONL, a table (CSV, TSV, Parquet, a JSON array, "
-                    "JSONL), an inspect_ai eval log or a Hugging Face dataset on disk into "
-                    "evalstream cases that validate accepts. Rows that cannot become a case "
-                    "are rejected with their row number, the column and a sentence.",
-        epilog=EPILOG)
-    p.add_argument("input", nargs="?", type=path,
+        **helps(
+            "Convert OpenAI chat JSONL, a table (CSV, TSV, Parquet, a JSON array, JSONL), an "
+            "inspect_ai eval log or a Hugging Face dataset on disk into evalstream cases that "
+            "validate accepts. Rows that cannot become a case are rejected with their row "
+            "number, the column and a sentence.",
+            ["evalstream convert chats.jsonl cases.jsonl --from openai-chat",
+             "evalstream convert qa.csv cases.jsonl --map input=question,output=answer",
+             "evalstream convert logs/task.eval cases.jsonl --from inspect"],
+            [(0, "clean"), (1, "some rows rejected, or no row became a case"),
+             (4, "also: the input is not the format named (or inferred)")]))
+    p.add_argument("input", type=path, nargs="?",
                    help="the source: a file (.gz/.zst for line and table formats), a folder "
                         "(--from hf), or - for stdin (with --from)")
     p.add_argument("output", nargs="?", type=path,

@@ -29,22 +29,27 @@ def _temperature(text: str) -> float | None:
 def register(subparsers: Any) -> None:
     """Add the ``judge`` subcommand."""
     from evalstream.cli.common import amount as _number
-    from evalstream.cli.common import count, path, positive, share, size, text
+    from evalstream.cli.common import count, helps, path, positive, share, size, text
 
     p = subparsers.add_parser(
         "judge", help="ask an LLM judge for a verdict on every judge state",
-        description="Send every judge state of a build output to an LLM judge (OpenAI chat "
-                    "completions or Anthropic messages, or a compatible server such as vLLM, "
-                    "llama.cpp, Ollama or LiteLLM) and write one verdict per state, in input "
-                    "order. Every answer is stored the moment it arrives, keyed by the "
-                    "request: a re-run after an error, Ctrl-C or kill -9 pays for nothing "
-                    "twice. An answer that is not {status, reason} is unscored, never pass. "
-                    "The API key is read from the environment only.",
-        epilog="Exit codes: 0 every state judged (unscored verdicts included), 1 some lines "
-               "rejected (or unscored verdicts above --max-unscored-rate), 2 usage or I/O "
-               "error or the server refused the key, model or URL, 3 stopped by --max-cost or "
-               "--max-requests with states not judged (run again to continue), 130 "
-               "interrupted, 143 terminated.")
+        **helps(
+            "Send every judge state of a build output to an LLM judge (OpenAI chat completions "
+            "or Anthropic messages, or a compatible server such as vLLM, llama.cpp, Ollama or "
+            "LiteLLM) and write one verdict per state, in input order. Every answer is stored "
+            "the moment it arrives, keyed by the request: a re-run after an error, Ctrl-C or "
+            "kill -9 pays for nothing twice. An answer that is not {status, reason} is "
+            "unscored, never pass. The API key is read from the environment only.",
+            ["evalstream judge states.jsonl verdicts.jsonl --model gpt-4.1-mini --dry-run "
+             "--price-in 0.4 --price-out 1.6",
+             "evalstream judge states.jsonl verdicts.jsonl --model gpt-4.1-mini",
+             "evalstream judge states.jsonl verdicts.jsonl --model qwen2.5-7b "
+             "--base-url http://127.0.0.1:8000/v1"],
+            [(0, "every state judged (unscored verdicts included)"),
+             (1, "some lines rejected, or unscored verdicts above --max-unscored-rate"),
+             (2, "also: the server refused the key, the model or the URL"),
+             (3, "stopped by --max-cost or --max-requests with states not judged (run again "
+                 "to continue)")]))
     p.add_argument("input", type=path,
                    help="build's output (judge states and exact verdicts): a .jsonl path, .gz "
                         "or .zst, or - for stdin (spooled to a temporary file: it is read twice)")

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import path, positive, size, text
+from evalstream.cli.common import helps, path, positive, size, text
 
 if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
@@ -26,12 +26,15 @@ def register(subparsers: Any) -> None:
     """Add the ``stats`` subcommand."""
     p = subparsers.add_parser(
         "stats", help="report what a dataset holds: groups, sizes, labels, checks, metadata",
-        description="Read a dataset as build does and report cases per group, which fields "
-                    "they carry, their sizes, the expected labels per rubric, the checks build "
-                    "would write or skip, and the metadata keys. Given a run report (a .json "
-                    "file written by build or validate) or a stats JSON, render it instead.",
-        epilog="Exit codes: 0 clean, 1 the dataset had rejected lines, 2 usage or I/O error, "
-               "130 interrupted.")
+        **helps(
+            "Read a dataset as build does and report cases per group, which fields they carry, "
+            "their sizes, the expected labels per rubric, the checks build would write or skip, "
+            "and the metadata keys. Given a run report (a .json file written by build or "
+            "validate) or a stats JSON, render it instead.",
+            ["evalstream stats cases.jsonl --by scenario,split",
+             "evalstream stats cases.jsonl --format json -o stats.json --html stats.html",
+             "evalstream stats states.report.json"],
+            [(0, "clean"), (1, "the dataset had rejected lines, or no line is a case")]))
     p.add_argument("input", type=path,
                    help="cases (.jsonl, .gz, .zst, or - for stdin), or a run report "
                         "(.report.json) or stats JSON to render")

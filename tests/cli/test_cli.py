@@ -194,3 +194,14 @@ def test_an_empty_input_is_said_and_exits_1(tmp_path: Path) -> None:
     assert "warning: no line of the input is a case: the input is empty." in r.stderr
     report = json.loads((tmp_path / "s.report.json").read_text())
     assert report["exit_code"] == 1 and report["counts"]["lines"] == 0
+
+
+def test_every_help_has_examples_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    top = parser()
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name, sub in commands.items():
+        text = sub.format_help()
+        assert "examples:" in text and "exit codes:" in text, name
+        examples = text.split("examples:")[1].split("exit codes:")[0]
+        assert examples.count("evalstream ") >= 2, name
+    assert "the workflow" in top.format_help()
