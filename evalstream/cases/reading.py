@@ -22,7 +22,15 @@ import msgspec
 
 from evalstream.cases import schema
 from evalstream.cases.ids import IdIndex
-from evalstream.cases.rejects import Reject, long_line_reject, raw_text, reject, reject_kind
+from evalstream.cases.rejects import (
+    Reject,
+    long_line_reject,
+    long_text_reject,
+    raw_text,
+    reject,
+    reject_kind,
+    whitespace_reject,
+)
 from evalstream.files.lines import (
     DEFAULT_MAX_LINE_BYTES,
     Chunk,
@@ -33,6 +41,7 @@ from evalstream.files.lines import (
 )
 
 T = TypeVar("T")
+JSON_SPACE = b" \t\r"  # with the newline, all JSON counts as whitespace: a blank line
 Record = tuple[int, int, bytes, T]  # line number, byte offset, the line, the decoded record
 Problem = tuple[Reject, str]  # a reject and its kind, for the counts by kind
 FIRST_REJECTS_KEPT = 20
@@ -96,8 +105,11 @@ class RecordReader(Generic[T]):
                 try:
                     record = decode(line)
                 except (msgspec.DecodeError, RecursionError) as exc:
-                    if not line or line.isspace():
+                    if not line.strip(JSON_SPACE):
                         counts.blank += 1
+                    elif line.isspace():  # a form feed or vertical tab: not JSON whitespace
+                        yield self._rejected(whitespace_reject(line_no, offset, line),
+                                             "malformed JSON")
                     else:
                         yield self._rejected(*self.kind.reject(line_no, offset, line, exc))
                 else:
@@ -136,6 +148,12 @@ def case_kind(allow_unknown_fields: bool = False, index: IdIndex | None = None) 
     decoder = schema.decoder(allow_unknown_fields)
 
     def check(case: Any, line_no: int, line: bytes) -> Problem | None:
+        # A line that is not longer than the cap cannot hold a longer string: the walk
+        # through free-form values costs nothing on the usual lines.
+        if len(line) > schema.MAX_TEXT_CHARS:
+            long = schema.long_nested_text(case)
+            if long is not None:
+                return long_text_reject(line_no, line, case.id, *long), "over a cap"
         dup = schema.duplicate_item_id(case)
         if dup is not None:
             path, value = dup

@@ -29,6 +29,7 @@ from evalstream.checks.state import (
     Tokens,
     question_text,
 )
+from evalstream.files.outputs import escape_line_breaks
 
 OVER_BUDGET = "over budget"
 MAX_OVER_BUDGET_LISTED = 1_000
@@ -188,8 +189,8 @@ class Checker:
         self._other: Counter[tuple[int, str]] = Counter()
         self.encode = msgspec.json.Encoder().encode
         judges = [r for r in rubrics.rubrics if r.kind == "judge"]
-        self._questions = {r.id: msgspec.Raw(self.encode(question_text(r.question)))
-                           for r in judges}
+        self._questions = {r.id: msgspec.Raw(escape_line_breaks(
+            self.encode(question_text(r.question)))) for r in judges}
         self.budget = tokens.Budget(max_tokens, [question_text(r.question) for r in judges])
         self._plans: dict[tuple[bool, ...], list[Plan]] = {}
         self._when_keys = {key: path for r in rubrics.rubrics for key, path, _ in r.when}
@@ -265,7 +266,9 @@ class Checker:
         for key, attr in plan.keys:
             value = fields.get(attr)
             if value is None:
-                value = fields[attr] = self.encode(getattr(case, attr))
+                # Escaped once per field and case (a quick `in` test when there is nothing
+                # to escape): the state's bytes, and so its hash, are the ones written.
+                value = fields[attr] = escape_line_breaks(self.encode(getattr(case, attr)))
             parts += (key, value)
         parts.append(b"}" if parts else b"{}")  # a rubric may show nothing this case has
         budget = self.budget

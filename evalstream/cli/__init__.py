@@ -3,7 +3,8 @@
 Every command lives in its own module (``cli.build``, ``cli.stats``, ...) that registers
 its subcommand and calls the library; this module maps what escapes them to an exit code,
 in one place: an ``EvalstreamError`` by its ``exit_code`` (see ``evalstream.errors``),
-Ctrl-C 130, SIGTERM 143, SIGHUP 129, anything else 70 (a bug: please report it). Only
+Ctrl-C 130, SIGTERM 143, SIGHUP 129, anything else 70 (a bug: please report it), also a
+native library's panic, which Python sees as a BaseException. Only
 argparse is imported up front so that ``--help`` stays as cheap as importing msgspec.
 """
 
@@ -113,6 +114,15 @@ def main(argv: list[str] | None = None) -> int:
 
         traceback.print_exc()
         _error("internal error (a bug in evalstream); no output was written.")
+        return EXIT_INTERNAL
+    except BaseException as exc:
+        if isinstance(exc, (SystemExit, GeneratorExit)):
+            raise
+        # A native library's panic (pyo3's PanicException, e.g. a Rust tokenizer) is a
+        # BaseException: still a bug, never "finished with rejects". The library has
+        # already printed its own panic message.
+        _error(f"internal error in a native library ({type(exc).__name__}: "
+               f"{str(exc)[:200]}); no output was written. This is a bug: please report it.")
         return EXIT_INTERNAL
     finally:
         for s, handler in previous.items():

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from evalstream.cli.common import add_reading, helps, positive, progress_bar
+from evalstream.cli.common import add_reading, helps, path, positive, progress_bar
 from evalstream.errors import EXIT_PIPE
 
 
@@ -24,9 +24,10 @@ def register(sub: Any) -> None:
                  "mine.toml --max-tokens 16000",
                  "evalstream build big.jsonl states.jsonl.zst --workers 2"],
                 [(0, "clean"), (1, "finished, some lines rejected (or no line is a case)")]))
-    b.add_argument("input", help="cases: a .jsonl path, .gz or .zst, or - for stdin")
-    b.add_argument("output", help="judge states: a .jsonl path, .gz or .zst, or - for stdout")
-    b.add_argument("--rubrics", action="append", default=[], metavar="FILE",
+    b.add_argument("input", type=path, help="cases: a .jsonl path, .gz or .zst, or - for stdin")
+    b.add_argument("output", type=path,
+                   help="judge states: a .jsonl path, .gz or .zst, or - for stdout")
+    b.add_argument("--rubrics", type=path, action="append", default=[], metavar="FILE",
                    help="a TOML rubric file; repeatable; replaces the built-in rubrics "
                         "(`--rubrics builtin --rubrics mine.toml` adds to them)")
     b.add_argument("--max-tokens", type=positive, default=32_000, metavar="N",
@@ -46,7 +47,7 @@ def register(sub: Any) -> None:
                  "evalstream validate cases.jsonl --format json > rejects.jsonl",
                  "cat cases.jsonl | evalstream validate - --rejects rejects.jsonl"],
                 [(0, "clean"), (1, "some lines rejected (or no line is a case)")]))
-    v.add_argument("input", help="cases: a .jsonl path, .gz or .zst, or - for stdin")
+    v.add_argument("input", type=path, help="cases: a .jsonl path, .gz or .zst, or - for stdin")
     v.add_argument("--format", choices=["table", "json"], default="table",
                    help="table: the first problems as a table on stdout; json: every reject as "
                         "JSONL on stdout (default table)")

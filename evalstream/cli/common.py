@@ -5,27 +5,27 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from typing import Any
 
 MAX_COUNT = 1 << 62  # far above anything useful, and within every integer type used
 
 
+_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")  # ASCII digits only: int() also takes "1_0", "١٢"
+_WHOLE = re.compile(r"[0-9]+")
+
+
 def size(text: str) -> int:
     """A size in bytes: ``268435456``, ``64KiB``, ``256MiB``, ``1GiB`` (also KB, MB, GB)."""
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
     t = text.strip().lower().removesuffix("ib").removesuffix("b")
-    try:
-        if t and t[-1] in units:
-            number = float(t[:-1])
-            if not math.isfinite(number):
-                raise ValueError(text)
-            value = int(number * units[t[-1]])
-        else:
-            value = int(t)
-    except (ValueError, OverflowError):
+    unit = units.get(t[-1:], 1)
+    number = t[:-1] if unit != 1 else t
+    if not _NUMBER.fullmatch(number) or (unit == 1 and "." in number):
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a size (e.g. 268435456, 256MiB)") from None
+    value = int(float(number) * unit) if "." in number else int(number) * unit
     if not 0 < value <= MAX_COUNT:
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive size up to 4 EiB")
     return value
@@ -33,15 +33,14 @@ def size(text: str) -> int:
 
 def count(text: str) -> int:
     """A whole number, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
+    t = text.strip()
+    if t.startswith("-") and _WHOLE.fullmatch(t[1:]):
         raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    if value > MAX_COUNT:
+    if not _WHOLE.fullmatch(t):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if len(t) > 20 or int(t) > MAX_COUNT:
         raise argparse.ArgumentTypeError(f"{text!r} is too large (at most {MAX_COUNT:,})")
-    return value
+    return int(t)
 
 
 def positive(text: str) -> int:
@@ -49,6 +48,23 @@ def positive(text: str) -> int:
     value = count(text)
     if value == 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    return value
+
+
+def path(text: str) -> str:
+    """A file path (``-`` for stdin or stdout where the option says so): not empty."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path; give a file name (or - for stdin or "
+                                         "stdout where allowed)")
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"{text!r} holds a NUL character, which no path may")
+    return text
+
+
+def text(value: str) -> str:
+    """A value that must not be empty (metadata keys, a column, a rule, a separator)."""
+    if not value:  # a space may be a value (a CSV separator): only nothing is refused here
+        raise argparse.ArgumentTypeError("an empty value; see --help for what it takes")
     return value
 
 
@@ -87,10 +103,10 @@ def amount(text: str) -> float:
 
 def add_reading(p: argparse.ArgumentParser) -> None:
     """The options of every command that reads cases as build does."""
-    p.add_argument("--rejects", metavar="FILE",
+    p.add_argument("--rejects", type=path, metavar="FILE",
                    help="where rejected lines go (JSONL); build: next to the output "
                         "(states.rejects.jsonl) when a line is rejected; validate: none")
-    p.add_argument("--report", metavar="FILE",
+    p.add_argument("--report", type=path, metavar="FILE",
                    help="where the run report goes (JSON); build: next to the output "
                         "(states.report.json); validate: none")
     p.add_argument("--allow-unknown-fields", action="store_true",

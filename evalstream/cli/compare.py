@@ -12,7 +12,7 @@ from typing import Any
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand."""
     from evalstream.cli.agree import add_output_options
-    from evalstream.cli.common import helps
+    from evalstream.cli.common import helps, path
 
     p = subparsers.add_parser(
         "compare", help="what changed between two judge runs, pair by pair",
@@ -28,8 +28,8 @@ def register(subparsers: Any) -> None:
             [(0, "clean"), (1, "some lines rejected, or a run's unscored verdicts above "
                                "--max-unscored-rate"),
              (2, "also: a (case_id, rubric_id) repeated in a run")]))
-    p.add_argument("run_a", metavar="run-a", help="the first (baseline) run's verdicts")
-    p.add_argument("run_b", metavar="run-b", help="the second run's verdicts")
+    p.add_argument("run_a", type=path, metavar="run-a", help="the first (baseline) run's verdicts")
+    p.add_argument("run_b", type=path, metavar="run-b", help="the second run's verdicts")
     p.add_argument("--force", action="store_true",
                    help="include pairs that are not comparable in the statistics (they are "
                         "still counted as not comparable)")
@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``compare``; return the exit code (1 when some line was rejected)."""
-    from evalstream.cli.agree import check_paths, write
+    from evalstream.cli.agree import check_paths, outputs, show
     from evalstream.render import agree_html
     from evalstream.render import compare as compare_view
     from evalstream.verdicts import compare
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         run_a=args.run_a, run_b=args.run_b, force=args.force, rejects=args.rejects,
         max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields,
-        max_unscored_rate=args.max_unscored_rate))
-    write(args, report, compare.encode, compare_view.blocks, agree_html.compare_page)
+        max_unscored_rate=args.max_unscored_rate),
+        outputs(args, compare.encode, compare_view.blocks, agree_html.compare_page))
+    show(args, report, compare_view.blocks)
     return report.exit_code

@@ -12,19 +12,24 @@ from typing import Any
 
 
 def _temperature(text: str) -> float | None:
+    import math
+
     if text.lower() == "none":
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a number (or `none`, to send no temperature)") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of 0 or more (or `none`)")
+    return value
 
 
 def register(subparsers: Any) -> None:
     """Add the ``judge`` subcommand."""
     from evalstream.cli.common import amount as _number
-    from evalstream.cli.common import count, helps, positive, share, size
+    from evalstream.cli.common import count, helps, path, positive, share, size, text
 
     p = subparsers.add_parser(
         "judge", help="ask an LLM judge for a verdict on every judge state",
@@ -45,19 +50,20 @@ def register(subparsers: Any) -> None:
              (2, "also: the server refused the key, the model or the URL"),
              (3, "stopped by --max-cost or --max-requests with states not judged (run again "
                  "to continue)")]))
-    p.add_argument("input", help="build's output (judge states and exact verdicts): a .jsonl "
-                                 "path, .gz or .zst, or - for stdin (spooled to a temporary "
-                                 "file: it is read twice)")
-    p.add_argument("output", help="verdicts: a .jsonl path, .gz or .zst, or - for stdout")
+    p.add_argument("input", type=path,
+                   help="build's output (judge states and exact verdicts): a .jsonl path, .gz "
+                        "or .zst, or - for stdin (spooled to a temporary file: it is read twice)")
+    p.add_argument("output", type=path,
+                   help="verdicts: a .jsonl path, .gz or .zst, or - for stdout")
     who = p.add_argument_group("the judge")
-    who.add_argument("--model", required=True, help="the model, e.g. gpt-4.1-mini")
+    who.add_argument("--model", type=text, required=True, help="the model, e.g. gpt-4.1-mini")
     who.add_argument("--provider", choices=["openai", "anthropic"], default="openai",
                      help="the API: OpenAI chat completions (also every OpenAI-compatible "
                           "server) or Anthropic messages (default openai)")
     who.add_argument("--base-url", metavar="URL", default="",
                      help="the API's base URL (default https://api.openai.com/v1 or "
                           "https://api.anthropic.com/v1), e.g. http://127.0.0.1:8000/v1")
-    who.add_argument("--api-key-env", metavar="NAME",
+    who.add_argument("--api-key-env", type=text, metavar="NAME",
                      help="the environment variable holding the API key (default "
                           "OPENAI_API_KEY or ANTHROPIC_API_KEY; optional for a --base-url "
                           "server that needs none)")
@@ -93,20 +99,20 @@ def register(subparsers: Any) -> None:
                        help="count the requests to send, their exact input tokens and the cost "
                             "bound; send nothing, write nothing")
     store = p.add_argument_group("store and outputs")
-    store.add_argument("--cache", metavar="FILE",
+    store.add_argument("--cache", type=path, metavar="FILE",
                        help="the answer store (SQLite); default beside the output "
                             "(verdicts.judge.sqlite); share one to never pay twice across "
                             "datasets")
     store.add_argument("--retry-unscored", action="store_true",
                        help="ask again where the stored answer is unscored (not JSON, wrong "
                             "shape, refusal, truncated)")
-    store.add_argument("--show-request", nargs=2, metavar=("CASE_ID", "RUBRIC_ID"),
+    store.add_argument("--show-request", type=text, nargs=2, metavar=("CASE_ID", "RUBRIC_ID"),
                        help="print the exact request body for one judge state and exit")
     store.add_argument("--max-unscored-rate", type=share, metavar="R",
                        help="exit 1 when more than this share of the verdicts are unscored")
-    store.add_argument("--rejects", metavar="FILE",
+    store.add_argument("--rejects", type=path, metavar="FILE",
                        help="where rejected lines go (default verdicts.rejects.jsonl)")
-    store.add_argument("--report", metavar="FILE",
+    store.add_argument("--report", type=path, metavar="FILE",
                        help="where the run report goes (default verdicts.report.json)")
     store.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
                        help="reject longer lines without reading them whole (default 256MiB)")

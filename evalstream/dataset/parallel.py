@@ -29,8 +29,10 @@ from evalstream.checks.checker import Checker, CheckTally
 from evalstream.checks.rubrics import RubricSet
 from evalstream.dataset.rows import Collector
 from evalstream.engines.local import map_ordered
-from evalstream.files.lines import line_start, open_range, range_tasks, read_chunks, read_line_at
-from evalstream.files.outputs import AtomicOutput
+from evalstream.errors import OutputError
+from evalstream.files.lines import open_range, range_tasks, read_chunks, read_line_at
+from evalstream.files.outputs import AtomicOutput, escape_line_breaks
+from evalstream.files.temporaries import temp_folder
 
 RANGE_BYTES = 16 << 20
 MIN_RANGES = 8  # below 128 MiB one process is as fast
@@ -64,6 +66,7 @@ class Part:
     """One range's result, in the worker's own codes and line numbers (from 1)."""
 
     index: int
+    start: int
     end: int
     rows: Collector
     lines: LineCounts
@@ -87,9 +90,8 @@ def _init(settings: Settings) -> _Worker:
 
 
 def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
-    index, start, end = task
+    index, start, end = task  # line-aligned by ``range_tasks``
     s = worker.settings
-    start, end = line_start(worker.fd, start, worker.size), line_start(worker.fd, end, worker.size)
     reader = case_reader(s.allow_unknown_fields, s.max_line_bytes, check_duplicates=False)
     checker = Checker(s.rubric_set, s.max_tokens, keep_states=False)
     rows = Collector(s.rubric_set, s.by)
@@ -106,13 +108,21 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
         elif len(rejects) < s.first_rejects:
             rejects.append(reject)
 
-    with open(rejects_path or os.devnull, "wb") as out, \
-            open_range(worker.fd, start, end) as stream:
-        items = read_chunks(stream, s.max_line_bytes, first_line=1, first_offset=start)
-        rows.take(reader.read(items), checker, keep, log)
+    try:
+        with open(rejects_path or os.devnull, "wb") as out, \
+                open_range(worker.fd, start, end) as stream:
+            items = read_chunks(stream, s.max_line_bytes, first_line=1, first_offset=start)
+            rows.take(reader.read(items), checker, keep, log)
+    except OSError as exc:  # reading errors are InputError already: this is a part file
+        raise OutputError(f"cannot write the rejects (part files in {s.parts_dir}): "
+                          f"{exc.strerror or exc}") from None
     rows.flush()
-    return Part(index, end, rows, reader.counts, checker.tally, rejects, rejects_path,
+    return Part(index, start, end, rows, reader.counts, checker.tally, rejects, rejects_path,
                 log.arrays()[:4])
+
+
+def _ignore(reject: Reject) -> None:
+    return None
 
 
 # -- in the parent -------------------------------------------------------------------------------
@@ -129,7 +139,6 @@ class Merger:
         self.first_rejects: list[Reject] = []
         self.index = IdIndex()
         self.fd = os.open(settings.path, os.O_RDONLY)
-        self.scratch = Checker(settings.rubric_set, settings.max_tokens, keep_states=False)
         self.decode_case = case_reader(settings.allow_unknown_fields).kind.decode
         self._decode_reject = msgspec.json.Decoder(Reject).decode
         self._encode = msgspec.json.Encoder().encode
@@ -143,18 +152,18 @@ class Merger:
         first = self.index.add(lo, hi, [n + base for n in line])
         dups = [k for k, used in enumerate(first) if used]
         found = []
-        forget = []
         for k in dups:
             at, line_no = offset[k], line[k] + base
             raw = read_line_at(self.fd, at, self.settings.max_line_bytes + 1)
-            case = self.decode_case(raw)
-            self.scratch.tally = CheckTally()
-            forget.append((case, self.scratch.check(case, line_no)))
-            part.checks.subtract(self.scratch.tally)
-            found.append(duplicate_case(case.id, line_no, at, first[k], raw))
-        self.collector.absorb(part.rows, drop=dups)
-        for case, checks in forget:
-            self.collector.forget(case, checks)
+            found.append(duplicate_case(self.decode_case(raw).id, line_no, at, first[k], raw))
+        if dups:
+            # The worker counted cases it could not know were duplicates. Taking them back
+            # out cannot undo what they did to the capped tables (a metadata key or rubric
+            # id holding a place among the first 1,000, a value in a distinct-count
+            # sketch), so the range is read again here without them: the figures are then
+            # those of one process. Only a range with a late duplicate pays this.
+            part.rows, part.checks = self._without(part, {line[k] for k in dups})
+        self.collector.absorb(part.rows)
         part.lines.records -= len(dups)
         part.lines.rejected += len(dups)
         if dups:
@@ -162,6 +171,21 @@ class Merger:
         self.lines.merge(part.lines)
         self.checks.merge(part.checks)
         self._merge_rejects(part, base, found)
+
+    def _without(self, part: Part, skip: set[int]) -> tuple[Collector, CheckTally]:
+        """The rows and check tally of ``part``'s range without the cases on the lines in
+        ``skip`` (line numbers local to the range)."""
+        s = self.settings
+        reader = case_reader(s.allow_unknown_fields, s.max_line_bytes, check_duplicates=False)
+        checker = Checker(s.rubric_set, s.max_tokens, keep_states=False)
+        rows = Collector(s.rubric_set, s.by)
+        with open_range(self.fd, part.start, part.end) as stream:
+            items = read_chunks(stream, s.max_line_bytes, first_line=1, first_offset=part.start)
+            kept = (item for item in reader.read(items)
+                    if type(item) is not Reject and item[0] not in skip)  # type: ignore[index]
+            rows.take(kept, checker, _ignore)
+        rows.flush()
+        return rows, checker.tally
 
     def _merge_rejects(self, part: Part, base: int, found: list[Reject]) -> None:
         rejects = part.rejects
@@ -174,7 +198,8 @@ class Merger:
         if found:
             rejects = sorted(rejects + found, key=lambda r: r.line)
         if rejects and self.rejects_out is not None:
-            self.rejects_out.write(b"".join(self._encode(r) + b"\n" for r in rejects))
+            self.rejects_out.write(b"".join(escape_line_breaks(self._encode(r)) + b"\n"
+                                            for r in rejects))
         room = self.settings.first_rejects - len(self.first_rejects)
         if room > 0:
             self.first_rejects += rejects[:room]
@@ -185,13 +210,13 @@ def run(collector: Collector, settings: Settings, workers: int, size: int,
         on_progress: Callable[[int, int | None], None] | None) -> Merger:
     """Read the input with ``workers`` processes into ``collector``; return the merger with
     the line counts, the check tally and the first rejects."""
-    with tempfile.TemporaryDirectory(prefix="evalstream-stats-") as parts_dir:
+    with temp_folder(tempfile.gettempdir(), "evalstream-stats-") as parts_dir:
         if rejects_out is not None:
             settings.parts_dir = parts_dir
         merger = Merger(collector, settings, rejects_out)
         try:
             results = map_ordered(_init, _run_range, settings,
-                                  range_tasks(size, RANGE_BYTES), workers,
+                                  range_tasks(merger.fd, size, RANGE_BYTES), workers,
                                   describe=lambda t: f"bytes {t[1]:,}-{t[2]:,} of {settings.path}")
             first = True
             for part in results:

@@ -15,7 +15,6 @@ fixed-size estimate). Polars is imported only to aggregate.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -39,6 +38,7 @@ from evalstream.dataset.rows import (
     NO_STATE,
     SOURCES,
     STATUSES,
+    UNKNOWN_RUBRICS_CAP,
     Collector,
     MetadataKeys,
 )
@@ -52,7 +52,12 @@ from evalstream.files.lines import (
     progress,
     read_chunks,
 )
-from evalstream.files.outputs import AtomicOutput
+from evalstream.files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+)
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
@@ -240,8 +245,11 @@ def parse_by(text: str) -> list[str]:
 
 
 # -- the run -------------------------------------------------------------------------------------
-def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetStats:
+def collect(opts: StatsOptions, on_progress: Progress | None = None,
+            also: Callable[[DatasetStats], list[AtomicOutput]] | None = None) -> DatasetStats:
     """Read the dataset once and return its stats; rejects go to ``opts.rejects`` if given.
+    ``also(stats)`` may write more outputs (the CLI's report and page): they are committed
+    with the rejects, all or none.
 
     Raises UsageError for bad options, RubricError for bad rubric files, InputError and
     OutputError for files that cannot be read or written. A plain file over 128 MiB is read
@@ -254,10 +262,8 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
         raise UsageError("--max-tokens and --max-line-bytes must be positive.")
     if opts.workers is not None and opts.workers <= 0:
         raise UsageError("--workers must be positive.")
-    if opts.rejects not in (None, "-") and opts.input != "-" and \
-            os.path.abspath(opts.rejects) == os.path.abspath(opts.input):
-        raise UsageError(f"the input and rejects paths are the same file ({opts.input}); "
-                         "choose a different --rejects name.")
+    check_targets([("input", opts.input), *(("rubrics", f) for f in opts.rubric_files)],
+                  [("rejects", opts.rejects)])
     rubric_set = load_rubrics(opts.rubric_files)
     check_cases_input(opts.input)
     collector = Collector(rubric_set, opts.by)
@@ -278,8 +284,8 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
                                                           rejects_out, size, on_progress)
         collector.flush()
         stats = _summarize(collector, lines, checks, opts, rubric_set, n_bytes, first_rejects)
-        if rejects_out is not None:
-            rejects_out.commit()
+        commit_all(([rejects_out] if rejects_out is not None else [])
+                   + (also(stats) if also is not None else []))
     except BaseException:
         if rejects_out is not None:
             rejects_out.abort()
@@ -303,7 +309,8 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
             items = progress(items, on_progress, size)
         write = rejects_out.write if rejects_out is not None else None
         collector.take(reader.read(items), checker,
-                       lambda r: write(encode(r) + b"\n") if write is not None else None)
+                       lambda r: write(escape_line_breaks(encode(r)) + b"\n")
+                       if write is not None else None)
     finally:
         if opts.input != "-":
             stream.stream.close()
@@ -574,9 +581,48 @@ def _warnings(collector: Collector, checks: CheckTally, rubric_set: RubricSet,
                                 f"{MISSING} group.{did_you_mean(key, collector.metadata.seen)}")
     warnings += label_warnings({r.rubric: r.total.labels for r in labels if not r.in_rubrics},
                                sum(r.total.not_applicable for r in labels if r.in_rubrics),
-                               name_ids=True)
+                               name_ids=True, unlisted=collector.labels_unlisted)
+    if collector.labels_unlisted:
+        warnings.append(f"labels name more than {UNKNOWN_RUBRICS_CAP:,} rubric ids that are not "
+                        f"in the rubric set; the {collector.labels_unlisted:,} labels of further "
+                        "ids are counted here only, not per rubric.")
     if collector.metadata.dropped:
         warnings.append(f"metadata has more than {KEYS_CAP:,} distinct key paths; "
                         f"{collector.metadata.dropped:,} occurrences of further keys were not "
                         "counted.")
     return warnings
+
+
+# -- a report read back from a file --------------------------------------------------------------
+def check_shape(stats: DatasetStats) -> None:
+    """Raise ValueError naming the first place where a decoded stats JSON breaks what the
+    views rely on beyond its types (which keys its counts have, matching lengths): a file
+    edited by hand or written by another program must be refused, not crash a renderer."""
+    if stats.shape != SHAPE:
+        raise ValueError(f"`shape` is {stats.shape!r}, not {SHAPE!r}")
+
+    def keys(where: str, found: dict[str, Any], wanted: tuple[str, ...] | list[str]) -> None:
+        if sorted(found) != sorted(wanted):
+            raise ValueError(f"`{where}` has the keys {sorted(found)}; expected {list(wanted)}")
+
+    def label_counts(where: str, counts: LabelCounts) -> None:
+        keys(f"{where}.status", counts.status, STATUSES)
+        keys(f"{where}.source", counts.source, SOURCES)
+        for source, by_status in counts.source.items():
+            keys(f"{where}.source.{source}", by_status, STATUSES)
+
+    keys("overview.by", stats.overview.by, stats.by)
+    for i, group in enumerate([stats.total, *stats.groups]):
+        where = "total" if i == 0 else f"groups[{i - 1}]"
+        keys(f"{where}.fields", group.fields, FIELDS)
+        if i:
+            keys(f"{where}.key", group.key, stats.by)
+    for i, rubric in enumerate(stats.labels):
+        label_counts(f"labels[{i}].total", rubric.total)
+        for j, labelled in enumerate(rubric.groups):
+            keys(f"labels[{i}].groups[{j}].key", labelled.key, stats.by)
+            label_counts(f"labels[{i}].groups[{j}].counts", labelled.counts)
+    for name, histogram in stats.histograms.items():
+        if len(histogram.counts) != len(histogram.edges):
+            raise ValueError(f"`histograms.{name}` has {len(histogram.counts)} counts for "
+                             f"{len(histogram.edges)} edges")

@@ -73,6 +73,7 @@ def map_ordered(init: Callable[[S], W], work: Callable[[W, T], R], settings: S,
     ctx: Any = multiprocessing.get_context(start_method())
     procs: list[Any] = []
     conns: list[Connection] = []
+    finished = False
     try:
         for _ in range(workers):
             mine, theirs = ctx.Pipe()
@@ -85,11 +86,22 @@ def map_ordered(init: Callable[[S], W], work: Callable[[W, T], R], settings: S,
         done: dict[int, R] = {}
         sent = taken = 0
 
+        def died(conn: Connection, index: int) -> WorkerDied:
+            proc = procs[conns.index(conn)]
+            proc.join(timeout=1)
+            return WorkerDied(
+                f"a worker process died ({_how(proc.exitcode)}) while working on "
+                f"{describe(tasks[index])}; nothing was written. If it ran out of "
+                "memory, use fewer --workers.")
+
         def feed(conn: Connection) -> None:
             nonlocal sent
             # Two tasks queued per worker keep it busy while the parent takes a result.
             while sent < len(tasks) and sent < taken + window and len(running[conn]) < 2:
-                conn.send(tasks[sent])
+                try:
+                    conn.send(tasks[sent])
+                except OSError:  # the worker is gone: a broken pipe is its death, not stdout's
+                    raise died(conn, running[conn][0] if running[conn] else sent) from None
                 running[conn].append(sent)
                 sent += 1
 
@@ -102,12 +114,7 @@ def map_ordered(init: Callable[[S], W], work: Callable[[W, T], R], settings: S,
                 try:
                     ok, result = conn.recv()
                 except (EOFError, OSError):
-                    proc = procs[conns.index(conn)]
-                    proc.join(timeout=1)
-                    raise WorkerDied(
-                        f"a worker process died ({_how(proc.exitcode)}) while working on "
-                        f"{describe(tasks[index])}; nothing was written. If it ran out of "
-                        "memory, use fewer --workers.") from None
+                    raise died(conn, index) from None
                 running[conn].pop(0)
                 if not ok:
                     raise result
@@ -118,13 +125,17 @@ def map_ordered(init: Callable[[S], W], work: Callable[[W, T], R], settings: S,
             for conn in conns:
                 feed(conn)
         for conn in conns:
-            conn.send(None)
+            try:
+                conn.send(None)
+            except OSError:  # a worker that died after its last task: nothing is lost
+                pass
+        finished = True
     finally:
         for proc in procs:
+            if finished and proc.is_alive():
+                proc.join(timeout=0.5)  # done: let it leave on its own
             if proc.is_alive():
-                proc.join(timeout=0.5)
-            if proc.is_alive():
-                proc.kill()
+                proc.kill()  # an error or an early stop: at once
             proc.join()
         for conn in conns:
             conn.close()

@@ -26,7 +26,13 @@ import msgspec
 from evalstream import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
-from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
+from evalstream.files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+    sidecar,
+)
 from evalstream.files.sniff import check_input
 from evalstream.judge import answer, inputs, tokens
 from evalstream.judge.limits import Concurrency, TokenBucket
@@ -117,20 +123,13 @@ def check(opts: Options) -> None:
     if opts.output == "-" and not opts.cache:
         raise UsageError("with the verdicts on stdout, give --cache FILE for the answer store "
                          "(it is kept beside the output otherwise).")
-    named = [("input", opts.input), ("output", opts.output), ("rejects", opts.rejects),
-             ("report", opts.report), ("cache", opts.cache)]
-    for i, (name_a, a) in enumerate(named):
-        for name_b, b in named[i + 1:]:
-            if a and b and "-" not in (a, b) and (a == b or _same_file(a, b)):
-                raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
-                                 "choose a different name.")
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
+    # The answer store is read and written: it may be neither an input nor another target.
+    default = opts.output != "-"
+    check_targets([("input", opts.input)], [
+        ("output", opts.output),
+        ("rejects", opts.rejects or (sidecar(opts.output, ".rejects.jsonl") if default else None)),
+        ("report", opts.report or (sidecar(opts.output, ".report.json") if default else None)),
+        ("cache", store_path(opts))])
 
 
 def store_path(opts: Options) -> str:
@@ -441,7 +440,7 @@ class Writer:
         self.by_status[v.status] += 1
         if v.error is not None:
             self.by_cause[v.error.cause] += 1
-        return self._encode(v) + b"\n"
+        return escape_line_breaks(self._encode(v)) + b"\n"
 
     def write(self, path: str, out: AtomicOutput, rejects: AtomicOutput) -> None:
         c = self.counts
@@ -461,9 +460,9 @@ class Writer:
                     pending.append(line)
             elif isinstance(item, inputs.Exact):
                 c.exact_verdicts += 1
-                pending.append(item.raw + b"\n")
+                pending.append(escape_line_breaks(item.raw) + b"\n")
             else:
-                rejects.write(self._encode(item) + b"\n")
+                rejects.write(escape_line_breaks(self._encode(item)) + b"\n")
             if len(pending) >= 256:
                 out.write_all(pending)
                 pending = []

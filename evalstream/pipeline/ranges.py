@@ -23,12 +23,13 @@ import msgspec
 from evalstream.cases.ids import CaseLog, IdIndex
 from evalstream.cases.reading import FIRST_REJECTS_KEPT, LineCounts, case_reader, duplicate_case
 from evalstream.cases.rejects import Reject
-from evalstream.checks.checker import Checker, CheckTally
+from evalstream.checks.checker import MAX_OVER_BUDGET_LISTED, Checker, CheckTally, OverBudget
 from evalstream.checks.rubrics import RubricSet
 from evalstream.engines.local import map_ordered
-from evalstream.errors import ReaderGone
-from evalstream.files.lines import line_start, open_range, range_tasks, read_chunks, read_line_at
-from evalstream.files.outputs import AtomicOutput, write_all
+from evalstream.errors import OutputError, ReaderGone
+from evalstream.files.lines import open_range, range_tasks, read_chunks, read_line_at
+from evalstream.files.outputs import AtomicOutput, escape_line_breaks, write_all
+from evalstream.files.temporaries import temp_folder
 from evalstream.pipeline.run import Options, Outcome, Progress, process
 
 RANGE_BYTES = 16 << 20
@@ -77,20 +78,23 @@ def _init(settings: Settings) -> _Worker:
 
 
 def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
-    index, start, end = task
+    index, start, end = task  # line-aligned by ``range_tasks``
     s = worker.settings
     opts = s.opts
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes, check_duplicates=False)
     checker = Checker(s.rubric_set, opts.max_tokens) if s.rubric_set is not None else None
     log = CaseLog()
-    start, end = line_start(worker.fd, start, worker.size), line_start(worker.fd, end, worker.size)
     out_path = os.path.join(s.parts_dir, f"{index:08d}.out")
     rejects_path = os.path.join(s.parts_dir, f"{index:08d}.rejects")
-    with open(out_path, "wb", buffering=0) as out, open(rejects_path, "wb") as rej, \
-            open_range(worker.fd, start, end) as stream:
-        items = read_chunks(stream, opts.max_line_bytes, first_line=1, first_offset=start)
-        process(reader.read(items), checker, lambda pieces: write_all(out.fileno(), pieces),
-                rej.write, log)
+    try:
+        with open(out_path, "wb", buffering=0) as out, open(rejects_path, "wb") as rej, \
+                open_range(worker.fd, start, end) as stream:
+            items = read_chunks(stream, opts.max_line_bytes, first_line=1, first_offset=start)
+            process(reader.read(items), checker, lambda pieces: write_all(out.fileno(), pieces),
+                    rej.write, log)
+    except OSError as exc:  # reading errors are InputError already: this is a part file
+        target = opts.output if opts.output is not None else opts.rejects
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
     return Part(index, start, end, out_path, rejects_path, reader.counts,
                 checker.tally if checker else None, log.arrays())
 
@@ -125,15 +129,40 @@ class Merger:
         self._splice_output(part, dups, end)
         self._merge_rejects(part, base, dup_rejects)
         if part.checks is not None and self.checks is not None:
-            dup_lines = {r.line for r in dup_rejects}
-            for item in part.checks.over_budget:
+            listed = part.checks.over_budget
+            full = len(listed) >= MAX_OVER_BUDGET_LISTED
+            dup_lines = {r.line - base for r in dup_rejects}
+            listed = [o for o in listed if o.line not in dup_lines]
+            if full and len(listed) < len(part.checks.over_budget) and \
+                    len(self.checks.over_budget) + len(listed) < MAX_OVER_BUDGET_LISTED:
+                # The worker's list was full and its duplicates took places that later checks
+                # of the range would have had: list the range again without them.
+                listed = self._over_budget_without(part, dup_lines)
+            for item in listed:
                 item.line += base
-            part.checks.over_budget = [o for o in part.checks.over_budget
-                                       if o.line not in dup_lines]
+            part.checks.over_budget = listed
             self.checks.merge(part.checks)
         self.lines.merge(part.lines)
         os.unlink(part.out_path)
         os.unlink(part.rejects_path)
+
+    def _over_budget_without(self, part: Part, skip: set[int]) -> list[OverBudget]:
+        """The first over-budget checks of ``part``'s range, without the cases on the lines
+        in ``skip`` (line numbers local to the range). Only for ranges with late duplicates."""
+        opts = self.opts
+        reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes,
+                             check_duplicates=False)
+        assert self.scratch is not None
+        self.scratch.tally = CheckTally()
+        with open_range(self.fd, part.start, part.end) as stream:
+            items = read_chunks(stream, opts.max_line_bytes, first_line=1,
+                                first_offset=part.start)
+            for item in reader.read(items):
+                if type(item) is not Reject:
+                    line_no, _, _, case = item  # type: ignore[misc]
+                    if line_no not in skip:
+                        self.scratch.check(case, line_no)
+        return self.scratch.tally.over_budget
 
     def _undo(self, part: Part, k: int, base: int, first_line: int) -> Reject:
         """Turn logged case ``k`` into a duplicate-id reject and take back what it counted."""
@@ -175,7 +204,8 @@ class Merger:
         if extra:
             merged = sorted(merged + extra, key=lambda r: r.line)
         if merged and self.rejects is not None:
-            self.rejects.write(b"".join(self._encode(r) + b"\n" for r in merged))
+            self.rejects.write(b"".join(escape_line_breaks(self._encode(r)) + b"\n"
+                                        for r in merged))
         room = FIRST_REJECTS_KEPT - len(self.first_rejects)
         self.first_rejects += merged[:max(room, 0)]
 
@@ -189,10 +219,10 @@ def run(opts: Options, rubric_set: RubricSet | None, size: int, out: AtomicOutpu
     merger = Merger(opts, rubric_set, out, rejects)
     stopped = False
     try:
-        with tempfile.TemporaryDirectory(prefix=".evalstream-parts-", dir=directory) as parts:
+        with temp_folder(directory, ".evalstream-parts-") as parts:
             settings = Settings(opts, rubric_set, parts)
             for part in map_ordered(_init, _run_range, settings,
-                                    range_tasks(size, RANGE_BYTES), opts.workers,
+                                    range_tasks(merger.fd, size, RANGE_BYTES), opts.workers,
                                     describe=lambda t: _describe(opts.input, t)):
                 try:
                     merger.add(part)

@@ -21,6 +21,7 @@ import xxhash
 
 from evalstream.checks.checker import Check, Plan
 from evalstream.checks.state import CheckRecord, ExactVerdict, Exposure, Tokens
+from evalstream.files.outputs import escape_line_breaks
 
 
 class RecordEncoder:
@@ -45,10 +46,10 @@ class RecordEncoder:
             rubric = plan.rubric
             if check.passed is not None:  # an exact rubric's verdict
                 assert check.evidence is not None
-                line = encode(ExactVerdict(
+                line = escape_line_breaks(encode(ExactVerdict(
                     case_id, rubric.id, "exact", "pass" if check.passed else "fail",
                     check.evidence, Exposure(plan.shown, plan.withheld, plan.hidden),
-                    rubric.hash)) + b"\n"
+                    rubric.hash))) + b"\n"
             else:
                 assert state is not None, "the Checker must keep states to write records"
                 layout = self._layouts.get(plan) or self._layout(plan)

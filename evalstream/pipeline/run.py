@@ -33,7 +33,13 @@ from evalstream.files.lines import (
     progress,
     read_chunks,
 )
-from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
+from evalstream.files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+    sidecar,
+)
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 from evalstream.pipeline.records import RecordEncoder
 
@@ -77,7 +83,7 @@ def process(records: Iterable[Record[Any] | Reject], checker: Checker | None,
     written = 0  # bytes handed to ``write`` before them
     for item in records:
         if type(item) is Reject:
-            reject(encode_reject(item) + b"\n")
+            reject(escape_line_breaks(encode_reject(item)) + b"\n")
             continue
         line_no, offset, _, case = item  # type: ignore[misc]
         if checker is not None:
@@ -179,34 +185,19 @@ def _ignore(data: object) -> None:
 
 
 # -- targets ---------------------------------------------------------------------------------------
-def _same_file(a: str, b: str) -> bool:
-    if a == "-" or b == "-" or os.devnull in (a, b):  # /dev/null may take any number
-        return False
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
-
-
 def _plan(opts: Options) -> tuple[str | None, str | None]:
     """The rejects and report paths of a run (None: not written), after checking that no
-    two paths collide. ``build`` writes both next to its output file by default; to stdout,
-    and ``validate``, only those asked for (the summary on stderr says the counts)."""
+    target is an input or shares a file or stream with another. ``build`` writes both next
+    to its output file by default; to stdout, a FIFO or a device, and ``validate``, only
+    those asked for (the summary on stderr says the counts)."""
     rejects, report = opts.rejects, opts.report
     out = opts.output
     # Beside an output file; for stdout, a FIFO or a device, only when asked.
     if out is not None and out != "-" and (os.path.isfile(out) or not os.path.exists(out)):
         rejects = rejects or sidecar(out, ".rejects.jsonl")
         report = report or sidecar(out, ".report.json")
-    named = [("input", opts.input), ("output", opts.output), ("rejects", rejects),
-             ("report", report)]
-    for i, (name_a, a) in enumerate(named):
-        for name_b, b in named[i + 1:]:
-            if a is not None and b is not None and _same_file(a, b):
-                raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
-                                 "choose a different output name.")
-    if rejects == "-" and opts.output == "-":
-        raise UsageError("the output and the rejects cannot both go to stdout.")
+    check_targets([("input", opts.input), *(("rubrics", f) for f in opts.rubric_files)],
+                  [("output", opts.output), ("rejects", rejects), ("report", report)])
     return rejects, report
 
 

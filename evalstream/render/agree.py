@@ -6,7 +6,7 @@ from __future__ import annotations
 from evalstream.cases.rejects import Reject
 from evalstream.render.tables import Block, Column, Heading, Paragraph, Table
 from evalstream.verdicts.agree import AgreeReport, Cell, RubricAgreement, over_unscored_rate
-from evalstream.verdicts.records import VerdictFileSummary
+from evalstream.verdicts.records import MAX_RUBRICS, VerdictFileSummary
 
 
 # -- the text views --------------------------------------------------------------------------------
@@ -63,7 +63,17 @@ def files_line(report: AgreeReport) -> str:
     if v.judge_states:
         text += (f" {v.judge_states:,} judge states (written by build, not yet judged) have no "
                  "verdict.")
+    text += unlisted_line([v.unlisted_rubric, c.unlisted_rubric], ["verdicts", "labels"])
     return text
+
+
+def unlisted_line(counts: list[int], kinds: list[str]) -> str:
+    """What was counted but not analysed because of the cap on distinct rubric ids."""
+    parts = [f"{n:,} {kind}" for n, kind in zip(counts, kinds, strict=True) if n]
+    if not parts:
+        return ""
+    return (f" Only the first {MAX_RUBRICS:,} rubric ids are analysed: {' and '.join(parts)} "
+            "of further rubric ids are counted here only.")
 
 
 def unscored_line(summary: VerdictFileSummary, limit: float | None) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalstream.render.agree import reject_blocks, unscored_line
+from evalstream.render.agree import reject_blocks, unlisted_line, unscored_line
 from evalstream.render.tables import Block, Column, Heading, Paragraph, Table, p_value
 from evalstream.verdicts.compare import CompareReport, RubricComparison
 
@@ -49,7 +49,9 @@ def summary_blocks(report: CompareReport) -> list[Block]:
         Paragraph(f"run A = {a.path}: {a.verdicts:,} verdicts ({a.rejected:,} lines rejected). "
                   f"run B = {b.path}: {b.verdicts:,} verdicts ({b.rejected:,} lines rejected)."),
         Paragraph(f"{s.keys:,} keys: {s.paired:,} in both runs, {s.only_a:,} only in A, "
-                  f"{s.only_b:,} only in B. " + comparability_line(report)),
+                  f"{s.only_b:,} only in B. " + comparability_line(report)
+                  + unlisted_line([a.unlisted_rubric, b.unlisted_rubric],
+                                  ["verdicts of run A", "verdicts of run B"])),
     ]
     for run in (a, b):
         rate = unscored_line(run, report.max_unscored_rate)

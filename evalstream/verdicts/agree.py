@@ -29,6 +29,7 @@ from evalstream.verdicts import agreement
 from evalstream.verdicts.records import (
     FAIL,
     FLUSH_ROWS,
+    MAX_RUBRICS,
     NA_VERDICT,
     PASS,
     STATUSES,
@@ -42,7 +43,11 @@ from evalstream.verdicts.records import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import polars as pl
+
+    from evalstream.files.outputs import AtomicOutput
 
 
 LABEL_STATUSES = ("pass", "fail", "na")
@@ -138,6 +143,8 @@ class CaseFileSummary(Struct):
     rejected_by_kind: dict[str, int]
     labels: int
     first_rejects: list[Reject]
+    # Labels whose rubric id came after the first MAX_RUBRICS: counted here, not analysed.
+    unlisted_rubric: int = 0
 
 
 class AgreeReport(Struct):
@@ -212,7 +219,8 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     c_ids, c_groups = case_cols.lists.values()
     status_code = {s: i for i, s in enumerate(LABEL_STATUSES)}
     source_code = {s: i for i, s in enumerate(SOURCES)}
-    rubric_code, group_code = rubrics.code, groups.code
+    rubric_code, group_code = rubrics.limited, groups.code
+    unlisted = 0
     group_path = tuple(by.split(".")) if by else None
     row = 0  # the case's row in the cases frame
     for item in reader.read_file(path):
@@ -228,8 +236,12 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
         c_groups.append(group)
         if case.expected:
             for rid, label in case.expected.items():
+                code = rubric_code(rid)
+                if code is None:
+                    unlisted += 1
+                    continue
                 l_case.append(row)
-                l_rubrics.append(rubric_code(rid))
+                l_rubrics.append(code)
                 l_status.append(status_code[label.status])
                 l_source.append(source_code[label.source])
                 l_line.append(line)
@@ -244,7 +256,7 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     summary = CaseFileSummary(
         path=path, lines=counts.lines, blank=counts.blank, cases=counts.records,
         rejected=counts.rejected, rejected_by_kind=dict(sorted(counts.rejected_by_kind.items())),
-        labels=labels.height, first_rejects=reader.first_rejects)
+        labels=labels.height, first_rejects=reader.first_rejects, unlisted_rubric=unlisted)
     return CaseFile(summary, labels, cases)
 
 
@@ -416,13 +428,16 @@ def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], l
     return results
 
 
-def run(opts: AgreeOptions) -> AgreeReport:
-    """Read both files, join them and compute the agreement of every rubric.
+def run(opts: AgreeOptions,
+        also: Callable[[AgreeReport], list[AtomicOutput]] | None = None) -> AgreeReport:
+    """Read both files, join them and compute the agreement of every rubric. ``also(report)``
+    may write more outputs (the CLI's): they are committed with the rejects, all or none.
 
     Rejects go to ``opts.rejects`` when given (written only if the run succeeds); raises
     DuplicateKeyError (exit 2) when a verdict file repeats a key.
     """
     from evalstream.errors import UsageError
+    from evalstream.files.outputs import check_targets
 
     if opts.verdicts == "-" and opts.cases == "-":
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
@@ -439,7 +454,9 @@ def run(opts: AgreeOptions) -> AgreeReport:
     if not 0 < opts.confidence < 1:
         raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
     check_unscored_rate(opts.max_unscored_rate)
-    rubrics, groups = Codes(), Codes()
+    check_targets([("verdicts", opts.verdicts), ("cases", opts.cases)],
+                  [("rejects", opts.rejects)])
+    rubrics, groups = Codes(MAX_RUBRICS), Codes()
     sink = RejectSink(opts.rejects)
     try:
         verdict_file = read_verdicts(opts.verdicts, rubrics, sink,
@@ -452,17 +469,18 @@ def run(opts: AgreeOptions) -> AgreeReport:
         rows, examples = _count_rows(joined, case_file.cases["case_id"], opts.max_ids)
         results = _rubric_results(rows, examples, rubrics.names, groups.names, opts.by,
                                   opts.confidence)
-        sink.commit()
+        rejected = verdict_file.summary.rejected + case_file.summary.rejected
+        too_many = over_unscored_rate(verdict_file.summary, opts.max_unscored_rate)
+        report = AgreeReport(
+            command="agree", evalstream=__version__, verdicts=verdict_file.summary,
+            cases=case_file.summary, by=opts.by, confidence=opts.confidence,
+            max_ids=opts.max_ids, max_unscored_rate=opts.max_unscored_rate, rubrics=results,
+            rejects=opts.rejects, exit_code=1 if rejected or too_many else 0)
+        sink.commit(also(report) if also is not None else None)
     except BaseException:
         sink.abort()
         raise
-    rejected = verdict_file.summary.rejected + case_file.summary.rejected
-    too_many = over_unscored_rate(verdict_file.summary, opts.max_unscored_rate)
-    return AgreeReport(
-        command="agree", evalstream=__version__, verdicts=verdict_file.summary,
-        cases=case_file.summary, by=opts.by, confidence=opts.confidence, max_ids=opts.max_ids,
-        max_unscored_rate=opts.max_unscored_rate, rubrics=results, rejects=opts.rejects,
-        exit_code=1 if rejected or too_many else 0)
+    return report
 
 
 def check_unscored_rate(rate: float | None) -> None:
@@ -479,9 +497,10 @@ def over_unscored_rate(summary: VerdictFileSummary, limit: float | None) -> bool
         and summary.unscored_rate > limit
 
 
-
 def encode(report: AgreeReport) -> bytes:
     """The report as indented JSON with a final newline."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+    from evalstream.files.outputs import escape_line_breaks
+
+    return escape_line_breaks(msgspec.json.format(msgspec.json.encode(report), indent=2)) + b"\n"
 
 

@@ -24,6 +24,7 @@ from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream.verdicts import agreement
 from evalstream.verdicts.records import (
     FAIL,
+    MAX_RUBRICS,
     PASS,
     STATUSES,
     Codes,
@@ -34,7 +35,11 @@ from evalstream.verdicts.records import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import polars as pl
+
+    from evalstream.files.outputs import AtomicOutput
 
 
 DEFAULT_MAX_IDS = 20
@@ -236,14 +241,17 @@ def _comparison(rubric: str, tally: _Tally, examples: dict[str, list[str]]) -> R
         examples=Examples(**{k: examples.get(k, []) for k in EXAMPLE_KINDS}))
 
 
-def run(opts: CompareOptions) -> CompareReport:
-    """Read both runs, join them and compare them rubric by rubric.
+def run(opts: CompareOptions,
+        also: Callable[[CompareReport], list[AtomicOutput]] | None = None) -> CompareReport:
+    """Read both runs, join them and compare them rubric by rubric. ``also(report)`` may
+    write more outputs (the CLI's): they are committed with the rejects, all or none.
 
     Rejects go to ``opts.rejects`` when given; raises DuplicateKeyError (exit 2) when a run
     repeats a key.
     """
     from evalstream.errors import UsageError
-    from evalstream.verdicts.agree import check_unscored_rate
+    from evalstream.files.outputs import check_targets
+    from evalstream.verdicts.agree import check_unscored_rate, over_unscored_rate
 
     if opts.run_a == "-" and opts.run_b == "-":
         raise UsageError("only one of the two runs can be read from stdin (-).")
@@ -255,7 +263,8 @@ def run(opts: CompareOptions) -> CompareReport:
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     check_unscored_rate(opts.max_unscored_rate)
-    rubrics = Codes()
+    check_targets([("run-a", opts.run_a), ("run-b", opts.run_b)], [("rejects", opts.rejects)])
+    rubrics = Codes(MAX_RUBRICS)
     sink = RejectSink(opts.rejects)
     try:
         files = [read_verdicts(path, rubrics, sink, with_hashes=True,
@@ -264,32 +273,34 @@ def run(opts: CompareOptions) -> CompareReport:
                  for path in (opts.run_a, opts.run_b)]
         rows, example_rows = _count_rows(_joined(files[0].frame, files[1].frame), opts.max_ids,
                                          opts.force)
-        sink.commit()
+        tallies: dict[int, _Tally] = {}
+        whole = _Tally()
+        for row in rows:
+            tallies.setdefault(row["rubric"], _Tally()).add(row, opts.force)
+            whole.add(row, opts.force)
+        results = [_comparison(rubrics.names[r], tallies[r],
+                               {k: ids for (rubric, k), ids in example_rows.items()
+                                if rubric == r})
+                   for r in sorted(tallies, key=lambda r: rubrics.names[r])]
+        rejected = files[0].summary.rejected + files[1].summary.rejected
+        too_many = any(over_unscored_rate(f.summary, opts.max_unscored_rate) for f in files)
+        report = CompareReport(
+            command="compare", evalstream=__version__, run_a=files[0].summary,
+            run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids,
+            max_unscored_rate=opts.max_unscored_rate, summary=whole.counts(),
+            rubrics=results, rejects=opts.rejects,
+            exit_code=1 if rejected or too_many else 0)
+        sink.commit(also(report) if also is not None else None)
     except BaseException:
         sink.abort()
         raise
-    tallies: dict[int, _Tally] = {}
-    whole = _Tally()
-    for row in rows:
-        tallies.setdefault(row["rubric"], _Tally()).add(row, opts.force)
-        whole.add(row, opts.force)
-    results = [_comparison(rubrics.names[r], tallies[r],
-                           {k: ids for (rubric, k), ids in example_rows.items() if rubric == r})
-               for r in sorted(tallies, key=lambda r: rubrics.names[r])]
-    from evalstream.verdicts.agree import over_unscored_rate
-
-    rejected = files[0].summary.rejected + files[1].summary.rejected
-    too_many = any(over_unscored_rate(f.summary, opts.max_unscored_rate) for f in files)
-    return CompareReport(
-        command="compare", evalstream=__version__, run_a=files[0].summary,
-        run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids,
-        max_unscored_rate=opts.max_unscored_rate, summary=whole.counts(), rubrics=results,
-        rejects=opts.rejects,
-        exit_code=1 if rejected or too_many else 0)
+    return report
 
 
 def encode(report: CompareReport) -> bytes:
     """The report as indented JSON with a final newline."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+    from evalstream.files.outputs import escape_line_breaks
+
+    return escape_line_breaks(msgspec.json.format(msgspec.json.encode(report), indent=2)) + b"\n"
 
 

@@ -148,6 +148,26 @@ def test_main_in_process_returns_codes(tmp_path: Path) -> None:
     assert main(["build", str(SAMPLES / "bad.jsonl"), str(tmp_path / "b.jsonl"), "-q"]) == 1
 
 
+def test_a_native_panic_is_an_internal_error(tmp_path: Path) -> None:
+    # A run of ~1 M whitespace characters before a letter makes tiktoken's regex overflow
+    # its stack: a Rust panic, which Python raises as pyo3's PanicException, a
+    # BaseException. The caps keep data from reaching it; if anything does, it is exit 70
+    # with one sentence (scripts must not read it as 1, finished with rejects).
+    code = ("import sys\nfrom evalstream import cli\nfrom evalstream.checks import tokens\n"
+            "import evalstream.pipeline.run as run\n"
+            "def panic(*args, **kwargs):\n    tokens.count(' ' * 999_999 + 'a')\n"
+            "run.run = panic\n"
+            f"sys.exit(cli.main(['validate', {str(SAMPLES / 'cases.jsonl')!r}, '-q']))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 70, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("evalstream: error: internal error in a native library "
+                           "(PanicException: ")
+    assert last.endswith("no output was written. This is a bug: please report it.")
+    assert "Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize("command", ["build", "validate", "stats"])
 def test_a_file_that_is_plainly_not_jsonl_gets_one_sentence_and_exit_4(
         command: str, tmp_path: Path) -> None:

@@ -103,3 +103,32 @@ def test_only_plain_files_big_enough_are_split() -> None:
     assert not stats_parallel.worthwhile("a.jsonl", 8 * stats_parallel.RANGE_BYTES, 2)
     assert not stats_parallel.worthwhile("a.jsonl.gz", 10 * stats_parallel.RANGE_BYTES, 2)
     assert not stats_parallel.worthwhile("-", None, 2)
+
+
+def test_capped_tables_are_the_same_for_any_number_of_workers(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    # Late duplicates that bring their own metadata keys, rubric ids and values: one process
+    # never counts them, so they must not take any of the capped places (1,000 key paths,
+    # 1,000 unknown rubric ids, 1,000 exact values of a key) in a worker's figures either.
+    monkeypatch.setattr(stats_parallel, "RANGE_BYTES", 20_000)
+    label = {"status": "pass", "source": "human"}
+
+    def case(i: int, tag: str) -> str:
+        return json.dumps({"id": f"c{i}", "input": "q", "output": "a",
+                           "metadata": {f"{tag}{i}": 1, "v": f"{tag}{i}", "when": tag},
+                           "expected": {f"{tag}-r{i}": label}})
+
+    lines = [case(i, "k") for i in range(900)]
+    lines += [case(i, "dup") for i in range(900)]  # every one a late duplicate
+    lines += [case(900 + i, "n") for i in range(400)]
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    one = collect(StatsOptions(input=str(path), workers=1))
+    keys = {k.key for k in one.metadata.keys}
+    assert len(keys) == 1_000 and "n997" in keys and "n998" not in keys  # k0..k899, v, when
+    assert not any(k.startswith("dup") for k in keys)
+    assert {r.rubric for r in one.labels if not r.in_rubrics} >= {"k-r0", "n-r999"}
+    assert one.overview.rejected_by_kind["duplicate id"] == 900
+    for workers in (2, 3):
+        assert collect(StatsOptions(input=str(path), workers=workers)) == one
