@@ -43,3 +43,8 @@ class WrongFileError(InputError):
 
 class OutputError(EvalstreamError):
     """An output could not be created, written or moved into place."""
+
+
+class SetupError(EvalstreamError):
+    """evalstream's installation cannot do the job (a missing package, a changed data file);
+    the message names the fix."""

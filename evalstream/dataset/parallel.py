@@ -25,9 +25,9 @@ import msgspec
 from evalstream.cases.ids import CaseLog, IdIndex
 from evalstream.cases.reading import LineCounts, case_reader, duplicate_case
 from evalstream.cases.rejects import Reject
-from evalstream.checks.checker import Checker, CheckTally
+from evalstream.checks.checker import CheckTally
 from evalstream.checks.rubrics import RubricSet
-from evalstream.dataset.rows import Collector
+from evalstream.dataset.rows import Collector, stats_checker
 from evalstream.engines.local import map_ordered
 from evalstream.files.lines import line_start, open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput
@@ -53,6 +53,7 @@ class Settings:
     by: list[str]
     rubric_set: RubricSet
     max_tokens: int
+    tokenizer: str
     max_line_bytes: int
     allow_unknown_fields: bool
     parts_dir: str | None  # write every reject here; None: keep only the first ones
@@ -91,7 +92,7 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
     s = worker.settings
     start, end = line_start(worker.fd, start, worker.size), line_start(worker.fd, end, worker.size)
     reader = case_reader(s.allow_unknown_fields, s.max_line_bytes, check_duplicates=False)
-    checker = Checker(s.rubric_set, s.max_tokens, keep_states=False)
+    checker = stats_checker(s.rubric_set, s.max_tokens, s.tokenizer)
     rows = Collector(s.rubric_set, s.by)
     log = CaseLog()
     rejects: list[Reject] = []
@@ -129,7 +130,8 @@ class Merger:
         self.first_rejects: list[Reject] = []
         self.index = IdIndex()
         self.fd = os.open(settings.path, os.O_RDONLY)
-        self.scratch = Checker(settings.rubric_set, settings.max_tokens, keep_states=False)
+        self.scratch = stats_checker(settings.rubric_set, settings.max_tokens,
+                                     settings.tokenizer)
         self.decode_case = case_reader(settings.allow_unknown_fields).kind.decode
         self._decode_reject = msgspec.json.Decoder(Reject).decode
         self._encode = msgspec.json.Encoder().encode

@@ -23,12 +23,12 @@ import msgspec
 from evalstream.cases.ids import CaseLog, IdIndex
 from evalstream.cases.reading import FIRST_REJECTS_KEPT, LineCounts, case_reader, duplicate_case
 from evalstream.cases.rejects import Reject
-from evalstream.checks.checker import Checker, CheckTally
+from evalstream.checks.checker import CheckTally
 from evalstream.checks.rubrics import RubricSet
 from evalstream.engines.local import map_ordered
 from evalstream.files.lines import line_start, open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput, write_all
-from evalstream.pipeline.run import Options, Outcome, Progress, process
+from evalstream.pipeline.run import Options, Outcome, Progress, checker_for, process
 
 RANGE_BYTES = 16 << 20
 
@@ -80,7 +80,7 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
     s = worker.settings
     opts = s.opts
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes, check_duplicates=False)
-    checker = Checker(s.rubric_set, opts.max_tokens) if s.rubric_set is not None else None
+    checker = checker_for(opts, s.rubric_set)
     log = CaseLog()
     start, end = line_start(worker.fd, start, worker.size), line_start(worker.fd, end, worker.size)
     out_path = os.path.join(s.parts_dir, f"{index:08d}.out")
@@ -107,7 +107,7 @@ class Merger:
         self.index = IdIndex()
         self.fd = os.open(opts.input, os.O_RDONLY)
         # Re-checks a late duplicate to take its checks back out of the counts.
-        self.scratch = Checker(rubric_set, opts.max_tokens) if rubric_set is not None else None
+        self.scratch = checker_for(opts, rubric_set)
         self.decode_case = case_reader(opts.allow_unknown_fields).kind.decode
         self._decode_reject = msgspec.json.Decoder(Reject).decode
         self._encode = msgspec.json.Encoder().encode

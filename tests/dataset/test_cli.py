@@ -29,7 +29,7 @@ def test_json_to_a_file_is_the_documented_shape(tmp_path: Path) -> None:
     out = tmp_path / "stats.json"
     assert main(["stats", CASES, "--format", "json", "-o", str(out), "-q"]) == 0
     data = json.loads(out.read_text())
-    assert data["shape"] == "evalstream.stats/1"
+    assert data["shape"] == "evalstream.stats/2"
     assert list(data) == ["shape", "evalstream", "input", "by", "rubrics", "tokenizer", "budget",
                           "overview", "total", "groups", "labels", "checks", "metadata",
                           "histograms", "first_rejects", "warnings", "exit_code"]
