@@ -1,5 +1,6 @@
 """Command line:
-``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages}``.
+``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
+tokens}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -99,10 +100,18 @@ def cmd_stages(args: argparse.Namespace) -> int:
     return main(args.input, args.repeat, args.builtin)
 
 
+def cmd_tokens(args: argparse.Namespace) -> int:
+    """The token counters, the corpus x9 input, the count cache."""
+    from benchmarks.tokens import main
+
+    return main(args.rest)
+
+
 BASELINE_NAMES = ("lines", "msgspec", "pydantic", "json", "jq")
 VARIANT_HELP = (
     "baselines lines msgspec json pydantic jq; evalstream-all evalstream-builtin "
-    "evalstream-long evalstream-w1 evalstream-w2 stats (default: all)"
+    "evalstream-long evalstream-w1 evalstream-w2 evalstream-exact evalstream-cl100k stats "
+    "(default: all but those pinned to another profile)"
 )
 
 
@@ -154,8 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--profiles",
         nargs="+",
         default=["normal"],
-        choices=("normal", "long"),
-        help="profiles for the variants not pinned to one (default normal)",
+        choices=("normal", "long", "corpus9"),
+        help="profiles for the variants not pinned to one (default normal); corpus9 is the "
+             "shared corpus x9 (316 MB, --size does not apply)",
     )
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
@@ -183,6 +193,11 @@ def build_parser() -> argparse.ArgumentParser:
     stages.add_argument("--builtin", action="store_true",
                         help="the built-in rubrics instead of all_fields.toml")
     stages.set_defaults(func=cmd_stages)
+
+    tok = sub.add_parser("tokens", help="token counters, the corpus x9, the count cache",
+                         add_help=False)
+    tok.add_argument("rest", nargs=argparse.REMAINDER)
+    tok.set_defaults(func=cmd_tokens)
     return parser
 
 

@@ -28,12 +28,11 @@ from evalstream.cases.rejects import Reject
 from evalstream.checks.checker import CheckTally
 from evalstream.checks.rubrics import RubricSet
 from evalstream.dataset.rows import Collector, stats_checker
-from evalstream.engines.local import map_ordered
+from evalstream.engines.local import map_ordered, range_bytes
 from evalstream.files.lines import line_start, open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput
 
-RANGE_BYTES = 16 << 20
-MIN_RANGES = 8  # below 128 MiB one process is as fast
+WORTHWHILE_BYTES = 128 << 20  # below this one process is as fast
 
 
 def worthwhile(path: str, size: int | None, workers: int) -> bool:
@@ -41,7 +40,7 @@ def worthwhile(path: str, size: int | None, workers: int) -> bool:
 
     Starting workers costs about 0.3 s of CPU (each imports evalstream); measured here, two
     workers broke even with one process at 100 MB and took 0.54x its time at 1 GB."""
-    return (workers > 1 and size is not None and size > MIN_RANGES * RANGE_BYTES
+    return (workers > 1 and size is not None and size > WORTHWHILE_BYTES
             and path != "-" and not path.endswith((".gz", ".zst")))
 
 
@@ -193,7 +192,7 @@ def run(collector: Collector, settings: Settings, workers: int, size: int,
         merger = Merger(collector, settings, rejects_out)
         try:
             results = map_ordered(_init, _run_range, settings,
-                                  range_tasks(size, RANGE_BYTES), workers,
+                                  range_tasks(size, range_bytes(size, workers)), workers,
                                   describe=lambda t: f"bytes {t[1]:,}-{t[2]:,} of {settings.path}")
             first = True
             for part in results:

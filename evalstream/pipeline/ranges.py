@@ -25,12 +25,12 @@ from evalstream.cases.reading import FIRST_REJECTS_KEPT, LineCounts, case_reader
 from evalstream.cases.rejects import Reject
 from evalstream.checks.checker import CheckTally
 from evalstream.checks.rubrics import RubricSet
-from evalstream.engines.local import map_ordered
+from evalstream.engines.local import map_ordered, range_bytes
 from evalstream.files.lines import line_start, open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput, write_all
 from evalstream.pipeline.run import Options, Outcome, Progress, checker_for, process
 
-RANGE_BYTES = 16 << 20
+WORTHWHILE_BYTES = 16 << 20  # smaller inputs run in one process
 
 
 @dataclass
@@ -57,8 +57,8 @@ class Part:
 
 
 def worthwhile(opts: Options, size: int | None) -> bool:
-    """Whether workers can and should run: a plain input file bigger than one range."""
-    return (opts.workers > 1 and size is not None and size > RANGE_BYTES
+    """Whether workers can and should run: a plain input file over WORTHWHILE_BYTES."""
+    return (opts.workers > 1 and size is not None and size > WORTHWHILE_BYTES
             and opts.input != "-" and not opts.input.endswith((".gz", ".zst")))
 
 
@@ -190,7 +190,8 @@ def run(opts: Options, rubric_set: RubricSet | None, size: int, out: AtomicOutpu
         with tempfile.TemporaryDirectory(prefix=".evalstream-parts-", dir=directory) as parts:
             settings = Settings(opts, rubric_set, parts)
             for part in map_ordered(_init, _run_range, settings,
-                                    range_tasks(size, RANGE_BYTES), opts.workers,
+                                    range_tasks(size, range_bytes(size, opts.workers)),
+                                    opts.workers,
                                     describe=lambda t: _describe(opts.input, t)):
                 merger.add(part)
                 if on_progress is not None:

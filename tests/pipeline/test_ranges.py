@@ -34,7 +34,8 @@ def dataset(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("workers", [2, 3])
 def test_workers_give_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                      workers: int) -> None:
-    monkeypatch.setattr(parallel, "RANGE_BYTES", 8192)  # many ranges, lines crossing bounds
+    # many ranges, lines crossing bounds
+    monkeypatch.setattr(parallel, "range_bytes", lambda size, workers: 8192)
     src = dataset(tmp_path)
     one, _ = run(Options(input=str(src), output=str(tmp_path / "one.jsonl"), max_tokens=500))
     many, first = run(Options(input=str(src), output=str(tmp_path / "many.jsonl"),
@@ -61,3 +62,20 @@ def test_small_or_compressed_inputs_run_in_one_process(tmp_path: Path) -> None:
     assert not parallel.worthwhile(Options(input="-", output="o", workers=2), None)
     assert not parallel.worthwhile(Options(input="x.jsonl", output="o", workers=2), 1000)
     assert parallel.worthwhile(Options(input="x.jsonl", output="o", workers=2), 1 << 30)
+
+
+def test_ranges_give_every_worker_several_tasks() -> None:
+    """A skewed file (the corpus: its tau-bench cases fill one 16 MiB range of 35 MB) keeps
+    every worker busy only with several tasks a worker: ranges of a MiB up to 16 MiB."""
+    from evalstream.engines.local import MAX_RANGE, MIN_RANGE, range_bytes
+
+    mb = 1 << 20
+    assert range_bytes(35 * mb, 2) == -(-35 * mb // 16)  # 16 tasks for 2 workers
+    assert range_bytes(1 << 30, 2) == MAX_RANGE  # large files: 16 MiB ranges
+    assert range_bytes(20 * mb, 8) == MIN_RANGE  # never below a MiB
+    for size in (17 * mb, 35 * mb, 300 * mb, 5 << 30):
+        for workers in (2, 3, 8):
+            r = range_bytes(size, workers)
+            assert MIN_RANGE <= r <= MAX_RANGE
+            tasks = -(-size // r)
+            assert tasks >= min(2 * workers, size // MIN_RANGE)
