@@ -1,6 +1,6 @@
 """Command line:
 ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
-tokens}``.
+judge,judge-clients,tokens}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -100,6 +100,22 @@ def cmd_stages(args: argparse.Namespace) -> int:
     return main(args.input, args.repeat, args.builtin)
 
 
+def cmd_judge(args: argparse.Namespace) -> int:
+    """Time evalstream judge against the fake server, beside the bare aiohttp loop."""
+    from benchmarks.judge import main
+
+    return main(args.states or [1_000, 100_000], args.runs, args.latency,
+                args.max_connections, args.cache_dir)
+
+
+def cmd_judge_clients(args: argparse.Namespace) -> int:
+    """Time the bare loops of the HTTP clients judge could use."""
+    from benchmarks.judge import main_clients
+
+    return main_clients(args.requests, args.runs, args.latency, args.max_connections,
+                        args.cache_dir)
+
+
 def cmd_tokens(args: argparse.Namespace) -> int:
     """The token counters, the corpus x9 input, the count cache."""
     from benchmarks.tokens import main
@@ -193,6 +209,22 @@ def build_parser() -> argparse.ArgumentParser:
     stages.add_argument("--builtin", action="store_true",
                         help="the built-in rubrics instead of all_fields.toml")
     stages.set_defaults(func=cmd_stages)
+
+    for name, func, helptext in (
+            ("judge", cmd_judge, "time evalstream judge against the fake server (50 ms)"),
+            ("judge-clients", cmd_judge_clients, "time the bare loops of aiohttp, httpx, httpx2")):
+        judge = sub.add_parser(name, help=helptext)
+        if name == "judge":
+            judge.add_argument("--states", type=int, action="append",
+                               help="judge states, repeatable (default 1000 and 100000)")
+        else:
+            judge.add_argument("--requests", type=int, default=5_000)
+        judge.add_argument("--runs", type=int, default=3)
+        judge.add_argument("--latency", type=float, default=0.05, help="seconds (default 0.05)")
+        judge.add_argument("--max-connections", type=int, default=64)
+        judge.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+        judge.set_defaults(func=func)
+
 
     tok = sub.add_parser("tokens", help="token counters, the corpus x9, the count cache",
                          add_help=False)

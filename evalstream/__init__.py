@@ -17,6 +17,9 @@ The Python API; the command line calls the same functions::
     report = evalstream.build("data/samples/cases.jsonl", "states.jsonl")
     print(report.counts)
 
+    verdicts = evalstream.judge_verdicts("states.jsonl", "verdicts.jsonl", "gpt-4.1-mini")
+    print(verdicts.by_status)                      # OPENAI_API_KEY from the environment
+
 Every error evalstream raises on purpose is an ``EvalstreamError``. Names are imported when
 first used, so ``import evalstream`` stays cheap.
 """
@@ -47,6 +50,8 @@ if TYPE_CHECKING:
         UsageError,
         WrongFileError,
     )
+    from evalstream.judge.report import JudgeReport
+    from evalstream.judge.request import JudgeConfig
     from evalstream.pipeline.states import InvalidCaseError
     from evalstream.verdicts.agree import AgreeReport
     from evalstream.verdicts.compare import CompareReport
@@ -55,12 +60,13 @@ __all__ = [
     "__version__",
     # functions
     "read_cases", "load_rubrics", "judge_states", "count_tokens", "build", "validate", "stats",
-    "agree", "compare", "convert_cases",
+    "agree", "compare", "convert_cases", "judge_verdicts",
     # records
     "Case", "Message", "Passage", "ToolEvent", "Label", "Reject", "Rubric", "RubricSet",
-    "CheckRecord", "ExactVerdict", "Exposure", "Tokens", "Sizes",
+    "CheckRecord", "ExactVerdict", "Exposure", "Tokens", "Sizes", "JudgeConfig", "JudgeVerdict",
     # reports
     "RunReport", "DatasetStats", "AgreeReport", "CompareReport", "ConvertReport",
+    "JudgeReport",
     # errors
     "EvalstreamError", "UsageError", "RubricError", "InputError", "WrongFileError",
     "OutputError", "SetupError", "InvalidCaseError",
@@ -77,6 +83,8 @@ _LAZY = {
     "RunReport": "evalstream.checks.report", "DatasetStats": "evalstream.dataset.stats",
     "AgreeReport": "evalstream.verdicts.agree", "CompareReport": "evalstream.verdicts.compare",
     "ConvertReport": "evalstream.convert.report",
+    "JudgeConfig": "evalstream.judge.request", "JudgeVerdict": "evalstream.verdicts.records",
+    "JudgeReport": "evalstream.judge.report",
     "EvalstreamError": "evalstream.errors", "UsageError": "evalstream.errors",
     "RubricError": "evalstream.errors", "InputError": "evalstream.errors",
     "WrongFileError": "evalstream.errors", "OutputError": "evalstream.errors",
@@ -198,3 +206,25 @@ def convert_cases(input: str | os.PathLike[str], output: str | os.PathLike[str],
 
     report, _ = run(Options(input=os.fspath(input), output=os.fspath(output), **options))
     return report
+
+
+def judge_verdicts(input: str | os.PathLike[str], output: str | os.PathLike[str], model: str,
+                   *, provider: str = "openai", base_url: str = "",
+                   temperature: float | None = 0.0, max_output_tokens: int = 1024,
+                   **options: Any) -> JudgeReport:
+    """Run ``judge`` (``evalstream.judge`` is its package): a verdict at ``output`` for every
+    judge state of ``input`` (a ``build`` output), asked of ``model`` at ``provider``
+    (``openai`` or ``anthropic``; ``base_url`` for any compatible server), with every answer
+    kept in the store beside the output (``cache=`` to share one). The API key is read from
+    the environment (``api_key_env=`` names the variable). Options as the command's:
+    ``max_connections``, ``max_attempts``, ``timeout``, ``rpm``, ``tpm``, ``price_in``,
+    ``price_out``, ``max_cost``, ``max_requests``, ``retry_unscored``, ``max_unscored_rate``,
+    ``rejects``, ``report``, ``max_line_bytes``. Returns the report (``exit_code`` 3: stopped
+    by a limit, run again to continue); files appear only if the whole run succeeds."""
+    from evalstream.judge.live import Options, run
+    from evalstream.judge.request import JudgeConfig
+
+    config = JudgeConfig(model=model, provider=provider, base_url=base_url,
+                         temperature=temperature, max_output_tokens=max_output_tokens)
+    return run(Options(input=os.fspath(input), output=os.fspath(output), config=config,
+                       **options))

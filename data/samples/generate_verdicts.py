@@ -3,7 +3,8 @@
 
 ``verdicts.jsonl`` plays a judge over ``data/samples/cases.jsonl``: one verdict per judge
 state that ``build`` writes for the sample (with its rubric_hash, state_hash and exposure),
-agreeing with the case's label except where listed below, plus build's own exact verdicts,
+agreeing with the case's label (``na`` too) except where listed below, plus build's own exact
+verdicts,
 a verdict for a check with no label and one for a case that is not in the file.
 ``verdicts-b.jsonl`` is a second run of the same judge with known differences from the first.
 """
@@ -22,15 +23,16 @@ CASES = ROOT / "data" / "samples" / "cases.jsonl"
 
 # (case, rubric) -> what the judge said instead of agreeing with the label.
 DISAGREE = {
-    ("case-02", "booking-claim"): "pass",  # label fail: a miss
-    ("case-04", "booking-claim"): "pass",  # label fail: a miss
-    ("case-20", "booking-claim"): "fail",  # label pass: a false alarm
+    ("case-02", "tool-backed-claims"): "pass",  # label fail: a miss
+    ("case-04", "tool-backed-claims"): "pass",  # label fail: a miss
+    ("case-20", "tool-backed-claims"): "fail",  # label pass: a false alarm
     ("case-12", "claim-support"): "pass",  # label fail: a miss
     ("case-21", "policy-compliance"): "pass",  # label fail: a miss
     ("case-27", "policy-compliance"): "fail",  # label pass: a false alarm
     ("case-30", "escalation"): "fail",  # label pass: a false alarm
 }
 UNSCORED = {("case-26", "policy-compliance"), ("case-11", "claim-support")}
+NA = {("case-08", "policy-compliance")}  # label pass: the judge says the rubric does not apply
 SKIPPED = {("case-39", "escalation"), ("case-43", "policy-compliance")}  # no verdict
 JUDGE = {"model": "judge-small-2025", "temperature": 0}
 
@@ -58,12 +60,16 @@ def main() -> None:
         if key in SKIPPED:
             continue
         label = labels.get(key)
-        status = DISAGREE.get(key) or (label if label in ("pass", "fail") else "pass")
+        status = DISAGREE.get(key) or label or "pass"
         if key in UNSCORED:
             status = "unscored"
+        if key in NA:
+            status = "na"
         verdicts.append({
             "case_id": key[0], "rubric_id": key[1], "status": status,
-            "rationale": f"The response {'meets' if status == 'pass' else 'misses'} the rubric.",
+            "rationale": {"pass": "The response meets the rubric.",
+                          "na": "The rubric does not apply to this case."}.get(
+                              status, "The response misses the rubric."),
             "judge": JUDGE, "rubric_hash": record["rubric_hash"],
             "state_hash": record["state_hash"], "exposure": record["exposure"]})
     verdicts.append({"case_id": "case-99", "rubric_id": "claim-support", "status": "fail",
@@ -74,11 +80,11 @@ def main() -> None:
     for v in verdicts:
         key = (v["case_id"], v["rubric_id"])
         v = json.loads(json.dumps(v))
-        if key == ("case-02", "booking-claim"):
+        if key == ("case-02", "tool-backed-claims"):
             v["status"] = "fail"  # fail after pass: fixed
-        elif key in {("case-20", "booking-claim"), ("case-27", "policy-compliance")}:
+        elif key in {("case-20", "tool-backed-claims"), ("case-27", "policy-compliance")}:
             v["status"] = "pass"
-        elif key in {("case-01", "booking-claim"), ("case-03", "booking-claim"),
+        elif key in {("case-01", "tool-backed-claims"), ("case-03", "tool-backed-claims"),
                      ("case-05", "policy-compliance")}:
             v["status"] = "fail" if v["status"] == "pass" else "pass"
         elif key == ("case-11", "claim-support"):

@@ -63,6 +63,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from functools import cache
 
+import msgspec
 import xxhash
 
 from evalstream.checks.encodings import DEFAULT, MAX_TOKEN_BYTES, Tokenizer, tokenizer
@@ -162,17 +163,37 @@ class Budget:
         """The token count of a state's JSON and whether it is exact (see the module
         docstring). Past ``limit`` counting stops: the count is then a lower bound above
         ``limit``. ``names`` are the state's top-level keys, in order."""
-        count = self.pieces.count
-        total, start, size = 0, 0, len(state)
-        for end in piece_ends(state, names):
-            if limit is not None and total + -(-(size - start) // MAX_TOKEN_BYTES) > limit:
-                # The rest is at least a 128th of its bytes in tokens: already over.
-                return total + -(-(size - start) // MAX_TOKEN_BYTES), False
-            total += count(state[start:end])
-            start = end
-            if limit is not None and total > limit:
-                return total, start == size
-        return total, True
+        return count_state(self.pieces, state, names, limit)
+
+
+def count_state(pieces: PieceCounts, state: bytes, names: Sequence[str],
+                limit: int | None = None) -> tuple[int, bool]:
+    """``Budget.state_tokens`` with the piece counts given."""
+    count = pieces.count
+    total, start, size = 0, 0, len(state)
+    for end in piece_ends(state, names):
+        if limit is not None and total + -(-(size - start) // MAX_TOKEN_BYTES) > limit:
+            # The rest is at least a 128th of its bytes in tokens: already over.
+            return total + -(-(size - start) // MAX_TOKEN_BYTES), False
+        total += count(state[start:end])
+        start = end
+        if limit is not None and total > limit:
+            return total, start == size
+    return total, True
+
+
+_OBJECT_KEYS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def json_text_tokens(text: bytes, tokenizer: str = DEFAULT) -> int:
+    """The exact token count of JSON text (a judge state as build wrote it, in a judge
+    request), through the process's piece cache: cut as ``build`` cuts a state, so a field
+    repeated across requests is counted once. Any other text counts exactly too."""
+    try:
+        names: Sequence[str] = list(_OBJECT_KEYS.decode(text))
+    except msgspec.DecodeError:
+        names = ()
+    return count_state(piece_counts(tokenizer), text, names)[0]
 
 
 def piece_ends(state: bytes, names: Sequence[str], item_min: int = ITEM_MIN,
@@ -181,12 +202,19 @@ def piece_ends(state: bytes, names: Sequence[str], item_min: int = ITEM_MIN,
     top-level key but the first (cut K), before an item's ``id`` in a list once the piece
     is ``item_min`` bytes long (K), inside a longer piece about every ``part`` bytes (W).
     Found lazily: once counting stops, the rest of the state is never scanned."""
-    size, start = len(state), 0
-    for i in range(1, len(names) + 1):
-        # A key is found as `,"name":`: a value before it cannot hold that text (a string's
-        # quotes are escaped, and only the last field, tool_events, holds objects with free
-        # keys); and any cut of kind K is a boundary, wherever it falls.
-        end = size if i == len(names) else state.index(b',"%s":' % names[i].encode(), start) + 2
+    size, start, find = len(state), 0, 0
+    for name in (*names[1:], None):
+        end = size
+        if name is not None:
+            # A key is found as `,"name":`. A value before it cannot hold that text (a
+            # string's quotes are escaped, and only the last field, tool_events, holds
+            # objects with free keys); a key that is not found, or that does not start with
+            # an ASCII letter (not cut K), only makes the pieces longer: any cut of kind K is
+            # a boundary, wherever it falls, so the count stays exact.
+            at = state.find(b',"%s":' % name.encode(), find)
+            if at < 0 or not _is_letter(state[at + 2]):
+                continue
+            end = find = at + 2
         while start < end:
             cut = _next_item(state, start + item_min, end)
             while cut - start > part:
@@ -214,6 +242,10 @@ def _next_item(state: bytes, pos: int, end: int) -> int:
 
 
 _WORD = re.compile(rb"[A-Za-z] [A-Za-z]")
+
+
+def _is_letter(byte: int) -> bool:
+    return 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
 
 
 def _word_cut(state: bytes, pos: int, end: int) -> int:

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import count, fraction, size
+from evalstream.cli.common import count, fraction, share, size
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,6 +42,9 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
                         "rejecting the line")
     p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
                    help="reject longer lines without reading them whole (default 256MiB)")
+    p.add_argument("--max-unscored-rate", type=share, metavar="R",
+                   help="exit 1 when more than this share of a verdict file's verdicts are "
+                        "unscored (e.g. 0.02); the rate is reported either way")
 
 
 def register(subparsers: Any) -> None:
@@ -54,8 +57,9 @@ def register(subparsers: Any) -> None:
                     "and recall of fail, and the ids where judge and label disagree. Labels "
                     "without a verdict, verdicts without a label, unscored verdicts and na "
                     "labels are counted and left out of the statistics.",
-        epilog="Exit codes: 0 clean, 1 some lines rejected, 2 usage or I/O error or a "
-               "(case_id, rubric_id) repeated in the verdicts, 130 interrupted.")
+        epilog="Exit codes: 0 clean, 1 some lines rejected (or unscored verdicts above "
+               "--max-unscored-rate), 2 usage or I/O error or a (case_id, rubric_id) repeated "
+               "in the verdicts, 130 interrupted.")
     p.add_argument("verdicts", help="verdicts: a .jsonl path, .gz or .zst, or - for stdin")
     p.add_argument("cases", help="the cases with their `expected` labels (as for build)")
     p.add_argument("--by", metavar="KEY",
@@ -78,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     report = agree.run(agree.AgreeOptions(
         verdicts=args.verdicts, cases=args.cases, by=args.by, rejects=args.rejects,
         max_ids=args.max_ids, confidence=args.confidence, max_line_bytes=args.max_line_bytes,
-        allow_unknown_fields=args.allow_unknown_fields))
+        allow_unknown_fields=args.allow_unknown_fields,
+        max_unscored_rate=args.max_unscored_rate))
     write(args, report, agree.encode, agree_view.blocks, agree_page)
     return report.exit_code
 

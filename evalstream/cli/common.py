@@ -66,6 +66,28 @@ def fraction(text: str) -> float:
     return value
 
 
+def share(text: str) -> float:
+    """A number from 0 to 1, both included (a rate)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (e.g. 0.02)")
+    return value
+
+
+def amount(text: str) -> float:
+    """A finite number above 0 (seconds, prices, rates)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number above 0")
+    return value
+
+
 def add_tokenizer(p: argparse.ArgumentParser) -> None:
     """``--tokenizer``, for every command that counts tokens."""
     p.add_argument("--tokenizer", choices=TOKENIZERS, default=TOKENIZERS[0],

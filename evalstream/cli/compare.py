@@ -21,8 +21,9 @@ def register(subparsers: Any) -> None:
                     "run only. A pair whose rubric_hash, state_hash or exposure differ is not "
                     "comparable (the judge saw something else): it is counted and left out of "
                     "the statistics unless --force.",
-        epilog="Exit codes: 0 clean, 1 some lines rejected, 2 usage or I/O error or a "
-               "(case_id, rubric_id) repeated in a run, 130 interrupted.")
+        epilog="Exit codes: 0 clean, 1 some lines rejected (or a run's unscored verdicts "
+               "above --max-unscored-rate), 2 usage or I/O error or a (case_id, rubric_id) "
+               "repeated in a run, 130 interrupted.")
     p.add_argument("run_a", metavar="run-a", help="the first (baseline) run's verdicts")
     p.add_argument("run_b", metavar="run-b", help="the second run's verdicts")
     p.add_argument("--force", action="store_true",
@@ -44,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     report = compare.run(compare.CompareOptions(
         run_a=args.run_a, run_b=args.run_b, force=args.force, rejects=args.rejects,
         max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
-        allow_unknown_fields=args.allow_unknown_fields))
+        allow_unknown_fields=args.allow_unknown_fields,
+        max_unscored_rate=args.max_unscored_rate))
     write(args, report, compare.encode, compare_view.blocks, agree_html.compare_page)
     return report.exit_code

@@ -138,10 +138,10 @@ def _text(head: bytes) -> Sniffed | None:
                        _CONVERT.format(fmt="inspect", more=""))
     lines = _first_lines(start)
     first = lines[0].strip()
-    if first in (b"{", b"["):
-        return _pretty(first)
     if any(_is_object_line(line) for line in lines):
         return None  # some line is a case-shaped object: bad lines get their own rejects
+    if first in (b"{", b"["):
+        return _pretty(first)
     if first.startswith(b"["):
         return _array(first, len(lines), complete=len(start) < HEAD_BYTES)
     if first.startswith(b"{"):
@@ -204,7 +204,12 @@ def _table(start: bytes) -> Sniffed | None:
         except csv.Error:  # e.g. a NUL or a lone CR outside quotes: not a table this way
             continue
         widths = {len(r) for r in rows}
-        if rows and len(widths) == 1 and widths.pop() >= 2:
+        # Plainly a table: rows of one width (two columns or more) under a header that names
+        # every column; a lone line only if its cells look like column names (a damaged case
+        # line such as `z"id":"0", input:""` is not a table).
+        if rows and len(widths) == 1 and widths.pop() >= 2 and \
+                all(cell.strip() for cell in rows[0]) and \
+                (len(rows) >= 2 or all(_COLUMN_NAME.match(cell) for cell in rows[0])):
             columns = ", ".join(_shown(c) for c in rows[0][:8])
             more = ", ..." if len(rows[0]) > 8 else ""
             label = "a TSV table" if kind == "tsv" else "a CSV table"
@@ -215,6 +220,9 @@ def _table(start: bytes) -> Sniffed | None:
                 fix += f" (give the separator with `--separator '{delimiter}'`)"
             return Sniffed(kind, f"{label} (first row: {columns}{more})", fix)
     return None
+
+
+_COLUMN_NAME = re.compile(r"^\s*[\w .\-/()]+\s*$")
 
 
 def _shown(cell: str) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from evalstream.cases.rejects import Reject
 from evalstream.render.tables import Block, Column, Heading, Paragraph, Table
-from evalstream.verdicts.agree import AgreeReport, Cell, RubricAgreement
+from evalstream.verdicts.agree import AgreeReport, Cell, RubricAgreement, over_unscored_rate
+from evalstream.verdicts.records import VerdictFileSummary
 
 
 # -- the text views --------------------------------------------------------------------------------
@@ -22,6 +23,9 @@ def summary_blocks(report: AgreeReport) -> list[Block]:
     """The files read, their rejects, and one line of figures per rubric."""
 
     out: list[Block] = [Paragraph(files_line(report))]
+    rate = unscored_line(report.verdicts, report.max_unscored_rate)
+    if rate:
+        out.append(Paragraph(rate))
     out += reject_blocks([(report.verdicts.path, report.verdicts.first_rejects,
                            report.verdicts.rejected),
                           (report.cases.path, report.cases.first_rejects, report.cases.rejected)],
@@ -41,10 +45,11 @@ def summary_blocks(report: AgreeReport) -> list[Block]:
         summary.add(r.rubric, c.pairs, c.accuracy, _kappa(c), _interval(c),
                     c.fail_precision, c.fail_recall, c.confusion.fail_pass,
                     c.confusion.pass_fail, c.unscored, c.labels_without_verdict,
-                    c.verdicts_without_label, c.na_labels)
+                    c.verdicts_without_label, c.na_labels + c.na_verdicts)
     summary.note = ("missed: label fail, judge pass; false alarms: label pass, judge fail; "
                     "no verdict: a pass/fail label without a verdict; no label: a verdict "
-                    "without a label; na: labels `na` (left out).")
+                    "without a label; na: labels `na`, and verdicts `na` on a pass/fail label "
+                    "(left out).")
     out.append(summary)
     return out
 
@@ -59,6 +64,19 @@ def files_line(report: AgreeReport) -> str:
         text += (f" {v.judge_states:,} judge states (written by build, not yet judged) have no "
                  "verdict.")
     return text
+
+
+def unscored_line(summary: VerdictFileSummary, limit: float | None) -> str | None:
+    """A sentence on the unscored rate when there are unscored verdicts or a limit."""
+    if summary.unscored_rate is None or (not summary.by_status["unscored"] and limit is None):
+        return None
+    text = (f"{summary.path}: {summary.by_status['unscored']:,} of {summary.verdicts:,} verdicts "
+            f"unscored ({summary.unscored_rate:.1%})")
+    if limit is None:
+        return text + "."
+    verb = "above" if over_unscored_rate(summary, limit) else "within"
+    return text + f", {verb} --max-unscored-rate {limit:g}" + (
+        " (exit 1)." if verb == "above" else ".")
 
 
 def reject_blocks(files: list[tuple[str, list[Reject], int]], rejects: str | None,
@@ -108,7 +126,8 @@ def rubric_blocks(r: RubricAgreement, report: AgreeReport, heading: bool = True,
     out.append(Paragraph(
         f"labels: {r.labels['pass']:,} pass, {r.labels['fail']:,} fail, {r.labels['na']:,} na; "
         f"verdicts: {r.verdicts['pass']:,} pass, {r.verdicts['fail']:,} fail, "
-        f"{r.verdicts['unscored']:,} unscored. Left out: {c.unscored:,} unscored, "
+        f"{r.verdicts['na']:,} na, {r.verdicts['unscored']:,} unscored. Left out: "
+        f"{c.unscored:,} unscored, {c.na_verdicts:,} na verdicts on a pass/fail label, "
         f"{c.labels_without_verdict:,} labels without a verdict, {c.na_labels:,} na labels "
         f"({c.na_with_verdict:,} with a verdict), {c.verdicts_without_label:,} verdicts without "
         f"a label ({c.unknown_case:,} for cases not in {report.cases.path})."))

@@ -169,7 +169,7 @@ def _kappa_rows(r: RubricAgreement, by: str | None) -> list[tuple[str, KappaOut 
 
 def _buckets(c: Cell) -> list[float]:
     k = c.confusion
-    return [k.pass_pass + k.fail_fail, k.fail_pass, k.pass_fail, c.unscored,
+    return [k.pass_pass + k.fail_fail, k.fail_pass, k.pass_fail, c.unscored, c.na_verdicts,
             c.labels_without_verdict, c.na_labels, c.verdicts_without_label]
 
 
@@ -189,10 +189,11 @@ def agree_page(report: AgreeReport) -> str:
     if report.rubrics:
         page.figure(stacked_bar_chart(
             [r.rubric for r in report.rubrics],
-            ["agree", "missed", "false alarm", "unscored", "no verdict", "na label", "no label"],
+            ["agree", "missed", "false alarm", "unscored", "na verdict", "no verdict",
+             "na label", "no label"],
             [_buckets(r.all) for r in report.rubrics], title="Where every key went",
-            colors=(AGREE_COLOR, MISS_COLOR, PALETTE[1], PALETTE[5], PALETTE[9], PALETTE[4],
-                    PALETTE[6])),
+            colors=(AGREE_COLOR, MISS_COLOR, PALETTE[1], PALETTE[5], PALETTE[3], PALETTE[9],
+                    PALETTE[4], PALETTE[6])),
             "Keys per rubric: agreeing and disagreeing pairs (missed: label fail, judge pass; "
             "false alarm: label pass, judge fail), then those left out of the statistics.")
     for r in report.rubrics:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalstream.render.agree import reject_blocks
+from evalstream.render.agree import reject_blocks, unscored_line
 from evalstream.render.tables import Block, Column, Heading, Paragraph, Table
 from evalstream.verdicts.compare import CompareReport, RubricComparison
 
@@ -41,6 +41,10 @@ def summary_blocks(report: CompareReport) -> list[Block]:
         Paragraph(f"{s.keys:,} keys: {s.paired:,} in both runs, {s.only_a:,} only in A, "
                   f"{s.only_b:,} only in B. " + comparability_line(report)),
     ]
+    for run in (a, b):
+        rate = unscored_line(run, report.max_unscored_rate)
+        if rate:
+            out.append(Paragraph(rate))
     out += reject_blocks([(a.path, a.first_rejects, a.rejected),
                           (b.path, b.first_rejects, b.rejected)], report.rejects)
     if not report.rubrics:
@@ -70,11 +74,13 @@ def rubric_blocks(r: RubricComparison, heading: bool = True) -> list[Block]:
     c = r.counts
     t = c.transitions
     unscored = sum(n for k, n in t.items() if "unscored" in k)
+    na = sum(n for k, n in t.items() if "na" in k.split("->") and "unscored" not in k)
     out: list[Block] = [Heading(r.rubric, 2)] if heading else []
     out.append(Paragraph(
         f"{c.compared:,} pairs compared ({c.scored:,} scored in both runs, {unscored:,} with an "
         f"unscored side: {t['pass->unscored'] + t['fail->unscored']:,} became unscored, "
-        f"{t['unscored->pass'] + t['unscored->fail']:,} became scored)."))
+        f"{t['unscored->pass'] + t['unscored->fail']:,} became scored; {na:,} with an na side "
+        "and none unscored)."))
     absent = ", ".join(f"{h.replace('_', ' ')} {n:,}" for h, n in c.absent_on_both.items() if n)
     if absent:
         out.append(Paragraph(f"Compared without a field on either side (it could not be "

@@ -4,12 +4,13 @@ Both files are streamed into compact key columns (``verdicts.read_verdicts`` and
 ``read_labels`` here) and joined with Polars on (case id, rubric). Every key lands in
 exactly one bucket, so the counts add up, per rubric and per cell:
 
-    labels   = pairs + unscored + labels_without_verdict + na_labels
-    verdicts = pairs + unscored + na_with_verdict + verdicts_without_label
+    labels   = pairs + unscored + na_verdicts + labels_without_verdict + na_labels
+    verdicts = pairs + unscored + na_verdicts + na_with_verdict + verdicts_without_label
 
 ``pairs`` (a pass/fail label and a pass/fail verdict) are the only keys in the statistics.
-A label ``na`` says the rubric does not apply, so it is counted and left out; an
-``unscored`` verdict is counted and left out (never read as pass: evalstream fails closed).
+A label ``na`` says the rubric does not apply, so it is counted and left out, and so is a
+verdict ``na`` (the judge says so) on a pass/fail label; an ``unscored`` verdict is counted
+and left out (never read as pass: evalstream fails closed).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from evalstream.verdicts import agreement
 from evalstream.verdicts.records import (
     FAIL,
     FLUSH_ROWS,
+    NA_VERDICT,
     PASS,
+    STATUSES,
     UNSCORED,
     Codes,
     Columns,
@@ -86,6 +89,7 @@ class Cell(Struct):
     fail_precision: float | None
     fail_recall: float | None
     unscored: int
+    na_verdicts: int  # a pass/fail label, and the judge said the rubric does not apply
     labels_without_verdict: int
     na_labels: int
     na_with_verdict: int
@@ -115,7 +119,8 @@ class RubricAgreement(Struct):
 
     rubric: str
     labels: dict[str, int]  # by label status: pass, fail, na
-    verdicts: dict[str, int]  # by verdict status: pass, fail, unscored
+    verdicts: dict[str, int]  # by verdict status: pass, fail, unscored, na
+    unscored_rate: float | None  # unscored / verdicts of this rubric (None: no verdict)
     all: Cell
     by_source: dict[str, Cell]  # label sources present; keys that have a label only
     by_group: list[GroupCell]  # with --by: one cell per value, sorted, null last
@@ -145,6 +150,7 @@ class AgreeReport(Struct):
     by: str | None
     confidence: float
     max_ids: int
+    max_unscored_rate: float | None
     rubrics: list[RubricAgreement]
     rejects: str | None
     seconds: float
@@ -163,6 +169,7 @@ class AgreeOptions:
     confidence: float = agreement.DEFAULT_CONFIDENCE
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
+    max_unscored_rate: float | None = None  # exit 1 when the verdicts' unscored rate is above
 
 
 # -- reading the cases -----------------------------------------------------------------------------
@@ -316,6 +323,7 @@ class _Bucket:
 
     confusion: agreement.Confusion = agreement.Confusion()
     unscored: int = 0
+    na_verdicts: int = 0
     labels_without_verdict: int = 0
     unscored_by: tuple[int, int] = (0, 0)  # by label: pass, fail
     missing_by: tuple[int, int] = (0, 0)
@@ -339,6 +347,8 @@ class _Bucket:
         elif vstatus == UNSCORED:
             self.unscored += n
             self.unscored_by = _bump(self.unscored_by, lstatus, n)
+        elif vstatus == NA_VERDICT:
+            self.na_verdicts += n
         else:
             cells = [0, 0, 0, 0]
             cells[lstatus * 2 + vstatus] = n
@@ -353,7 +363,8 @@ class _Bucket:
             confusion=ConfusionOut(*c, *self.unscored_by, *self.missing_by),
             fail_precision=agreement.fail_precision(c),
             fail_recall=agreement.fail_recall(c), unscored=self.unscored,
-            labels_without_verdict=self.labels_without_verdict, na_labels=self.na_labels,
+            na_verdicts=self.na_verdicts, labels_without_verdict=self.labels_without_verdict,
+            na_labels=self.na_labels,
             na_with_verdict=self.na_with_verdict,
             verdicts_without_label=self.verdicts_without_label,
             unknown_case=self.unknown_case, **extra)
@@ -383,15 +394,18 @@ def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], l
         if lstatus is not None:
             labels.setdefault(rubric, Counter())[LABEL_STATUSES[lstatus]] += n
         if vstatus is not None:
-            verdicts.setdefault(rubric, Counter())[("pass", "fail", "unscored")[vstatus]] += n
+            verdicts.setdefault(rubric, Counter())[STATUSES[vstatus]] += n
     results = []
     for rubric in sorted(whole, key=lambda r: rubric_names[r]):
         groups = by_group.get(rubric, {})
         ordered = sorted(groups, key=lambda g: (g is None, group_names[g] if g is not None else ""))
+        counted = verdicts.get(rubric, Counter())
+        total = sum(counted.values())
         results.append(RubricAgreement(
             rubric=rubric_names[rubric],
             labels={s: labels.get(rubric, Counter())[s] for s in LABEL_STATUSES},
-            verdicts={s: verdicts.get(rubric, Counter())[s] for s in ("pass", "fail", "unscored")},
+            verdicts={s: counted[s] for s in STATUSES},
+            unscored_rate=counted["unscored"] / total if total else None,
             all=whole[rubric].cell(confidence),
             by_source={SOURCES[s]: b.cell(confidence)
                        for s, b in sorted(by_source.get(rubric, {}).items())},
@@ -421,6 +435,7 @@ def run(opts: AgreeOptions) -> AgreeReport:
                          f"{opts.by!r}.")
     if not 0 < opts.confidence < 1:
         raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
+    check_unscored_rate(opts.max_unscored_rate)
     rubrics, groups = Codes(), Codes()
     sink = RejectSink(opts.rejects)
     try:
@@ -439,11 +454,28 @@ def run(opts: AgreeOptions) -> AgreeReport:
         sink.abort()
         raise
     rejected = verdict_file.summary.rejected + case_file.summary.rejected
+    too_many = over_unscored_rate(verdict_file.summary, opts.max_unscored_rate)
     return AgreeReport(
         command="agree", evalstream=__version__, verdicts=verdict_file.summary,
         cases=case_file.summary, by=opts.by, confidence=opts.confidence, max_ids=opts.max_ids,
-        rubrics=results, rejects=opts.rejects, seconds=round(time.perf_counter() - started, 3),
-        exit_code=1 if rejected else 0)
+        max_unscored_rate=opts.max_unscored_rate, rubrics=results, rejects=opts.rejects,
+        seconds=round(time.perf_counter() - started, 3),
+        exit_code=1 if rejected or too_many else 0)
+
+
+def check_unscored_rate(rate: float | None) -> None:
+    """Raise UsageError unless ``rate`` is None or a share between 0 and 1."""
+    from evalstream.errors import UsageError
+
+    if rate is not None and not 0 <= rate <= 1:
+        raise UsageError(f"--max-unscored-rate must be between 0 and 1 (e.g. 0.02), not {rate}.")
+
+
+def over_unscored_rate(summary: VerdictFileSummary, limit: float | None) -> bool:
+    """Whether the file's share of unscored verdicts is above ``limit`` (None: no limit)."""
+    return limit is not None and summary.unscored_rate is not None \
+        and summary.unscored_rate > limit
+
 
 
 def encode(report: AgreeReport) -> bytes:

@@ -102,6 +102,7 @@ class CompareReport(Struct):
     run_b: VerdictFileSummary
     force: bool
     max_ids: int
+    max_unscored_rate: float | None
     summary: Counts
     rubrics: list[RubricComparison]
     rejects: str | None
@@ -120,6 +121,7 @@ class CompareOptions:
     max_ids: int = DEFAULT_MAX_IDS
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
+    max_unscored_rate: float | None = None  # exit 1 when either run's unscored rate is above
 
 
 # -- joining and counting --------------------------------------------------------------------------
@@ -237,12 +239,14 @@ def run(opts: CompareOptions) -> CompareReport:
     repeats a key.
     """
     from evalstream.errors import UsageError
+    from evalstream.verdicts.agree import check_unscored_rate
 
     started = time.perf_counter()
     if opts.run_a == "-" and opts.run_b == "-":
         raise UsageError("only one of the two runs can be read from stdin (-).")
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
+    check_unscored_rate(opts.max_unscored_rate)
     rubrics = Codes()
     sink = RejectSink(opts.rejects)
     try:
@@ -264,12 +268,16 @@ def run(opts: CompareOptions) -> CompareReport:
     results = [_comparison(rubrics.names[r], tallies[r],
                            {k: ids for (rubric, k), ids in example_rows.items() if rubric == r})
                for r in sorted(tallies, key=lambda r: rubrics.names[r])]
+    from evalstream.verdicts.agree import over_unscored_rate
+
     rejected = files[0].summary.rejected + files[1].summary.rejected
+    too_many = any(over_unscored_rate(f.summary, opts.max_unscored_rate) for f in files)
     return CompareReport(
         command="compare", evalstream=__version__, run_a=files[0].summary,
-        run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids, summary=whole.counts(),
-        rubrics=results, rejects=opts.rejects, seconds=round(time.perf_counter() - started, 3),
-        exit_code=1 if rejected else 0)
+        run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids,
+        max_unscored_rate=opts.max_unscored_rate, summary=whole.counts(), rubrics=results,
+        rejects=opts.rejects, seconds=round(time.perf_counter() - started, 3),
+        exit_code=1 if rejected or too_many else 0)
 
 
 def encode(report: CompareReport) -> bytes:

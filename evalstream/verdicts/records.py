@@ -29,11 +29,13 @@ from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 if TYPE_CHECKING:
     import polars as pl
 
-STATUSES = ("pass", "fail", "unscored")
+# `na` (the judge says the rubric does not apply) came last: the codes of the others stay.
+STATUSES = ("pass", "fail", "unscored", "na")
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
-PASS, FAIL, UNSCORED = 0, 1, 2
-VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "rubric_hash",
-                  "state_hash", "exposure", "kind", "evidence", "question", "state")
+PASS, FAIL, UNSCORED, NA_VERDICT = 0, 1, 2, 3
+VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "usage", "request_id",
+                  "rubric_hash", "state_hash", "exposure", "error", "kind", "evidence",
+                  "question", "state")
 EXPOSURE_FIELDS = ("shown", "withheld", "never_shown", "tokens")
 FLUSH_ROWS = 1 << 16
 MAX_LINE_NUMBER = (1 << 32) - 1  # line numbers are kept as UInt32
@@ -49,6 +51,50 @@ class Judge(Struct, forbid_unknown_fields=False, gc=False):
     model: str
 
 
+# -- the verdict as ``evalstream judge`` writes it ---------------------------------------------
+# Defined beside the reader so that what judge writes is what agree and compare read (a test
+# decodes every written verdict with the strict reader).
+class JudgeInfo(Struct, gc=False):
+    """Who judged: the model, the provider, the server's host (never a path, user or key), the
+    temperature sent (None: not sent), and a hash of everything else that shaped the request."""
+
+    model: str
+    provider: str
+    base_url: str
+    temperature: float | None
+    config_hash: str
+
+
+class TokenUsage(Struct, gc=False):
+    """Tokens the provider counted for one answer."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+class VerdictError(Struct, gc=False):
+    """Why a verdict is ``unscored``: a documented cause and a short excerpt (never a key)."""
+
+    cause: str
+    detail: str
+
+
+class JudgeVerdict(Struct, gc=False, omit_defaults=True):
+    """One verdict line written by ``evalstream judge``; ``error`` only when unscored."""
+
+    case_id: str
+    rubric_id: str
+    status: str
+    rationale: str | None
+    judge: JudgeInfo
+    usage: TokenUsage | None
+    request_id: str | None
+    rubric_hash: str
+    state_hash: str
+    exposure: msgspec.Raw  # copied byte for byte from the judge state
+    error: VerdictError | None = None
+
+
 def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
     opts: dict[str, Any] = {"forbid_unknown_fields": forbid_unknown, "gc": False}
 
@@ -58,16 +104,27 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
         never_shown: list[str] = []
         tokens: dict[str, Any] | None = None
 
+    class Usage(Struct, **opts):
+        input_tokens: int
+        output_tokens: int
+
+    class Error(Struct, **opts):
+        cause: str
+        detail: str
+
     class Verdict(Struct, **opts):
         case_id: schema.CaseId
         rubric_id: RubricId
         # Optional only so that a judge state (no status) can be told from a broken verdict.
-        status: Literal["pass", "fail", "unscored"] | None = None
+        status: Literal["pass", "fail", "unscored", "na"] | None = None
         rationale: str | None = None
         judge: Judge | None = None
+        usage: Usage | None = None
+        request_id: str | None = None
         rubric_hash: str | None = None
         state_hash: str | None = None
         exposure: VerdictExposure | None = None
+        error: Error | None = None
         kind: Literal["judge", "exact"] | None = None
         evidence: list[str] | None = None
         # A judge state written by `build` has these; Raw keeps them undecoded.
@@ -116,6 +173,7 @@ class VerdictFileSummary(Struct):
     judges: dict[str, int]  # judge model -> verdicts, the first 20 models seen
     judges_unlisted: int  # verdicts by models beyond those
     no_judge: int  # verdicts without a `judge`
+    unscored_rate: float | None  # unscored / verdicts (None: no verdict)
     first_rejects: list[Reject]
 
 
@@ -322,13 +380,16 @@ def _count_judge(tally: _Tally, model: str) -> None:
 
 def _summary(path: str, tally: _Tally, frame: "pl.DataFrame") -> VerdictFileSummary:
     counts = Counter(dict(frame["status"].value_counts().iter_rows()))
+    unscored = counts.get(UNSCORED, 0)
     return VerdictFileSummary(
         path=path, lines=tally.lines, blank=tally.blank, verdicts=frame.height,
         judge_states=tally.judge_states, rejected=tally.rejected,
         rejected_by_kind=dict(sorted(tally.by_kind.items())),
         by_status={s: counts.get(code, 0) for code, s in enumerate(STATUSES)},
         judges=dict(tally.judges.most_common()), judges_unlisted=tally.judges_unlisted,
-        no_judge=tally.no_judge, first_rejects=tally.first)
+        no_judge=tally.no_judge,
+        unscored_rate=unscored / frame.height if frame.height else None,
+        first_rejects=tally.first)
 
 
 def check_duplicates(path: str, frame: "pl.DataFrame", rubric_names: list[str]) -> None:
@@ -367,15 +428,17 @@ def check_duplicates(path: str, frame: "pl.DataFrame", rubric_names: list[str]) 
 SHAPE = rejects.Shape(
     noun="verdict",
     required=("case_id", "rubric_id", "status"),
-    fields={"$": VERDICT_FIELDS, "$.exposure": EXPOSURE_FIELDS},
-    allowed={"$.status": ", ".join(STATUSES), "$.kind": "judge, exact"},
+    fields={"$": VERDICT_FIELDS, "$.exposure": EXPOSURE_FIELDS,
+            "$.usage": ("input_tokens", "output_tokens"), "$.error": ("cause", "detail")},
+    allowed={"$.status": "pass, fail, na, unscored", "$.kind": "judge, exact"},
     unlisted=frozenset({"question", "state"}),
     ids={"$.case_id": "Case id", "$.rubric_id": "Rubric id"},
     id_field="case_id",
     too_long="a verdict is rarely that long (check the file), or raise --max-line-bytes",
 )
 _MISSING_STATUS = ("Required field `status` is missing or null; a verdict's status is `pass`, "
-                   "`fail` or `unscored` (a verdict that could not be read is `unscored`).")
+                   "`fail`, `na` or `unscored` (a verdict that could not be read is "
+                   "`unscored`).")
 
 
 def verdict_kind(allow_unknown_fields: bool = False) -> RecordKind[Any]:

@@ -59,7 +59,7 @@ def test_seed_case_17(tmp_path: Path) -> None:
     out = tmp_path / "states.jsonl"
     run(Options(input=str(SAMPLES / "cases.jsonl"), output=str(out)))
     records = [json.loads(x) for x in out.read_text().splitlines()]
-    claim = next(r for r in records if (r["case_id"], r["rubric_id"]) == ("case-17", "booking-claim"))
+    claim = next(r for r in records if (r["case_id"], r["rubric_id"]) == ("case-17", "tool-backed-claims"))
     assert claim["state"] == {
         "user_input": "Book me for Thursday 2pm.",
         "assistant_response": "All set for Thursday at 14:00.",
@@ -305,7 +305,7 @@ def cases(draw: Any, n: int) -> dict[str, Any]:
                             "note": MARK + draw(text), MARK: {"deep": MARK}}
     if draw(st.booleans()):
         case["expected"] = {MARK: {"status": "pass", "source": "human"},
-                            "booking-claim": {"status": "fail", "source": "synthetic"}}
+                            "tool-backed-claims": {"status": "fail", "source": "synthetic"}}
     return case
 
 
@@ -315,7 +315,7 @@ def test_states_hold_exactly_what_the_rubric_shows(tmp_path: Path, data: Any) ->
     dataset = [data.draw(cases(n)) for n in range(data.draw(st.integers(1, 6)))]
     report, out = build(tmp_path, [json.dumps(c) for c in dataset])
     assert report.counts.cases == len(dataset)
-    shows = {"booking-claim": {"user_input", "assistant_response", "conversation", "tool_events"},
+    shows = {"tool-backed-claims": {"user_input", "assistant_response", "conversation", "tool_events"},
              "claim-support": {"user_input", "assistant_response", "reference_material"},
              "policy-compliance": {"user_input", "assistant_response", "conversation", "policy",
                                    "tool_events"},

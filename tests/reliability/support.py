@@ -38,6 +38,25 @@ class Outcome:
     output: bytes
 
 
+def run_or_diagnosis(tmp_path: Path, data: bytes, *, build: bool = True,
+                     **options: Any) -> Outcome | None:
+    """``run_on``, or None when evalstream found the file plainly not JSONL (exit 4): then
+    it must have written nothing and said so in one sentence, as the sniffer sees the head."""
+    from evalstream.errors import WrongFileError
+    from evalstream.files.sniff import HEAD_BYTES, diagnose
+
+    for old in tmp_path.glob("out.*"):  # hypothesis runs many examples in one tmp_path
+        old.unlink()
+    try:
+        return run_on(tmp_path, data, build=build, **options)
+    except WrongFileError as exc:
+        assert exc.exit_code == 4
+        assert "not JSONL cases" in str(exc) and "\n" not in str(exc)
+        assert diagnose(data[:HEAD_BYTES], "in.jsonl") is not None
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(("out.", ".out."))]
+        return None
+
+
 def run_on(tmp_path: Path, data: bytes, *, build: bool = True, **options: Any) -> Outcome:
     """Run build (or validate) in-process on ``data``; read back everything it wrote."""
     src = tmp_path / "in.jsonl"

@@ -18,7 +18,7 @@ from evalstream.cli import main
 from evalstream.files.lines import BOM, Chunk, read_chunks
 
 from .strategies import cases, dumps
-from .support import assert_actionable, assert_counts_add_up, examples, run_on
+from .support import assert_actionable, assert_counts_add_up, examples, run_on, run_or_diagnosis
 
 pytestmark = pytest.mark.slow  # see pyproject.toml: `-m "not slow"` skips it
 
@@ -63,7 +63,9 @@ def datasets(draw: st.DrawFn) -> bytes:
 
 
 def _check_every_line_accounted(data: bytes, tmp_path: Path, build: bool) -> None:
-    result = run_on(tmp_path, data, build=build)
+    result = run_or_diagnosis(tmp_path, data, build=build)
+    if result is None:
+        return  # plainly not JSONL: one sentence, exit 4, nothing written (checked there)
     lines = _lines(data)
     report = result.report
     assert_counts_add_up(report)
@@ -73,7 +75,8 @@ def _check_every_line_accounted(data: bytes, tmp_path: Path, build: bool) -> Non
     assert len(rejected) == len(set(rejected)) == report.counts.rejected
     assert not blank & set(rejected), "a blank line was also rejected"
     assert report.counts.blank == len(blank)
-    assert report.exit_code == (1 if rejected else 0)
+    # A run where no line is a case (an empty file too) is not clean: exit 1, said.
+    assert report.exit_code == (1 if rejected or not report.counts.cases else 0)
     for r in result.rejects:
         assert_actionable(r)
         assert r["raw"] == lines[r["line"] - 1][:8000].decode("utf-8", "replace")[:2000]
@@ -104,7 +107,9 @@ def test_build_writes_only_for_accepted_lines(tmp_path: Path, data: bytes) -> No
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=400))
 def test_random_bytes_never_crash(tmp_path: Path, data: bytes) -> None:
-    result = run_on(tmp_path, data, build=False)
+    result = run_or_diagnosis(tmp_path, data, build=False)
+    if result is None:
+        return
     assert_counts_add_up(result.report)
     assert result.report.counts.lines == len(_lines(data))
     for r in result.rejects:
@@ -142,11 +147,14 @@ def test_reader_numbers_every_line_for_any_block_size(data: bytes, block: int, l
 
 @pytest.mark.parametrize(("data", "code"), [
     (b'{"id":"a","input":"x","output":"y"}\n', 0),
-    (b"\n \n\t\n", 0),
-    (b"", 0),
-    (b"\xff\xfe\x00garbage\n", 1),
+    (b'{"id":"a","input":"x","output":"y"}\n\n \n\t\n', 0),
+    (b"\n \n\t\n", 1),  # no line is a case: said, exit 1
+    (b"", 1),
+    (b'{"id":"a","input":"x","output":"y"}\n\xff\xfe\x00garbage\n', 1),
     (b'{"id":"a","input":"x","output":"y"}\n{"id":"a","input":"x","output":"y"}\n', 1),
-    (b"[" * 100_000 + b"\n", 1),
+    (b'{"id":"a","input":"x","output":"y"}\n' + b"[" * 100_000 + b"\n", 1),
+    (b"\xff\xfe\x00garbage\n", 4),  # plainly UTF-16: one sentence, exit 4
+    (b"[" * 100_000 + b"\n", 4),  # plainly a JSON array
 ])
 def test_bad_content_exits_1_never_2(tmp_path: Path, data: bytes, code: int,
                                      capsys: pytest.CaptureFixture[str]) -> None:
@@ -154,7 +162,11 @@ def test_bad_content_exits_1_never_2(tmp_path: Path, data: bytes, code: int,
     src.write_bytes(data)
     assert main(["validate", str(src), "-q"]) == code
     assert main(["build", str(src), str(tmp_path / "out.jsonl"), "-q"]) == code
-    assert "error" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    if code == 4:  # the whole file is the problem: one sentence each run
+        assert err.count("error:") == 2 and "not JSONL cases" in err
+    else:
+        assert "error" not in err
 
 
 # Lines that crashed evalstream or got a wrong or unusable message before this suite; each
@@ -189,7 +201,8 @@ FOUND = [
 @pytest.mark.parametrize(("line", "path", "words"), FOUND, ids=range(len(FOUND)))
 def test_lines_that_once_crashed_or_misled(tmp_path: Path, line: bytes, path: str,
                                            words: str) -> None:
-    result = run_on(tmp_path, line + b"\n")
+    # After a valid case, so that the file is JSONL and the line gets its own reject.
+    result = run_on(tmp_path, b'{"id":"ok","input":"x","output":"y"}\n' + line + b"\n")
     (reject,) = result.rejects
     assert_actionable(reject)
     assert reject["path"] == path

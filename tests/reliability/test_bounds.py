@@ -131,14 +131,15 @@ def _write(path: Path, text: str) -> Path:
 def test_deep_nesting_is_a_reject(tmp_path: Path, opening: bytes, depth: int) -> None:
     closing = {b"[": b"]", b'{"a":': b"}", b'[{"b":': b"}]"}[opening]
     deep = opening * depth + b"1" + closing * depth
-    lines = [deep,
+    # A valid case first: a file that opens with a deep array is plainly a JSON array
+    # (exit 4, tested in test_any_bytes); here each deep line must be its own reject.
+    lines = [b'{"id":"ok","input":"x","output":"y"}', deep,
              b'{"id":"m","input":"x","output":"y","metadata":{"k":' + deep + b"}}",
              b'{"id":"s","input":"\\ud800","output":"y","metadata":{"k":' + deep + b"}}",
-             b'{"id":"n","input":"x","output":NaN,"metadata":{"k":' + deep + b"}}",
-             b'{"id":"ok","input":"x","output":"y"}']
+             b'{"id":"n","input":"x","output":NaN,"metadata":{"k":' + deep + b"}}"]
     result = run_on(tmp_path, b"\n".join(lines) + b"\n", build=False)
     assert_counts_add_up(result.report)
-    assert [r["line"] for r in result.rejects] == [1, 2, 3, 4]
+    assert [r["line"] for r in result.rejects] == [2, 3, 4, 5]
     for reject in result.rejects:
         assert_actionable(reject)
 

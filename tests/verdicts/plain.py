@@ -15,6 +15,7 @@ SCORED = ("pass", "fail")
 class PlainCell:
     confusion: Counter[tuple[str, str]] = field(default_factory=Counter)  # (label, verdict)
     unscored: int = 0
+    na_verdicts: int = 0
     labels_without_verdict: int = 0
     na_labels: int = 0
     na_with_verdict: int = 0
@@ -81,6 +82,8 @@ def plain_agree(verdicts_text: str, cases_text: str, by: str | None = None,
                 cell.na_with_verdict += 1
             elif status == "unscored":
                 cell.unscored += 1
+            elif status == "na":
+                cell.na_verdicts += 1
             else:
                 cell.confusion[(label, status)] += 1
         if label in SCORED and status == "unscored":

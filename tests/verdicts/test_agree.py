@@ -17,7 +17,8 @@ from statsmodels.stats.inter_rater import cohens_kappa
 
 from evalstream.cli import main
 from evalstream.cli.agree import render
-from evalstream.render.agree import blocks
+from evalstream.errors import UsageError
+from evalstream.render.agree import blocks, unscored_line
 from evalstream.verdicts.agree import AgreeOptions, AgreeReport, Cell, encode, run
 from evalstream.verdicts.records import DuplicateKeyError
 from tests.helpers import CORPUS, SAMPLES, golden
@@ -35,10 +36,10 @@ def check_cell(cell: Cell, plain: PlainCell) -> None:
     c, p = cell.confusion, plain.confusion
     assert (c.pass_pass, c.pass_fail, c.fail_pass, c.fail_fail) == (
         p[("pass", "pass")], p[("pass", "fail")], p[("fail", "pass")], p[("fail", "fail")])
-    assert (cell.unscored, cell.labels_without_verdict, cell.na_labels, cell.na_with_verdict,
-            cell.verdicts_without_label, cell.unknown_case) == (
-        plain.unscored, plain.labels_without_verdict, plain.na_labels, plain.na_with_verdict,
-        plain.verdicts_without_label, plain.unknown_case)
+    assert (cell.unscored, cell.na_verdicts, cell.labels_without_verdict, cell.na_labels,
+            cell.na_with_verdict, cell.verdicts_without_label, cell.unknown_case) == (
+        plain.unscored, plain.na_verdicts, plain.labels_without_verdict, plain.na_labels,
+        plain.na_with_verdict, plain.verdicts_without_label, plain.unknown_case)
     assert c.pass_unscored + c.fail_unscored == cell.unscored
     assert c.pass_no_verdict + c.fail_no_verdict == cell.labels_without_verdict
     n = sum(p.values())
@@ -93,13 +94,13 @@ def check_identities(r: Any) -> None:
     """labels = pairs + unscored + no verdict + na; verdicts = pairs + unscored + na with a
     verdict + no label; and the parts add up to the rubric's whole."""
     c = r.all
-    assert sum(r.labels.values()) == (c.pairs + c.unscored + c.labels_without_verdict
-                                      + c.na_labels)
-    assert sum(r.verdicts.values()) == (c.pairs + c.unscored + c.na_with_verdict
-                                        + c.verdicts_without_label)
+    assert sum(r.labels.values()) == (c.pairs + c.unscored + c.na_verdicts
+                                      + c.labels_without_verdict + c.na_labels)
+    assert sum(r.verdicts.values()) == (c.pairs + c.unscored + c.na_verdicts
+                                        + c.na_with_verdict + c.verdicts_without_label)
     assert r.labels["na"] == c.na_labels
     assert r.verdicts["unscored"] >= c.unscored
-    for field in ("pairs", "unscored", "labels_without_verdict", "na_labels"):
+    for field in ("pairs", "unscored", "na_verdicts", "labels_without_verdict", "na_labels"):
         assert sum(getattr(s, field) for s in r.by_source.values()) == getattr(c, field)
         if r.by_group:
             assert sum(getattr(g, field) for g in r.by_group) == getattr(c, field)
@@ -119,8 +120,8 @@ def test_sample_known_facts() -> None:
     """What generate.py planted, read off the report."""
     report = run(AgreeOptions(str(VERDICTS), str(CASES)))
     r = {x.rubric: x for x in report.rubrics}
-    assert r["booking-claim"].examples.missed == ["case-02", "case-04"]
-    assert r["booking-claim"].examples.false_alarms == ["case-20"]
+    assert r["tool-backed-claims"].examples.missed == ["case-02", "case-04"]
+    assert r["tool-backed-claims"].examples.false_alarms == ["case-20"]
     assert r["claim-support"].examples.unscored == ["case-11"]
     assert r["policy-compliance"].examples.unscored == ["case-26"]
     assert r["escalation"].examples.labels_without_verdict == ["case-39"]
@@ -132,7 +133,7 @@ def test_sample_known_facts() -> None:
     assert r["booking-succeeded"].all.accuracy == 1.0
     statuses = [json.loads(x)["status"] for x in VERDICTS.read_text().splitlines()]
     assert report.verdicts.by_status == {s: statuses.count(s) for s in ("pass", "fail",
-                                                                        "unscored")}
+                                                                        "unscored", "na")}
 
 
 def test_sample_goldens() -> None:
@@ -159,7 +160,7 @@ key = st.tuples(st.sampled_from([f"c{i}" for i in range(8)]),
 @given(labels=st.dictionaries(key, st.tuples(st.sampled_from(["pass", "fail", "na"]),
                                              st.sampled_from(["synthetic", "human",
                                                               "imported"]))),
-       verdicts=st.dictionaries(key, st.sampled_from(["pass", "fail", "unscored"])),
+       verdicts=st.dictionaries(key, st.sampled_from(["pass", "fail", "unscored", "na"])),
        cases=st.sets(st.sampled_from([f"c{i}" for i in range(8)])),
        groups=st.dictionaries(st.sampled_from([f"c{i}" for i in range(8)]),
                               st.sampled_from(["g1", "g2", 3, True])),
@@ -263,7 +264,7 @@ def test_cli_styles(tmp_path: Path, capsys: Any) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["command"] == "agree"
     assert {r["rubric"] for r in data["rubrics"]} == {
-        "booking-claim", "booking-succeeded", "claim-support", "escalation", "policy-compliance"}
+        "tool-backed-claims", "booking-succeeded", "claim-support", "escalation", "policy-compliance"}
     assert main(["agree", str(VERDICTS), str(CASES), "--format", "markdown", "-o",
                  str(tmp_path / "a.md"), "--html", str(tmp_path / "a.html")]) == 0
     assert (tmp_path / "a.md").read_text().startswith("# evalstream agree\n")
@@ -295,7 +296,7 @@ def test_build_output_counts_judge_states_and_uses_exact_verdicts(tmp_path: Path
     check_report(report, states.read_text(), CASES.read_text(), None)
     judged = {r.rubric: r.all.pairs for r in report.rubrics}
     assert judged["booking-succeeded"] > 0
-    assert judged["booking-claim"] == 0  # judge states are checks without a verdict yet
+    assert judged["tool-backed-claims"] == 0  # judge states are checks without a verdict yet
 
 
 def test_empty_files(tmp_path: Path, capsys: Any) -> None:
@@ -305,3 +306,37 @@ def test_empty_files(tmp_path: Path, capsys: Any) -> None:
     assert (report.rubrics, report.exit_code) == ([], 0)
     assert main(["agree", str(empty), str(empty), "--format", "markdown"]) == 0
     assert "nothing to compare" in capsys.readouterr().out
+
+
+def test_unscored_rate_and_its_limit() -> None:
+    report = run(AgreeOptions(str(VERDICTS), str(CASES)))
+    statuses = [json.loads(x)["status"] for x in VERDICTS.read_text().splitlines()]
+    rate = statuses.count("unscored") / len(statuses)
+    assert report.verdicts.unscored_rate == rate and 0 < rate < 0.02
+    assert report.exit_code == 0 and report.max_unscored_rate is None
+    assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.02)).exit_code == 0
+    assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.01)).exit_code == 1
+    by_rubric = {r.rubric: r.unscored_rate for r in report.rubrics}
+    assert by_rubric["claim-support"] == 1 / 11 and by_rubric["tool-backed-claims"] == 0
+    above = run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.01))
+    assert unscored_line(above.verdicts, 0.01) == (
+        f"{VERDICTS}: 2 of 111 verdicts unscored (1.8%), above --max-unscored-rate 0.01 "
+        "(exit 1).")
+    assert unscored_line(above.verdicts, 0.01) in " ".join(
+        render(blocks(above), "markdown").decode().split())
+    with pytest.raises(UsageError, match="--max-unscored-rate must be between 0 and 1"):
+        run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=2.0))
+
+
+def test_na_verdicts_on_scored_labels_are_left_out(tmp_path: Path) -> None:
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps({"id": "c1", "input": "i", "output": "o", "expected": {
+        "r": {"status": "pass", "source": "human"}}}) + "\n" + json.dumps(
+        {"id": "c2", "input": "i", "output": "o", "expected": {
+            "r": {"status": "na", "source": "human"}}}) + "\n")
+    verdicts = tmp_path / "v.jsonl"
+    verdicts.write_text('{"case_id":"c1","rubric_id":"r","status":"na"}\n'
+                        '{"case_id":"c2","rubric_id":"r","status":"na"}\n')
+    (r,) = run(AgreeOptions(str(verdicts), str(cases))).rubrics
+    assert (r.all.pairs, r.all.na_verdicts, r.all.na_labels, r.all.na_with_verdict) == (0, 1, 1, 1)
+    assert r.verdicts["na"] == 2

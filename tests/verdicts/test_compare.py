@@ -89,8 +89,8 @@ def test_sample_known_facts() -> None:
     assert r["escalation"].examples.not_comparable == ["case-22", "case-25"]  # rubric, exposure
     assert r["policy-compliance"].examples.only_a == ["case-23"]
     assert r["escalation"].examples.only_b == ["case-44"]
-    assert r["booking-claim"].examples.pass_to_fail == ["case-01", "case-02", "case-03"]
-    assert r["booking-claim"].examples.fail_to_pass == ["case-20"]
+    assert r["tool-backed-claims"].examples.pass_to_fail == ["case-01", "case-02", "case-03"]
+    assert r["tool-backed-claims"].examples.fail_to_pass == ["case-20"]
     t = r["claim-support"].counts.transitions
     assert (t["unscored->pass"], t["pass->unscored"]) == (1, 1)
     # build's exact verdicts carry no state_hash: compared on rubric_hash and exposure alone.
@@ -213,3 +213,12 @@ def test_empty_runs(tmp_path: Path, capsys: Any) -> None:
     assert "No key is in both runs" in out
     report = run(CompareOptions(str(empty), str(empty)))
     assert (report.rubrics, report.summary.keys, report.run_a.blank) == ([], 0, 1)
+
+
+def test_max_unscored_rate_applies_to_either_run() -> None:
+    a, b = SAMPLES / "verdicts.jsonl", SAMPLES / "verdicts-b.jsonl"
+    report = run(CompareOptions(str(a), str(b)))
+    assert report.run_a.unscored_rate and report.run_b.unscored_rate
+    worst = max(report.run_a.unscored_rate, report.run_b.unscored_rate)
+    assert run(CompareOptions(str(a), str(b), max_unscored_rate=worst)).exit_code == 0
+    assert run(CompareOptions(str(a), str(b), max_unscored_rate=worst - 1e-9)).exit_code == 1

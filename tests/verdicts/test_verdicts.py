@@ -36,10 +36,10 @@ BAD = [
     (b'{"rubric_id":"r1","status":"pass"}', "$.case_id",
      r"Required field `case_id` is missing; every verdict needs", "missing field"),
     (b'{"case_id":"c5","rubric_id":"r1"}', "$.status",
-     r"Required field `status` is missing or null; .* `pass`, `fail` or `unscored`",
+     r"Required field `status` is missing or null; .* `pass`, `fail`, `na` or `unscored`",
      "missing field"),
     (b'{"case_id":"c6","rubric_id":"r1","status":"PASS"}', "$.status",
-     r"`\$.status` is 'PASS'; allowed values are: pass, fail, unscored\.", "invalid value"),
+     r"`\$.status` is 'PASS'; allowed values are: pass, fail, na, unscored\.", "invalid value"),
     (b'{"case_id":"c7","rubric_id":"r1","status":null}', "$.status",
      r"missing or null", "missing field"),
     (b'{"case_id":"c8","rubric_id":7,"status":"fail"}', "$.rubric_id",
@@ -135,7 +135,7 @@ def test_counts_add_up_and_judge_states_are_counted_apart(tmp_path: Path) -> Non
     assert s.lines == len(lines)
     assert (s.blank, s.verdicts, s.judge_states, s.rejected) == (2, 2, 1, len(BAD))
     assert s.lines == s.blank + s.verdicts + s.judge_states + s.rejected
-    assert s.by_status == {"pass": 1, "fail": 0, "unscored": 1}
+    assert s.by_status == {"pass": 1, "fail": 0, "unscored": 1, "na": 0}
     assert sum(s.rejected_by_kind.values()) == s.rejected
     assert len(s.first_rejects) == 20  # the first 20; the rest are counted (and in --rejects)
     assert (s.judges, s.no_judge) == ({"m": 1}, 1)

@@ -1,0 +1,61 @@
+"""The bare client loops ``judge`` is measured against: N POSTs of a judge-sized body with at
+most C in flight, nothing else. ``python -m benchmarks.judge_clients CLIENT N URL C`` with
+CLIENT one of ``aiohttp``, ``httpx``, ``httpx2``; it prints nothing and exits 0 when every
+answer was a 200 (``measure.py`` around it reads the time, CPU and RSS).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+CLIENTS = ("aiohttp", "httpx", "httpx2")
+# About the size of a built-in rubric's request: a 2.5 KB system message, a 1.5 KB state.
+BODY = json.dumps({"model": "fake-judge-1", "messages": [
+    {"role": "system", "content": "You are evaluating an AI assistant. " * 70},
+    {"role": "user", "content": '{"user_input": "' + "Please book a table. " * 70 + '"}'}],
+    "temperature": 0.0, "max_tokens": 256}).encode()
+HEADERS = {"content-type": "application/json"}
+
+
+async def _aiohttp(n: int, url: str, c: int) -> None:
+    import aiohttp
+
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=c)) as session:
+        gate = asyncio.Semaphore(c)
+
+        async def one() -> None:
+            async with gate, session.post(url, data=BODY, headers=HEADERS) as response:
+                await response.read()
+                assert response.status == 200
+
+        await asyncio.gather(*(one() for _ in range(n)))
+
+
+async def _httpx(module: str, n: int, url: str, c: int) -> None:
+    httpx = __import__(module)
+    limits = httpx.Limits(max_connections=c, max_keepalive_connections=c)
+    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+        gate = asyncio.Semaphore(c)
+
+        async def one() -> None:
+            async with gate:
+                response = await client.post(url, content=BODY, headers=HEADERS)
+                await response.aread()
+                assert response.status_code == 200
+
+        await asyncio.gather(*(one() for _ in range(n)))
+
+
+def main(argv: list[str]) -> int:
+    client, n, url, c = argv[0], int(argv[1]), argv[2], int(argv[3])
+    if client == "aiohttp":
+        asyncio.run(_aiohttp(n, url, c))
+    else:
+        asyncio.run(_httpx(client, n, url, c))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

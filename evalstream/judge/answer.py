@@ -1,0 +1,196 @@
+"""The one answer parser: a provider's response -> ``{status, reason}``, or ``unscored`` with a
+cause. Fail-closed: anything but a valid answer is ``unscored``, never ``pass``.
+
+Causes (the ``error.cause`` of an unscored verdict):
+
+- ``not_json``: the answer text is not JSON (or is empty).
+- ``wrong_shape``: JSON, but not exactly ``{"status": "pass"|"fail"|"na", "reason": string}``.
+- ``refusal``: the model refused (OpenAI ``message.refusal`` or ``finish_reason``
+  ``content_filter``; Anthropic ``stop_reason`` ``refusal``).
+- ``truncated``: the answer was cut at the output limit (``finish_reason`` ``length``;
+  Anthropic ``stop_reason`` ``max_tokens``).
+- ``bad_response``: a 200 response that is not a chat completion (or message) at all.
+- ``http_error``: an HTTP error status (after the last attempt, for retryable ones).
+- ``timeout``: no complete answer within the timeout, on every attempt.
+- ``connection``: the connection failed or was cut, on every attempt.
+
+The first five come from an answer the provider gave (it is stored); the last three from a
+request that got none (nothing is stored: the next run asks again).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, NamedTuple
+
+import msgspec
+from msgspec import Struct
+
+from evalstream.judge.request import TOOL_NAME
+from evalstream.verdicts.records import TokenUsage
+
+CAUSES = ("not_json", "wrong_shape", "refusal", "truncated", "bad_response", "http_error",
+          "timeout", "connection")
+DETAIL_CHARS = 200
+
+
+class JudgeAnswer(Struct, forbid_unknown_fields=True, gc=False):
+    """What the judge must answer: nothing more, nothing less."""
+
+    status: Literal["pass", "fail", "na"]
+    reason: str
+
+
+class Parsed(NamedTuple):
+    """A read answer: a status (``unscored`` with ``cause`` and ``detail`` when it cannot be
+    used), the reason, the provider's token counts and response id."""
+
+    status: str
+    reason: str | None
+    cause: str | None
+    detail: str | None
+    usage: TokenUsage | None
+    response_id: str | None
+
+
+# -- provider response shapes (only the fields read; others are ignored) -----------------------
+class _OpenAIMessage(Struct, gc=False):
+    content: str | None = None
+    refusal: str | None = None
+
+
+class _OpenAIChoice(Struct, gc=False):
+    message: _OpenAIMessage | None = None
+    finish_reason: str | None = None
+
+
+class _OpenAIUsage(Struct, gc=False):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class _OpenAIResponse(Struct, gc=False):
+    id: str | None = None
+    choices: list[_OpenAIChoice] = []
+    usage: _OpenAIUsage | None = None
+
+
+class _AnthropicBlock(Struct, gc=False):
+    type: str = ""
+    text: str | None = None
+    name: str | None = None
+    input: msgspec.Raw = msgspec.Raw()
+
+
+class _AnthropicUsage(Struct, gc=False):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class _AnthropicResponse(Struct, gc=False):
+    id: str | None = None
+    type: str | None = None
+    content: list[_AnthropicBlock] = []
+    stop_reason: str | None = None
+    usage: _AnthropicUsage | None = None
+
+
+_openai = msgspec.json.Decoder(_OpenAIResponse)
+_anthropic = msgspec.json.Decoder(_AnthropicResponse)
+_answer = msgspec.json.Decoder(JudgeAnswer)
+_FENCE = re.compile(r"^```[A-Za-z]*\s*\n(?P<inner>.*)\n\s*```$", re.S)
+
+
+def parse(provider: str, body: bytes) -> Parsed:
+    """Read a provider's 200 response body."""
+    return (_parse_anthropic if provider == "anthropic" else _parse_openai)(body)
+
+
+def _parse_openai(body: bytes) -> Parsed:
+    try:
+        r = _openai.decode(body)
+    except msgspec.DecodeError as exc:
+        return unscored("bad_response", f"not an OpenAI chat completion ({exc}): "
+                        f"{excerpt(body)}")
+    usage = None if r.usage is None else TokenUsage(r.usage.prompt_tokens,
+                                                    r.usage.completion_tokens)
+    if not r.choices or r.choices[0].message is None:
+        return unscored("bad_response", f"no choices[0].message: {excerpt(body)}", usage, r.id)
+    choice = r.choices[0]
+    message = choice.message
+    assert message is not None
+    if message.refusal:
+        return unscored("refusal", excerpt(message.refusal), usage, r.id)
+    if choice.finish_reason == "content_filter":
+        return unscored("refusal", "finish_reason content_filter: "
+                        f"{excerpt(message.content or '')}", usage, r.id)
+    if choice.finish_reason == "length":
+        return unscored("truncated", "finish_reason length (raise --max-output-tokens): "
+                        f"{excerpt(message.content or '')}", usage, r.id)
+    return _read_text(message.content, usage, r.id)
+
+
+def _parse_anthropic(body: bytes) -> Parsed:
+    try:
+        r = _anthropic.decode(body)
+    except msgspec.DecodeError as exc:
+        return unscored("bad_response", f"not an Anthropic message ({exc}): {excerpt(body)}")
+    usage = None if r.usage is None else TokenUsage(r.usage.input_tokens, r.usage.output_tokens)
+    if r.type not in (None, "message"):
+        return unscored("bad_response", f"type {r.type!r}: {excerpt(body)}", usage, r.id)
+    text = "".join(b.text or "" for b in r.content if b.type == "text")
+    if r.stop_reason == "refusal":
+        return unscored("refusal", f"stop_reason refusal: {excerpt(text)}", usage, r.id)
+    if r.stop_reason == "max_tokens":
+        return unscored("truncated", "stop_reason max_tokens (raise --max-output-tokens): "
+                        f"{excerpt(text)}", usage, r.id)
+    for block in r.content:
+        if block.type == "tool_use" and block.name == TOOL_NAME:
+            return _read_json(bytes(block.input), usage, r.id)
+    # A compatible server that ignores forced tools may answer in text.
+    return _read_text(text, usage, r.id)
+
+
+def _read_text(content: str | None, usage: TokenUsage | None, response_id: str | None) -> Parsed:
+    text = (content or "").strip()
+    if not text:
+        return unscored("not_json", "the answer is empty", usage, response_id)
+    fenced = _FENCE.match(text)  # servers without structured output often fence their JSON
+    if fenced:
+        text = fenced["inner"].strip()
+    return _read_json(text.encode(), usage, response_id)
+
+
+def _read_json(data: bytes, usage: TokenUsage | None, response_id: str | None) -> Parsed:
+    try:
+        answer = _answer.decode(data)
+    except msgspec.ValidationError as exc:
+        return unscored("wrong_shape", f"{exc}; expected {{\"status\": \"pass\"|\"fail\"|\"na\", "
+                        f"\"reason\": string}}: {excerpt(data)}", usage, response_id)
+    except msgspec.DecodeError:
+        return unscored("not_json", excerpt(data), usage, response_id)
+    return Parsed(answer.status, answer.reason, None, None, usage, response_id)
+
+
+def unscored(cause: str, detail: str, usage: TokenUsage | None = None,
+             response_id: str | None = None) -> Parsed:
+    """An unscored result with its cause and a short detail."""
+    assert cause in CAUSES, cause
+    return Parsed("unscored", None, cause, detail, usage, response_id)
+
+
+def http_error_detail(status: int, body: bytes) -> str:
+    """``HTTP 400: <the error message, or the body's start>``."""
+    try:
+        message = msgspec.json.decode(body).get("error", {}).get("message")
+    except (msgspec.DecodeError, AttributeError):
+        message = None
+    return f"HTTP {status}: {excerpt(message if isinstance(message, str) else body)}"
+
+
+def excerpt(text: str | bytes, limit: int = DETAIL_CHARS) -> str:
+    """The first ``limit`` characters, on one line, with an ellipsis when cut."""
+    if isinstance(text, bytes):
+        text = text[: limit * 4].decode("utf-8", "replace")
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "\u2026"

@@ -1,0 +1,207 @@
+"""The answer store: every provider answer, committed the moment it arrives, keyed by the
+request it answers (``request.request_key``), so that no request is ever paid for twice.
+
+SQLite (the standard library's ``sqlite3``) in WAL mode with ``synchronous=NORMAL``: each
+answer is its own transaction, and a committed one survives Ctrl-C, a crash or ``kill -9``
+of the process (not a power cut: WAL syncs at checkpoints). The store holds the raw response
+body as received (with any echo of the API key removed), the provider's request id, token
+usage and latency; it never holds a request's headers, so never a key. Answers are parsed
+when they are read (``answer.parse``), so a verdict always comes from the stored bytes.
+
+The requests of the current run (so that a duplicate is not sent twice) and the reasons of
+those that got no answer (timeouts, connection errors, HTTP errors) live in a temporary table
+that disappears with the connection: they are not answers, and the next run asks again.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from typing import NamedTuple
+
+from evalstream.errors import OutputError
+
+SCHEMA_VERSION = "1"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS answers (
+    key TEXT PRIMARY KEY,          -- sha256 of provider, URL and request body
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    body BLOB NOT NULL,            -- the provider's response body, as received
+    request_id TEXT,               -- the provider's request id (header), else the body's id
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    latency_ms REAL NOT NULL,      -- the answered attempt's, from sending to the last byte
+    attempts INTEGER NOT NULL,     -- HTTP attempts it took
+    stored_at REAL NOT NULL        -- Unix time
+) WITHOUT ROWID;
+"""
+
+
+class Stored(NamedTuple):
+    """One stored answer."""
+
+    body: bytes
+    request_id: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+class Failure(NamedTuple):
+    """A request of this run that got no answer: why, briefly."""
+
+    cause: str
+    detail: str
+
+
+class Store:
+    """An answer store at ``path`` (created when missing, unless ``readonly``)."""
+
+    def __init__(self, path: str, readonly: bool = False) -> None:
+        self.path = path
+        self._asked = False  # whether this run's table of asked requests has a row
+        try:
+            if readonly:
+                if not os.path.exists(path):
+                    self._db: sqlite3.Connection | None = None
+                    self._checkpoints: _Checkpoints | None = None
+                    return
+                uri = f"file:{_quote(os.path.abspath(path))}?mode=ro"
+                self._db = sqlite3.connect(uri, uri=True, isolation_level=None)
+            else:
+                self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                # Checkpoints (the only fsyncs in this mode) run in a thread of their own: on
+                # the event loop's thread they stalled every request in flight (on a disk, a
+                # 20,000-state run: p95 latency 82 ms against 71 ms, max 344 ms against 137).
+                self._db.execute("PRAGMA wal_autocheckpoint=0")
+                self._db.executescript(_SCHEMA)
+                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
+                                 (SCHEMA_VERSION,))
+                # This run's requests (cause: why one got no answer): gone with the connection.
+                self._db.execute("CREATE TEMP TABLE asked (key TEXT PRIMARY KEY, cause TEXT, "
+                                 "detail TEXT)")
+            version = self._db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
+        except sqlite3.Error as exc:
+            raise OutputError(f"cannot open the answer store {path}: {exc}; give another "
+                              "file with --cache.") from exc
+        if version is None or version[0] != SCHEMA_VERSION:
+            raise OutputError(f"{path} is not an evalstream answer store of schema "
+                              f"{SCHEMA_VERSION}; give another file with --cache.")
+        self._checkpoints = None if readonly else _Checkpoints(path)
+
+    def get(self, key: str) -> Stored | None:
+        """The answer stored for a request key, or None."""
+        if self._db is None:
+            return None
+        row = self._db.execute("SELECT body, request_id, input_tokens, output_tokens FROM answers "
+                               "WHERE key = ?", (key,)).fetchone()
+        return None if row is None else Stored(bytes(row[0]), row[1], row[2], row[3])
+
+    def has(self, key: str) -> bool:
+        """Whether an answer is stored for this request key."""
+        if self._db is None:
+            return False
+        return self._db.execute("SELECT 1 FROM answers WHERE key = ?", (key,)).fetchone() \
+            is not None
+
+    def put(self, key: str, provider: str, model: str, body: bytes, request_id: str | None,
+            input_tokens: int | None, output_tokens: int | None, latency_ms: float,
+            attempts: int) -> None:
+        """Commit one answer (replacing an earlier one for the same key: --retry-unscored)."""
+        assert self._db is not None
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, provider, model, body, request_id, input_tokens, output_tokens,
+                 round(latency_ms, 3), attempts, time.time()))
+        except sqlite3.Error as exc:
+            raise OutputError(f"cannot write the answer store {self.path}: {exc}") from exc
+
+    def mark_asked(self, key: str) -> None:
+        """Note that this run sends the request for ``key``."""
+        assert self._db is not None
+        self._db.execute("INSERT OR IGNORE INTO asked VALUES (?, NULL, NULL)", (key,))
+        self._asked = True
+
+    def asked(self, key: str) -> bool:
+        """Whether this run already sent the request for ``key``."""
+        if self._db is None or not self._asked:
+            return False  # nothing noted yet: no query (this is asked once a judge state)
+        try:
+            row = self._db.execute("SELECT 1 FROM asked WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:  # read-only: no table of this run
+            return False
+        return row is not None
+
+    def fail(self, key: str, cause: str, detail: str) -> None:
+        """Note that this run's request for ``key`` got no answer (not kept across runs)."""
+        assert self._db is not None
+        self._db.execute("INSERT OR REPLACE INTO asked VALUES (?, ?, ?)", (key, cause, detail))
+        self._asked = True
+
+    def failure(self, key: str) -> Failure | None:
+        """Why this run's request for ``key`` got no answer, or None."""
+        if self._db is None or not self._asked:
+            return None
+        try:
+            row = self._db.execute("SELECT cause, detail FROM asked WHERE key = ? AND cause IS "
+                                   "NOT NULL", (key,)).fetchone()
+        except sqlite3.OperationalError:  # read-only: no table of this run
+            return None
+        return None if row is None else Failure(row[0], row[1])
+
+    def count(self) -> int:
+        """How many answers are stored."""
+        if self._db is None:
+            return 0
+        return int(self._db.execute("SELECT count(*) FROM answers").fetchone()[0])
+
+    def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.stop()
+            self._checkpoints = None
+        if self._db is not None:
+            self._db.close()  # the last connection checkpoints what is left
+            self._db = None
+
+
+class _Checkpoints:
+    """Copies the write-ahead log into the database every second, from its own thread and
+    connection (a passive checkpoint never blocks the writer)."""
+
+    def __init__(self, path: str, interval: float = 1.0) -> None:
+        self._path = path
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="evalstream-checkpoints",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            db = sqlite3.connect(self._path, isolation_level=None, timeout=30)
+        except sqlite3.Error:
+            return
+        try:
+            while not self._stop.wait(self._interval):
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    pass  # busy or failing: the next one, or the close, does it
+        finally:
+            db.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _quote(path: str) -> str:
+    from urllib.parse import quote
+
+    return quote(path)

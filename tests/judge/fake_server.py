@@ -1,0 +1,245 @@
+"""A fake OpenAI- and Anthropic-compatible judge server for tests and benchmarks (stdlib only).
+
+``python -m tests.judge.fake_server [--port 0] [--latency 0.05] [--key KEY]`` prints
+``PORT <n>`` on stdout once it listens on 127.0.0.1, and serves until it is terminated:
+
+- ``POST /v1/chat/completions`` (OpenAI chat completions) and ``POST /v1/messages``
+  (Anthropic messages) answer by rule. A request whose body holds ``FAKE:<fault>`` (the
+  tests put it in a case's text, so it reaches the state) gets that fault; ``FAKE:<fault>xN``
+  gets it on the first N attempts of that exact body and a normal answer after. Faults:
+  ``pass`` ``fail`` ``na`` (that status), ``429`` (with ``Retry-After``), ``500``, ``503``,
+  ``400``, ``401``, ``cut`` (the connection closes half-way through the answer), ``slow``
+  (answers after ``--slow`` seconds, past the client's timeout), ``notjson``, ``wrongshape``,
+  ``refusal``, ``length`` (``finish_reason: length`` / ``stop_reason: max_tokens``), ``echokey``
+  (a 400 whose body repeats the credentials it was sent). Without a marker: ``pass``.
+- ``GET /stats``: ``{"requests", "max_in_flight", "by_body": {sha256 of body: count},
+  "by_status": {code: n}}``; ``POST /reset`` zeroes them.
+
+Answers are deterministic functions of the request body (request id, usage, reason), so two
+runs of the same states get the same bytes. With ``--key`` a request without that key
+(``Authorization: Bearer KEY`` or ``x-api-key: KEY``) gets a 401.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import re
+import signal
+import sys
+from collections import Counter
+from typing import Any
+
+_MARK = re.compile(rb"FAKE:([a-z0-9]+?)(?:x(\d+))?(?![a-z0-9])")
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+class Stats:
+    """What the server saw: requests, the most in flight at once, counts by body and status."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.by_body: Counter[str] = Counter()
+        self.by_status: Counter[int] = Counter()
+
+    def json(self) -> bytes:
+        return json.dumps({"requests": self.requests, "max_in_flight": self.max_in_flight,
+                           "by_body": self.by_body, "by_status": self.by_status}).encode()
+
+
+class Server:
+    def __init__(self, latency: float, slow: float, key: str | None, retry_after: str) -> None:
+        self.latency = latency
+        self.slow = slow
+        self.key = key
+        self.retry_after = retry_after
+        self.stats = Stats()
+        self.attempts: Counter[str] = Counter()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {k.strip().lower(): v.strip() for k, _, v in
+                           (line.partition(":") for line in lines[1:] if line)}
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                if not await self.route(method, path, headers, body, writer):
+                    break
+                if headers.get("connection", "").lower() == "close":
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            writer.close()
+
+    async def route(self, method: str, path: str, headers: dict[str, str], body: bytes,
+                    writer: asyncio.StreamWriter) -> bool:
+        if method == "GET" and path == "/stats":
+            return await self.send(writer, 200, self.stats.json())
+        if method == "POST" and path == "/reset":
+            self.stats = Stats()
+            self.attempts.clear()
+            return await self.send(writer, 200, b"{}")
+        if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages"):
+            return await self.send(writer, 404, b'{"error": {"message": "no such route"}}')
+        anthropic = path == "/v1/messages"
+        digest = hashlib.sha256(body).hexdigest()
+        stats = self.stats
+        stats.requests += 1
+        stats.by_body[digest] += 1
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            return await self.answer(anthropic, headers, body, digest, writer)
+        finally:
+            stats.in_flight -= 1
+
+    async def answer(self, anthropic: bool, headers: dict[str, str], body: bytes, digest: str,
+                     writer: asyncio.StreamWriter) -> bool:
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        sent_key = headers.get("x-api-key") if anthropic else \
+            headers.get("authorization", "").removeprefix("Bearer ")
+        if self.key is not None and sent_key != self.key:
+            return await self.send(writer, 401, _error("invalid api key", "authentication_error"))
+        fault = "pass"
+        found = _MARK.search(body)
+        if found:
+            self.attempts[digest] += 1
+            times = int(found[2]) if found[2] else None
+            if times is None or self.attempts[digest] <= times:
+                fault = found[1].decode()
+        rid = "req_" + digest[:20]
+        extra = {"request-id" if anthropic else "x-request-id": rid}
+        if fault in ("429", "500", "503", "400", "401"):
+            code = int(fault)
+            if code == 429:
+                extra["retry-after"] = self.retry_after
+            return await self.send(writer, code, _error(f"fake {code}", "fake_error"), extra)
+        if fault == "echokey":
+            return await self.send(writer, 400, _error(f"bad request from key {sent_key}",
+                                                       "invalid_request_error"), extra)
+        if fault == "slow":
+            await asyncio.sleep(self.slow)
+            fault = "pass"
+        request = json.loads(body)
+        text, finish = _content(fault, digest)
+        usage_in, usage_out = len(body) // 4, max(1, len(text or "") // 4)
+        if anthropic:
+            payload = _anthropic(request, fault, text, rid, usage_in, usage_out)
+        else:
+            payload = _openai(request, fault, text, finish, rid, usage_in, usage_out)
+        data = json.dumps(payload).encode()
+        if fault == "cut":
+            head = _head(200, len(data), extra)
+            writer.write(head + data[: len(data) // 2])
+            await writer.drain()
+            return False  # the caller closes the connection mid-answer
+        return await self.send(writer, 200, data, extra)
+
+    async def send(self, writer: asyncio.StreamWriter, code: int, data: bytes,
+                   extra: dict[str, str] | None = None) -> bool:
+        self.stats.by_status[code] += 1
+        writer.write(_head(code, len(data), extra or {}) + data)
+        await writer.drain()
+        return True
+
+
+def _head(code: int, length: int, extra: dict[str, str]) -> bytes:
+    lines = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Error')}", "content-type: application/json",
+             f"content-length: {length}", *(f"{k}: {v}" for k, v in extra.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _error(message: str, kind: str) -> bytes:
+    return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+
+
+def _content(fault: str, digest: str) -> tuple[str | None, str]:
+    """The answer text and OpenAI finish reason for a fault (or a status)."""
+    if fault in ("pass", "fail", "na", "cut"):
+        status = "pass" if fault == "cut" else fault
+        return json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"}), "stop"
+    if fault == "notjson":
+        return "I think the assistant did fine, so: pass.", "stop"
+    if fault == "wrongshape":
+        return json.dumps({"verdict": "pass", "why": "fake"}), "stop"
+    if fault == "refusal":
+        return None, "stop"
+    if fault == "length":
+        return '{"status": "fail", "reason": "The response claims a booking th', "length"
+    raise ValueError(f"unknown fault {fault!r}")
+
+
+def _openai(request: dict[str, Any], fault: str, text: str | None, finish: str, rid: str,
+            usage_in: int, usage_out: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    if fault == "refusal":
+        message["refusal"] = "I'm sorry, I can't help with that."
+    return {"id": "chatcmpl-" + rid[4:], "object": "chat.completion", "created": 0,
+            "model": request.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish,
+                         "logprobs": None}],
+            "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
+                      "total_tokens": usage_in + usage_out}}
+
+
+def _anthropic(request: dict[str, Any], fault: str, text: str | None, rid: str, usage_in: int,
+               usage_out: int) -> dict[str, Any]:
+    content: list[dict[str, Any]]
+    stop = "tool_use"
+    tool = (request.get("tool_choice") or {}).get("name", "record_verdict")
+    if fault == "refusal":
+        content, stop = [], "refusal"
+    elif fault == "length":
+        content, stop = [{"type": "text", "text": text}], "max_tokens"
+    elif fault == "notjson":
+        content, stop = [{"type": "text", "text": text}], "end_turn"
+    else:
+        assert text is not None
+        content = [{"type": "tool_use", "id": "toolu_" + rid[4:], "name": tool,
+                    "input": json.loads(text)}]
+    return {"id": "msg_" + rid[4:], "type": "message", "role": "assistant",
+            "model": request.get("model"), "content": content, "stop_reason": stop,
+            "stop_sequence": None, "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}
+
+
+async def serve(args: argparse.Namespace) -> None:
+    server = Server(args.latency, args.slow, args.key, args.retry_after)
+    listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024,
+                                          limit=1 << 24)
+    port = listener.sockets[0].getsockname()[1]
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+    print(f"PORT {port}", flush=True)
+    async with listener:
+        await stop.wait()
+    os._exit(0)  # without waiting for answers still sleeping (a `slow` one, say)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    p.add_argument("--slow", type=float, default=5.0, help="seconds a `slow` answer takes")
+    p.add_argument("--key", help="the API key requests must carry")
+    p.add_argument("--retry-after", default="1", help="the Retry-After header of a 429")
+    args = p.parse_args(argv)
+    try:
+        asyncio.run(serve(args))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

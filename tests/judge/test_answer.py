@@ -1,0 +1,146 @@
+"""The one answer parser: fail-closed on every bad answer, for both providers."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalstream.judge.answer import CAUSES, DETAIL_CHARS, http_error_detail, parse
+
+
+def openai(content: Any = None, finish: str = "stop", refusal: Any = None,
+           usage: bool = True) -> bytes:
+    body: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": content, "refusal": refusal},
+         "finish_reason": finish}]}
+    if usage:
+        body["usage"] = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    return json.dumps(body).encode()
+
+
+def anthropic(content: list[dict[str, Any]], stop: str = "tool_use") -> bytes:
+    return json.dumps({"id": "msg_1", "type": "message", "role": "assistant",
+                       "content": content, "stop_reason": stop,
+                       "usage": {"input_tokens": 100, "output_tokens": 20}}).encode()
+
+
+def tool(answer: Any, name: str = "record_verdict") -> dict[str, Any]:
+    return {"type": "tool_use", "id": "toolu_1", "name": name, "input": answer}
+
+
+GOOD = '{"status": "fail", "reason": "The booking failed (SLOT_UNAVAILABLE)."}'
+
+# (provider, body, status, cause)
+CASES = [
+    ("openai", openai(GOOD), "fail", None),
+    ("openai", openai('{"status":"na","reason":""}'), "na", None),
+    ("openai", openai(f"```json\n{GOOD}\n```"), "fail", None),  # a fenced answer
+    ("openai", openai(f"  {GOOD}\n"), "fail", None),
+    ("openai", openai("The answer is pass."), "unscored", "not_json"),
+    ("openai", openai(""), "unscored", "not_json"),
+    ("openai", openai(None), "unscored", "not_json"),
+    ("openai", openai(GOOD + " extra"), "unscored", "not_json"),
+    ("openai", openai('{"status": "PASS", "reason": "x"}'), "unscored", "wrong_shape"),
+    ("openai", openai('{"status": "pass"}'), "unscored", "wrong_shape"),
+    ("openai", openai('{"status": "pass", "reason": "x", "score": 1}'), "unscored",
+     "wrong_shape"),
+    ("openai", openai('{"status": true, "reason": "x"}'), "unscored", "wrong_shape"),
+    ("openai", openai('["pass", "x"]'), "unscored", "wrong_shape"),
+    ("openai", openai('{"status": "pass", "reason": 5}'), "unscored", "wrong_shape"),
+    ("openai", openai(None, refusal="I can't help with that."), "unscored", "refusal"),
+    ("openai", openai(GOOD, finish="content_filter"), "unscored", "refusal"),
+    ("openai", openai('{"status": "pass", "rea', finish="length"), "unscored", "truncated"),
+    ("openai", openai(GOOD, finish="length"), "unscored", "truncated"),
+    ("openai", b"<html>502 Bad Gateway</html>", "unscored", "bad_response"),
+    ("openai", b'{"choices": []}', "unscored", "bad_response"),
+    ("openai", b'{"error": {"message": "overloaded"}}', "unscored", "bad_response"),
+    ("anthropic", anthropic([tool(json.loads(GOOD))]), "fail", None),
+    ("anthropic", anthropic([{"type": "text", "text": "Let me record it."},
+                             tool({"status": "pass", "reason": "ok"})]), "pass", None),
+    ("anthropic", anthropic([tool({"status": "pass"})]), "unscored", "wrong_shape"),
+    ("anthropic", anthropic([tool({"status": "maybe", "reason": "x"})]), "unscored",
+     "wrong_shape"),
+    ("anthropic", anthropic([tool({"status": "pass", "reason": "x"}, name="other")]),
+     "unscored", "not_json"),
+    ("anthropic", anthropic([{"type": "text", "text": GOOD}], "end_turn"), "fail", None),
+    ("anthropic", anthropic([{"type": "text", "text": "pass"}], "end_turn"), "unscored",
+     "not_json"),
+    ("anthropic", anthropic([], "refusal"), "unscored", "refusal"),
+    ("anthropic", anthropic([{"type": "text", "text": "{\"status\""}], "max_tokens"),
+     "unscored", "truncated"),
+    ("anthropic", anthropic([tool(json.loads(GOOD))], "max_tokens"), "unscored", "truncated"),
+    ("anthropic", b'{"type": "error", "error": {"type": "overloaded_error"}}', "unscored",
+     "bad_response"),
+    ("anthropic", b"[]", "unscored", "bad_response"),
+]
+
+
+@pytest.mark.parametrize(("provider", "body", "status", "cause"), CASES)
+def test_answers(provider: str, body: bytes, status: str, cause: str | None) -> None:
+    parsed = parse(provider, body)
+    assert (parsed.status, parsed.cause) == (status, cause)
+    if cause is None:
+        assert parsed.reason is not None and parsed.detail is None
+    else:
+        assert parsed.reason is None and parsed.detail
+        assert len(parsed.detail) <= 2 * DETAIL_CHARS + 120 and "\n" not in parsed.detail
+    if b'"usage"' in body:
+        assert parsed.usage is not None and parsed.usage.input_tokens == 100
+
+
+def test_usage_and_id() -> None:
+    parsed = parse("openai", openai(GOOD))
+    assert (parsed.usage.input_tokens, parsed.usage.output_tokens) == (100, 20)  # type: ignore[union-attr]
+    assert parsed.response_id == "chatcmpl-1"
+    assert parse("openai", openai(GOOD, usage=False)).usage is None
+
+
+def test_http_error_detail() -> None:
+    assert http_error_detail(400, b'{"error": {"message": "context too long"}}') == \
+        "HTTP 400: context too long"
+    assert http_error_detail(502, b"<html>\n bad gateway </html>") == \
+        "HTTP 502: <html> bad gateway </html>"
+    assert len(http_error_detail(500, b"x" * 10_000)) <= DETAIL_CHARS + 20
+
+
+@given(content=st.one_of(st.text(), st.binary().map(lambda b: b.decode("latin-1")),
+                         st.builds(json.dumps, st.recursive(
+                             st.none() | st.booleans() | st.integers() | st.text(),
+                             lambda c: st.lists(c) | st.dictionaries(st.text(), c)))),
+       finish=st.sampled_from(["stop", "length", "content_filter", None]),
+       provider=st.sampled_from(["openai", "anthropic"]))
+def test_never_pass_without_a_valid_answer(content: str, finish: str | None,
+                                           provider: str) -> None:
+    """Whatever the model says, the verdict is pass/fail/na only when the text is exactly a
+    valid answer (read independently with the stdlib), and unscored with a cause otherwise."""
+    if provider == "openai":
+        body = openai(content, finish=finish or "stop")
+    else:
+        body = anthropic([{"type": "text", "text": content}],
+                         {"length": "max_tokens", None: "end_turn"}.get(finish, "end_turn"))
+    parsed = parse(provider, body)
+    text = content.strip()
+    fenced = re.match(r"^```[A-Za-z]*\s*\n(.*)\n\s*```$", text, re.S)  # fences are allowed
+    try:
+        loaded = json.loads(fenced[1] if fenced else text)
+    except ValueError:
+        loaded = None
+    valid = (isinstance(loaded, dict) and set(loaded) == {"status", "reason"}
+             and loaded["status"] in ("pass", "fail", "na") and isinstance(loaded["reason"], str))
+    stopped = finish in ("length", "content_filter") if provider == "openai" else finish == "length"
+    if parsed.status == "unscored":
+        assert parsed.cause in CAUSES
+    else:
+        assert valid and not stopped and parsed.status == loaded["status"]
+
+
+@given(st.binary())
+def test_any_bytes_never_raise(body: bytes) -> None:
+    for provider in ("openai", "anthropic"):
+        parsed = parse(provider, body)
+        assert parsed.status in ("pass", "fail", "na", "unscored")

@@ -1,0 +1,126 @@
+"""``evalstream judge`` on the command line: dry run, --show-request, stdin, errors, summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalstream.judge import inputs
+from evalstream.judge.request import JudgeConfig, build, system_text
+from tests.helpers import ROOT, oracle_count
+from tests.judge.support import FAKE_KEY, FakeServer, cli, lines, states
+
+
+def args(server: FakeServer, src: Path, out: Path, *extra: str) -> list[str]:
+    return ["judge", str(src), str(out), "--model", "gpt-4-turbo", "--base-url", server.url,
+            *extra]
+
+
+def test_dry_run_sends_nothing_writes_nothing_and_counts_exactly(tmp_path: Path,
+                                                                 server: FakeServer) -> None:
+    src = states(tmp_path, ["a", "b", "b", "c"])
+    before = sorted(tmp_path.iterdir())
+    r = cli(*args(server, src, tmp_path / "v.jsonl", "--dry-run", "--price-in", "2",
+                  "--price-out", "8", "--max-output-tokens", "100"))
+    assert r.returncode == 0, r.stderr
+    assert server.stats()["requests"] == 0 and sorted(tmp_path.iterdir()) == before
+    config = JudgeConfig(model="gpt-4-turbo", base_url=server.url, max_output_tokens=100)
+    seen, expected = set(), 0
+    for item in inputs.read(str(src), 1 << 20):
+        assert isinstance(item, inputs.JudgeState)
+        key = build(config, item.question, item.state).key
+        if key not in seen:
+            seen.add(key)
+            # tiktoken's counts of both messages, and OpenAI's overhead of 3 + 3 + 3
+            expected += 9 + sum(oracle_count(t, "cl100k_base") for t in (
+                "system", system_text(item.question), "user", item.state))
+    out = r.stdout
+    assert "requests to send: 3; answers already stored: 0" in out
+    assert "duplicates of another state's request: 1" in out
+    assert f"input tokens: {expected:,} (cl100k_base, the encoding of gpt-4-turbo: exact " \
+        "counts" in out
+    assert "output tokens: at most 300 (100 each" in out
+    cost = (expected * 2 + 300 * 8) / 1e6
+    assert f"cost: at most ${cost:,.4f}" in out
+    assert "No request was sent." in out
+    # After a real run, everything is stored.
+    assert cli(*args(server, src, tmp_path / "v.jsonl", "-q")).returncode == 0
+    r = cli(*args(server, src, tmp_path / "v.jsonl", "--dry-run"))
+    assert "requests to send: 0; answers already stored: 4" in r.stdout
+    assert "give --price-in and --price-out" in r.stdout
+
+
+def test_show_request_prints_the_exact_body(tmp_path: Path, server: FakeServer) -> None:
+    src = states(tmp_path, ["a", "b"])
+    r = subprocess.run([sys.executable, "-m", "evalstream", *args(
+        server, src, tmp_path / "v.jsonl", "--show-request", "c001", "helpful")],
+        capture_output=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0
+    item = list(inputs.read(str(src), 1 << 20))[1]
+    assert isinstance(item, inputs.JudgeState)
+    config = JudgeConfig(model="gpt-4-turbo", base_url=server.url)
+    req = build(config, item.question, item.state)
+    assert r.stdout == req.body + b"\n"
+    assert f"POST {server.url}/chat/completions".encode() in r.stderr
+    assert req.key.encode() in r.stderr
+    assert server.stats()["requests"] == 0
+    r2 = cli(*args(server, src, tmp_path / "v.jsonl", "--show-request", "c999", "helpful"))
+    assert r2.returncode == 2 and "no judge state for case `c999`" in r2.stderr
+
+
+def test_stdin_is_spooled_and_judged_like_a_file(tmp_path: Path, server: FakeServer) -> None:
+    src = states(tmp_path, ["a", "FAKE:fail", "c"])
+    assert cli(*args(server, src, tmp_path / "file.jsonl", "-q")).returncode == 0
+    r = cli(*args(server, Path("-"), tmp_path / "stdin.jsonl", "-q"), input=src.read_text())
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "stdin.jsonl").read_bytes() == (tmp_path / "file.jsonl").read_bytes()
+
+
+def test_summary_on_stderr(tmp_path: Path, server: FakeServer) -> None:
+    src = states(tmp_path, ["a", "FAKE:fail", "FAKE:notjson", "FAKE:na"])
+    r = cli(*args(server, src, tmp_path / "v.jsonl", "--price-in", "1", "--price-out", "1"))
+    assert r.returncode == 0
+    assert "verdicts: 4 = 1 pass + 1 fail + 1 na + 1 unscored (not_json: 1)" in r.stderr
+    assert "requests: 4 sent (4 answered, 0 without an answer), 0 answers reused" in r.stderr
+    assert "; cost $" in r.stderr and "latency p50" in r.stderr
+    report = json.loads((tmp_path / "v.report.json").read_text())
+    assert report["by_status"] == {"pass": 1, "fail": 1, "na": 1, "unscored": 1}
+    assert report["exit_code"] == 0 and report["requests"]["sent"] == 4
+
+
+def test_max_requests_exit_3(tmp_path: Path, server: FakeServer) -> None:
+    src = states(tmp_path, ["a", "b", "c"])
+    r = cli(*args(server, src, tmp_path / "v.jsonl", "--max-requests", "1"))
+    assert r.returncode == 3
+    assert "not judged: 2 (stopped by --max-requests; run the same command again" in r.stderr
+    assert len(lines(tmp_path / "v.jsonl")) == 1
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--max-cost", "5"], "--max-cost needs --price-in and --price-out"),
+    (["--base-url", "localhost:8000"], "--base-url must be an http:// or https:// URL"),
+    (["--temperature", "hot"], "is not a number (or `none`"),
+    (["--max-connections", "0"], "must be positive"),
+    (["--api-key-env", "NO_SUCH_VARIABLE_SET"], "set NO_SUCH_VARIABLE_SET in the environment"),
+])
+def test_usage_errors_exit_2(tmp_path: Path, server: FakeServer, extra: list[str],
+                             message: str) -> None:
+    src = states(tmp_path, ["a"])
+    r = cli(*args(server, src, tmp_path / "v.jsonl"), *extra)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "v.jsonl").exists()
+
+
+def test_output_equal_to_input_and_missing_key(tmp_path: Path, server: FakeServer) -> None:
+    src = states(tmp_path, ["a"])
+    r = cli(*args(server, src, src))
+    assert r.returncode == 2 and "the input and output paths are the same file" in r.stderr
+    r = cli("judge", str(src), str(tmp_path / "v.jsonl"), "--model", "gpt-4.1-mini",
+            env={"OPENAI_API_KEY": ""})
+    assert r.returncode == 2 and "set OPENAI_API_KEY in the environment" in r.stderr
+    assert FAKE_KEY not in r.stderr

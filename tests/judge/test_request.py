@@ -1,0 +1,122 @@
+"""The one request builder: golden bodies for both providers, exact messages, stable keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalstream.checks.state import PREAMBLE
+from evalstream.errors import UsageError
+from evalstream.judge.request import (
+    ANSWER_INSTRUCTION,
+    ANSWER_SCHEMA,
+    JudgeConfig,
+    build,
+    request_key,
+)
+from tests.helpers import golden
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+QUESTION = f"{PREAMBLE}\n\nDoes assistant_response claim a booking that tool_events do not show?"
+STATE = ('{"user_input":"Book me for Thursday 2pm.","assistant_response":"All set: Thursday '
+         '14:00 ✅","tool_events":[{"id":"t1","name":"book_appointment","status":"failure",'
+         '"error":"SLOT_UNAVAILABLE"}]}')
+
+
+@pytest.mark.parametrize(("name", "config"), [
+    ("request.openai.json", JudgeConfig(model="gpt-4.1-mini")),
+    ("request.openai-compatible.json",
+     JudgeConfig(model="qwen2.5-7b", base_url="http://127.0.0.1:8000/v1")),
+    ("request.anthropic.json", JudgeConfig(model="claude-sonnet-4-5", provider="anthropic")),
+])
+def test_golden_bodies(name: str, config: JudgeConfig) -> None:
+    req = build(config, QUESTION, STATE)
+    golden(name, req.body + b"\n", GOLDEN)
+    body = json.loads(req.body)
+    if config.provider == "anthropic":
+        assert body["system"] == f"{QUESTION}\n\n{ANSWER_INSTRUCTION}"
+        assert body["messages"] == [{"role": "user", "content": STATE}]
+        assert body["tool_choice"] == {"type": "tool", "name": "record_verdict"}
+        assert body["tools"][0]["input_schema"] == ANSWER_SCHEMA
+        assert body["max_tokens"] == 1024
+    else:
+        assert body["messages"] == [
+            {"role": "system", "content": f"{QUESTION}\n\n{ANSWER_INSTRUCTION}"},
+            {"role": "user", "content": STATE}]
+        assert body["response_format"] == {"type": "json_schema", "json_schema": {
+            "name": "verdict", "strict": True, "schema": ANSWER_SCHEMA}}
+        # api.openai.com reads max_completion_tokens; compatible servers read max_tokens.
+        official = config.base_url == "https://api.openai.com/v1"
+        assert ("max_completion_tokens" in body) is official
+        assert ("max_tokens" in body) is not official
+    assert body["temperature"] == 0.0
+    assert req.key == request_key(config, req.body) and len(req.key) == 64
+
+
+def test_strict_schema_rules() -> None:
+    """OpenAI's strict mode: every property required, no others allowed."""
+    assert set(ANSWER_SCHEMA["required"]) == set(ANSWER_SCHEMA["properties"])  # type: ignore[arg-type]
+    assert ANSWER_SCHEMA["additionalProperties"] is False
+
+
+def test_key_changes_with_anything_that_changes_the_answer() -> None:
+    base = JudgeConfig(model="m", base_url="http://h:1/v1")
+    key = build(base, QUESTION, STATE).key
+    variants = [JudgeConfig(model="m2", base_url="http://h:1/v1"),
+                JudgeConfig(model="m", base_url="http://h:2/v1"),
+                JudgeConfig(model="m", base_url="http://h:1/v1", temperature=0.5),
+                JudgeConfig(model="m", base_url="http://h:1/v1", temperature=None),
+                JudgeConfig(model="m", base_url="http://h:1/v1", max_output_tokens=10),
+                JudgeConfig(model="m", base_url="http://h:1/v1", provider="anthropic")]
+    keys = {build(c, QUESTION, STATE).key for c in variants}
+    assert key not in keys and len(keys) == len(variants)
+    assert build(base, QUESTION, STATE).key == key  # deterministic
+    assert build(base, QUESTION, STATE.replace("2pm", "3pm")).key != key
+    hashes = {c.hash for c in variants}
+    assert base.hash not in hashes and len(hashes) == len(variants)
+
+
+def test_temperature_none_is_not_sent() -> None:
+    body = json.loads(build(JudgeConfig(model="o3", temperature=None), QUESTION, STATE).body)
+    assert "temperature" not in body
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"model": "m", "provider": "gemini"}, "--provider must be one of openai, anthropic"),
+    ({"model": " "}, "--model must name a model"),
+    ({"model": "m", "base_url": "ftp://x/v1"}, "--base-url must be an http"),
+    ({"model": "m", "base_url": "127.0.0.1:8000/v1"}, "--base-url must be an http"),
+    ({"model": "m", "base_url": "https://user:pw@h/v1"}, "must not carry a user, password"),
+    ({"model": "m", "base_url": "https://h/v1?key=x"}, "must not carry a user, password"),
+    ({"model": "m", "temperature": 3.0}, "--temperature must be between 0 and 2"),
+    ({"model": "m", "max_output_tokens": 0}, "--max-output-tokens must be positive"),
+])
+def test_bad_configs(kwargs: dict, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        JudgeConfig(**kwargs)
+
+
+def test_host_is_all_a_verdict_keeps_of_the_url() -> None:
+    assert JudgeConfig(model="m").host == "api.openai.com"
+    assert JudgeConfig(model="m", base_url="http://127.0.0.1:8000/v1/").host == "127.0.0.1:8000"
+    assert JudgeConfig(model="m", base_url="http://127.0.0.1:8000/v1/").url == \
+        "http://127.0.0.1:8000/v1/chat/completions"
+    assert JudgeConfig(model="m", provider="anthropic").url == \
+        "https://api.anthropic.com/v1/messages"
+
+
+@given(question=st.text(), state=st.dictionaries(st.text(), st.text()),
+       provider=st.sampled_from(["openai", "anthropic"]))
+def test_any_text_reaches_the_judge_exactly(question: str, state: dict, provider: str) -> None:
+    """Whatever the question and state hold (quotes, newlines, NUL, any plane), the body is
+    JSON and carries them unchanged: the stdlib's reading equals what went in."""
+    state_text = json.dumps(state, ensure_ascii=False)
+    config = JudgeConfig(model="m", provider=provider)
+    body = json.loads(build(config, question, state_text).body)
+    system = body["system"] if provider == "anthropic" else body["messages"][0]["content"]
+    assert system == f"{question}\n\n{ANSWER_INSTRUCTION}"
+    assert body["messages"][-1] == {"role": "user", "content": state_text}

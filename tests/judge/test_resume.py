@@ -1,0 +1,138 @@
+"""kill -9, Ctrl-C and SIGTERM mid-run, then the same command again: no stored request is
+sent twice, and the verdicts are byte-identical to an uninterrupted run. The API key is in
+no file and no log a run leaves."""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from evalstream.judge import inputs
+from evalstream.judge.request import JudgeConfig, build, request_key
+from tests.helpers import ROOT
+from tests.judge.support import FAKE_KEY, FakeServer, cli, states
+
+N = 120
+
+
+def judge_args(server: FakeServer, src: Path, out: Path, *extra: str) -> list[str]:
+    return ["judge", str(src), str(out), "--model", "fake-judge-1", "--base-url", server.url,
+            "--max-connections", "4", *extra]
+
+
+def start(args: list[str]) -> subprocess.Popen[bytes]:
+    import os
+
+    env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
+    return subprocess.Popen([sys.executable, "-m", "evalstream", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def wait_for(server: FakeServer, requests: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while server.stats()["requests"] < requests:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def stored_keys(store: Path) -> set[str]:
+    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        return {k for (k,) in db.execute("SELECT key FROM answers")}
+    finally:
+        db.close()
+
+
+@pytest.fixture()
+def slow_server(fake: Callable[..., FakeServer]) -> FakeServer:
+    return fake("--key", FAKE_KEY, "--latency", "0.03")
+
+
+def test_kill_9_then_rerun_pays_nothing_twice_and_ends_identical(
+        tmp_path: Path, slow_server: FakeServer) -> None:
+    src = states(tmp_path / "in", [f"state {i}" for i in range(N)])
+    clean = tmp_path / "clean.jsonl"
+    r = cli(*judge_args(slow_server, src, clean, "-q"))
+    assert r.returncode == 0, r.stderr
+    slow_server.reset()
+
+    out = tmp_path / "v.jsonl"
+    proc = start(judge_args(slow_server, src, out, "-q"))
+    wait_for(slow_server, N // 3, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    assert not out.exists()  # outputs appear whole or not at all
+    before = stored_keys(tmp_path / "v.judge.sqlite")
+    assert len(before) >= N // 3 - 4  # all but those in flight
+
+    r = cli(*judge_args(slow_server, src, out, "-q"))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == clean.read_bytes()
+    config = JudgeConfig(model="fake-judge-1", base_url=slow_server.url)
+    counts = slow_server.stats()["by_body"]
+    for item in inputs.read(str(src), 1 << 20):
+        assert isinstance(item, inputs.JudgeState)
+        req = build(config, item.question, item.state)
+        sent = counts[hashlib.sha256(req.body).hexdigest()]
+        if req.key in before:
+            assert sent == 1, "a stored answer was paid for again"
+        else:
+            assert sent in (1, 2)  # in flight at the kill: sent, not stored, sent again
+    assert request_key(config, req.body) == req.key
+    assert sum(counts.values()) <= N + 4
+
+
+@pytest.mark.parametrize(("signum", "code", "said"), [(signal.SIGINT, 130, "interrupted"),
+                                                     (signal.SIGTERM, 143, "terminated"),
+                                                     (signal.SIGHUP, 129, "hung up")])
+def test_interrupted_run_keeps_answers_and_writes_no_output(
+        tmp_path: Path, slow_server: FakeServer, signum: int, code: int, said: str) -> None:
+    src = states(tmp_path / "in", [f"state {i}" for i in range(N)])
+    out = tmp_path / "v.jsonl"
+    proc = start(judge_args(slow_server, src, out))
+    wait_for(slow_server, 20, proc)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=20)  # at once, not after the remaining states
+    assert proc.returncode == code, err
+    assert f"{said}; no output was written".encode() in err
+    assert b"run the same command again to continue" in err
+    assert b"Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "v.judge.sqlite"] or \
+        sorted(p.name for p in tmp_path.iterdir()) == ["in", "v.judge.sqlite",
+                                                       "v.judge.sqlite-shm",
+                                                       "v.judge.sqlite-wal"]
+    kept = stored_keys(tmp_path / "v.judge.sqlite")
+    assert len(kept) >= 10
+    r = cli(*judge_args(slow_server, src, out, "-q"))
+    assert r.returncode == 0
+    assert slow_server.stats()["requests"] <= N + 8
+
+
+def test_the_api_key_is_in_no_output_store_report_or_log(tmp_path: Path,
+                                                          server: FakeServer) -> None:
+    markers = ["FAKE:pass", "FAKE:echokey", "FAKE:400", "FAKE:503x1", "FAKE:notjson",
+               "FAKE:429x1", "FAKE:refusal"]
+    src = states(tmp_path / "in", markers)
+    out = tmp_path / "v.jsonl"
+    logs = []
+    for extra in ([], ["--retry-unscored"], ["--dry-run", "--price-in", "1", "--price-out", "1"],
+                  ["--show-request", "c001", "helpful"]):
+        r = cli(*judge_args(server, src, out, *extra))
+        assert r.returncode in (0, 1), r.stderr
+        logs += [r.stdout, r.stderr]
+    assert server.stats()["by_status"]["400"] >= 2  # the echo happened
+    leaked = [p for p in tmp_path.rglob("*") if p.is_file() and FAKE_KEY.encode() in p.read_bytes()]
+    assert leaked == []
+    assert not [log for log in logs if FAKE_KEY in log]
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert "v.judge.sqlite" in names and "v.report.json" in names
