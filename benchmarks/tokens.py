@@ -13,6 +13,14 @@
 ``python -m benchmarks tokens cache INPUT [--tokenizer NAME] [--exact-tokens] [--entries N]``
     ``build``'s checks over INPUT in this process, then the piece-count cache's lookups,
     hits (by pieces and by bytes), the bytes counted, its entries and its memory.
+``python -m benchmarks tokens side-by-side INPUT [--runs 5] [--base TREE] [--variants ...]``
+    The msgspec floor and evalstream commands, interleaved, each run a fresh process timed
+    by ``measure.py`` (wall, CPU, peak RSS): this checkout's ``build`` (1 and 2 workers,
+    ``--exact-tokens``, ``cl100k_base``) and ``stats``, and the same commands of another
+    checkout (``--base``, e.g. ``git archive`` of main before a change) with ``base-``
+    names. ``x floor`` is the floor's median time over the variant's (the issue's ratio:
+    0.25x = four times the floor's time). Outputs of ``build`` and ``build-w2`` must be the
+    same bytes, and are compared.
 """
 
 from __future__ import annotations
@@ -175,7 +183,7 @@ def speed(rounds: int, corpus: Path) -> list[dict[str, Any]]:
         one = Path(tmp) / "corpus.jsonl"
         corpus9(one, corpus, copies=1)
         texts["states"] = counted_states(one)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in ("o200k_base", "cl100k_base"):
         found = counters(name)
         usable = {k: v for k, v in found.items() if callable(v)}
@@ -263,6 +271,77 @@ def cache_memory(entries: int) -> int:
     return used
 
 
+SIDE_BY_SIDE = {
+    "build": ("build", "{input}", "{out}", "-q"),
+    "build-w2": ("build", "{input}", "{out}", "-q", "--workers", "2"),
+    "build-exact": ("build", "{input}", "{out}", "-q", "--exact-tokens"),
+    "build-cl100k": ("build", "{input}", "{out}", "-q", "--tokenizer", "cl100k_base"),
+    "stats": ("stats", "{input}", "--format", "json", "-o", "{out}", "-q", "--workers", "1"),
+    "stats-w2": ("stats", "{input}", "--format", "json", "-o", "{out}", "-q", "--workers", "2"),
+}
+
+
+def side_by_side(path: Path, runs: int, base: Path | None, names: list[str],
+                 out_dir: Path) -> list[dict[str, Any]]:
+    """Every variant ``runs`` times, interleaved (rotating order); their medians."""
+    import os
+    import shutil
+    import subprocess
+
+    measure = Path(__file__).resolve().parent / "measure.py"
+    plan: dict[str, tuple[Path, list[str]]] = {
+        "msgspec floor": (ROOT, [sys.executable, "-m", "benchmarks", "baseline", "msgspec",
+                                 str(path), "{out}"])}
+    for tree, prefix in ((ROOT, ""), (base, "base-")):
+        if tree is None:
+            continue
+        for name in names:
+            if prefix and name.endswith(("exact", "cl100k")):
+                continue  # options the base may not have
+            plan[prefix + name] = (tree, [sys.executable, "-m", "evalstream",
+                                          *(a.replace("{input}", str(path))
+                                            for a in SIDE_BY_SIDE[name])])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    got: dict[str, list[dict[str, Any]]] = {label: [] for label in plan}
+    labels = list(plan)
+    with open(path, "rb") as f:  # a warm page cache for everyone
+        while f.read(1 << 24):
+            pass
+    for r in range(runs):
+        for label in labels[r % len(labels):] + labels[:r % len(labels)]:
+            tree, argv = plan[label]
+            out = out_dir / (label.replace(" ", "-") + (".json" if "stats" in label else ".jsonl"))
+            err = out_dir / "stderr.txt"
+            cmd = [a.replace("{out}", str(out)) for a in argv]
+            env = dict(os.environ, PYTHONPATH=str(tree))
+            done = subprocess.run([sys.executable, "-S", "-I", str(measure), "7200", str(err),
+                                   "--", *cmd], cwd=tree, env=env, capture_output=True,
+                                  text=True, check=True)
+            m = json.loads(done.stdout)
+            if m["exit_code"] not in (0, 1):
+                raise SystemExit(f"{label} failed: {err.read_text()[-2000:]}")
+            got[label].append(m)
+            _log(f"[{r + 1}/{runs}] {label}: {m['wall_s']:.2f} s wall, {m['cpu_s']:.2f} s CPU")
+    if (out_dir / "build.jsonl").exists() and (out_dir / "build-w2.jsonl").exists():
+        same = (out_dir / "build.jsonl").read_bytes() == (out_dir / "build-w2.jsonl").read_bytes()
+        _log(f"build and build-w2 wrote the same bytes: {same}")
+        if not same:
+            raise SystemExit("build and build --workers 2 differ")
+    floor = statistics.median(m["wall_s"] for m in got["msgspec floor"])
+    floor_cpu = statistics.median(m["cpu_s"] for m in got["msgspec floor"])
+    rows = []
+    for label, ms in got.items():
+        wall = statistics.median(m["wall_s"] for m in ms)
+        cpu = statistics.median(m["cpu_s"] for m in ms)
+        rows.append({"variant": label, "input": path.name, "runs": len(ms),
+                     "median_s": round(wall, 2), "cpu_s": round(cpu, 2),
+                     "peak_rss_mib": round(max(m["max_rss_kib"] for m in ms) / 1024, 1),
+                     "x_floor": round(floor / wall, 3), "x_floor_cpu": round(floor_cpu / cpu, 3),
+                     "walls": [round(m["wall_s"], 2) for m in ms]})
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return rows
+
+
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -283,6 +362,13 @@ def main(argv: list[str]) -> int:
     ca.add_argument("--tokenizer", default="o200k_base")
     ca.add_argument("--exact-tokens", action="store_true")
     ca.add_argument("--entries", type=int)
+    sb = sub.add_parser("side-by-side", help="floor and commands, interleaved, fresh processes")
+    sb.add_argument("input", type=Path)
+    sb.add_argument("--runs", type=int, default=5)
+    sb.add_argument("--base", type=Path, help="another checkout to time the same commands of")
+    sb.add_argument("--variants", nargs="+", choices=list(SIDE_BY_SIDE),
+                    default=["build", "build-w2"])
+    sb.add_argument("--out-dir", type=Path, default=Path("/tmp/evalstream-bench/side-by-side"))
     args = p.parse_args(argv)
     if args.what == "corpus9":
         written = corpus9(args.out, args.corpus)
@@ -290,6 +376,16 @@ def main(argv: list[str]) -> int:
     elif args.what == "counters":
         for row in speed(args.rounds, args.corpus):
             print(json.dumps(row))
-    else:
+    elif args.what == "cache":
         print(json.dumps(cache(args.input, args.tokenizer, args.exact_tokens, args.entries)))
+    else:
+        rows = side_by_side(args.input, args.runs, args.base, args.variants, args.out_dir)
+        print("| variant | runs | median s | CPU s | peak RSS MiB | x floor | x floor (CPU) |")
+        print("|---|---|---|---|---|---|---|")
+        for row in rows:
+            print(f"| {row['variant']} | {row['runs']} | {row['median_s']:.2f} | "
+                  f"{row['cpu_s']:.2f} | {row['peak_rss_mib']:.1f} | {row['x_floor']:.3f} | "
+                  f"{row['x_floor_cpu']:.3f} |")
+        for row in rows:
+            print(json.dumps(row))
     return 0

@@ -196,8 +196,9 @@ def test_toktok_equals_tiktoken_on_ascii(sample: str, name: str) -> None:
 
 
 def test_toktok_counts_ascii_and_only_ascii(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tiktoken counts the first TOKTOK_AFTER bytes of ASCII text (loading toktok would cost
+    more), then toktok counts ASCII text; text with any other character never reaches it."""
     seen: list[str] = []
-    tok = encodings.Tokenizer("o200k_base")
     fast = encodings.toktok_counter("o200k_base")
     assert fast is not None
 
@@ -206,10 +207,12 @@ def test_toktok_counts_ascii_and_only_ascii(monkeypatch: pytest.MonkeyPatch) -> 
         return fast(t)
 
     monkeypatch.setattr(encodings, "toktok_counter", lambda name: spy)
-    texts = ["plain ascii", "é", "naïve", "\u0c5c's", "ascii again", "😀", ""]
+    monkeypatch.setattr(encodings, "TOKTOK_AFTER", 20)
+    tok = encodings.Tokenizer("o200k_base")
+    texts = ["plain ascii", "é", "naïve", "\u0c5c's", "ascii again", "😀", "", "and more"]
     assert [tok.count(t) for t in texts] == [len(oracle("o200k_base").encode_ordinary(t))
                                             for t in texts]
-    assert seen == ["plain ascii", "ascii again", ""]
+    assert seen == ["ascii again", "", "and more"]  # 11 + 11 bytes of ASCII: past 20
 
 
 # -- toktok's check at load ------------------------------------------------------------------
@@ -242,6 +245,7 @@ def test_a_toktok_that_fails_its_check_is_not_used(monkeypatch: pytest.MonkeyPat
 
     real = toktok._encoding("o200k_base")
     monkeypatch.setattr(toktok, "_encoding", lambda name: _FakeCore(real, **fault))
+    monkeypatch.setattr(encodings, "TOKTOK_AFTER", 0)
     with pytest.warns(RuntimeWarning, match=f"is not used for o200k_base: {why}; tiktoken "
                                             "counts every text"):
         assert encodings.toktok_counter("o200k_base") is None
