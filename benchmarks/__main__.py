@@ -1,6 +1,6 @@
 """Command line:
 ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
-judge,judge-clients}``.
+judge,judge-clients,tokens}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -116,10 +116,18 @@ def cmd_judge_clients(args: argparse.Namespace) -> int:
                         args.cache_dir)
 
 
+def cmd_tokens(args: argparse.Namespace) -> int:
+    """The token counters, the corpus x9 input, the count cache."""
+    from benchmarks.tokens import main
+
+    return main(args.rest)
+
+
 BASELINE_NAMES = ("lines", "msgspec", "pydantic", "json", "jq")
 VARIANT_HELP = (
     "baselines lines msgspec json pydantic jq; evalstream-all evalstream-builtin "
-    "evalstream-long evalstream-w1 evalstream-w2 stats (default: all)"
+    "evalstream-long evalstream-w1 evalstream-w2 evalstream-exact evalstream-cl100k stats "
+    "(default: all but those pinned to another profile)"
 )
 
 
@@ -171,8 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--profiles",
         nargs="+",
         default=["normal"],
-        choices=("normal", "long"),
-        help="profiles for the variants not pinned to one (default normal)",
+        choices=("normal", "long", "corpus9"),
+        help="profiles for the variants not pinned to one (default normal); corpus9 is the "
+             "shared corpus x9 (316 MB, --size does not apply)",
     )
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
@@ -215,6 +224,12 @@ def build_parser() -> argparse.ArgumentParser:
         judge.add_argument("--max-connections", type=int, default=64)
         judge.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
         judge.set_defaults(func=func)
+
+
+    tok = sub.add_parser("tokens", help="token counters, the corpus x9, the count cache",
+                         add_help=False)
+    tok.add_argument("rest", nargs=argparse.REMAINDER)
+    tok.set_defaults(func=cmd_tokens)
     return parser
 
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from evalstream.cases.schema import Case, Label, Message, Passage, ToolEvent
     from evalstream.checks.report import RunReport
     from evalstream.checks.rubrics import Rubric, RubricSet
-    from evalstream.checks.state import CheckRecord, ExactVerdict, Exposure, Tokens
+    from evalstream.checks.state import CheckRecord, ExactVerdict, Exposure, Sizes, Tokens
     from evalstream.convert.report import ConvertReport
     from evalstream.dataset.stats import DatasetStats
     from evalstream.errors import (
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         InputError,
         OutputError,
         RubricError,
+        SetupError,
         UsageError,
         WrongFileError,
     )
@@ -58,17 +59,17 @@ if TYPE_CHECKING:
 __all__ = [
     "__version__",
     # functions
-    "read_cases", "load_rubrics", "judge_states", "build", "validate", "stats", "agree",
-    "compare", "convert_cases", "judge_verdicts",
+    "read_cases", "load_rubrics", "judge_states", "count_tokens", "build", "validate", "stats",
+    "agree", "compare", "convert_cases", "judge_verdicts",
     # records
     "Case", "Message", "Passage", "ToolEvent", "Label", "Reject", "Rubric", "RubricSet",
-    "CheckRecord", "ExactVerdict", "Exposure", "Tokens", "JudgeConfig", "JudgeVerdict",
+    "CheckRecord", "ExactVerdict", "Exposure", "Tokens", "Sizes", "JudgeConfig", "JudgeVerdict",
     # reports
     "RunReport", "DatasetStats", "AgreeReport", "CompareReport", "ConvertReport",
     "JudgeReport",
     # errors
     "EvalstreamError", "UsageError", "RubricError", "InputError", "WrongFileError",
-    "OutputError", "InvalidCaseError",
+    "OutputError", "SetupError", "InvalidCaseError",
 ]
 
 _LAZY = {
@@ -78,6 +79,7 @@ _LAZY = {
     "Rubric": "evalstream.checks.rubrics", "RubricSet": "evalstream.checks.rubrics",
     "CheckRecord": "evalstream.checks.state", "ExactVerdict": "evalstream.checks.state",
     "Exposure": "evalstream.checks.state", "Tokens": "evalstream.checks.state",
+    "Sizes": "evalstream.checks.state",
     "RunReport": "evalstream.checks.report", "DatasetStats": "evalstream.dataset.stats",
     "AgreeReport": "evalstream.verdicts.agree", "CompareReport": "evalstream.verdicts.compare",
     "ConvertReport": "evalstream.convert.report",
@@ -86,6 +88,7 @@ _LAZY = {
     "EvalstreamError": "evalstream.errors", "UsageError": "evalstream.errors",
     "RubricError": "evalstream.errors", "InputError": "evalstream.errors",
     "WrongFileError": "evalstream.errors", "OutputError": "evalstream.errors",
+    "SetupError": "evalstream.errors",
     "InvalidCaseError": "evalstream.pipeline.states",
 }
 
@@ -122,20 +125,30 @@ def load_rubrics(paths: Iterable[str | os.PathLike[str]] | None = None) -> Rubri
 
 
 def judge_states(cases: Iterable[Case | dict[str, Any]], rubrics: RubricSet | None = None,
-                 max_tokens: int = 32_000) -> Iterator[CheckRecord | ExactVerdict]:
+                 max_tokens: int = 32_000, tokenizer: str = "o200k_base",
+                 exact_tokens: bool = False) -> Iterator[CheckRecord | ExactVerdict]:
     """The records ``build`` writes for these cases (``Case`` structs or dicts in the wire
     format), in order; see ``evalstream.pipeline.states.judge_states``."""
     from evalstream.pipeline.states import judge_states as states
 
-    return states(cases, rubrics, max_tokens)
+    return states(cases, rubrics, max_tokens, tokenizer, exact_tokens)
+
+
+def count_tokens(text: str, tokenizer: str = "o200k_base") -> int:
+    """The exact number of tokens of ``text`` in ``tokenizer`` (``o200k_base`` or
+    ``cl100k_base``), as tiktoken's ``encode_ordinary`` counts them; nothing is downloaded."""
+    from evalstream.checks.encodings import count
+
+    return count(text, tokenizer)
 
 
 def build(input: str | os.PathLike[str], output: str | os.PathLike[str],
           **options: Any) -> RunReport:
     """Run ``build``: judge states from ``input`` to ``output``, with the rejects and the run
     report beside it (or where ``rejects=`` and ``report=`` say). Options as the command's:
-    ``rubric_files``, ``max_tokens``, ``max_line_bytes``, ``allow_unknown_fields``,
-    ``workers``. Returns the run report; files appear only if the whole run succeeds."""
+    ``rubric_files``, ``max_tokens``, ``tokenizer``, ``exact_tokens``, ``max_line_bytes``,
+    ``allow_unknown_fields``, ``workers``. Returns the run report; files appear only if the
+    whole run succeeds."""
     from evalstream.pipeline.run import Options, run
 
     report, _ = run(Options(input=os.fspath(input), output=os.fspath(output), **options))

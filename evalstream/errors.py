@@ -50,3 +50,8 @@ class ReaderGone(OutputError):
     """The program reading evalstream's standard output closed it (``| head``)."""
 
     exit_code = EXIT_PIPE
+
+
+class SetupError(EvalstreamError):
+    """evalstream's installation cannot do the job (a missing package, a changed data file);
+    the message names the fix."""

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from evalstream.cli.common import add_reading, helps, path, positive, progress_bar
+from evalstream.cli.common import add_reading, add_tokenizer, helps, path, positive, progress_bar
 from evalstream.errors import EXIT_PIPE
 
 
@@ -32,6 +32,11 @@ def register(sub: Any) -> None:
                         "(`--rubrics builtin --rubrics mine.toml` adds to them)")
     b.add_argument("--max-tokens", type=positive, default=32_000, metavar="N",
                    help="the judge's budget for state plus longest question (default 32000)")
+    add_tokenizer(b)
+    b.add_argument("--exact-tokens", action="store_true",
+                   help="count every judge state exactly (records then carry exact counts); "
+                        "by default only states whose UTF-8 bytes exceed the budget are "
+                        "counted, and the others carry their byte sizes, an upper bound")
     b.add_argument("--workers", type=positive, default=1, metavar="N",
                    help="worker processes for a plain input file (default 1); output is "
                         "byte-identical for any N")
@@ -63,6 +68,8 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
     opts = Options(
         input=args.input, output=output, rejects=args.rejects, report=args.report,
         rubric_files=getattr(args, "rubrics", []), max_tokens=getattr(args, "max_tokens", 32_000),
+        tokenizer=getattr(args, "tokenizer", "o200k_base"),
+        exact_tokens=getattr(args, "exact_tokens", False),
         max_line_bytes=args.max_line_bytes, allow_unknown_fields=args.allow_unknown_fields,
         workers=getattr(args, "workers", 1))
     json_rejects = getattr(args, "format", None) == "json"

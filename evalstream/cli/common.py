@@ -10,6 +10,9 @@ import sys
 from typing import Any
 
 MAX_COUNT = 1 << 62  # far above anything useful, and within every integer type used
+# evalstream.checks.encodings.ENCODINGS (a test keeps them equal), named here so that parsing
+# the command line imports nothing but argparse.
+TOKENIZERS = ("o200k_base", "cl100k_base")
 
 
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")  # ASCII digits only: int() also takes "1_0", "١٢"
@@ -99,6 +102,14 @@ def amount(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"{text!r} must be a number above 0")
     return value
+
+
+def add_tokenizer(p: argparse.ArgumentParser) -> None:
+    """``--tokenizer``, for every command that counts tokens."""
+    p.add_argument("--tokenizer", choices=TOKENIZERS, default=TOKENIZERS[0],
+                   help="the judge's encoding, for every token count: o200k_base (GPT-4o, "
+                        "GPT-4.1, o-series, GPT-5) or cl100k_base (GPT-4, GPT-3.5); default "
+                        "o200k_base")
 
 
 def add_reading(p: argparse.ArgumentParser) -> None:

@@ -28,8 +28,8 @@ def _temperature(text: str) -> float | None:
 
 def register(subparsers: Any) -> None:
     """Add the ``judge`` subcommand."""
+    from evalstream.cli.common import TOKENIZERS, count, helps, path, positive, share, size, text
     from evalstream.cli.common import amount as _number
-    from evalstream.cli.common import count, helps, path, positive, share, size, text
 
     p = subparsers.add_parser(
         "judge", help="ask an LLM judge for a verdict on every judge state",
@@ -95,6 +95,11 @@ def register(subparsers: Any) -> None:
     money.add_argument("--max-requests", type=count, metavar="N",
                        help="send at most N requests this run (retries not counted); exit 3 "
                             "when states are left")
+    money.add_argument("--tokenizer", choices=TOKENIZERS, metavar="NAME",
+                       help="the encoding requests are counted in (--dry-run, --tpm, "
+                            "--max-cost): o200k_base or cl100k_base; default: the model "
+                            "family's (gpt-4o, gpt-4.1, o-series, gpt-5: o200k_base; gpt-4, "
+                            "gpt-3.5: cl100k_base), else o200k_base, an estimate")
     money.add_argument("--dry-run", action="store_true",
                        help="count the requests to send, their exact input tokens and the cost "
                             "bound; send nothing, write nothing")
@@ -136,7 +141,7 @@ def options(args: argparse.Namespace) -> Any:
         timeout=args.timeout, rpm=args.rpm, tpm=args.tpm, max_cost=args.max_cost,
         max_requests=args.max_requests, price_in=args.price_in, price_out=args.price_out,
         retry_unscored=args.retry_unscored, max_unscored_rate=args.max_unscored_rate,
-        max_line_bytes=args.max_line_bytes)
+        max_line_bytes=args.max_line_bytes, tokenizer=args.tokenizer)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import helps, path, positive, size, text
+from evalstream.cli.common import TOKENIZERS, helps, path, positive, size, text
 
 if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
@@ -53,6 +53,10 @@ def register(subparsers: Any) -> None:
                         "built-in set (the default)")
     p.add_argument("--max-tokens", type=positive, metavar="N",
                    help="the judge's budget, as in build (default 32000)")
+    p.add_argument("--tokenizer", choices=TOKENIZERS,
+                   help="the judge's encoding for every token count (all exact): o200k_base "
+                        "(GPT-4o, GPT-4.1, o-series, GPT-5) or cl100k_base (GPT-4, GPT-3.5); "
+                        "default o200k_base")
     p.add_argument("--rejects", type=path, metavar="FILE",
                    help="also write the rejected lines here (JSONL); by default they are only "
                         "counted")
@@ -84,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if loaded is not None:
         dataset_only = [flag for flag, value in (
             ("--by", args.by), ("--rubrics", args.rubrics), ("--max-tokens", args.max_tokens),
+            ("--tokenizer", args.tokenizer),
             ("--rejects", args.rejects), ("--max-line-bytes", args.max_line_bytes),
             ("--workers", args.workers),
             ("--allow-unknown-fields", args.allow_unknown_fields or None)) if value is not None]
@@ -163,7 +168,7 @@ def _load_rendered(path: str) -> DatasetStats | RunReport | None:
     import msgspec
 
     from evalstream.checks.report import RunReport
-    from evalstream.dataset.stats import DatasetStats
+    from evalstream.dataset.stats import SHAPE, DatasetStats
     from evalstream.files.lines import InputError
 
     try:
@@ -177,6 +182,11 @@ def _load_rendered(path: str) -> DatasetStats | RunReport | None:
         return msgspec.json.decode(head, type=DatasetStats)
     except msgspec.DecodeError:
         pass
+    shape = _shape(head)
+    if shape is not None and shape != SHAPE:
+        raise _usage(f"{path} is a stats JSON of shape {shape!r}, written by another version "
+                     f"of evalstream (this one reads {SHAPE!r}); run stats on the dataset "
+                     "again.")
     try:
         return msgspec.json.decode(head, type=RunReport)
     except msgspec.DecodeError:
@@ -195,6 +205,20 @@ def _load_rendered(path: str) -> DatasetStats | RunReport | None:
     return None
 
 
+def _shape(head: bytes) -> str | None:
+    """The ``shape`` of a stats JSON of any version, or None."""
+    import msgspec
+
+    class Shaped(msgspec.Struct):
+        shape: str
+
+    try:
+        shape = msgspec.json.decode(head, type=Shaped).shape
+    except msgspec.DecodeError:
+        return None
+    return shape if shape.startswith("evalstream.stats/") else None
+
+
 def _collect(args: argparse.Namespace, write: Any) -> DatasetStats:
     from evalstream.dataset.stats import StatsOptions, collect, parse_by
 
@@ -204,6 +228,8 @@ def _collect(args: argparse.Namespace, write: Any) -> DatasetStats:
                         allow_unknown_fields=args.allow_unknown_fields, workers=args.workers)
     if args.max_tokens is not None:
         opts.max_tokens = args.max_tokens
+    if args.tokenizer is not None:
+        opts.tokenizer = args.tokenizer
     if args.max_line_bytes is not None:
         opts.max_line_bytes = args.max_line_bytes
     if args.quiet or not sys.stderr.isatty():

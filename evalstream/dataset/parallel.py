@@ -25,25 +25,24 @@ import msgspec
 from evalstream.cases.ids import CaseLog, IdIndex
 from evalstream.cases.reading import LineCounts, case_reader, duplicate_case
 from evalstream.cases.rejects import Reject
-from evalstream.checks.checker import Checker, CheckTally
+from evalstream.checks.checker import CheckTally
 from evalstream.checks.rubrics import RubricSet
-from evalstream.dataset.rows import Collector
-from evalstream.engines.local import map_ordered
+from evalstream.dataset.rows import Collector, stats_checker
+from evalstream.engines.local import map_ordered, range_bytes
 from evalstream.errors import OutputError
 from evalstream.files.lines import open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput, escape_line_breaks
 from evalstream.files.temporaries import temp_folder
 
-RANGE_BYTES = 16 << 20
-MIN_RANGES = 8  # below 128 MiB one process is as fast
+WORTHWHILE_BYTES = 128 << 20  # below this one process is as fast
 
 
 def worthwhile(path: str, size: int | None, workers: int) -> bool:
-    """Whether workers can and should run: a plain file of more than MIN_RANGES ranges.
+    """Whether workers can and should run: a plain file over WORTHWHILE_BYTES.
 
     Starting workers costs about 0.3 s of CPU (each imports evalstream); measured here, two
     workers broke even with one process at 100 MB and took 0.54x its time at 1 GB."""
-    return (workers > 1 and size is not None and size > MIN_RANGES * RANGE_BYTES
+    return (workers > 1 and size is not None and size > WORTHWHILE_BYTES
             and path != "-" and not path.endswith((".gz", ".zst")))
 
 
@@ -55,6 +54,7 @@ class Settings:
     by: list[str]
     rubric_set: RubricSet
     max_tokens: int
+    tokenizer: str
     max_line_bytes: int
     allow_unknown_fields: bool
     parts_dir: str | None  # write every reject here; None: keep only the first ones
@@ -93,7 +93,7 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
     index, start, end = task  # line-aligned by ``range_tasks``
     s = worker.settings
     reader = case_reader(s.allow_unknown_fields, s.max_line_bytes, check_duplicates=False)
-    checker = Checker(s.rubric_set, s.max_tokens, keep_states=False)
+    checker = stats_checker(s.rubric_set, s.max_tokens, s.tokenizer)
     rows = Collector(s.rubric_set, s.by)
     log = CaseLog()
     rejects: list[Reject] = []
@@ -177,7 +177,7 @@ class Merger:
         ``skip`` (line numbers local to the range)."""
         s = self.settings
         reader = case_reader(s.allow_unknown_fields, s.max_line_bytes, check_duplicates=False)
-        checker = Checker(s.rubric_set, s.max_tokens, keep_states=False)
+        checker = stats_checker(s.rubric_set, s.max_tokens, s.tokenizer)
         rows = Collector(s.rubric_set, s.by)
         with open_range(self.fd, part.start, part.end) as stream:
             items = read_chunks(stream, s.max_line_bytes, first_line=1, first_offset=part.start)
@@ -216,7 +216,7 @@ def run(collector: Collector, settings: Settings, workers: int, size: int,
         merger = Merger(collector, settings, rejects_out)
         try:
             results = map_ordered(_init, _run_range, settings,
-                                  range_tasks(merger.fd, size, RANGE_BYTES), workers,
+                                  range_tasks(merger.fd, size, range_bytes(size, workers)), workers,
                                   describe=lambda t: f"bytes {t[1]:,}-{t[2]:,} of {settings.path}")
             first = True
             for part in results:

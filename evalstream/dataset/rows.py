@@ -2,9 +2,10 @@
 
 ``Collector.take`` takes cases read as ``build`` reads them, with the checks build's own
 ``Checker`` gives them, and keeps one row of numbers per case (group code, sizes, which
-fields it has, the largest judge state); every ``BATCH_ROWS`` rows become numpy columns. Outcome
-signatures (what became of each rubric) and labels are counted by key, so those counts
-grow with the distinct keys, never with the cases. Metadata keys are counted in bounded
+fields it has, the exact tokens of its largest judge state and of its checks); every
+``BATCH_ROWS`` rows become numpy columns. Outcome signatures (what became of each rubric)
+and labels are counted by key, so those counts grow with the distinct keys, never with the
+cases. Metadata keys are counted in bounded
 memory by ``MetadataKeys``.
 
 This module does not import Polars: worker processes (``dataset.parallel``) use it, and
@@ -48,7 +49,7 @@ _SKETCH_K = 1_024
 # Per-case columns and their array typecodes: machine numbers, not Python objects.
 CASE_COLUMNS = {
     "g": "I", "line_bytes": "Q", "input_chars": "I", "output_chars": "I", "messages": "H",
-    "tool_events": "H", "tool_failures": "H", "state_tokens": "q",
+    "tool_events": "H", "tool_failures": "H", "state_tokens": "q", "judge_tokens": "Q",
     **{f"has_{f}": "B" for f in FIELDS},
 }
 
@@ -67,6 +68,7 @@ class Rows:
     tool_events: array[int] = field(default_factory=lambda: array("H"))
     tool_failures: array[int] = field(default_factory=lambda: array("H"))
     state_tokens: array[int] = field(default_factory=lambda: array("q"))
+    judge_tokens: array[int] = field(default_factory=lambda: array("Q"))
     has_messages: array[int] = field(default_factory=lambda: array("B"))
     has_context: array[int] = field(default_factory=lambda: array("B"))
     has_policy: array[int] = field(default_factory=lambda: array("B"))
@@ -84,6 +86,13 @@ _ABSENT = object()
 
 Signature = tuple[str | None, ...]  # per rubric: why build skips it, None when it writes it
 LabelKey = tuple[int, int, int, int, bool]  # group, rubric, status, source, rubric applies
+
+
+def stats_checker(rubric_set: RubricSet, max_tokens: int, tokenizer: str) -> Checker:
+    """The Checker of stats: build's rules, every judge state counted exactly, no states kept
+    (each is joined only to be counted)."""
+    return Checker(rubric_set, max_tokens, keep_states=False, tokenizer=tokenizer,
+                   exact_tokens=True)
 
 
 # -- values --------------------------------------------------------------------------------------
@@ -300,6 +309,7 @@ class Collector:
         One loop with its lookups bound once: a method call per case, with its attribute
         lookups, measured 3 us a case slower (9% of a stats run)."""
         check, group_key, groups = checker.check, self.group_key, self.groups
+        question_tokens = checker.question_tokens
         signatures, sig_applies = self.signatures, self.sig_applies
         rubric_index, n_rubrics = self.rubric_index, self.n_rubrics
         add_metadata, labels = self.metadata.add, self._pending_labels
@@ -318,10 +328,17 @@ class Collector:
                 g = self.group_of(key)
             reasons = []
             largest = NO_STATE
+            judge_tokens = 0
             for outcome in check(case, line_no):
-                reasons.append(outcome.reason)
-                if outcome.tokens is not None and outcome.tokens.state > largest:
-                    largest = outcome.tokens.state
+                reason = outcome.reason
+                reasons.append(reason)
+                figures = outcome.tokens
+                if figures is not None and figures.exact is not None:  # stats counts all
+                    n = figures.exact.state
+                    if n > largest:
+                        largest = n
+                    if reason is None:
+                        judge_tokens += n + question_tokens(outcome.plan.rubric.id)
             signature = tuple(reasons)
             sig = signatures.get(signature)
             if sig is None:
@@ -337,6 +354,7 @@ class Collector:
             rows.tool_failures.append(sum([e.status == "failure" for e in events])
                                       if events else 0)
             rows.state_tokens.append(largest)
+            rows.judge_tokens.append(judge_tokens)
             rows.has_messages.append(messages is not None)
             rows.has_context.append(case.context is not None)
             rows.has_policy.append(case.policy is not None)

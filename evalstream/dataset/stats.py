@@ -1,8 +1,11 @@
 """`stats`: what a dataset holds, before anyone pays to judge it.
 
 The input is read and decoded exactly as ``build`` does it, and every case is run past
-the rubrics with build's own rules and token counts (``stats_rows``: one small row of
-numbers per case, never its text; ``stats_parallel``: the same over worker processes).
+the rubrics with build's own rules (``dataset.rows``: one small row of numbers per case,
+never its text; ``dataset.parallel``: the same over worker processes). Every judge state
+is counted exactly in the run's tokenizer (``build`` decides the same checks, mostly by a
+byte bound: a state that fits in bytes fits in tokens), so every token figure here is an
+exact count.
 Here the rows are aggregated with Polars into ``DatasetStats``: a msgspec Struct with a
 stable JSON shape (documented in the README). It holds no timings, so the same input
 gives the same bytes, whatever the number of workers.
@@ -25,10 +28,11 @@ import numpy as np
 from evalstream import __version__
 from evalstream.cases.reading import LineCounts, case_reader
 from evalstream.cases.rejects import Reject, did_you_mean
-from evalstream.checks import tokens
-from evalstream.checks.checker import OVER_BUDGET, Checker, CheckTally
+from evalstream.checks import encodings, tokens
+from evalstream.checks.checker import OVER_BUDGET, CheckTally
 from evalstream.checks.report import RubricInfo, label_warnings
 from evalstream.checks.rubrics import RubricSet, load_rubrics
+from evalstream.checks.state import question_text
 from evalstream.dataset.rows import (
     DISTINCT_CAP,
     FIELDS,
@@ -41,6 +45,7 @@ from evalstream.dataset.rows import (
     UNKNOWN_RUBRICS_CAP,
     Collector,
     MetadataKeys,
+    stats_checker,
 )
 from evalstream.engines.local import default_workers
 from evalstream.errors import UsageError
@@ -63,7 +68,7 @@ from evalstream.files.sniff import check_cases_input, check_cases_stream
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
 
-SHAPE = "evalstream.stats/1"  # the JSON shape's name and version; bumped on any change
+SHAPE = "evalstream.stats/2"  # the JSON shape's name and version; bumped on any change
 # Histogram bin edges (a 1-2-5 series): fixed, so two datasets' histograms line up.
 EDGES = (0, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000,
          200_000, 500_000)
@@ -72,7 +77,7 @@ LOW_CARDINALITY = 20  # keys with at most this many distinct values list their t
 FIRST_REJECTS = 20
 _DTYPES = {"g": "UInt32", "line_bytes": "UInt64", "input_chars": "UInt32",
            "output_chars": "UInt32", "messages": "UInt16", "tool_events": "UInt16",
-           "tool_failures": "UInt16", "state_tokens": "Int64",
+           "tool_failures": "UInt16", "state_tokens": "Int64", "judge_tokens": "UInt64",
            **{f"has_{f}": "Boolean" for f in FIELDS}}
 
 
@@ -100,7 +105,9 @@ class GroupStats(msgspec.Struct):
     input_chars: Summary
     output_chars: Summary
     line_bytes: Summary
-    state_tokens: Summary  # the largest judge state per case, over cases with one
+    state_tokens: Summary  # exact tokens of the largest judge state per case, over cases with one
+    # exact tokens of every check build would write: its state plus its question
+    judge_tokens: int
     checks: int  # checks build would write
     over_budget: int  # checks skipped because state + longest question exceed the budget
 
@@ -137,6 +144,7 @@ class RubricChecks(msgspec.Struct):
     applies: int
     checks: int
     skipped: dict[str, int]
+    question_tokens: int | None  # exact, preamble included (judge rubrics; null for exact)
 
 
 class ValueCount(msgspec.Struct):
@@ -225,6 +233,7 @@ class StatsOptions:
     by: list[str] = field(default_factory=lambda: ["scenario"])
     rubric_files: list[str] = field(default_factory=list)
     max_tokens: int = tokens.DEFAULT_BUDGET
+    tokenizer: str = encodings.DEFAULT
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     rejects: str | None = None  # write rejects here (JSONL); None: count them only
@@ -262,6 +271,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
         raise UsageError("--max-tokens and --max-line-bytes must be positive.")
     if opts.workers is not None and opts.workers <= 0:
         raise UsageError("--workers must be positive.")
+    encodings.check_name(opts.tokenizer)
     check_targets([("input", opts.input), *(("rubrics", f) for f in opts.rubric_files)],
                   [("rejects", opts.rejects)])
     rubric_set = load_rubrics(opts.rubric_files)
@@ -274,8 +284,8 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
         if parallel.worthwhile(opts.input, size, workers):
             assert size is not None
             settings = parallel.Settings(
-                opts.input, opts.by, rubric_set, opts.max_tokens, opts.max_line_bytes,
-                opts.allow_unknown_fields, None, FIRST_REJECTS)
+                opts.input, opts.by, rubric_set, opts.max_tokens, opts.tokenizer,
+                opts.max_line_bytes, opts.allow_unknown_fields, None, FIRST_REJECTS)
             merger = parallel.run(collector, settings, workers, size, rejects_out, on_progress)
             lines, checks, first_rejects, n_bytes = (merger.lines, merger.checks,
                                                      merger.first_rejects, size)
@@ -299,7 +309,7 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
     """Read the whole input in this process: line counts, check tally, first rejects and
     the bytes read."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = Checker(rubric_set, opts.max_tokens, keep_states=False)
+    checker = stats_checker(rubric_set, opts.max_tokens, opts.tokenizer)
     encode = msgspec.json.Encoder().encode
     opened = open_input(opts.input)
     stream = _Counting(check_cases_stream(opened) if opts.input == "-" else opened)
@@ -349,7 +359,8 @@ def _counts() -> list[pl.Expr]:
     return [pl.len().alias("cases"),
             *(pl.col(f"has_{f}").sum().alias(f"has_{f}") for f in FIELDS),
             pl.col("tool_events").cast(pl.UInt64).sum().alias("tool_events_sum"),
-            pl.col("tool_failures").cast(pl.UInt64).sum().alias("tool_failures_sum")]
+            pl.col("tool_failures").cast(pl.UInt64).sum().alias("tool_failures_sum"),
+            pl.col("judge_tokens").sum().alias("judge_tokens_sum")]
 
 
 def _aggregate(cases: pl.DataFrame) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
@@ -392,7 +403,8 @@ def _group_stats(key: dict[str, str], row: dict[str, Any], checks: int,
         tool_failure_rate=_ratio(failures, events),
         messages=summaries["messages"], input_chars=summaries["input_chars"],
         output_chars=summaries["output_chars"], line_bytes=summaries["line_bytes"],
-        state_tokens=summaries["state_tokens"], checks=checks, over_budget=over)
+        state_tokens=summaries["state_tokens"], judge_tokens=int(row["judge_tokens_sum"] or 0),
+        checks=checks, over_budget=over)
 
 
 def _histogram(frame: pl.DataFrame, column: str) -> Histogram:
@@ -497,6 +509,8 @@ def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally
     cases = _frame(collector)
     outcomes = _Outcomes(collector, len(rubric_set.rubrics))
     rows, total_row = _aggregate(cases)
+    question_tokens = {r.id: encodings.count(question_text(r.question), opts.tokenizer)
+                       for r in rubric_set.rubrics if r.kind == "judge"}
 
     def key_of(g: int) -> dict[str, str]:
         return dict(zip(opts.by, group_keys[g], strict=True))
@@ -509,7 +523,8 @@ def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally
     checks = [RubricChecks(rubric.id, rubric.kind, outcomes.applies(None, r),
                            outcomes.overall[r].get(None, 0),
                            {k: v for k, v in sorted(outcomes.overall[r].items(),
-                                                    key=lambda kv: str(kv[0])) if k is not None})
+                                                    key=lambda kv: str(kv[0])) if k is not None},
+                           question_tokens.get(rubric.id))
               for r, rubric in enumerate(rubric_set.rubrics)]
     by_keys = {}
     for i, key in enumerate(opts.by):
@@ -521,7 +536,7 @@ def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally
     return DatasetStats(
         shape=SHAPE, evalstream=__version__, input=opts.input, by=list(opts.by),
         rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources)),
-        tokenizer=tokens.TOKENIZER, budget=opts.max_tokens, overview=overview, total=total,
+        tokenizer=opts.tokenizer, budget=opts.max_tokens, overview=overview, total=total,
         groups=groups, labels=labels, checks=checks, metadata=_metadata(collector.metadata),
         histograms={c: _histogram(cases, c) for c in ("input_chars", "output_chars",
                                                       "state_tokens")},

@@ -48,7 +48,7 @@ def dry_run(opts: Options) -> DryRun:
     """Count what ``opts`` would send, make no request and write nothing."""
     config = opts.config
     path_of_store = store_path(opts)
-    counter = tokens.counter(config.provider, config.model)
+    counter = tokens.counter(config.provider, config.model, opts.tokenizer)
     # Requests already counted, on disk: a set of keys would grow with the input.
     seen = sqlite3.connect("", isolation_level=None)
     seen.execute("CREATE TABLE seen (key TEXT PRIMARY KEY) WITHOUT ROWID")

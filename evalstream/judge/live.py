@@ -80,6 +80,8 @@ class Options:
     retry_unscored: bool = False
     max_unscored_rate: float | None = None
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    # the encoding of --dry-run, --tpm and --max-cost counts; None: the model family's
+    tokenizer: str | None = None
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
@@ -197,7 +199,8 @@ class Asker:
         self.broken: Exception | None = None  # the store failed: stop paying for answers
         self.concurrency = Concurrency(opts.max_connections)
         self.in_flight: set[str] = set()  # keys sent and not yet finished
-        self.counter = tokens.counter(self.config.provider, self.config.model) if (
+        self.counter = tokens.counter(self.config.provider, self.config.model,
+                                      opts.tokenizer) if (
             opts.tpm or opts.max_cost) else None
 
     def _worst_cost(self, input_tokens: int) -> float:
@@ -547,7 +550,8 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
         by_status={s: writer.by_status[s] for s in ("pass", "fail", "na", "unscored")},
         by_cause=dict(sorted(writer.by_cause.items())), unscored_rate=rate,
         max_unscored_rate=opts.max_unscored_rate, requests=asker.requests,
-        usage=TokenUsage(*asker.usage), usage_all=TokenUsage(*writer.usage_all), prices=prices,
+        usage=TokenUsage(*asker.usage), usage_all=TokenUsage(*writer.usage_all),
+        tokenizer=asker.counter.encoding if asker.counter is not None else None, prices=prices,
         cost_usd=round(asker.spent, 6) if prices else None, max_cost=opts.max_cost,
         max_requests=opts.max_requests,
         stopped_by=asker.stopped_by if c.not_judged else None,

@@ -88,6 +88,9 @@ class JudgeReport(Struct):
     requests: Requests
     usage: TokenUsage  # this run's answers
     usage_all: TokenUsage  # every verdict's answer, stored before or now
+    # the encoding requests were counted in for --tpm and --max-cost (None: not counted);
+    # usage is the provider's own count
+    tokenizer: str | None
     prices: Prices | None
     cost_usd: float | None  # this run's answers, at the given prices
     max_cost: float | None

@@ -23,16 +23,16 @@ import msgspec
 from evalstream.cases.ids import CaseLog, IdIndex
 from evalstream.cases.reading import FIRST_REJECTS_KEPT, LineCounts, case_reader, duplicate_case
 from evalstream.cases.rejects import Reject
-from evalstream.checks.checker import MAX_OVER_BUDGET_LISTED, Checker, CheckTally, OverBudget
+from evalstream.checks.checker import MAX_OVER_BUDGET_LISTED, CheckTally, OverBudget
 from evalstream.checks.rubrics import RubricSet
-from evalstream.engines.local import map_ordered
+from evalstream.engines.local import map_ordered, range_bytes
 from evalstream.errors import OutputError, ReaderGone
 from evalstream.files.lines import open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput, escape_line_breaks, write_all
 from evalstream.files.temporaries import temp_folder
-from evalstream.pipeline.run import Options, Outcome, Progress, process
+from evalstream.pipeline.run import Options, Outcome, Progress, checker_for, process
 
-RANGE_BYTES = 16 << 20
+WORTHWHILE_BYTES = 16 << 20  # smaller inputs run in one process
 
 
 @dataclass
@@ -59,8 +59,8 @@ class Part:
 
 
 def worthwhile(opts: Options, size: int | None) -> bool:
-    """Whether workers can and should run: a plain input file bigger than one range."""
-    return (opts.workers > 1 and size is not None and size > RANGE_BYTES
+    """Whether workers can and should run: a plain input file over WORTHWHILE_BYTES."""
+    return (opts.workers > 1 and size is not None and size > WORTHWHILE_BYTES
             and opts.input != "-" and not opts.input.endswith((".gz", ".zst")))
 
 
@@ -82,7 +82,7 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
     s = worker.settings
     opts = s.opts
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes, check_duplicates=False)
-    checker = Checker(s.rubric_set, opts.max_tokens) if s.rubric_set is not None else None
+    checker = checker_for(opts, s.rubric_set)
     log = CaseLog()
     out_path = os.path.join(s.parts_dir, f"{index:08d}.out")
     rejects_path = os.path.join(s.parts_dir, f"{index:08d}.rejects")
@@ -112,7 +112,7 @@ class Merger:
         self.index = IdIndex()
         self.fd = os.open(opts.input, os.O_RDONLY)
         # Re-checks a late duplicate to take its checks back out of the counts.
-        self.scratch = Checker(rubric_set, opts.max_tokens) if rubric_set is not None else None
+        self.scratch = checker_for(opts, rubric_set)
         self.decode_case = case_reader(opts.allow_unknown_fields).kind.decode
         self._decode_reject = msgspec.json.Decoder(Reject).decode
         self._encode = msgspec.json.Encoder().encode
@@ -222,7 +222,9 @@ def run(opts: Options, rubric_set: RubricSet | None, size: int, out: AtomicOutpu
         with temp_folder(directory, ".evalstream-parts-") as parts:
             settings = Settings(opts, rubric_set, parts)
             for part in map_ordered(_init, _run_range, settings,
-                                    range_tasks(merger.fd, size, RANGE_BYTES), opts.workers,
+                                    range_tasks(merger.fd, size,
+                                                range_bytes(size, opts.workers)),
+                                    opts.workers,
                                     describe=lambda t: _describe(opts.input, t)):
                 try:
                     merger.add(part)

@@ -19,7 +19,7 @@ import msgspec
 from evalstream.cases.ids import CaseLog
 from evalstream.cases.reading import LineCounts, Record, case_reader
 from evalstream.cases.rejects import Reject
-from evalstream.checks import tokens
+from evalstream.checks import encodings, tokens
 from evalstream.checks.checker import Checker, CheckTally, room_warning
 from evalstream.checks.report import RubricInfo, RunReport, label_warnings, run_report
 from evalstream.checks.report import encode as encode_report
@@ -56,6 +56,8 @@ class Options:
     report: str | None = None
     rubric_files: list[str] = field(default_factory=list)
     max_tokens: int = tokens.DEFAULT_BUDGET
+    tokenizer: str = encodings.DEFAULT
+    exact_tokens: bool = False  # count every judge state, not only those over the byte room
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     workers: int = 1
@@ -107,6 +109,7 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
     command = "validate" if opts.output is None else "build"
     if opts.max_tokens <= 0 or opts.max_line_bytes <= 0 or opts.workers <= 0:
         raise UsageError("--max-tokens, --max-line-bytes and --workers must be positive.")
+    encodings.check_name(opts.tokenizer)
     rubric_set = load_rubrics(opts.rubric_files) if command == "build" else None
     rejects_path, report_path = _plan(opts)
     check_cases_input(opts.input)  # a CSV, a JSON array, a misnamed archive: one sentence
@@ -157,7 +160,7 @@ def _serial(opts: Options, rubric_set: RubricSet | None, size: int | None,
             on_progress: Progress | None) -> Outcome:
     """Read the whole input in this process, writing output and rejects as they come."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = Checker(rubric_set, opts.max_tokens) if rubric_set is not None else None
+    checker = checker_for(opts, rubric_set)
     stream = open_input(opts.input)
     if opts.input == "-":
         stream = check_cases_stream(stream)
@@ -178,6 +181,14 @@ def _serial(opts: Options, rubric_set: RubricSet | None, size: int | None,
         if opts.input != "-":
             stream.close()
     return Outcome(reader.counts, checker.tally if checker else None, reader.first_rejects)
+
+
+def checker_for(opts: Options, rubric_set: RubricSet | None) -> Checker | None:
+    """The Checker of a build run (None for validate)."""
+    if rubric_set is None:
+        return None
+    return Checker(rubric_set, opts.max_tokens, tokenizer=opts.tokenizer,
+                   exact_tokens=opts.exact_tokens)
 
 
 def _ignore(data: object) -> None:
@@ -229,7 +240,7 @@ def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet
         report=report_path,
         rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources))
         if rubric_set else None,
-        tokenizer=tokens.TOKENIZER if rubric_set else None,
+        tokenizer=opts.tokenizer if rubric_set else None,
         budget=opts.max_tokens if rubric_set else None,
         warnings=warnings,
         seconds=round(time.perf_counter() - started, 3),

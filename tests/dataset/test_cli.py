@@ -30,7 +30,7 @@ def test_json_to_a_file_is_the_documented_shape(tmp_path: Path) -> None:
     out = tmp_path / "stats.json"
     assert main(["stats", CASES, "--format", "json", "-o", str(out), "-q"]) == 0
     data = json.loads(out.read_text())
-    assert data["shape"] == "evalstream.stats/1"
+    assert data["shape"] == "evalstream.stats/2"
     assert list(data) == ["shape", "evalstream", "input", "by", "rubrics", "tokenizer", "budget",
                           "overview", "total", "groups", "labels", "checks", "metadata",
                           "histograms", "first_rejects", "warnings", "exit_code"]
@@ -292,3 +292,25 @@ def test_another_commands_json_is_named_not_read_as_cases(tmp_path: Path) -> Non
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 4
     assert "is the JSON of `evalstream agree`" in done.stderr and done.stdout == ""
+
+
+def test_a_stats_json_of_another_shape_is_refused_with_the_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"shape": "evalstream.stats/1", "evalstream": "0.1.0"}))
+    assert main(["stats", str(old), "-q"]) == 2
+    assert capsys.readouterr().err == (
+        f"evalstream: error: {old} is a stats JSON of shape 'evalstream.stats/1', written by "
+        "another version of evalstream (this one reads 'evalstream.stats/2'); run stats on "
+        "the dataset again.\n")
+
+
+def test_the_tokenizer_is_named_and_used(tmp_path: Path) -> None:
+    out = tmp_path / "stats.json"
+    assert main(["stats", CASES, "--tokenizer", "cl100k_base", "--format", "json", "-o",
+                 str(out), "-q"]) == 0
+    data = json.loads(out.read_text())
+    assert data["tokenizer"] == "cl100k_base"
+    md = tmp_path / "stats.md"
+    assert main(["stats", str(out), "--format", "markdown", "-o", str(md)]) == 0
+    assert "(tokens, exact, cl100k\\_base; budget 32,000)" in md.read_text()

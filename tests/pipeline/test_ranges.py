@@ -34,7 +34,8 @@ def dataset(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("workers", [2, 3])
 def test_workers_give_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                      workers: int) -> None:
-    monkeypatch.setattr(parallel, "RANGE_BYTES", 8192)  # many ranges, lines crossing bounds
+    # many ranges, lines crossing bounds
+    monkeypatch.setattr(parallel, "range_bytes", lambda size, workers: 8192)
     src = dataset(tmp_path)
     one, _ = run(Options(input=str(src), output=str(tmp_path / "one.jsonl"), max_tokens=500))
     many, first = run(Options(input=str(src), output=str(tmp_path / "many.jsonl"),
@@ -68,7 +69,7 @@ def test_duplicates_filling_a_workers_over_budget_list(tmp_path: Path,
     # Every check is over budget. The second range starts with 1,200 late duplicates: its
     # worker's list of 1,000 is all duplicates, so once they are dropped the checks after
     # them must still be listed, up to 1,000 in all, as with one process.
-    monkeypatch.setattr(parallel, "RANGE_BYTES", 60_000)
+    monkeypatch.setattr(parallel, "range_bytes", lambda size, workers: 60_000)
     rubric = tmp_path / "r.toml"
     rubric.write_text('[[rubric]]\nid = "r"\nquestion = "Q?"\nshows = ["user_input"]\n')
 
@@ -94,7 +95,7 @@ def test_duplicates_filling_a_workers_over_budget_list(tmp_path: Path,
 
 def test_a_when_key_seen_only_in_late_duplicates_is_still_warned(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "RANGE_BYTES", 4_000)
+    monkeypatch.setattr(parallel, "range_bytes", lambda size, workers: 4_000)
     rubric = tmp_path / "r.toml"
     rubric.write_text('[[rubric]]\nid = "r"\nquestion = "Q?"\nshows = ["user_input"]\n'
                       'when = { lang = "fr" }\n')
@@ -110,3 +111,20 @@ def test_a_when_key_seen_only_in_late_duplicates_is_still_warned(
                                 rubric_files=[str(rubric)], workers=workers))
         assert report.counts.rejected == 300
         assert len(report.warnings) == 1 and report.warnings[0].startswith(warning), workers
+
+
+def test_ranges_give_every_worker_several_tasks() -> None:
+    """A skewed file (the corpus: its tau-bench cases fill one 16 MiB range of 35 MB) keeps
+    every worker busy only with several tasks a worker: ranges of a MiB up to 16 MiB."""
+    from evalstream.engines.local import MAX_RANGE, MIN_RANGE, range_bytes
+
+    mb = 1 << 20
+    assert range_bytes(35 * mb, 2) == -(-35 * mb // 16)  # 16 tasks for 2 workers
+    assert range_bytes(1 << 30, 2) == MAX_RANGE  # large files: 16 MiB ranges
+    assert range_bytes(20 * mb, 8) == MIN_RANGE  # never below a MiB
+    for size in (17 * mb, 35 * mb, 300 * mb, 5 << 30):
+        for workers in (2, 3, 8):
+            r = range_bytes(size, workers)
+            assert MIN_RANGE <= r <= MAX_RANGE
+            tasks = -(-size // r)
+            assert tasks >= min(2 * workers, size // MIN_RANGE)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from evalstream.cases import schema
-from evalstream.checks import tokens
+from evalstream.checks import encodings, tokens
 from evalstream.pipeline.run import Options, run
 
 from .support import ROOT, assert_actionable, assert_counts_add_up, cli_env, run_on
@@ -167,13 +167,15 @@ def _tokenized_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str,
                      budget: int) -> list[int]:
     """Build one case whose input is ``text``; return the size of every text tokenized."""
     counted: list[int] = []
-    real_count = tokens.count
+    pieces = tokens.PieceCounts(encodings.tokenizer("o200k_base"))
+    real_count = pieces.count_text
 
     def count(piece: str) -> int:
         counted.append(len(piece.encode()))
         return real_count(piece)
 
-    monkeypatch.setattr(tokens, "count", count)
+    pieces.count_text = count
+    monkeypatch.setattr(tokens, "piece_counts", lambda name: pieces)
     src = tmp_path / "in.jsonl"
     src.write_text('{"id":"far","input":"%s","output":"y"}\n' % text)
     report, _ = run(Options(input=str(src), output=str(tmp_path / "out.jsonl"),
