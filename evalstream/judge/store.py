@@ -19,6 +19,8 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 from evalstream.errors import OutputError
@@ -35,7 +37,7 @@ CREATE TABLE IF NOT EXISTS answers (
     input_tokens INTEGER,
     output_tokens INTEGER,
     latency_ms REAL NOT NULL,      -- the answered attempt's, from sending to the last byte
-    attempts INTEGER NOT NULL,     -- HTTP attempts it took
+    attempts INTEGER NOT NULL,     -- HTTP attempts it took (0: a batch result, collected)
     stored_at REAL NOT NULL        -- Unix time
 ) WITHOUT ROWID;
 """
@@ -119,6 +121,40 @@ class Store:
                 "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, provider, model, body, request_id, input_tokens, output_tokens,
                  round(latency_ms, 3), attempts, time.time()))
+        except sqlite3.Error as exc:
+            raise OutputError(f"cannot write the answer store {self.path}: {exc}") from exc
+
+    def add(self, key: str, provider: str, model: str, body: bytes, request_id: str | None,
+            input_tokens: int | None, output_tokens: int | None) -> bool:
+        """Store a batch result's answer unless an answer is stored for ``key`` already;
+        whether it was stored (the first answer to a request is the one kept)."""
+        assert self._db is not None
+        try:
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?)",
+                (key, provider, model, body, request_id, input_tokens, output_tokens,
+                 time.time()))
+        except sqlite3.Error as exc:
+            raise OutputError(f"cannot write the answer store {self.path}: {exc}") from exc
+        return cursor.rowcount == 1
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Everything stored inside commits together, or not at all. ``batch collect`` stores a
+        whole run's results in one transaction: they are already safe in their files, and one
+        commit instead of one per answer is ~20x faster."""
+        assert self._db is not None
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise OutputError(f"cannot write the answer store {self.path}: {exc}") from exc
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        try:
+            self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             raise OutputError(f"cannot write the answer store {self.path}: {exc}") from exc
 
