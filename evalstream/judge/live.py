@@ -41,7 +41,7 @@ from evalstream.judge.report import (
 from evalstream.judge.report import encode as encode_report
 from evalstream.judge.request import JudgeConfig, Request, build, system_text
 from evalstream.judge.store import Store
-from evalstream.judge.transport import KEY_ENV, Reply, Transport
+from evalstream.judge.transport import Reply, Transport, key_from_environment
 from evalstream.verdicts.records import JudgeInfo, TokenUsage
 
 DEFAULT_MAX_CONNECTIONS = 16
@@ -144,13 +144,7 @@ def store_path(opts: Options) -> str:
 def api_key(opts: Options) -> str | None:
     """The API key from the environment; None for a server that needs none. Raises UsageError
     when the provider's public endpoint would get no key."""
-    name = opts.api_key_env or KEY_ENV[opts.config.provider]
-    key = opts.environ.get(name) or None
-    public = opts.config.base_url in ("https://api.openai.com/v1", "https://api.anthropic.com/v1")
-    if key is None and (public or opts.api_key_env):
-        raise UsageError(f"set {name} in the environment to the API key (keys are read from the "
-                         "environment only, never from a file or an option).")
-    return key
+    return key_from_environment(opts.config, opts.api_key_env, opts.environ)
 
 
 class spooled:

@@ -48,7 +48,8 @@ CREATE TABLE states (line INTEGER PRIMARY KEY, custom_id BLOB NOT NULL, case_id 
 CREATE TABLE exact (line INTEGER PRIMARY KEY, raw BLOB NOT NULL);
 CREATE TABLE batches (file INTEGER PRIMARY KEY, input_file_id TEXT, batch_id TEXT,
                       creating REAL, status TEXT, output_file_id TEXT, error_file_id TEXT,
-                      results_url TEXT, counts TEXT, downloaded TEXT, updated REAL);
+                      results_url TEXT, counts TEXT, error TEXT, downloaded TEXT,
+                      updated REAL);
 """
 MAX_TEMPLATES = 4096
 _NUMBER = re.compile(rb"[0-9]+")
