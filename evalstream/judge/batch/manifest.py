@@ -101,13 +101,13 @@ class Exposures:
         self._texts: dict[int, bytes] = {}
 
     def pack(self, exposure: bytes) -> tuple[int, str]:
-        """The template number and the digits of an exposure's JSON text (which, being JSON,
-        holds no raw NUL byte: NUL marks where the digits go)."""
+        """The template number and the digits of an exposure's JSON text (JSON holds no raw
+        NUL byte, so NUL marks where the digits go; bytes that do hold one are kept whole)."""
         numbers = _NUMBER.findall(exposure)
         template = _NUMBER.sub(b"\x00", exposure)
         n = self._ids.get(template)
         if n is None:
-            if len(self._ids) >= MAX_TEMPLATES:
+            if len(self._ids) >= MAX_TEMPLATES or b"\x00" in exposure:
                 template, numbers = exposure, []  # kept whole: nothing saved, nothing lost
             n = self._db.execute("INSERT INTO templates (text) VALUES (?)",
                                  (template,)).lastrowid

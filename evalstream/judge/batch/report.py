@@ -115,7 +115,9 @@ class CollectReport(Struct):
     judge: JudgeInfo
     result_files: list[ResultFile]
     results: ResultCounts
-    by_type: dict[str, int]  # result lines by the provider's type
+    # Results of this batch by the provider's type (conflicting answers included; lines that
+    # are not results of this batch are not).
+    by_type: dict[str, int]
     counts: CollectCounts
     by_status: dict[str, int]
     by_cause: dict[str, int]
