@@ -112,8 +112,10 @@ class BatchClient:
                     status = response.status
                     if status == 200 and save_to is not None:
                         sink = AtomicOutput(save_to)
+                        redact = _Redactor(self._secret)
                         async for block in response.content.iter_chunked(DOWNLOAD_BLOCK):
-                            sink.write(block)
+                            sink.write(redact(block))
+                        sink.write(redact.rest())
                         sink.commit()
                         return b""
                     data = await response.read()
@@ -227,6 +229,28 @@ class BatchClient:
         if not isinstance(url, str) or _origin(url) != _origin(self.base):
             url = self._url(own)
         await self._call("GET", url, save_to=path)
+
+
+class _Redactor:
+    """Removes the API key from a stream of blocks (a result file might echo it in an error),
+    including a copy cut in two by a block boundary: the last ``len(key) - 1`` bytes wait for
+    the next block."""
+
+    def __init__(self, secret: bytes | None) -> None:
+        self.secret = secret
+        self.tail = b""
+
+    def __call__(self, block: bytes) -> bytes:
+        if not self.secret:
+            return block
+        data = (self.tail + block).replace(self.secret, REDACTED.encode())
+        cut = max(0, len(data) - (len(self.secret) - 1))
+        self.tail = data[cut:]
+        return data[:cut]
+
+    def rest(self) -> bytes:
+        rest, self.tail = self.tail, b""
+        return rest
 
 
 async def _wrapped(path: str, size: int) -> AsyncIterator[bytes]:
