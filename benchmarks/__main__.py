@@ -1,6 +1,6 @@
 """Command line:
 ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
-judge,judge-clients}``.
+judge,judge-clients,batch}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -116,6 +116,13 @@ def cmd_judge_clients(args: argparse.Namespace) -> int:
                         args.cache_dir)
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Time batch prepare and collect beside build."""
+    from benchmarks.batch import main
+
+    return main(args.states or [100_000, 1_000_000], args.runs, args.cache_dir)
+
+
 BASELINE_NAMES = ("lines", "msgspec", "pydantic", "json", "jq")
 VARIANT_HELP = (
     "baselines lines msgspec json pydantic jq; evalstream-all evalstream-builtin "
@@ -215,6 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
         judge.add_argument("--max-connections", type=int, default=64)
         judge.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
         judge.set_defaults(func=func)
+    batch = sub.add_parser("batch", help="time batch prepare and collect beside build")
+    batch.add_argument("--states", type=int, action="append",
+                       help="judge states, repeatable (default 100000 and 1000000)")
+    batch.add_argument("--runs", type=int, default=3)
+    batch.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+    batch.set_defaults(func=cmd_batch)
     return parser
 
 

@@ -28,6 +28,11 @@ from evalstream.errors import OutputError
 SCHEMA_VERSION = "1"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- A rowid table with the key's unique index, not WITHOUT ROWID: rows hold a whole response
+-- (~1 KB), and SQLite advises WITHOUT ROWID only for rows under ~1/20 of a page. Inserting
+-- 100,000 answers under random keys in one transaction took 62 us each WITHOUT ROWID and
+-- 16 us so (lookups 17 against 10 us). Stores made before keep their table: the same
+-- statements read and write both.
 CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY,          -- sha256 of provider, URL and request body
     provider TEXT NOT NULL,
@@ -39,7 +44,7 @@ CREATE TABLE IF NOT EXISTS answers (
     latency_ms REAL NOT NULL,      -- the answered attempt's, from sending to the last byte
     attempts INTEGER NOT NULL,     -- HTTP attempts it took (0: a batch result, collected)
     stored_at REAL NOT NULL        -- Unix time
-) WITHOUT ROWID;
+);
 """
 
 

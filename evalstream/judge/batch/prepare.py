@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -119,7 +120,8 @@ class RequestFiles:
             return self._n + 1
         return self._n
 
-    def write(self, line: bytes) -> None:
+    def write(self, line: bytes) -> tuple[int, int]:
+        """Write one request line; its file and line number (1-based)."""
         if self.where(len(line)) != self._n:
             self._roll()
         self._pending.append(line)
@@ -128,6 +130,42 @@ class RequestFiles:
         self._hash.update(line)
         if len(self._pending) >= 256:
             self._flush()
+        return self._n, self._requests
+
+    def drop(self, lines: Iterator[tuple[int, int]]) -> int:
+        """Cut the given (file, line) pairs, sorted, from the closed files (lines that repeat
+        an earlier line's request); how many were cut. A file left empty is removed."""
+        cut = 0
+        current, numbers = 0, set[int]()
+        for file, line in lines:
+            if file != current:
+                if numbers:
+                    self._rewrite(current, numbers)
+                current, numbers = file, set()
+            numbers.add(line)
+            cut += 1
+        if numbers:
+            self._rewrite(current, numbers)
+        self.done = [f for f in self.done if f.requests]
+        return cut
+
+    def _rewrite(self, n: int, drop: set[int]) -> None:
+        index = next(i for i, f in enumerate(self.done) if f.n == n)
+        name = self.done[index].name
+        path = os.path.join(self.folder, name)
+        digest = xxhash.xxh3_128()
+        kept = size = 0
+        with open(path, "rb") as src, open(path + ".tmp", "wb") as out:
+            for i, line in enumerate(src, 1):
+                if i not in drop:
+                    out.write(line)
+                    digest.update(line)
+                    kept += 1
+                    size += len(line)
+        os.replace(path + ".tmp", path)
+        if not kept:
+            os.unlink(path)
+        self.done[index] = BatchFile(n, name, kept, size, digest.hexdigest())
 
     def _flush(self) -> None:
         assert self._file is not None
@@ -225,16 +263,15 @@ def _fill(opts: Options, tmp: str, limit: formats.Limits, store_path: str | None
                         over_limit += 1
                         rejects.write(encode(_too_big(item, len(line), limit)) + b"\n")
                         continue
-                    if manifest.add_request(bytes.fromhex(req.key), files.where(len(line))):
-                        files.write(line)
-                        counts.requests += 1
-                    else:
-                        counts.duplicates += 1
+                    manifest.add_request(bytes.fromhex(req.key), *files.write(line))
                 counts.judge_states += 1
                 manifest.add_state(item.line, bytes.fromhex(req.key), item.case_id,
                                    item.rubric_id, item.rubric_hash, item.state_hash,
                                    bytes(item.exposure))
-        for f in files.close():
+        files.close()
+        counts.duplicates = files.drop(manifest.index_requests())
+        counts.requests = sum(f.requests for f in files.done)
+        for f in files.done:
             manifest.add_file(f)
         manifest.finish()
     except OSError as exc:

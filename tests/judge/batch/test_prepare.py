@@ -11,6 +11,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -92,6 +93,30 @@ def test_states_sharing_a_request_share_one_line(tmp_path: Path) -> None:
     finally:
         m.close()
     assert keys[0] == keys[1] == keys[3] != keys[2]
+
+
+def test_a_repeated_request_is_cut_from_later_files_and_an_emptied_file_removed(
+        tmp_path: Path) -> None:
+    src = states(tmp_path / "in", ["a", "b", "a", "a", "c", "b"])
+    report = prepared(src, tmp_path / "b", max_requests_per_file=2)
+    # Written as [a b] [a a] [c b]; the repeats are cut: [a b] [] [c].
+    assert [(f.name, f.requests) for f in report.files] == [("requests-00001.jsonl", 2),
+                                                            ("requests-00003.jsonl", 1)]
+    assert (report.counts.requests, report.counts.duplicates) == (3, 3)
+    assert sorted(p.name for p in (tmp_path / "b").glob("requests-*")) == [
+        "requests-00001.jsonl", "requests-00003.jsonl"]
+    m = Manifest.open(str(tmp_path / "b"), readonly=True)
+    try:
+        files = m.files()
+        assert [(f.n, f.requests) for f in files] == [(1, 2), (3, 1)]
+        for f in files:
+            data = (tmp_path / "b" / f.name).read_bytes()
+            assert len(data) == f.bytes and xxhash.xxh3_128_hexdigest(data) == f.xxh3
+        ids = [x["custom_id"] for x in request_lines(tmp_path / "b")]
+        assert len(ids) == len(set(ids)) == 3 and all(m.has_request(i) for i in ids)
+        assert m.count("states") == 6
+    finally:
+        m.close()
 
 
 @settings(max_examples=25, deadline=None,
@@ -258,9 +283,9 @@ def test_an_exposure_as_build_writes_it_keeps_only_its_digits(tmp_path: Path) ->
     prepared(src, tmp_path / "b")
     db = sqlite3.connect(tmp_path / "b" / "manifest.sqlite")
     templates = db.execute("SELECT count(*) FROM templates").fetchone()[0]
-    numbers = [n for (n,) in db.execute("SELECT numbers FROM states")]
+    digits = [n for (n,) in db.execute("SELECT digits FROM states")]
     db.close()
-    assert templates == 1 and all(len(n) < 30 for n in numbers)
+    assert templates <= 3 and all(n.isdigit() and len(n) < 25 for n in digits)
 
 
 def test_the_folder_is_readable_by_others_as_the_umask_says(tmp_path: Path) -> None:
