@@ -3,7 +3,7 @@ table of request files. Plain sentences (the summaries go to stderr, the tables 
 
 from __future__ import annotations
 
-from evalstream.judge.batch.remote import Summary
+from evalstream.judge.batch.remote import BatchSummary
 from evalstream.judge.batch.report import CollectReport, PrepareReport
 
 
@@ -57,7 +57,7 @@ def collect_lines(r: CollectReport) -> list[str]:
     return out
 
 
-def summary_lines(s: Summary) -> list[str]:
+def summary_lines(s: BatchSummary) -> list[str]:
     """One line a request file: its batch, status, counts and downloaded results."""
     out = []
     for e in s.files:

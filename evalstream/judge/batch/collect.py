@@ -220,6 +220,9 @@ class Collector:
             return None
         earlier = self.store.get(key)
         assert earlier is not None
+        if earlier.body == out.body:  # the same result again (a file collected twice)
+            self.counts.repeats += 1
+            return None
         before = answer.parse(self.provider, earlier.body)
         if (before.status, before.reason, before.cause) == (parsed.status, parsed.reason,
                                                             parsed.cause):

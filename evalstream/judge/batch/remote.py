@@ -69,7 +69,7 @@ class Entry(Struct):
     error: str | None = None  # why the provider failed the batch
 
 
-class Summary(Struct):
+class BatchSummary(Struct):
     """What ``submit`` or ``status`` found: one entry a request file."""
 
     command: str
@@ -120,7 +120,7 @@ def _entry(f: BatchFile, b: dict[str, Any] | None) -> Entry:
 
 
 # -- submit --------------------------------------------------------------------------------------
-def submit(opts: Options) -> Summary:
+def submit(opts: Options) -> BatchSummary:
     """Upload and create a batch for every request file that has none yet."""
     manifest = Manifest.open(opts.folder)
     try:
@@ -130,7 +130,7 @@ def submit(opts: Options) -> Summary:
     finally:
         manifest.close()
     waiting = sum(1 for e in entries if e.batch_id is None)
-    return Summary("batch submit", opts.folder, manifest.provider, entries, done, 0,
+    return BatchSummary("batch submit", opts.folder, manifest.provider, entries, done, 0,
                    sum(1 for e in entries if _ended(manifest.provider, e.status)),
                    EXIT_INCOMPLETE if waiting else EXIT_OK)
 
@@ -215,7 +215,7 @@ def _ended(provider: str, status: str) -> bool:
     return status == "ended" if provider == "anthropic" else status in OPENAI_ENDED
 
 
-def status(opts: Options) -> Summary:
+def status(opts: Options) -> BatchSummary:
     """Each batch's state; the results of ended batches downloaded into DIR/results/."""
     manifest = Manifest.open(opts.folder)
     try:
@@ -227,7 +227,7 @@ def status(opts: Options) -> Summary:
     ended = sum(1 for e in entries if _ended(manifest.provider, e.status))
     complete = ended == len(entries) and all(e.downloaded or not opts.download
                                              for e in entries)
-    return Summary("batch status", opts.folder, manifest.provider, entries, 0, downloaded,
+    return BatchSummary("batch status", opts.folder, manifest.provider, entries, 0, downloaded,
                    ended, EXIT_OK if complete else EXIT_INCOMPLETE)
 
 
