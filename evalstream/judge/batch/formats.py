@@ -70,7 +70,8 @@ class ResultLine(Struct, gc=False):
     """One line of a result file, of either provider (or a request line given by mistake)."""
 
     custom_id: str
-    response: _Response | None = None
+    # {status_code, request_id, body}; in vLLM before 0.5 the chat completion itself
+    response: msgspec.Raw = msgspec.Raw()
     error: msgspec.Raw = msgspec.Raw()  # an object, a string (vLLM) or null
     result: _AnthropicResult | None = None
     # Request-line fields: a request file given as results is told apart, not misread.
@@ -113,9 +114,21 @@ def _error_text(raw: msgspec.Raw) -> tuple[str | None, str]:
     return None, excerpt(bytes(raw))
 
 
+_decode_response = msgspec.json.Decoder(_Response).decode
+
+
+def _response(raw: msgspec.Raw) -> _Response:
+    """The ``response`` of an OpenAI-format result; vLLM before 0.5 wrote the chat completion
+    itself there (no ``status_code``, no ``body``): read as a 200 with that body."""
+    response = _decode_response(raw)  # its shape was checked by `problem`
+    if response.status_code is None and _absent(response.body):
+        return _Response(200, None, raw)
+    return response
+
+
 def problem(provider: str, line: ResultLine) -> tuple[str, str] | None:
     """Why a decoded line is not a result of ``provider``'s format: (JSON path, sentence)."""
-    has_openai = line.response is not None or not _absent(line.error)
+    has_openai = not _absent(line.response) or not _absent(line.error)
     if line.result is None and not has_openai and (line.body or line.params):
         field = "body" if line.body else "params"
         return f"$.{field}", (f"This is a request line (it has `{field}`), not a result; give "
@@ -140,6 +153,12 @@ def problem(provider: str, line: ResultLine) -> tuple[str, str] | None:
     if not has_openai:
         return "$.response", ("An OpenAI batch result needs `response` (the HTTP status and body) "
                               "or `error`; this line has neither.")
+    if not _absent(line.response):
+        try:
+            _decode_response(line.response)
+        except msgspec.DecodeError as exc:
+            return "$.response", (f"`$.response` must be an object with `status_code`, "
+                                  f"`request_id` and `body` ({str(exc).split(' - at')[0]}).")
     return None
 
 
@@ -155,7 +174,7 @@ def outcome(provider: str, line: ResultLine) -> Outcome:
             return Outcome("errored", None, None, f"{code}: {message}" if code else message)
         return Outcome(result.type, None, None, f"the batch request was {result.type} before "
                        "it ran")
-    response = line.response
+    response = None if _absent(line.response) else _response(line.response)
     request_id = response.request_id if response is not None else None
     if not _absent(line.error):
         code, message = _error_text(line.error)

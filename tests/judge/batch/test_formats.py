@@ -115,6 +115,9 @@ RESULTS: list[tuple[str, dict[str, Any], str, str | None, str | None]] = [
         "status_code": 400, "request_id": "vllm-batch-3", "body": None},
         "error": {"object": "error", "message": "context too long", "type": "BadRequestError",
                   "code": 400}}, "errored", "vllm-batch-3", "BadRequestError: context too long"),
+    # vLLM before 0.5: the chat completion itself as `response`
+    ("openai", {"id": "vllm-4", "custom_id": "c", "response": COMPLETION, "error": None},
+     "succeeded", None, None),
     ("openai", {"custom_id": "c", "response": {"status_code": 200, "body": None}},
      "errored", None, "HTTP 200 without a response body"),
     ("anthropic", {"custom_id": "c", "result": {"type": "succeeded", "message": MESSAGE}},
@@ -138,7 +141,8 @@ def test_every_result_shape_has_its_outcome(provider: str, row: dict[str, Any], 
     got = outcome(provider, line)
     assert (got.type, got.request_id) == (kind, request_id)
     if kind == "succeeded":
-        body = row["result"]["message"] if provider == "anthropic" else row["response"]["body"]
+        body = row["result"]["message"] if provider == "anthropic" else \
+            row["response"].get("body", row["response"])
         assert json.loads(got.body) == body and got.detail is None  # type: ignore[arg-type]
     else:
         assert got.body is None and detail is not None and detail in (got.detail or "")
@@ -157,6 +161,9 @@ def test_every_result_shape_has_its_outcome(provider: str, row: dict[str, Any], 
     ("anthropic", {"custom_id": "c", "result": {"type": "succeeded"}}, "$.result.message",
      "needs `$.result.message`"),
     ("openai", {"custom_id": "c"}, "$.response", "has neither"),
+    ("openai", {"custom_id": "c", "response": "ok"}, "$.response", "must be an object"),
+    ("openai", {"custom_id": "c", "response": {"status_code": "200"}}, "$.response",
+     "must be an object with `status_code`"),
 ])
 def test_lines_that_are_not_results_say_why(provider: str, row: dict[str, Any], path: str,
                                             words: str) -> None:
