@@ -317,7 +317,7 @@ def run(opts: Options) -> CollectReport:
     manifest = Manifest.open(opts.folder)
     try:
         paths, warnings = result_paths(opts)
-        if not paths and manifest.count("requests"):
+        if not paths and manifest.count("requests") and not manifest.all_downloaded():
             raise UsageError(
                 f"no result files: give the provider's result files after the output (OpenAI: "
                 f"the output and error files; vLLM run-batch: its output file; Anthropic: the "

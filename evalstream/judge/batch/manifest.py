@@ -323,6 +323,12 @@ class Manifest:
             return None
         return {d[0]: v for d, v in zip(cursor.description, row, strict=True)}
 
+    def all_downloaded(self) -> bool:
+        """Whether ``status`` saw every file's batch end and saved its results (maybe none:
+        a batch that failed validation)."""
+        return bool(self.files()) and all(
+            (self.batch(f.n) or {}).get("downloaded") is not None for f in self.files())
+
     def save_batch(self, file: int, **fields: object) -> None:
         """Commit what was learned about a file's batch, at once (a kill just after loses
         nothing)."""

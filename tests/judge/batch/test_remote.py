@@ -182,6 +182,9 @@ def test_a_batch_that_fails_validation_says_why(tmp_path: Path, batches: FakeSer
     e = summary.files[0]
     assert (e.status, e.results, summary.exit_code) == ("failed", [], 0)
     assert e.error == "invalid_request: fake validation failure (line 2)"
+    # Nothing came back: collect lists every state as missing (status saw the batch end).
+    done = collected(folder, tmp_path / "v.jsonl", [])
+    assert (done.counts.missing, done.counts.verdicts, done.exit_code) == (2, 0, 3)
 
 
 def test_a_wrong_key_stops_with_exit_2_and_keeps_what_was_saved(
