@@ -147,7 +147,8 @@ class Store:
     def transaction(self) -> Iterator[None]:
         """Everything stored inside commits together, or not at all. ``batch collect`` stores a
         whole run's results in one transaction: they are already safe in their files, and one
-        commit instead of one per answer is ~20x faster."""
+        commit for all is faster (20,000 answers: 25 us an answer, against 132 us with a
+        commit each)."""
         assert self._db is not None
         try:
             self._db.execute("BEGIN IMMEDIATE")
