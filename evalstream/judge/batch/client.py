@@ -125,7 +125,8 @@ class BatchClient:
             except (asyncio.TimeoutError, TimeoutError, aiohttp.ClientError) as exc:
                 if sink is not None:
                     sink.abort()
-                if creates:
+                # No connection was made: nothing was sent, so a create may be sent again.
+                if creates and not isinstance(exc, aiohttp.ClientConnectorError):
                     raise Unconfirmed(self._redact(_failure(exc, self.timeout))) from exc
                 reason = self._redact(_failure(exc, self.timeout))
             except BaseException:

@@ -235,11 +235,10 @@ async def _status_all(opts: Options, manifest: Manifest, client: BatchClient) ->
     downloaded = 0
     async with client:
         while True:
-            pending = 0
+            pending = 0  # batches that have not ended (a file never submitted never will)
             for f in manifest.files():
                 b = manifest.batch(f.n)
                 if not b or not b.get("batch_id"):
-                    pending += 1
                     continue
                 if b.get("downloaded") is not None:
                     continue  # ended and its results saved: nothing will change

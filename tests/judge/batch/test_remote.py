@@ -245,3 +245,13 @@ def test_the_key_is_removed_even_when_a_block_boundary_cuts_it(data: bytes,
         start = cut
     out += redact.rest()
     assert out == data.replace(key, b"[redacted]")
+
+
+def test_status_wait_does_not_wait_for_files_never_submitted(tmp_path: Path,
+                                                            batches: FakeServer) -> None:
+    src = states(tmp_path / "in", ["a"])
+    folder = tmp_path / "b"
+    prepared(src, folder, "openai", batches.url)
+    summary = remote.status(opts(folder, wait=True))
+    assert summary.exit_code == 3 and [e.status for e in summary.files] == ["not submitted"]
+    assert batches.stats()["batch_calls"] == {}
