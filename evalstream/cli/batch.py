@@ -43,16 +43,6 @@ or unscored verdicts above --max-unscored-rate, 2 usage or I/O error (nothing wr
 judge states have no verdict yet (listed in the report), 130 interrupted, 143 terminated."""
 
 
-def _temperature(text: str) -> float | None:
-    if text.lower() == "none":
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number (or `none`, to send no temperature)") from None
-
-
 def register(subparsers: Any) -> None:
     """Add the ``batch`` command and its subcommands."""
     p = subparsers.add_parser(
@@ -74,7 +64,7 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
 
 
 def _prepare(sub: Any) -> None:
-    from evalstream.cli.common import positive, size
+    from evalstream.cli.common import positive, size, temperature
 
     p = sub.add_parser(
         "prepare", help="write request files and a manifest for a batch",
@@ -94,7 +84,7 @@ def _prepare(sub: Any) -> None:
     who.add_argument("--base-url", metavar="URL", default="",
                      help="the API's base URL, as for a live run (default the provider's); "
                           "submit sends there, and answers are stored under it")
-    who.add_argument("--temperature", type=_temperature, default=0.0, metavar="T",
+    who.add_argument("--temperature", type=temperature, default=0.0, metavar="T",
                      help="sampling temperature (default 0); `none` sends none")
     who.add_argument("--max-output-tokens", type=positive, default=1024, metavar="N",
                      help="the answer's token limit (default 1024)")

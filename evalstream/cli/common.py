@@ -85,6 +85,18 @@ def amount(text: str) -> float:
     return value
 
 
+def temperature(text: str) -> float | None:
+    """A sampling temperature, or ``none`` to send none (models that accept only their
+    default)."""
+    if text.lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number (or `none`, to send no temperature)") from None
+
+
 def add_reading(p: argparse.ArgumentParser) -> None:
     """The options of every command that reads cases as build does."""
     p.add_argument("--rejects", metavar="FILE",

@@ -11,20 +11,10 @@ import sys
 from typing import Any
 
 
-def _temperature(text: str) -> float | None:
-    if text.lower() == "none":
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number (or `none`, to send no temperature)") from None
-
-
 def register(subparsers: Any) -> None:
     """Add the ``judge`` subcommand."""
     from evalstream.cli.common import amount as _number
-    from evalstream.cli.common import count, positive, share, size
+    from evalstream.cli.common import count, positive, share, size, temperature
 
     p = subparsers.add_parser(
         "judge", help="ask an LLM judge for a verdict on every judge state",
@@ -56,7 +46,7 @@ def register(subparsers: Any) -> None:
                      help="the environment variable holding the API key (default "
                           "OPENAI_API_KEY or ANTHROPIC_API_KEY; optional for a --base-url "
                           "server that needs none)")
-    who.add_argument("--temperature", type=_temperature, default=0.0, metavar="T",
+    who.add_argument("--temperature", type=temperature, default=0.0, metavar="T",
                      help="sampling temperature (default 0); `none` sends none, for models "
                           "that accept only their default")
     who.add_argument("--max-output-tokens", type=positive, default=1024, metavar="N",
