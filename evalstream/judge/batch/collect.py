@@ -6,7 +6,7 @@ partial results included) through the one read loop and matches each line to its
 store under its request key (the custom_id), exactly where a live run stores its answer, so
 neither a later live run nor another collect pays for it again. Failures (errored, canceled,
 expired) are kept for this run only, as a live run keeps requests that got no answer.
-Everything pass 1 stores commits in one transaction.
+Pass 1 commits every 10,000 answers.
 
 Result files are read in the order of their names, so a collect gives the same bytes however
 the files were listed. The first answer to a request is the one kept (one stored before this
@@ -28,6 +28,7 @@ import os
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -57,6 +58,14 @@ from evalstream.verdicts.records import FileReject, JudgeInfo, TokenUsage
 RESULTS_FOLDER = "results"
 MISSING_POLICIES = ("unscored", "skip")
 NO_RESULT = "no result"
+# Answers stored between commits. Commits follow the files' name order, so a collect stopped
+# part-way and run again keeps the same first answers and writes the same bytes.
+COMMIT_EVERY = 10_000
+# SQLite's page cache for the store, bounded: a collect writes and reads every answer once
+# under random keys, and each page missed is a system call. 1,000,000 results (a 670 MB
+# store): 181 s, 26 s of it system time, 42 MiB peak with SQLite's default 2 MiB; 138 s, 16 s
+# and 70 MiB with 32 MiB; 112 s, 13 s and 105 MiB with 64 MiB (a loaded machine, one run each).
+STORE_CACHE_MIB = 32
 CONFLICT = "conflicting answer"
 
 
@@ -165,6 +174,7 @@ class Collector:
         self.files: list[ResultFile] = []
         self.rejected_by_kind: Counter[str] = Counter()
         self.usage = [0, 0]
+        self.commit_so_far: Callable[[], None] = lambda: None
         self._encode = msgspec.json.Encoder().encode
 
     def _reject(self, path: str, rej: Reject) -> None:
@@ -214,6 +224,8 @@ class Collector:
                           usage.input_tokens if usage else None,
                           usage.output_tokens if usage else None):
             self.counts.answers += 1
+            if self.counts.answers % COMMIT_EVERY == 0:
+                self.commit_so_far()
             if usage is not None:
                 self.usage[0] += usage.input_tokens
                 self.usage[1] += usage.output_tokens
@@ -328,14 +340,15 @@ def run(opts: Options) -> CollectReport:
                          ("report", report_path), ("store", store_path),
                          ("manifest", manifest.path)]
                         + [(f"result file {p}", p) for p in paths])
-        store = Store(store_path)
+        store = Store(store_path, cache_mib=STORE_CACHE_MIB)
         try:
             outputs = [AtomicOutput(opts.output), AtomicOutput(rejects_path),
                        AtomicOutput(report_path)]
             try:
                 collector = Collector(opts, manifest, store, outputs[1])
                 try:
-                    with store.transaction():
+                    with store.transaction() as commit_so_far:
+                        collector.commit_so_far = commit_so_far
                         for path in paths:
                             collector.read(path)
                     writer = Writer(opts, manifest, store, collector.failures)
