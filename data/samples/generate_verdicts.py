@@ -23,9 +23,9 @@ CASES = ROOT / "data" / "samples" / "cases.jsonl"
 
 # (case, rubric) -> what the judge said instead of agreeing with the label.
 DISAGREE = {
-    ("case-02", "booking-claim"): "pass",  # label fail: a miss
-    ("case-04", "booking-claim"): "pass",  # label fail: a miss
-    ("case-20", "booking-claim"): "fail",  # label pass: a false alarm
+    ("case-02", "tool-backed-claims"): "pass",  # label fail: a miss
+    ("case-04", "tool-backed-claims"): "pass",  # label fail: a miss
+    ("case-20", "tool-backed-claims"): "fail",  # label pass: a false alarm
     ("case-12", "claim-support"): "pass",  # label fail: a miss
     ("case-21", "policy-compliance"): "pass",  # label fail: a miss
     ("case-27", "policy-compliance"): "fail",  # label pass: a false alarm
@@ -80,11 +80,11 @@ def main() -> None:
     for v in verdicts:
         key = (v["case_id"], v["rubric_id"])
         v = json.loads(json.dumps(v))
-        if key == ("case-02", "booking-claim"):
+        if key == ("case-02", "tool-backed-claims"):
             v["status"] = "fail"  # fail after pass: fixed
-        elif key in {("case-20", "booking-claim"), ("case-27", "policy-compliance")}:
+        elif key in {("case-20", "tool-backed-claims"), ("case-27", "policy-compliance")}:
             v["status"] = "pass"
-        elif key in {("case-01", "booking-claim"), ("case-03", "booking-claim"),
+        elif key in {("case-01", "tool-backed-claims"), ("case-03", "tool-backed-claims"),
                      ("case-05", "policy-compliance")}:
             v["status"] = "fail" if v["status"] == "pass" else "pass"
         elif key == ("case-11", "claim-support"):

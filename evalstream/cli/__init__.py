@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"evalstream {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Each command module imports only argparse at the top; its work is imported when it runs.
-    from evalstream.cli import agree, batch, build, compare, convert, judge, stats
+    from evalstream.cli import agree, batch, build, compare, convert, judge, rubrics, stats
 
     convert.register(sub)
     build.register(sub)
@@ -56,6 +56,7 @@ def parser() -> argparse.ArgumentParser:
     batch.register(sub)
     agree.register(sub)
     compare.register(sub)
+    rubrics.register(sub)
     return top
 
 

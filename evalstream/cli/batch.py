@@ -18,7 +18,8 @@ PREPARE_EXAMPLES = """examples:
   evalstream batch prepare states.jsonl batch2/ --model gpt-4.1-mini --only-missing batch/
 
 exit codes: 0 prepared, 1 prepared but some input lines rejected (DIR/rejects.jsonl), 2 usage
-or I/O error (nothing written), 130 interrupted, 143 terminated."""
+or I/O error (nothing written), 4 the input is plainly not build's output, 130 interrupted,
+143 terminated."""
 SUBMIT_EXAMPLES = """examples:
   export OPENAI_API_KEY=...
   evalstream batch submit batch/
@@ -40,7 +41,8 @@ COLLECT_EXAMPLES = """examples:
 exit codes: 0 every judge state has a verdict (unscored ones included) and no result line was
 rejected, 1 some result lines rejected (unknown custom_id, conflicting answer, not a result),
 or unscored verdicts above --max-unscored-rate, 2 usage or I/O error (nothing written), 3 some
-judge states have no verdict yet (listed in the report), 130 interrupted, 143 terminated."""
+judge states have no verdict yet (listed in the report), 4 a result file is plainly not
+results, 130 interrupted, 143 terminated."""
 
 
 def register(subparsers: Any) -> None:

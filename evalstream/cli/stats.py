@@ -46,7 +46,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--html", metavar="FILE",
                    help="also write a self-contained HTML page with charts")
     p.add_argument("--rubrics", action="append", metavar="FILE",
-                   help="a TOML rubric file, as in build; repeatable (default: built-in set)")
+                   help="a TOML rubric file, as in build; repeatable; `builtin` names the "
+                        "built-in set (the default)")
     p.add_argument("--max-tokens", type=positive, metavar="N",
                    help="the judge's budget, as in build (default 32000)")
     p.add_argument("--rejects", metavar="FILE",
@@ -168,7 +169,19 @@ def _load_rendered(path: str) -> DatasetStats | RunReport | None:
     try:
         return msgspec.json.decode(head, type=RunReport)
     except msgspec.DecodeError:
+        pass
+    # Another command's JSON (agree, compare, judge, convert): say so, do not read it as cases.
+    from evalstream.errors import WrongFileError
+
+    try:
+        other = msgspec.json.decode(head)
+    except msgspec.DecodeError:
         return None
+    if isinstance(other, dict) and isinstance(other.get("command"), str) and "evalstream" in other:
+        raise WrongFileError(f"{path} is the JSON of `evalstream {other['command']}`, not cases, "
+                             "a stats JSON or a build/validate report; stats reads and renders "
+                             "those.")
+    return None
 
 
 def _collect(args: argparse.Namespace) -> DatasetStats:

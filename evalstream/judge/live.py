@@ -27,6 +27,7 @@ from evalstream import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
+from evalstream.files.sniff import check_input
 from evalstream.judge import answer, inputs, tokens, verdict
 from evalstream.judge.limits import Concurrency, TokenBucket
 from evalstream.judge.report import (
@@ -462,6 +463,10 @@ class Writer:
 
 
 # -- the run ---------------------------------------------------------------------------------------
+JUDGE_USAGE = ("; judge reads build's output: run `evalstream build {input} states.jsonl` "
+               "first and judge states.jsonl")
+
+
 def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
     """Judge every state of ``opts.input``; write verdicts, rejects and the report.
 
@@ -481,6 +486,7 @@ def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
     assert rejects_path is not None and report_path is not None
     path_of_store = store_path(opts)
     with spooled(opts.input) as path:
+        check_input(path, "judge states", JUDGE_USAGE.format(input=opts.input))
         store = Store(path_of_store)
         try:
             asker = Asker(opts, store, key, hook)

@@ -15,7 +15,6 @@ and left out (never read as pass: evalstream fails closed).
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -56,12 +55,13 @@ EXAMPLE_KINDS = ("missed", "false_alarms", "unscored", "labels_without_verdict",
 
 # -- the report ------------------------------------------------------------------------------------
 class KappaOut(Struct):
-    """Cohen's kappa, its standard error and interval (``low``, ``high``)."""
+    """Cohen's kappa, its standard error and interval (``low``, ``high``; null below 10
+    pairs: too few to estimate)."""
 
     value: float
     se: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
 
 
 class ConfusionOut(Struct):
@@ -153,7 +153,6 @@ class AgreeReport(Struct):
     max_unscored_rate: float | None
     rubrics: list[RubricAgreement]
     rejects: str | None
-    seconds: float
     exit_code: int
 
 
@@ -425,9 +424,13 @@ def run(opts: AgreeOptions) -> AgreeReport:
     """
     from evalstream.errors import UsageError
 
-    started = time.perf_counter()
     if opts.verdicts == "-" and opts.cases == "-":
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
+    from evalstream.files.sniff import check_input
+
+    usage = "; usage: evalstream agree VERDICTS CASES"
+    check_input(opts.verdicts, "verdicts", usage)
+    check_input(opts.cases, "cases", usage)
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     if opts.by is not None and ("," in opts.by or not opts.by.strip(".")):
@@ -459,7 +462,6 @@ def run(opts: AgreeOptions) -> AgreeReport:
         command="agree", evalstream=__version__, verdicts=verdict_file.summary,
         cases=case_file.summary, by=opts.by, confidence=opts.confidence, max_ids=opts.max_ids,
         max_unscored_rate=opts.max_unscored_rate, rubrics=results, rejects=opts.rejects,
-        seconds=round(time.perf_counter() - started, 3),
         exit_code=1 if rejected or too_many else 0)
 
 

@@ -161,7 +161,7 @@ def test_no_color_and_terminal_width(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "\x1b[" not in done.stdout
     assert max(len(line) for line in done.stdout.splitlines()) <= 60
-    for figure in ("1,583", "29.4%", "medical-triage"):  # from the last columns of wide tables
+    for figure in ("1,588", "29.4%", "medical-triage"):  # from the last columns of wide tables
         assert figure in done.stdout
 
 
@@ -199,3 +199,15 @@ def test_pages_for_an_empty_dataset_and_a_validate_report(tmp_path: Path) -> Non
                  str(tmp_path / "v.html"), "--format", "markdown",
                  "-o", str(tmp_path / "v.md")]) == 0
     assert "evalstream validate report" in (tmp_path / "v.md").read_text()
+
+
+def test_another_commands_json_is_named_not_read_as_cases(tmp_path: Path) -> None:
+    agree_json = tmp_path / "agree.json"
+    done = subprocess.run([sys.executable, "-m", "evalstream", "agree", str(SAMPLES / "verdicts.jsonl"),
+                           str(SAMPLES / "cases.jsonl"), "--format", "json", "-o", str(agree_json)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "evalstream", "stats", str(agree_json)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 4
+    assert "is the JSON of `evalstream agree`" in done.stderr and done.stdout == ""

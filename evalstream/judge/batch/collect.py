@@ -39,6 +39,7 @@ from evalstream.cases.rejects import Reject, raw_text
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
+from evalstream.files.sniff import check_input
 from evalstream.judge import answer, verdict
 from evalstream.judge.batch import formats, results
 from evalstream.judge.batch.manifest import Manifest, State
@@ -57,6 +58,8 @@ from evalstream.verdicts.records import FileReject, JudgeInfo, TokenUsage
 
 RESULTS_FOLDER = "results"
 MISSING_POLICIES = ("unscored", "skip")
+RESULTS_USAGE = ("; collect reads the provider's result files (OpenAI's output and error files, "
+                 "vllm run-batch's output, Anthropic's results), each line with a `custom_id`")
 NO_RESULT = "no result"
 # Answers stored between commits. Commits follow the files' name order, so a collect stopped
 # part-way and run again keeps the same first answers and writes the same bytes.
@@ -98,6 +101,7 @@ def result_paths(opts: Options) -> tuple[list[str], list[str]]:
             raise UsageError("result files are read from paths, not stdin (-).")
         if not os.path.isfile(path):
             raise UsageError(f"{path} is not a file; give the provider's result files.")
+        check_input(path, "batch results", RESULTS_USAGE)
         real = os.path.realpath(path)
         if real in seen:
             warnings.append(f"{path} was given twice (as {seen[real]}); it is read once.")

@@ -29,6 +29,7 @@ from evalstream import __version__
 from evalstream.cases.rejects import Reject, raw_text
 from evalstream.errors import EXIT_OK, EXIT_REJECTS, OutputError, UsageError
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
+from evalstream.files.sniff import check_input
 from evalstream.judge import inputs
 from evalstream.judge.batch import formats
 from evalstream.judge.batch.manifest import BatchFile, Manifest, check_new_folder
@@ -47,6 +48,8 @@ REPORT = "prepare.report.json"
 REJECTS = "rejects.jsonl"
 FILE_NAME = "requests-{:05d}.jsonl"
 OVER_LIMIT = "request over the file limit"
+USAGE = ("; batch prepare reads build's output: run `evalstream build {input} states.jsonl` "
+         "first and prepare states.jsonl")
 
 
 @dataclass
@@ -204,6 +207,7 @@ def run(opts: Options) -> PrepareReport:
     if limit.requests < 1 or limit.bytes < 1:
         raise UsageError("--max-requests-per-file and --max-bytes-per-file must be positive.")
     check_new_folder(opts.folder)
+    check_input(opts.input, "judge states", USAGE.format(input=opts.input))
     store_path, warnings = consulted_store(opts)
     folder = opts.folder.rstrip(os.sep) or opts.folder
     parent = os.path.dirname(os.path.abspath(folder))

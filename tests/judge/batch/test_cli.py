@@ -98,3 +98,25 @@ def test_a_missing_key_for_the_public_endpoint_is_a_usage_error(tmp_path: Path) 
                "-q").returncode == 0
     r = cli("batch", "submit", str(tmp_path / "b"), env={"OPENAI_API_KEY": ""})
     assert r.returncode == 2 and "set OPENAI_API_KEY in the environment" in r.stderr
+
+
+@pytest.mark.parametrize(("name", "text", "said"), [
+    ("cases.jsonl", '{"id": "c1", "input": "i", "output": "o"}\n', "looks like a cases file"),
+    ("table.csv", "id,input,output\nc1,i,o\n", "CSV"),
+])
+def test_prepare_says_when_the_input_is_plainly_not_judge_states(tmp_path: Path, name: str,
+                                                                 text: str, said: str) -> None:
+    (tmp_path / name).write_text(text)
+    r = cli("batch", "prepare", str(tmp_path / name), str(tmp_path / "b"), "--model", "m")
+    assert r.returncode == 4 and said in r.stderr and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1 and not (tmp_path / "b").exists()
+
+
+def test_collect_says_when_a_result_file_is_plainly_not_results(tmp_path: Path) -> None:
+    src = states(tmp_path / "in", ["a"])
+    assert cli("batch", "prepare", str(src), str(tmp_path / "b"), "--model", "m",
+               "-q").returncode == 0
+    r = cli("batch", "collect", str(tmp_path / "b"), str(tmp_path / "v.jsonl"), str(src))
+    assert r.returncode == 4
+    assert "looks like a judge-states file (build's output), not a batch result file" in r.stderr
+    assert not (tmp_path / "v.jsonl").exists()

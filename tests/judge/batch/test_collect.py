@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.errors import UsageError
+from evalstream.errors import UsageError, WrongFileError
 from evalstream.judge import inputs
 from evalstream.judge.batch import collect
 from evalstream.judge.request import build
@@ -164,14 +164,21 @@ def test_the_store_is_the_live_judges_and_its_answer_is_kept(tmp_path: Path) -> 
     store.close()
 
 
-def test_a_request_file_given_as_results_is_rejected_line_by_line(tmp_path: Path) -> None:
+def test_a_request_file_given_as_results_is_one_sentence(tmp_path: Path) -> None:
     src = states(tmp_path / "in", ["a", "b"])
     prepared(src, tmp_path / "b")
-    report = collected(tmp_path / "b", tmp_path / "v.jsonl",
-                       [tmp_path / "b" / "requests-00001.jsonl"])
-    assert report.results.rejected == 2 and report.counts.missing == 2
-    assert report.rejected_by_kind == {"not a result": 2}
-    assert all("This is a request line" in r["error"] for r in lines(tmp_path / "v.rejects.jsonl"))
+    with pytest.raises(WrongFileError, match="looks like a batch request file"):
+        collected(tmp_path / "b", tmp_path / "v.jsonl", [tmp_path / "b" / "requests-00001.jsonl"])
+    assert not (tmp_path / "v.jsonl").exists()
+    # A request line among results (a file made by hand) is a reject of its own.
+    mixed = tmp_path / "mixed.jsonl"
+    rows = [r for _, r in results(tmp_path / "b")]
+    request = (tmp_path / "b" / "requests-00001.jsonl").read_text().splitlines()[1]
+    mixed.write_text(json.dumps(rows[0]) + "\n" + request + "\n")
+    report = collected(tmp_path / "b", tmp_path / "v.jsonl", [mixed])
+    assert report.results.rejected == 1 and report.counts.missing == 1
+    assert report.rejected_by_kind == {"not a result": 1}
+    assert "This is a request line" in lines(tmp_path / "v.rejects.jsonl")[0]["error"]
 
 
 def test_results_of_the_other_provider_are_rejected(tmp_path: Path) -> None:
