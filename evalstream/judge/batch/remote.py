@@ -131,8 +131,8 @@ def submit(opts: Options) -> BatchSummary:
         manifest.close()
     waiting = sum(1 for e in entries if e.batch_id is None)
     return BatchSummary("batch submit", opts.folder, manifest.provider, entries, done, 0,
-                   sum(1 for e in entries if _ended(manifest.provider, e.status)),
-                   EXIT_INCOMPLETE if waiting else EXIT_OK)
+                        sum(1 for e in entries if _ended(manifest.provider, e.status)),
+                        EXIT_INCOMPLETE if waiting else EXIT_OK)
 
 
 async def _submit_all(opts: Options, manifest: Manifest, client: BatchClient) -> int:
@@ -228,7 +228,7 @@ def status(opts: Options) -> BatchSummary:
     complete = ended == len(entries) and all(e.downloaded or not opts.download
                                              for e in entries)
     return BatchSummary("batch status", opts.folder, manifest.provider, entries, 0, downloaded,
-                   ended, EXIT_OK if complete else EXIT_INCOMPLETE)
+                        ended, EXIT_OK if complete else EXIT_INCOMPLETE)
 
 
 async def _status_all(opts: Options, manifest: Manifest, client: BatchClient) -> int:
