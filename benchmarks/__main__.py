@@ -1,6 +1,6 @@
 """Command line:
 ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
-judge,judge-clients,tokens}``.
+judge,judge-clients,tokens,batch}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -123,6 +123,13 @@ def cmd_tokens(args: argparse.Namespace) -> int:
     return main(args.rest)
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Time batch prepare and collect beside build."""
+    from benchmarks.batch import main
+
+    return main(args.states or [100_000, 1_000_000], args.runs, args.cache_dir)
+
+
 BASELINE_NAMES = ("lines", "msgspec", "pydantic", "json", "jq")
 VARIANT_HELP = (
     "baselines lines msgspec json pydantic jq; evalstream-all evalstream-builtin "
@@ -225,11 +232,17 @@ def build_parser() -> argparse.ArgumentParser:
         judge.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
         judge.set_defaults(func=func)
 
-
     tok = sub.add_parser("tokens", help="token counters, the corpus x9, the count cache",
                          add_help=False)
     tok.add_argument("rest", nargs=argparse.REMAINDER)
     tok.set_defaults(func=cmd_tokens)
+
+    batch = sub.add_parser("batch", help="time batch prepare and collect beside build")
+    batch.add_argument("--states", type=int, action="append",
+                       help="judge states, repeatable (default 100000 and 1000000)")
+    batch.add_argument("--runs", type=int, default=3)
+    batch.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+    batch.set_defaults(func=cmd_batch)
     return parser
 
 

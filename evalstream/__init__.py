@@ -50,6 +50,8 @@ if TYPE_CHECKING:
         UsageError,
         WrongFileError,
     )
+    from evalstream.judge.batch.remote import BatchSummary
+    from evalstream.judge.batch.report import CollectReport, PrepareReport
     from evalstream.judge.report import JudgeReport
     from evalstream.judge.request import JudgeConfig
     from evalstream.pipeline.states import InvalidCaseError
@@ -60,13 +62,14 @@ __all__ = [
     "__version__",
     # functions
     "read_cases", "load_rubrics", "judge_states", "count_tokens", "build", "validate", "stats",
-    "agree", "compare", "convert_cases", "judge_verdicts",
+    "agree", "compare", "convert_cases", "judge_verdicts", "batch_prepare", "batch_submit",
+    "batch_status", "batch_collect",
     # records
     "Case", "Message", "Passage", "ToolEvent", "Label", "Reject", "Rubric", "RubricSet",
     "CheckRecord", "ExactVerdict", "Exposure", "Tokens", "Sizes", "JudgeConfig", "JudgeVerdict",
     # reports
     "RunReport", "DatasetStats", "AgreeReport", "CompareReport", "ConvertReport",
-    "JudgeReport",
+    "JudgeReport", "PrepareReport", "CollectReport", "BatchSummary",
     # errors
     "EvalstreamError", "UsageError", "RubricError", "InputError", "WrongFileError",
     "OutputError", "SetupError", "InvalidCaseError",
@@ -85,6 +88,9 @@ _LAZY = {
     "ConvertReport": "evalstream.convert.report",
     "JudgeConfig": "evalstream.judge.request", "JudgeVerdict": "evalstream.verdicts.records",
     "JudgeReport": "evalstream.judge.report",
+    "PrepareReport": "evalstream.judge.batch.report",
+    "CollectReport": "evalstream.judge.batch.report",
+    "BatchSummary": "evalstream.judge.batch.remote",
     "EvalstreamError": "evalstream.errors", "UsageError": "evalstream.errors",
     "RubricError": "evalstream.errors", "InputError": "evalstream.errors",
     "WrongFileError": "evalstream.errors", "OutputError": "evalstream.errors",
@@ -228,3 +234,53 @@ def judge_verdicts(input: str | os.PathLike[str], output: str | os.PathLike[str]
                          temperature=temperature, max_output_tokens=max_output_tokens)
     return run(Options(input=os.fspath(input), output=os.fspath(output), config=config,
                        **options))
+
+
+def batch_prepare(input: str | os.PathLike[str], folder: str | os.PathLike[str], model: str,
+                  *, provider: str = "openai", base_url: str = "",
+                  temperature: float | None = 0.0, max_output_tokens: int = 1024,
+                  **options: Any) -> PrepareReport:
+    """Run ``batch prepare``: request files for ``model`` at ``provider`` (``openai``: also
+    vllm run-batch; ``anthropic``), a manifest, the rejects and the report in the new folder
+    ``folder``, from the judge states of ``input``. Options as the command's:
+    ``max_requests_per_file``, ``max_bytes_per_file``, ``only_missing``, ``cache``,
+    ``max_line_bytes``."""
+    from evalstream.judge.batch.prepare import Options, run
+    from evalstream.judge.request import JudgeConfig
+
+    config = JudgeConfig(model=model, provider=provider, base_url=base_url,
+                         temperature=temperature, max_output_tokens=max_output_tokens)
+    return run(Options(input=os.fspath(input), folder=os.fspath(folder), config=config,
+                       **options))
+
+
+def batch_submit(folder: str | os.PathLike[str], **options: Any) -> BatchSummary:
+    """Run ``batch submit``: upload the request files of a prepared folder and create their
+    batches (the key from the environment). Options: ``api_key_env``, ``timeout``,
+    ``max_attempts``, ``resubmit_unconfirmed``."""
+    from evalstream.judge.batch.remote import Options, submit
+
+    return submit(Options(folder=os.fspath(folder), **options))
+
+
+def batch_status(folder: str | os.PathLike[str], **options: Any) -> BatchSummary:
+    """Run ``batch status``: each batch's state; the results of ended batches downloaded into
+    ``folder/results/``. Options: ``wait``, ``poll``, ``download``, ``api_key_env``,
+    ``timeout``, ``max_attempts``."""
+    from evalstream.judge.batch.remote import Options, status
+
+    return status(Options(folder=os.fspath(folder), **options))
+
+
+def batch_collect(folder: str | os.PathLike[str], output: str | os.PathLike[str],
+                  results: Iterable[str | os.PathLike[str]] = (),
+                  **options: Any) -> CollectReport:
+    """Run ``batch collect``: a verdict at ``output`` for every judge state of the prepared
+    ``folder``, from the result files (default ``folder/results/*.jsonl``), every answer kept
+    in the live judge's store. Options as the command's: ``cache``, ``missing``,
+    ``price_in``, ``price_out``, ``max_unscored_rate``, ``rejects``, ``report``,
+    ``max_line_bytes``. Returns the report (``exit_code`` 3: judge states still missing)."""
+    from evalstream.judge.batch.collect import Options, run
+
+    return run(Options(folder=os.fspath(folder), output=os.fspath(output),
+                       results=[os.fspath(r) for r in results], **options))

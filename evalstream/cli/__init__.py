@@ -62,12 +62,13 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"evalstream {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Each command module imports only argparse at the top; its work is imported when it runs.
-    from evalstream.cli import agree, build, compare, convert, judge, rubrics, stats
+    from evalstream.cli import agree, batch, build, compare, convert, judge, rubrics, stats
 
     convert.register(sub)
     build.register(sub)
     stats.register(sub)
     judge.register(sub)
+    batch.register(sub)
     agree.register(sub)
     compare.register(sub)
     rubrics.register(sub)

@@ -112,6 +112,23 @@ def add_tokenizer(p: argparse.ArgumentParser) -> None:
                         "o200k_base")
 
 
+def temperature(text: str) -> float | None:
+    """A sampling temperature of 0 or more, or ``none`` to send none (models that accept
+    only their default)."""
+    import math
+
+    if text.lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number (or `none`, to send no temperature)") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of 0 or more (or `none`)")
+    return value
+
+
 def add_reading(p: argparse.ArgumentParser) -> None:
     """The options of every command that reads cases as build does."""
     p.add_argument("--rejects", type=path, metavar="FILE",

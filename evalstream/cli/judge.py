@@ -11,24 +11,19 @@ import sys
 from typing import Any
 
 
-def _temperature(text: str) -> float | None:
-    import math
-
-    if text.lower() == "none":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number (or `none`, to send no temperature)") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number of 0 or more (or `none`)")
-    return value
-
-
 def register(subparsers: Any) -> None:
     """Add the ``judge`` subcommand."""
-    from evalstream.cli.common import TOKENIZERS, count, helps, path, positive, share, size, text
+    from evalstream.cli.common import (
+        TOKENIZERS,
+        count,
+        helps,
+        path,
+        positive,
+        share,
+        size,
+        temperature,
+        text,
+    )
     from evalstream.cli.common import amount as _number
 
     p = subparsers.add_parser(
@@ -67,7 +62,7 @@ def register(subparsers: Any) -> None:
                      help="the environment variable holding the API key (default "
                           "OPENAI_API_KEY or ANTHROPIC_API_KEY; optional for a --base-url "
                           "server that needs none)")
-    who.add_argument("--temperature", type=_temperature, default=0.0, metavar="T",
+    who.add_argument("--temperature", type=temperature, default=0.0, metavar="T",
                      help="sampling temperature (default 0); `none` sends none, for models "
                           "that accept only their default")
     who.add_argument("--max-output-tokens", type=positive, default=1024, metavar="N",

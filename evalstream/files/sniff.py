@@ -268,14 +268,21 @@ _KINDS = (
     ("rejects", ("line", "offset", "error", "raw")),
     ("cases", ("id", "input", "output")),
     ("openai chat", ("messages",)),  # after cases, which may have messages too
+    ("batch requests", ("custom_id", "method", "body")),  # OpenAI Batch API, vllm run-batch
+    ("message batch requests", ("custom_id", "params")),  # Anthropic Message Batches
+    ("batch results", ("custom_id",)),  # after the requests, which have a custom_id too
 )
 _SAID = {"cases": "a cases file", "verdicts": "a verdicts file",
          "judge states": "a judge-states file (build's output)", "rejects": "a rejects file",
-         "openai chat": "OpenAI chat transcripts"}
+         "openai chat": "OpenAI chat transcripts",
+         "batch requests": "a batch request file (`evalstream batch prepare` writes them)",
+         "message batch requests": "an Anthropic batch request file (`evalstream batch "
+                                   "prepare` writes them)",
+         "batch results": "a batch result file"}
 # What each reader accepts: a verdict file may be build's output (exact verdicts, and judge
 # states counted as checks without a verdict yet); judge reads build's output only.
 ACCEPTS = {"cases": ("cases",), "verdicts": ("verdicts", "judge states"),
-           "judge states": ("judge states", "verdicts")}
+           "judge states": ("judge states", "verdicts"), "batch results": ("batch results",)}
 
 
 def jsonl_kind(head: bytes) -> str | None:
@@ -316,8 +323,9 @@ def _keys(kind: str) -> str:
 
 def check_input(path: str, want: str = "cases", usage: str = "") -> None:
     """Raise ``WrongFileError`` when the file at ``path`` is plainly not JSONL of the kind
-    ``want`` (``cases``, ``verdicts``, ``judge states``): another format, or another of
-    evalstream's own files. ``usage`` ends the sentence (e.g. the command's argument order)."""
+    ``want`` (``cases``, ``verdicts``, ``judge states``, ``batch results``): another format,
+    or another of evalstream's own files. ``usage`` ends the sentence (e.g. the command's
+    argument order)."""
     if path == "-":
         return
     head = read_head(path)

@@ -34,7 +34,7 @@ from evalstream.files.outputs import (
     sidecar,
 )
 from evalstream.files.sniff import check_input
-from evalstream.judge import answer, inputs, tokens
+from evalstream.judge import answer, inputs, tokens, verdict
 from evalstream.judge.limits import Concurrency, TokenBucket
 from evalstream.judge.report import (
     MAX_NOT_JUDGED_LISTED,
@@ -48,8 +48,8 @@ from evalstream.judge.report import (
 from evalstream.judge.report import encode as encode_report
 from evalstream.judge.request import JudgeConfig, Request, build, system_text
 from evalstream.judge.store import Store
-from evalstream.judge.transport import KEY_ENV, Reply, Transport
-from evalstream.verdicts.records import JudgeInfo, JudgeVerdict, TokenUsage, VerdictError
+from evalstream.judge.transport import Reply, Transport, key_from_environment
+from evalstream.verdicts.records import JudgeInfo, TokenUsage
 
 DEFAULT_MAX_CONNECTIONS = 16
 DEFAULT_MAX_ATTEMPTS = 5
@@ -146,13 +146,7 @@ def store_path(opts: Options) -> str:
 def api_key(opts: Options) -> str | None:
     """The API key from the environment; None for a server that needs none. Raises UsageError
     when the provider's public endpoint would get no key."""
-    name = opts.api_key_env or KEY_ENV[opts.config.provider]
-    key = opts.environ.get(name) or None
-    public = opts.config.base_url in ("https://api.openai.com/v1", "https://api.anthropic.com/v1")
-    if key is None and (public or opts.api_key_env):
-        raise UsageError(f"set {name} in the environment to the API key (keys are read from the "
-                         "environment only, never from a file or an option).")
-    return key
+    return key_from_environment(opts.config, opts.api_key_env, opts.environ)
 
 
 class spooled:
@@ -423,23 +417,18 @@ class Writer:
         req = build(self.config, state.question, state.state)
         stored = self.store.get(req.key)
         if stored is not None:
-            parsed = answer.parse(self.config.provider, stored.body)
-            error = None if parsed.cause is None else VerdictError(parsed.cause,
-                                                                   parsed.detail or "")
-            usage = parsed.usage
-            if usage is not None:
-                self.usage_all[0] += usage.input_tokens
-                self.usage_all[1] += usage.output_tokens
-            v = JudgeVerdict(state.case_id, state.rubric_id, parsed.status, parsed.reason,
-                             self.info, usage, stored.request_id, state.rubric_hash,
-                             state.state_hash, state.exposure, error)
+            v = verdict.answered(self.info, self.config.provider, stored, state.case_id,
+                                 state.rubric_id, state.rubric_hash, state.state_hash,
+                                 state.exposure)
+            if v.usage is not None:
+                self.usage_all[0] += v.usage.input_tokens
+                self.usage_all[1] += v.usage.output_tokens
         else:
             failure = self.store.failure(req.key)
             if failure is None:
                 return None
-            v = JudgeVerdict(state.case_id, state.rubric_id, "unscored", None, self.info, None,
-                             None, state.rubric_hash, state.state_hash, state.exposure,
-                             VerdictError(failure.cause, failure.detail))
+            v = verdict.unanswered(self.info, failure, state.case_id, state.rubric_id,
+                                   state.rubric_hash, state.state_hash, state.exposure)
         self.by_status[v.status] += 1
         if v.error is not None:
             self.by_cause[v.error.cause] += 1

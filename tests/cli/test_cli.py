@@ -211,7 +211,11 @@ def test_an_empty_input_is_said_and_exits_1(tmp_path: Path) -> None:
 
 def test_every_help_has_examples_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     top = parser()
-    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
+    commands = dict(next(a for a in top._actions
+                         if isinstance(a, argparse._SubParsersAction)).choices)
+    batch = next(a for a in commands["batch"]._actions
+                 if isinstance(a, argparse._SubParsersAction)).choices
+    commands.update({f"batch {name}": sub for name, sub in batch.items()})
     for name, sub in commands.items():
         text = sub.format_help()
         assert "examples:" in text and "exit codes:" in text, name

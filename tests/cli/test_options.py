@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from evalstream.cli import common, main, parser
-from evalstream.cli.judge import _temperature
+from evalstream.cli.common import temperature as _temperature
 
 BAD = {
     common.size: ["", "-1", "0", "infk", "nanMiB", "1e999", "9" * 30, "1.5", "١٢", "0x10",
@@ -34,16 +34,30 @@ TEMPLATE = {
     "convert": ["in.csv", "out.jsonl"],
     "judge": ["states.jsonl", "verdicts.jsonl", "--model", "m"],
     "rubrics": ["r.toml"],
+    "batch prepare": ["states.jsonl", "batch", "--model", "m"],
+    "batch submit": ["batch"],
+    "batch status": ["batch"],
+    "batch collect": ["batch", "verdicts.jsonl"],
 }
 
 
 # Options whose values the library checks, with a usage error tested beside the command.
-LIBRARY_CHECKED = {("judge", "--base-url")}  # tests/judge/test_cli.py: http:// or https://
+# tests/judge/test_cli.py, tests/judge/batch/test_prepare.py: http:// or https://
+LIBRARY_CHECKED = {("judge", "--base-url"), ("batch prepare", "--base-url")}
 
 
-def _commands() -> dict[str, argparse.ArgumentParser]:
-    sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return dict(sub.choices)
+def _commands(top: argparse.ArgumentParser | None = None,
+              prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every command that runs, by its words (``batch prepare``): groups are walked."""
+    found = {}
+    sub = next(a for a in (top or parser())._actions
+               if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        if any(isinstance(a, argparse._SubParsersAction) for a in command._actions):
+            found.update(_commands(command, f"{prefix}{name} "))
+        else:
+            found[prefix + name] = command
+    return found
 
 
 def _cases() -> list[tuple[str, Any, str, str]]:
@@ -81,9 +95,12 @@ def test_a_bad_value_is_a_usage_error(command: str, action: Any, label: str, bad
     else:
         position = [a.dest for a in _commands()[command]._actions
                     if not a.option_strings].index(action.dest)
-        args[position] = bad
+        if position < len(args):
+            args[position] = bad
+        else:  # an optional positional (batch collect's result files)
+            args.append(bad)
     with pytest.raises(SystemExit) as exited:
-        main([command, *args])
+        main([*command.split(), *args])
     assert exited.value.code == 2
     err = capsys.readouterr().err
     shown = label if action.option_strings else (action.metavar or action.dest)
