@@ -63,6 +63,7 @@ svg.chart rect:hover, svg.chart line.range:hover { opacity: .8; }
 .card b { display: block; font-size: 20px; font-variant-numeric: tabular-nums; }
 .card span { color: var(--muted); font-size: 12.5px; }
 """
+BASE_CSS = _CSS  # every page's styles; ``Page(css=...)`` adds to them
 # Nothing may be loaded or run: styles and SVG are inline, there is no script.
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 

@@ -237,7 +237,9 @@ class Index:
         """The row of a case id (a case of the cases file, or an id only verdicts name)."""
         line = self.ids.get(case_id)
         if line:
-            return bisect_left(self.case_line, line)  # type: ignore[arg-type]
+            import numpy as np
+
+            return int(np.searchsorted(self.case_line, line))
         place = self.unknown_ids.get(case_id)
         return self.n_cases + place - 1 if place else None
 
@@ -365,7 +367,7 @@ class _Builder:
                                  info.st_size)
             for item in reader.read(items):
                 if type(item) is not Reject:
-                    if item[0] > MAX_LINE_NUMBER:
+                    if item[0] > MAX_LINE_NUMBER:  # type: ignore[index]
                         raise InputError(f"{path}: more than {MAX_LINE_NUMBER:,} lines; split "
                                          "the file.")
                     yield item
@@ -487,7 +489,7 @@ def _run(parts: tuple[Any, ...], path: str, rubric_names: list[str]) -> Run:
     repeated = np.flatnonzero(sorted_key[1:] == sorted_key[:-1])
     if len(repeated):
         first = repeated[np.argmin(line[order[repeated + 1]])]
-        a, b = sorted(int(line[order[first]]), int(line[order[first + 1]]))
+        a, b = sorted((int(line[order[first]]), int(line[order[first + 1]])))
         rubric = rubric_names[int(sorted_key[first]) & NONE]
         more = f" ({len(np.unique(sorted_key[repeated])):,} keys are repeated in all)" \
             if len(repeated) > 1 else ""

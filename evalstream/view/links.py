@@ -71,9 +71,9 @@ class ExportLinks(Links):
                 page: int = 1) -> str | None:
         if page != 1 or (file is not None and kind is not None):
             return None
-        key = ("file", file) if file is not None else ("kind", kind) if kind is not None \
-            else ("", "")
-        found = self.reject_pages.get(key)  # type: ignore[arg-type]
+        key: tuple[str, str] = (("file", file) if file is not None else
+                                ("kind", kind) if kind is not None else ("", ""))
+        found = self.reject_pages.get(key)
         return None if found is None else self.up + found
 
     def check(self, case_id: str, rubric_id: str) -> str | None:

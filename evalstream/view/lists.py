@@ -136,7 +136,9 @@ class EntryList:
         names = self.names(index, dim)
         column = self.column(index, dim)
         column = column[column != NONE]
-        counted = np.bincount(column, minlength=len(names)) if len(column) else []
+        if not len(column):
+            return []
+        counted = np.bincount(column, minlength=len(names))
         return [(names[code], int(n)) for code, n in enumerate(counted) if n]
 
     def select(self, index: Index, filters: Filters) -> np.ndarray | None:
@@ -301,7 +303,9 @@ class RejectList:
 
         names = self.names(dim)
         codes = self._codes(dim)
-        counted = np.bincount(codes, minlength=len(names)) if len(codes) else []
+        if not len(codes):
+            return []
+        counted = np.bincount(codes, minlength=len(names))
         found = [(names[c], int(n)) for c, n in enumerate(counted) if n]
         return found if dim == "file" else sorted(found)
 
@@ -321,8 +325,7 @@ class RejectList:
         return np.flatnonzero(mask)
 
 
-def page_of(positions: np.ndarray | list[int], page: int,
-            size: int = PAGE_SIZE) -> tuple[np.ndarray | list[int], int]:
+def page_of(positions: np.ndarray, page: int, size: int = PAGE_SIZE) -> tuple[np.ndarray, int]:
     """The positions on page ``page`` (1-based, clamped) and the number of pages."""
     pages = max(1, -(-len(positions) // size))
     page = min(max(page, 1), pages)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 MAX_OPTIONS = 200  # values offered in one filter's menu (the largest first)
 MAX_OPTION_CHARS = 1_000  # longer values are left out of menus (a URL can still name them)
+KEY_CHARS = 48  # characters of an id or a group in a list cell
 CSS = """
 main { max-width: 1440px; }
 .top { display: flex; flex-wrap: wrap; gap: 4px 18px; align-items: baseline;
@@ -64,6 +65,7 @@ bdi, .d { unicode-bidi: isolate; overflow-wrap: anywhere; }
        unicode-bidi: isolate; white-space: nowrap; }
 table.list { width: 100%; }
 table.list td { overflow-wrap: anywhere; }
+table.list td.key { white-space: nowrap; overflow-wrap: normal; }
 table.list td.excerpt { max-width: 36em; color: #30363d; }
 form.filters, div.filters { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: end;
        margin: 12px 0; padding: 10px 12px; background: #f6f8fa; border: 1px solid var(--line);
@@ -101,7 +103,7 @@ def new_page(site: Site, title: str, subtitle: str | None, here: str, css: str =
 def top_bar(site: Site, here: str) -> str:
     """The navigation bar: the overview, each list and the rejects, with their sizes."""
     links = site.links
-    items = [(links.home(), "overview", "Overview")]
+    items: list[tuple[str | None, str, str]] = [(links.home(), "overview", "Overview")]
     items += [(links.list(name, Filters()), name,
                f"{SPECS[name].title} ({len(site.lists[name]):,})")
               for name in site.lists.available()]
@@ -116,6 +118,12 @@ def top_bar(site: Site, here: str) -> str:
     return "".join(parts) + "</nav>"
 
 
+def short(value: str, size: int = KEY_CHARS) -> str:
+    """A key (id, rubric, group) for a table cell: marked like ``inline``, cut at ``size``
+    characters (the check page shows it whole)."""
+    return inline(value) if len(value) <= size else inline(value[:size - 1]) + "…"
+
+
 def badge(status: str | None, extra: str = "") -> str:
     """A coloured status (pass, fail, unscored, na), or a dash."""
     if status is None:
@@ -126,13 +134,14 @@ def badge(status: str | None, extra: str = "") -> str:
 
 def case_link(site: Site, case_id: str, rubric_id: str, text: str | None = None) -> str:
     href = site.links.check(case_id, rubric_id)
-    shown = f"<bdi>{inline(text if text is not None else case_id)}</bdi>"
+    shown = f"<bdi>{short(text if text is not None else case_id)}</bdi>"
     return f'<a href="{attr(href)}">{shown}</a>' if href else shown
 
 
 # -- the overview ----------------------------------------------------------------------------------
-def overview(site: Site) -> str:
-    """The first page: what was read, the lists with their sizes, and what to check."""
+def overview(site: Site, timings: bool = True) -> str:
+    """The first page: what was read, the lists with their sizes, and what to check
+    (``timings``: how long the index took; an export leaves them out, for the same bytes)."""
     ix = site.index
     opts = ix.options
     subtitle = f"{opts.verdicts} against the cases of {opts.cases}" + (
@@ -163,21 +172,21 @@ def overview(site: Site) -> str:
                   '<th class="num">entries</th><th>what</th></tr></thead><tbody>'
                   + "".join(rows) + "</tbody></table></div>")
     page.heading("Files")
-    page.fragment(files_table(ix))
+    page.fragment(files_table(ix, timings))
     page.heading("Rubrics")
     r = ix.rubrics
     page.paragraph(f"{len(r.rubrics)} rubrics from {', '.join(r.sources)} (hash {r.hash}); "
                    f"budget {opts.max_tokens:,} tokens. Skipped checks are those build skips "
                    "with this rubric set; give build's --rubrics and --max-tokens if it ran "
                    "with others.")
-    page.paragraph(f"Indexed {ix.lines:,} lines in {ix.seconds:.2f} s; the index holds "
-                   f"{ix.nbytes:,} bytes ({ix.nbytes / max(ix.lines, 1):,.0f} a line); records "
-                   f"are read from the files when a page shows them. evalstream {__version__}.",
-                   note=True)
+    took = f" in {ix.seconds:.2f} s" if timings else ""
+    page.paragraph(f"Indexed {ix.lines:,} lines{took}; the index holds {ix.nbytes:,} bytes "
+                   f"({ix.nbytes / max(ix.lines, 1):,.0f} a line); records are read from the "
+                   f"files when a page shows them. evalstream {__version__}.", note=True)
     return page.html()
 
 
-def files_table(ix: Index) -> str:
+def files_table(ix: Index, timings: bool = True) -> str:
     rows = []
     for role in ROLES:
         f = ix.files.get(role)
@@ -195,10 +204,12 @@ def files_table(ix: Index) -> str:
         rows.append(f"<tr><td>{escape(role)}</td><td><bdi>{inline(f.path)}</bdi></td>"
                     f'<td class="num">{f.lines:,}</td><td>{escape(records)}</td>'
                     f'<td class="num">{f.blank:,}</td><td class="num">{f.rejected:,}</td>'
-                    f'<td class="num">{f.size:,}</td><td class="num">{f.seconds:.2f}</td></tr>')
+                    f'<td class="num">{f.size:,}</td>'
+                    + (f'<td class="num">{f.seconds:.2f}</td>' if timings else "") + "</tr>")
+    seconds = '<th class="num">index s</th>' if timings else ""
     return ('<div class="scroll"><table class="list"><thead><tr><th>file</th><th>path</th>'
             '<th class="num">lines</th><th>records</th><th class="num">blank</th>'
-            '<th class="num">rejected</th><th class="num">bytes</th><th class="num">index s</th>'
+            f'<th class="num">rejected</th><th class="num">bytes</th>{seconds}'
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
             '<p class="note">lines = records + blank + rejected, for every file.</p>')
 
@@ -373,7 +384,7 @@ def _label(label: tuple[str, str] | None) -> str:
 
 def _kind_badge(kind: str) -> str:
     cls = {"missed": "s-missed", "false alarm": "s-alarm"}.get(kind, "")
-    return f'<span class="badge {cls}">{inline(kind)}</span>'
+    return f'<span class="badge {cls}">{short(kind)}</span>'
 
 
 def _num(value: int | None) -> str:
@@ -400,31 +411,36 @@ def list_table(site: Site, name: str, shown: list[Row], first: int) -> str:
                       for h in head) + "</tr></thead><tbody>"]
     for n, r in enumerate(shown, first):
         cells = [f'<td class="num">{n:,}</td>',
-                 f"<td>{case_link(site, r.case_id, r.rubric_id)}</td>",
-                 f"<td><bdi>{inline(r.rubric_id)}</bdi></td>"]
-        group = (f"<td><bdi>{inline(r.group)}</bdi></td>" if r.group is not None
+                 f'<td class="key">{case_link(site, r.case_id, r.rubric_id)}</td>',
+                 f'<td class="key"><bdi>{short(r.rubric_id)}</bdi></td>']
+        group = (f'<td class="key"><bdi>{short(r.group)}</bdi></td>' if r.group is not None
                  else '<td class="muted">(not in the cases file)</td>')
         rationale = f'<td class="excerpt">{excerpt(_rationale(r.verdict))}</td>'
         if name == "disagreements":
-            cells += [f"<td>{_kind_badge(r.kind)}</td>", f"<td>{badge(_status(r.verdict))}</td>",
-                      f"<td>{_label(r.label)}</td>", group, rationale, _num(r.line)]
+            cells += [f"<td>{_kind_badge(r.kind)}</td>",
+                      f"<td>{badge(_status(r.verdict))}</td>",
+                      f'<td class="key">{_label(r.label)}</td>', group, rationale, _num(r.line)]
         elif name == "flips":
-            cells += [f"<td>{_kind_badge(r.kind)}</td>", f"<td>{badge(_status(r.verdict))}</td>",
-                      f"<td>{badge(_status(r.other))}</td>", f"<td>{_label(r.label)}</td>",
+            cells += [f"<td>{_kind_badge(r.kind)}</td>",
+                      f"<td>{badge(_status(r.verdict))}</td>",
+                      f"<td>{badge(_status(r.other))}</td>",
+                      f'<td class="key">{_label(r.label)}</td>',
                       group, rationale,
                       f'<td class="excerpt">{excerpt(_rationale(r.other))}</td>']
         elif name == "unscored":
             detail = r.verdict.error.detail if r.verdict is not None and r.verdict.error else None
-            cells += [f"<td>{inline(r.kind)}</td>", f'<td class="excerpt">{excerpt(detail)}</td>',
-                      f"<td>{_label(r.label)}</td>", group, _num(r.line)]
+            cells += [f'<td class="key">{short(r.kind)}</td>',
+                      f'<td class="excerpt">{excerpt(detail)}</td>',
+                      f'<td class="key">{_label(r.label)}</td>', group, _num(r.line)]
         elif name == "skipped":
             tokens = "-" if r.tokens is None else (
                 f"{r.tokens[0]:,}" if r.tokens[1] else f"≥ {r.tokens[0]:,}")
-            cells += [f"<td>{inline(r.kind)}</td>", f'<td class="num">{escape(tokens)}</td>',
-                      f"<td>{_label(r.label)}</td>", group]
+            cells += [f'<td class="key">{short(r.kind)}</td>',
+                      f'<td class="num">{escape(tokens)}</td>',
+                      f'<td class="key">{_label(r.label)}</td>', group]
         else:
-            cells += [f"<td>{badge(_status(r.verdict))}</td>", f"<td>{_label(r.label)}</td>",
-                      group, rationale, _num(r.line)]
+            cells += [f"<td>{badge(_status(r.verdict))}</td>",
+                      f'<td class="key">{_label(r.label)}</td>', group, rationale, _num(r.line)]
         html.append("<tr>" + "".join(cells) + "</tr>")
     html.append("</tbody></table></div>")
     return "".join(html)
@@ -453,6 +469,7 @@ def list_page(site: Site, name: str, filters: Filters, page: int,
         html_page.paragraph("No entry: a filter names a value this list does not have (or an "
                             "id that is not a case of any file).")
         return html_page.html(), []
+    shown_positions: np.ndarray
     if limit is not None:
         shown_positions, page, pages = positions[:limit], 1, 1
     else:
@@ -485,6 +502,7 @@ def rejects_page(site: Site, file: str | None, kind: str | None, page: int,
         html_page.paragraph("No rejected line." if positions is not None
                             else "No entry: a filter names a value no reject has.")
         return html_page.html()
+    shown: np.ndarray
     if limit is not None:
         shown, pages, page = positions[:limit], 1, 1
     else:
