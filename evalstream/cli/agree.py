@@ -45,6 +45,10 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-unscored-rate", type=share, metavar="R",
                    help="exit 1 when more than this share of a verdict file's verdicts are "
                         "unscored (e.g. 0.02); the rate is reported either way")
+    p.add_argument("--view", metavar="DIR",
+                   help="a folder written by `evalstream view --export`: each listed id links "
+                        "to its check page there (in the HTML and markdown, and as `pages` in "
+                        "the JSON)")
 
 
 def register(subparsers: Any) -> None:
@@ -83,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         verdicts=args.verdicts, cases=args.cases, by=args.by, rejects=args.rejects,
         max_ids=args.max_ids, confidence=args.confidence, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields,
-        max_unscored_rate=args.max_unscored_rate))
+        max_unscored_rate=args.max_unscored_rate, view=args.view))
     write(args, report, agree.encode, agree_view.blocks, agree_page)
     return report.exit_code
 
@@ -116,17 +120,20 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def write(args: argparse.Namespace, report: Any, encode: Callable[[Any], bytes],
-          blocks: Callable[[Any], list[Block]], page: Callable[[Any], str]) -> None:
-    """Write the result in the chosen format (stdout, or -o atomically) and the HTML page."""
+          blocks: Callable[[Any, str], list[Block]], page: Callable[[Any, str], str]) -> None:
+    """Write the result in the chosen format (stdout, or -o atomically) and the HTML page;
+    links to view pages are relative to the folder of the file they are written in."""
     from evalstream.files.outputs import AtomicOutput
 
     outputs: list[tuple[AtomicOutput, bytes]] = []
     try:
         if args.html:
-            outputs.append((AtomicOutput(args.html), page(report).encode()))
+            outputs.append((AtomicOutput(args.html),
+                            page(report, os.path.dirname(args.html) or ".").encode()))
         to_terminal = args.format == "table" and args.output in (None, "-")
         if not to_terminal:
-            data = encode(report) if args.format == "json" else render(blocks(report),
+            base = "." if args.output in (None, "-") else os.path.dirname(args.output) or "."
+            data = encode(report) if args.format == "json" else render(blocks(report, base),
                                                                         args.format)
             outputs.append((AtomicOutput(args.output or "-"), data))
         for out, data in outputs:
@@ -140,7 +147,7 @@ def write(args: argparse.Namespace, report: Any, encode: Callable[[Any], bytes],
     if to_terminal:
         from evalstream.render.tables import print_blocks
 
-        print_blocks(blocks(report), sys.stdout)
+        print_blocks(blocks(report, "."), sys.stdout)
 
 
 def render(blocks: list[Block], fmt: str, width: int = TEXT_WIDTH) -> bytes:

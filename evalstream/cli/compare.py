@@ -46,6 +46,6 @@ def run(args: argparse.Namespace) -> int:
         run_a=args.run_a, run_b=args.run_b, force=args.force, rejects=args.rejects,
         max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields,
-        max_unscored_rate=args.max_unscored_rate))
+        max_unscored_rate=args.max_unscored_rate, view=args.view))
     write(args, report, compare.encode, compare_view.blocks, agree_html.compare_page)
     return report.exit_code
