@@ -22,7 +22,6 @@ from evalstream.view.index import (
     COMPARE,
     LABEL_STATUSES,
     NOT_JUDGED,
-    ROLES,
     SOURCES,
     VERDICTS,
     key_of,
@@ -132,19 +131,13 @@ class _Check:
         lt = int(ix.label_of(keys)[0])
         self.label = None if lt < 0 else (LABEL_STATUSES[ix.label_status[lt]],
                                           SOURCES[ix.label_source[lt]])
-        st = int(np.searchsorted(ix.skipped_key, keys)[0])
-        self.skip: tuple[str, int, bool, int] | None = None
-        if st < len(ix.skipped_key) and int(ix.skipped_key[st]) == key:
-            self.skip = (ix.reasons.names[ix.skipped_reason[st]], int(ix.skipped_tokens[st]),
-                         bool(ix.skipped_exact[st]), st)
+        self.skip = ix.skip_of(key)
         self.record: StateRecord | None = None
         pt = int(np.searchsorted(ix.state_key, keys)[0])
         if pt < len(ix.state_key) and int(ix.state_key[pt]) == key:
             self.record = src.state(pt)
-        elif self.skip is not None and self.skip[0] == NOT_JUDGED:
-            i = self.skip[3]
-            self.record = src.pending_state(ROLES[ix.skipped_role[i]],
-                                            int(ix.skipped_where[i]))
+        elif self.skip is not None and self.skip.state is not None:
+            self.record = src.pending_state(*self.skip.state)
         self.rebuilt = self.rebuilt_exposure = None
         if self.case is not None and self.rubric < len(ix.rubrics.rubrics):
             self.rebuilt, self.rebuilt_exposure = src.rebuilt(self.case, self.case_line,
@@ -178,7 +171,6 @@ class _Check:
         keys = keys.astype(np.uint64)
         at = ix.run.find(keys)
         lt = ix.label_of(keys)
-        st = np.minimum(np.searchsorted(ix.skipped_key, keys), max(len(ix.skipped_key) - 1, 0))
         parts = []
         for i, key in enumerate(keys.tolist()):
             rubric_id = ix.rubric_names.names[split_key(key)[1]]
@@ -190,8 +182,8 @@ class _Check:
                 name = f'<span class="here">{name}</span>'
             elif href:
                 name = f'<a href="{attr(href)}">{name}</a>'
-            skipped = len(ix.skipped_key) and int(ix.skipped_key[st[i]]) == key
-            why = ix.reasons.names[ix.skipped_reason[st[i]]] if skipped else "no verdict"
+            skip = ix.skip_of(key)
+            why = skip.reason if skip is not None else "no verdict"
             verdict = badge(status) if status else f'<span class="muted">{inline(why)}</span>'
             labelled = f' <span class="muted">label</span> {badge(label)}' if label else ""
             parts.append(f"<span>{name} {verdict}{labelled}</span>")
@@ -373,7 +365,7 @@ class _Check:
 
     def _skip_html(self) -> str:
         assert self.skip is not None
-        reason, tokens, exact, _ = self.skip
+        reason, tokens, exact = self.skip.reason, self.skip.tokens, self.skip.exact
         ix = self.site.index
         facts = [("reason", f"<b>{inline(reason)}</b>")]
         if tokens:
@@ -449,7 +441,7 @@ class _Check:
         if state is None:
             out.append('<p class="muted">No judge state: '
                        + ("the check is over the budget and none was written."
-                          if self.skip and self.skip[1] else
+                          if self.skip and self.skip.tokens else
                           "no states file holds it and the rubric set cannot rebuild it.")
                        + "</p>")
             return "".join(out)

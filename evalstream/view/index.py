@@ -160,6 +160,17 @@ class RejectLog:
 
 
 @dataclass
+class Skip:
+    """Why a check has no verdict: the reason, an over-budget check's tokens, and where an
+    unjudged judge state is (file role, offset)."""
+
+    reason: str
+    tokens: int = 0
+    exact: bool = False
+    state: tuple[str, int] | None = None
+
+
+@dataclass
 class Options:
     """What to index; the CLI fills it from its arguments."""
 
@@ -200,12 +211,14 @@ class Index:
     state_is_judge: np.ndarray  # bool: a judge state (else an exact verdict)
     state_line: np.ndarray  # u32
     skipped_key: np.ndarray  # sorted: checks the Checker skipped, judge states not judged,
-    # and labels with no verdict anywhere
+    # and labels with no verdict anywhere; each key once
     skipped_reason: np.ndarray  # u16 code in reasons
-    skipped_tokens: np.ndarray  # u32: over budget: the total (exact or a lower bound)
-    skipped_exact: np.ndarray  # bool
-    skipped_where: np.ndarray  # u64: offset of a not-judged judge state's line
-    skipped_role: np.ndarray  # u8: index in ROLES of that line's file
+    over_key: np.ndarray  # sorted: the over-budget checks (few), with their figures
+    over_tokens: np.ndarray  # u32: the total (exact, or a lower bound)
+    over_exact: np.ndarray  # bool
+    pending_key: np.ndarray  # sorted: judge states without a verdict, and where they are
+    pending_role: np.ndarray  # u8: index in ROLES of the file
+    pending_offset: np.ndarray  # u64
     reasons: Names
     rejects: RejectLog
     rubric_hash_mismatch: dict[str, int]  # rubric id -> records judged under another hash
@@ -226,13 +239,29 @@ class Index:
         arrays = [self.case_line, self.case_offset, self.case_group, self.label_key,
                   self.label_status, self.label_source, self.state_key, self.state_offset,
                   self.state_is_judge, self.state_line, self.skipped_key, self.skipped_reason,
-                  self.skipped_tokens, self.skipped_exact, self.skipped_where,
-                  self.skipped_role]
+                  self.over_key, self.over_tokens, self.over_exact, self.pending_key,
+                  self.pending_role, self.pending_offset]
         return (sum(a.nbytes for a in arrays) + self.run.nbytes
                 + (self.other.nbytes if self.other is not None else 0)
                 + self.ids.nbytes + self.unknown_ids.nbytes + self.rejects.nbytes)
 
     # -- lookups ---------------------------------------------------------------------------
+    def skip_of(self, key: int) -> Skip | None:
+        """Why a check has no verdict (or is not written by build), or None."""
+        import numpy as np
+
+        at = int(np.searchsorted(self.skipped_key, np.uint64(key)))
+        if at >= len(self.skipped_key) or int(self.skipped_key[at]) != key:
+            return None
+        skip = Skip(self.reasons.names[self.skipped_reason[at]])
+        at = int(np.searchsorted(self.over_key, np.uint64(key)))
+        if at < len(self.over_key) and int(self.over_key[at]) == key:
+            skip.tokens, skip.exact = int(self.over_tokens[at]), bool(self.over_exact[at])
+        at = int(np.searchsorted(self.pending_key, np.uint64(key)))
+        if at < len(self.pending_key) and int(self.pending_key[at]) == key:
+            skip.state = (ROLES[self.pending_role[at]], int(self.pending_offset[at]))
+        return skip
+
     def row_of(self, case_id: str) -> int | None:
         """The row of a case id (a case of the cases file, or an id only verdicts name)."""
         line = self.ids.get(case_id)
@@ -332,7 +361,8 @@ class _Builder:
         self.files: dict[str, FileSummary] = {}
         self.case_line, self.case_offset, self.case_group = array("I"), array("Q"), array("I")
         self.label_key, self.label_status, self.label_source = array("Q"), array("B"), array("B")
-        self.skip = (array("Q"), array("H"), array("I"), array("B"), array("Q"), array("B"))
+        self.skip_key, self.skip_reason = array("Q"), array("H")
+        self.over = (array("Q"), array("I"), array("B"))
         self.hash_mismatch: dict[str, int] = {}
         self.unknown_rubrics: dict[str, int] = {}
 
@@ -406,7 +436,8 @@ class _Builder:
         lines, offsets, groups = self.case_line, self.case_offset, self.case_group
         label_key, label_status, label_source = self.label_key, self.label_status, \
             self.label_source
-        skip_key, skip_reason, skip_tokens, skip_exact, skip_where, skip_role = self.skip
+        skip_key, skip_reason = self.skip_key, self.skip_reason
+        over_key, over_tokens, over_exact = self.over
         status_code = {s: i for i, s in enumerate(LABEL_STATUSES)}
         source_code = {s: i for i, s in enumerate(SOURCES)}
         rubric_code, group_code, reason_code = (self.rubric_names.code, self.groups.code,
@@ -427,11 +458,10 @@ class _Builder:
                     continue
                 skip_key.append(row << 32 | rubric)
                 skip_reason.append(reason_code(check.reason))
-                over = check.reason == OVER_BUDGET and check.tokens is not None
-                skip_tokens.append(min(check.tokens.total, NONE) if over else 0)  # type: ignore[union-attr]
-                skip_exact.append(over and check.tokens.method == "bpe")  # type: ignore[union-attr]
-                skip_where.append(0)
-                skip_role.append(0)
+                if check.reason == OVER_BUDGET and check.tokens is not None:
+                    over_key.append(row << 32 | rubric)
+                    over_tokens.append(min(check.tokens.total, NONE))
+                    over_exact.append(check.tokens.method == "bpe")
 
     # -- verdicts --------------------------------------------------------------------------
     def read_run(self, role: str, path: str, with_hashes: bool) -> tuple[Any, ...]:
@@ -514,15 +544,6 @@ def _member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     return sorted_keys[at] == keys
 
 
-def _append(skip: list[np.ndarray], keys: np.ndarray, reason: int, n: int, where: np.ndarray,
-            role: np.ndarray) -> list[np.ndarray]:
-    import numpy as np
-
-    extra = [keys, np.full(n, reason, np.uint16), np.zeros(n, np.uint32), np.zeros(n, bool),
-             where, role]
-    return [np.concatenate([a, b]) for a, b in zip(skip, extra, strict=True)]
-
-
 def _np(values: array[int], dtype: Any) -> np.ndarray:
     import numpy as np
 
@@ -559,30 +580,31 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
     label_key = _np(b.label_key, np.uint64)
     order = np.argsort(label_key, kind="stable")
     label_key = label_key[order]
-    skip = [_np(b.skip[0], np.uint64), _np(b.skip[1], np.uint16), _np(b.skip[2], np.uint32),
-            _np(b.skip[3], np.uint8).astype(bool), _np(b.skip[4], np.uint64),
-            _np(b.skip[5], np.uint8)]
+    skip_key, skip_reason = _np(b.skip_key, np.uint64), _np(b.skip_reason, np.uint16)
+    by_build = np.sort(skip_key)
     # Judge states with no verdict in the run: from --states, and judge-state lines in the
     # verdict file itself (a run stopped early, or a file that mixes both), each key once.
     pending = [(key, ROLES.index(VERDICTS), offset) for key, offset in run_parts[6]]
     if state_parts is not None:
         pending += [(key, ROLES.index(STATES), offset)
                     for key, offset, is_judge, _ in zip(*state_parts, strict=True) if is_judge]
-    if pending:
-        keys = np.array([p[0] for p in pending], dtype=np.uint64)
-        first = np.unique(keys, return_index=True)[1]
-        first = first[~_member(keys[first], run.sorted_key)]
-        n = len(first)
-        skip = _append(skip, keys[first], b.reasons.of[NOT_JUDGED], n,
-                       np.array([pending[i][2] for i in first], dtype=np.uint64),
-                       np.array([pending[i][1] for i in first], dtype=np.uint8))
+    keys = np.array([p[0] for p in pending], dtype=np.uint64)
+    first = np.unique(keys, return_index=True)[1]
+    # A check build skips (with the rubric set) is listed once, with build's reason.
+    first = first[~_member(keys[first], run.sorted_key) & ~_member(keys[first], by_build)]
+    pending_key = keys[first]  # sorted, as np.unique gives them
+    pending_role = np.array([pending[i][1] for i in first], dtype=np.uint8)
+    pending_offset = np.array([pending[i][2] for i in first], dtype=np.uint64)
     # A label whose check has a verdict nowhere, and was neither skipped nor left unjudged.
-    lonely = label_key[~_member(label_key, run.sorted_key) & ~_member(label_key,
-                                                                      np.sort(skip[0]))]
-    skip = _append(skip, lonely, b.reasons.of[NO_VERDICT], len(lonely),
-                   np.zeros(len(lonely), np.uint64), np.zeros(len(lonely), np.uint8))
-    by_key = np.argsort(skip[0], kind="stable")
-    skip = [a[by_key] for a in skip]
+    lonely = label_key[~_member(label_key, run.sorted_key) & ~_member(label_key, by_build)
+                       & ~_member(label_key, pending_key)]
+    skip_key = np.concatenate([skip_key, pending_key, lonely])
+    skip_reason = np.concatenate([
+        skip_reason, np.full(len(pending_key), b.reasons.of[NOT_JUDGED], np.uint16),
+        np.full(len(lonely), b.reasons.of[NO_VERDICT], np.uint16)])
+    by_key = np.argsort(skip_key, kind="stable")
+    over_key = _np(b.over[0], np.uint64)
+    over_order = np.argsort(over_key, kind="stable")
     if state_parts is not None:
         s_key = _np(state_parts[0], np.uint64)
         s_order = np.argsort(s_key, kind="stable")
@@ -600,8 +622,11 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
         label_key=label_key, label_status=_np(b.label_status, np.uint8)[order],
         label_source=_np(b.label_source, np.uint8)[order], run=run, other=other,
         state_key=state_key, state_offset=state_offset, state_is_judge=state_is_judge,
-        state_line=state_line, skipped_key=skip[0], skipped_reason=skip[1], skipped_tokens=skip[2],
-        skipped_exact=skip[3], skipped_where=skip[4], skipped_role=skip[5], reasons=b.reasons,
+        state_line=state_line, skipped_key=skip_key[by_key], skipped_reason=skip_reason[by_key],
+        over_key=over_key[over_order], over_tokens=_np(b.over[1], np.uint32)[over_order],
+        over_exact=_np(b.over[2], np.uint8)[over_order].astype(bool),
+        pending_key=pending_key, pending_role=pending_role, pending_offset=pending_offset,
+        reasons=b.reasons,
         rejects=b.rejects, rubric_hash_mismatch=dict(sorted(b.hash_mismatch.items())),
         unknown_rubrics=dict(sorted(b.unknown_rubrics.items())),
         seconds=round(time.perf_counter() - started, 3))

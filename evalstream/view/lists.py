@@ -114,8 +114,7 @@ class EntryList:
                 found = index.group_of(self.keys)
             else:
                 at = index.label_of(self.keys)
-                found = np.where(at >= 0, index.label_source[np.maximum(at, 0)],
-                                 len(SOURCES)).astype(np.uint8)
+                found = take(index.label_source, at, len(SOURCES))
             self._columns[dim] = found
         return found
 
@@ -167,6 +166,16 @@ class EntryList:
         return np.flatnonzero(mask)
 
 
+def take(values: np.ndarray, at: np.ndarray, missing: int) -> np.ndarray:
+    """``values[at]``, with ``missing`` where ``at`` is -1 (no such record)."""
+    import numpy as np
+
+    out = np.full(len(at), missing, dtype=values.dtype)
+    hit = at >= 0
+    out[hit] = values[at[hit]]
+    return out
+
+
 def _ordered(keys: np.ndarray, kind: np.ndarray, then: np.ndarray) -> tuple[np.ndarray, ...]:
     import numpy as np
 
@@ -180,7 +189,7 @@ def disagreements(index: Index) -> EntryList:
     run = index.run
     at = index.label_of(run.key)
     has = at >= 0
-    label = np.where(has, index.label_status[np.maximum(at, 0)], 255)
+    label = take(index.label_status, at, 255)
     status = run.status
     missed = has & (label == LABEL_STATUSES.index("fail")) & (status == PASS)
     alarm = has & (label == LABEL_STATUSES.index("pass")) & (status == FAIL)

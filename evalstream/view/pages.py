@@ -365,15 +365,12 @@ def rows(site: Site, entries: EntryList, positions: np.ndarray) -> list[Row]:
 
 
 def _skip_details(ix: Index, out: list[Row]) -> None:
-    import numpy as np
-
-    keys = np.array([r.key for r in out], dtype=np.uint64)
-    at = np.searchsorted(ix.skipped_key, keys)
-    for r, i in zip(out, at.tolist(), strict=True):
-        if i < len(ix.skipped_key) and int(ix.skipped_key[i]) == r.key:
-            r.reason = ix.reasons.names[ix.skipped_reason[i]]
-            if ix.skipped_tokens[i]:
-                r.tokens = (int(ix.skipped_tokens[i]), bool(ix.skipped_exact[i]))
+    for r in out:
+        skip = ix.skip_of(r.key)
+        if skip is not None:
+            r.reason = skip.reason
+            if skip.tokens:
+                r.tokens = (skip.tokens, skip.exact)
 
 
 def _label(label: tuple[str, str] | None) -> str:
