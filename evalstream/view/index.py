@@ -13,9 +13,10 @@ verdicts or states get rows after them), ``rubric`` a code (the rubric set's rub
 in order). A case id is found again through the duplicate-id index that reading cases
 builds anyway (``cases.ids.IdIndex``: a 128-bit hash and the line, 24 bytes a slot).
 
-What stays in memory (``Index.nbytes``): per case about 20 bytes of columns plus 32-64 of
-the id index; per verdict 23 bytes (offset, line, key, status, cause) plus 8 for the sorted
-order; per label 10; per skipped check 18; per reject 22; nothing grows with the text.
+What stays in memory (``Index.nbytes``): per case 16 bytes of columns (line, offset, group)
+and 32-64 of the id index; per verdict 35 (offset, line, key, status, cause, and its place in
+key order); per label 10; per skipped check 10 (build skips every rubric that does not apply,
+so up to cases x rubrics); per reject 35. Nothing grows with the text of a record.
 """
 
 from __future__ import annotations
@@ -345,7 +346,7 @@ class _Builder:
     def __init__(self, opts: Options, rubrics: RubricSet, on_progress: ProgressFn | None) -> None:
         self.opts, self.rubrics, self.on_progress = opts, rubrics, on_progress
         self.ids = IdIndex()
-        self.unknown_ids = IdIndex()
+        self.unknown_ids = IdIndex(16)  # usually empty: ids of verdicts without a case
         self.unknown_where: list[tuple[str, int]] = []
         self.rubric_names = Names()
         for rubric in rubrics.rubrics:

@@ -114,3 +114,80 @@ def server(*args: str) -> Iterator[Server]:
 def no_proxy() -> None:
     """urllib must not send 127.0.0.1 requests to a proxy from the environment."""
     os.environ["no_proxy"] = os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+
+
+# -- a hostile dataset -----------------------------------------------------------------------------
+# Text that would run, load, redirect or restyle something if a page ever used it as HTML,
+# or read backwards (RTL override); ids cannot hold whitespace or `/`, so theirs are shorter.
+PAYLOADS = [
+    '<script>document.title="pwned";window.pwned=1</script>',
+    '"><img src=x onerror="document.title=\'pwned\';window.pwned=1">',
+    "javascript:document.title='pwned'",
+    "'onmouseover='window.pwned=1' x='",
+    '<a href="javascript:window.pwned=1">click</a>',
+    '<iframe src="http://evil.example/"></iframe><form action="http://evil.example/"><button>go'
+    "</button></form>",
+    '<style>body{display:none}</style><meta http-equiv="refresh" content="0;url=http://evil.example/">'
+    '<base href="http://evil.example/">',
+    "\u202eevil.exe\u202c and \u2066isolated\u2069 and zero\u200bwidth and \x00nul \x1b[31mred",
+    "</textarea></title></style><svg onload=window.pwned=1>",
+]
+ID_PAYLOADS = ['"><b>bold', "<script>x", "javascript:alert(1)", "\u202ereversed",
+               "'onmouseover='x", "a&amp;b?c=d#e", "%3Cscript%3E"]
+LONG = "y" * 200_000  # the cap: every field may be this long
+
+
+def _text(i: int) -> str:
+    return PAYLOADS[i % len(PAYLOADS)]
+
+
+def hostile_dataset(folder: Path) -> dict[str, Path]:
+    """Cases and two verdict runs with hostile text in every field (and 200,000-character
+    fields), a rejected line, an unscored verdict and flips, written to ``folder``."""
+    import json
+
+    cases, run_a, run_b = [], [], []
+    for n, case_id in enumerate(ID_PAYLOADS):
+        long_case = n == 0
+        text = LONG if long_case else _text(n)
+        case = {
+            "id": case_id, "input": text if long_case else _text(n + 1),
+            "output": text if long_case else _text(n + 2),
+            "messages": [{"id": ID_PAYLOADS[(n + k) % len(ID_PAYLOADS)], "role": "user",
+                          "content": LONG if long_case else _text(n + k)} for k in range(2)],
+            "context": [{"id": ID_PAYLOADS[n], "text": LONG if long_case else _text(n + 3)}],
+            "policy": LONG if long_case else _text(n + 4),
+            "toolEvents": [{"id": ID_PAYLOADS[n], "name": _text(n + 5), "status": "failure",
+                            "input": {_text(n): _text(n + 6)},
+                            "output": LONG if long_case else _text(n + 7),
+                            "error": LONG if long_case else _text(n + 8)}],
+            "metadata": {"scenario": _text(n), _text(n + 1): LONG if long_case else _text(n)},
+            "expected": {ID_PAYLOADS[m]: {"status": "fail", "source": "human"}
+                         for m in range(2)}}
+        cases.append(case)
+        for m in range(2):
+            rubric = ID_PAYLOADS[m]
+            status = "unscored" if (n + m) % 5 == 4 else "pass"
+            verdict = {"case_id": case_id, "rubric_id": rubric, "status": status,
+                       "rationale": None if status == "unscored" else
+                       (LONG if long_case else _text(n + m)),
+                       "judge": {"model": _text(n), "provider": _text(n + 1)},
+                       "usage": {"input_tokens": 10, "output_tokens": 5},
+                       "request_id": _text(n + 2), "rubric_hash": _text(m),
+                       "state_hash": _text(n),
+                       "exposure": {"shown": ["user_input", "assistant_response"],
+                                    "withheld": ["policy"], "never_shown": ["metadata"],
+                                    "tokens": {"state": 1, "tokenizer": _text(n)}}}
+            if status == "unscored":
+                verdict["error"] = {"cause": _text(n), "detail": LONG if long_case else _text(m)}
+            run_a.append(verdict)
+            other = dict(verdict, status="fail", rationale=_text(n + m + 1))
+            other.pop("error", None)
+            run_b.append(other)
+    paths = {name: folder / f"{name}.jsonl" for name in ("cases", "verdicts", "compare")}
+    bad = json.dumps({"id": "bad", "input": PAYLOADS[0], "output": 5}).encode()
+    paths["cases"].write_bytes(b"\n".join(json.dumps(c).encode() for c in cases) + b"\n" + bad
+                               + b"\n" + PAYLOADS[1].encode() + b"\n")
+    for name, records in (("verdicts", run_a), ("compare", run_b)):
+        paths[name].write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    return paths
