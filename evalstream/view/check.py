@@ -492,5 +492,7 @@ def _shown(value: Any) -> str:
 
 
 def _n(value: Any) -> str:
+    if value is None:
+        return "?"
     return f"{value:,}" if isinstance(value, int) else _shown(value)
 

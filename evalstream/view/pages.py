@@ -297,6 +297,9 @@ def _filter_link(href: str | None, label: str, here: bool, n: int | None = None)
 
 def pager(site: Site, name: str, filters: Filters, page: int, pages: int, total: int,
           shown: int) -> str:
+    if not site.links.forms and shown < total:
+        return (f'<p class="pager">The first {shown:,} of {total:,} entries: run <code>evalstream '
+                "view</code> (or export with a higher --limit) for the rest.</p>")
     if pages <= 1:
         return f'<p class="pager">{total:,} entries.</p>'
     parts = []
@@ -305,9 +308,6 @@ def pager(site: Site, name: str, filters: Filters, page: int, pages: int, total:
     parts.append(f"<span>page {page:,} of {pages:,} ({total:,} entries)</span>")
     if page < pages and (nxt := site.links.list(name, filters, page + 1)):
         parts.append(f'<a href="{attr(nxt)}">next »</a>')
-    if not site.links.forms:
-        parts = [f"<span>the first {shown:,} of {total:,} entries; run <code>evalstream view"
-                 "</code> (or export with a higher --limit) for the rest</span>"]
     return '<p class="pager">' + "".join(parts) + "</p>"
 
 
