@@ -24,7 +24,7 @@ log-uniformly, so short values are more common than long ones):
 * ~10% of cases write all their text from a vocabulary mixing English with accented words,
   CJK words and emoji; the rest are plain ASCII.
 * ``metadata`` (95%): ``scenario`` (one of 12) and ``split`` (``dev`` 30% / ``test`` 70%).
-* ``expected`` (80%): 1-4 of the rubric ids booking-claim, claim-support, policy-compliance,
+* ``expected`` (80%): 1-4 of the rubric ids tool-backed-claims, claim-support, policy-compliance,
   escalation, each ``{status: pass 60% | fail 30% | na 10%, source: synthetic 50% | human 30%
   | imported 20%}``.
 
@@ -60,7 +60,7 @@ from benchmarks.spec import CASE_KEYS, RUBRIC_IDS
 JSON = Any
 
 PROFILES: Final = ("normal", "long")
-GENERATOR_VERSION: Final = 1  # bump whenever the bytes generated for a (seed, profile) change
+GENERATOR_VERSION: Final = 2  # bump whenever the bytes generated for a (seed, profile) change
 _INDEX_BITS: Final = 40
 _FLUSH_BYTES: Final = 4 << 20
 

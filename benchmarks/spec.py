@@ -44,7 +44,7 @@ ROLES: Final = ("system", "user", "assistant", "tool")
 TOOL_STATUSES: Final = ("success", "failure")
 LABEL_STATUSES: Final = ("pass", "fail", "na")
 LABEL_SOURCES: Final = ("synthetic", "human", "imported")
-RUBRIC_IDS: Final = ("booking-claim", "claim-support", "policy-compliance", "escalation")
+RUBRIC_IDS: Final = ("tool-backed-claims", "claim-support", "policy-compliance", "escalation")
 
 # The case-id rule for each regex engine. Python's ``\s`` (evalstream uses msgspec, which uses
 # ``re``) is the reference: it matches everything ``str.isspace`` does, which is Unicode's

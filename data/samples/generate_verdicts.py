@@ -23,9 +23,9 @@ CASES = ROOT / "data" / "samples" / "cases.jsonl"
 
 # (case, rubric) -> what the judge said instead of agreeing with the label.
 DISAGREE = {
-    ("case-02", "booking-claim"): "pass",  # label fail: a miss
-    ("case-04", "booking-claim"): "pass",  # label fail: a miss
-    ("case-20", "booking-claim"): "fail",  # label pass: a false alarm
+    ("case-02", "tool-backed-claims"): "pass",  # label fail: a miss
+    ("case-04", "tool-backed-claims"): "pass",  # label fail: a miss
+    ("case-20", "tool-backed-claims"): "fail",  # label pass: a false alarm
     ("case-12", "claim-support"): "pass",  # label fail: a miss
     ("case-21", "policy-compliance"): "pass",  # label fail: a miss
     ("case-27", "policy-compliance"): "fail",  # label pass: a false alarm
@@ -37,9 +37,9 @@ SKIPPED = {("case-39", "escalation"), ("case-43", "policy-compliance")}  # no ve
 JUDGE = {"model": "judge-small-2025", "temperature": 0}
 # What the pretend judge says, by rubric and status; {quote} is the response's first sentence.
 RATIONALE = {
-    ("booking-claim", "pass"): "Every action the response claims is backed by a successful "
+    ("tool-backed-claims", "pass"): "Every action the response claims is backed by a successful "
                                "tool event.",
-    ("booking-claim", "fail"): "The response claims an action that no successful tool event "
+    ("tool-backed-claims", "fail"): "The response claims an action that no successful tool event "
                                "shows: \"{quote}\"",
     ("claim-support", "pass"): "Each factual claim is supported by the reference material.",
     ("claim-support", "fail"): "This claim is not in the reference material: \"{quote}\"",
@@ -124,11 +124,11 @@ def main() -> None:
         key = (v["case_id"], v["rubric_id"])
         v = json.loads(json.dumps(v))
         output = outputs.get(key[0], "")
-        if key == ("case-02", "booking-claim"):
+        if key == ("case-02", "tool-backed-claims"):
             judged(v, "fail", output)  # fail after pass: fixed
-        elif key in {("case-20", "booking-claim"), ("case-27", "policy-compliance")}:
+        elif key in {("case-20", "tool-backed-claims"), ("case-27", "policy-compliance")}:
             judged(v, "pass", output)
-        elif key in {("case-01", "booking-claim"), ("case-03", "booking-claim"),
+        elif key in {("case-01", "tool-backed-claims"), ("case-03", "tool-backed-claims"),
                      ("case-05", "policy-compliance")}:
             judged(v, "fail" if v["status"] == "pass" else "pass", output)
         elif key == ("case-11", "claim-support"):

@@ -10,6 +10,7 @@ import difflib
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -324,14 +325,24 @@ def _explain_invalid(what: str, path: str, line: bytes,
     return path, f"`{path}`: {what}."
 
 
+def nearest(name: str, known: Iterable[str]) -> str | None:
+    """The known name ``name`` most likely stands for (case, ``_`` and ``-`` ignored first,
+    then the closest spelling), or None: for the "did you mean" of every sentence."""
+    known = list(known)
+    normal = {k.lower().replace("_", "").replace("-", ""): k for k in known}
+    found = normal.get(name.lower().replace("_", "").replace("-", ""))
+    return found or next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None)
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` Did you mean `x`?`` for the nearest known name, or nothing."""
+    found = nearest(name, known)
+    return f" Did you mean `{found}`?" if found and found != name else ""
+
+
 def _unknown_field(name: str, parent: str, shape: Shape) -> str:
     known = shape.fields.get(shape.pattern(parent), ())
-    hint = ""
-    normal = {k.lower().replace("_", ""): k for k in known}
-    near = normal.get(name.lower().replace("_", "").replace("-", ""))
-    near = near or next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None)
-    if near:
-        hint = f" Did you mean `{near}`?"
+    hint = did_you_mean(name, known)
     listed = ", ".join(f"`{k}`" for k in known if k not in shape.unlisted)
     where = f"the {shape.noun}" if parent == "$" else f"`{parent}`"
     return (f"Unknown field `{_shown(name)}` in {where}.{hint} Known fields: {listed}. "

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from evalstream.cases.rejects import did_you_mean
 from evalstream.checks import tokens
 from evalstream.checks.rubrics import Rubric, RubricSet, metadata_has
 from evalstream.checks.state import (
@@ -31,6 +32,7 @@ from evalstream.checks.state import (
 
 OVER_BUDGET = "over budget"
 MAX_OVER_BUDGET_LISTED = 1_000
+MAX_KEYS_SEEN = 1_000
 
 
 class OverBudget(msgspec.Struct):
@@ -92,6 +94,13 @@ class CheckTally:
     # Cases that have each metadata key a `when` rule names (counted, not just seen, so that
     # taking a late duplicate back out cannot lose the only sighting).
     when_keys_seen: Counter[str] = field(default_factory=Counter)
+    # Top-level metadata keys seen (at most MAX_KEYS_SEEN), to suggest the key a `when`
+    # rule that never matched probably meant.
+    metadata_keys: set[str] = field(default_factory=set)
+    # Expected labels: for rubrics outside the set (by id, at most MAX_KEYS_SEEN ids), and on
+    # cases where their rubric does not apply: neither can ever meet a judge's verdict.
+    labels_outside: Counter[str] = field(default_factory=Counter)
+    labels_not_applicable: int = 0
 
     def count(self, rubric_id: str, reason: str | None, shown: list[str], n: int) -> None:
         """Count ``n`` outcomes of one rubric: written (showing ``shown``) or skipped."""
@@ -121,6 +130,29 @@ class CheckTally:
         for item in other.over_budget:
             self.over(item)
         self.when_keys_seen.update(other.when_keys_seen)
+        if len(self.metadata_keys) < MAX_KEYS_SEEN:
+            self.metadata_keys |= set(sorted(other.metadata_keys)[:MAX_KEYS_SEEN])
+        for rubric_id, n in other.labels_outside.items():
+            self.label_outside(rubric_id, n)
+        self.labels_not_applicable += other.labels_not_applicable
+
+    def label_outside(self, rubric_id: str, n: int = 1) -> None:
+        """Count ``n`` labels for a rubric id outside the set (ids past the cap as one)."""
+        key = rubric_id if rubric_id in self.labels_outside or \
+            len(self.labels_outside) < MAX_KEYS_SEEN else "..."
+        self.labels_outside[key] += n
+
+    def when_warnings(self, rubrics: RubricSet, name_keys: bool) -> list[str]:
+        """A warning for every metadata key a `when` rule names that no case has; with
+        ``name_keys``, the key seen in the data that it probably meant (``stats`` names
+        metadata keys; build's report never holds harness data, so it points to stats)."""
+        keys = self.metadata_keys
+        hint = " (`evalstream stats` lists the keys the cases have)"
+        return [f"no case has metadata key `{key}`, named by a `when` rule: the rubrics that "
+                "use it never apply."
+                + (("" if key.split(".")[0] in keys else did_you_mean(key, keys))
+                   if name_keys else hint)
+                for key in rubrics.when_keys if not self.when_keys_seen[key]]
 
     def subtract(self, other: CheckTally) -> None:
         """Take back what ``other`` counted (a case found to be a duplicate after the fact);
@@ -133,6 +165,8 @@ class CheckTally:
         for rubric, names in other.exposure.items():
             self.exposure[rubric].subtract(names)
         self.when_keys_seen.subtract(other.when_keys_seen)
+        self.labels_outside.subtract(other.labels_outside)
+        self.labels_not_applicable -= other.labels_not_applicable
 
 
 class Checker:
@@ -159,6 +193,7 @@ class Checker:
         self.budget = tokens.Budget(max_tokens, [question_text(r.question) for r in judges])
         self._plans: dict[tuple[bool, ...], list[Plan]] = {}
         self._when_keys = {key: path for r in rubrics.rubrics for key, path, _ in r.when}
+        self._rubric_index = {r.id: i for i, r in enumerate(rubrics.rubrics)}
 
     @property
     def tally(self) -> CheckTally:
@@ -210,7 +245,18 @@ class Checker:
             else:
                 other[plan.slot, check.reason] += 1  # type: ignore[index]
             out.append(check)
+        if case.expected:
+            self._note_labels(case.expected, out)
         return out
+
+    def _note_labels(self, expected: dict[str, Any], checks: list[Check]) -> None:
+        tally, index = self._tally, self._rubric_index
+        for rubric_id in expected:
+            i = index.get(rubric_id)
+            if i is None:
+                tally.label_outside(rubric_id)
+            elif checks[i].reason is not None and checks[i].reason != OVER_BUDGET:
+                tally.labels_not_applicable += 1
 
     def _judge(self, case: Any, line: int, plan: Plan, fields: dict[str, bytes],
                memo: tokens.Memo) -> Check:
@@ -278,7 +324,24 @@ class Checker:
         return Exposure(plan.shown, plan.withheld, plan.hidden, check.tokens)
 
     def _note_when_keys(self, metadata: dict[str, Any]) -> None:
+        if len(self._tally.metadata_keys) < MAX_KEYS_SEEN:
+            self._tally.metadata_keys.update(metadata)
         seen = self._tally.when_keys_seen
         for key, path in self._when_keys.items():
             if (path[0] in metadata) if len(path) == 1 else metadata_has(metadata, path):
                 seen[key] += 1
+
+
+def room_warning(rubrics: RubricSet, max_tokens: int) -> str | None:
+    """A warning when ``max_tokens`` leaves no room for any judge state beside the longest
+    question (counted exactly only when its bytes alone do not already fit)."""
+    questions = [question_text(r.question) for r in rubrics.rubrics if r.kind == "judge"]
+    budget = tokens.Budget(max_tokens, questions)
+    if not questions or budget.longest_question_bytes < max_tokens:
+        return None
+    longest = budget.longest_question
+    if longest < max_tokens:
+        return None
+    return (f"--max-tokens {max_tokens:,} leaves no room for a judge state: the longest question "
+            f"alone takes {longest:,} tokens, so no judge check can be written; raise "
+            "--max-tokens.")

@@ -35,7 +35,7 @@ class RunReport(msgspec.Struct):
     evalstream: str
     input: str
     output: str | None
-    rejects: str | None
+    rejects: str | None  # None: not written (nothing rejected, or validate not asked)
     rubrics: RubricInfo | None
     tokenizer: str | None
     budget: int | None
@@ -49,6 +49,7 @@ class RunReport(msgspec.Struct):
     warnings: list[str]
     seconds: float
     exit_code: int = 0
+    report: str | None = None  # where this report was written (None: nowhere)
 
 
 def run_report(lines: LineCounts, checks: CheckTally | None, rubric_ids: list[str],
@@ -76,3 +77,22 @@ def run_report(lines: LineCounts, checks: CheckTally | None, rubric_ids: list[st
 def encode(report: RunReport) -> bytes:
     """The report as indented JSON with a final newline."""
     return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+
+
+def label_warnings(outside: dict[str, int], not_applicable: int, name_ids: bool) -> list[str]:
+    """Warnings about labels no judge of the rubric set can ever be compared with: labels for
+    rubric ids outside the set (``outside``: id -> labels; named only with ``name_ids``:
+    build's report holds no harness data), and labels on cases where their rubric does not
+    apply."""
+    warnings = []
+    n = sum(outside.values())
+    if n:
+        which = "label names a rubric that is" if n == 1 else "labels name rubrics that are"
+        named = f" ({', '.join(sorted(outside))})" if name_ids else ""
+        warnings.append(f"{n:,} {which} not in the rubric set{named}: no judge of this set "
+                        "can be compared with them.")
+    if not_applicable:
+        warnings.append(f"{not_applicable:,} {'label is' if not_applicable == 1 else 'labels are'}"
+                        " on cases where their rubric does not apply: no judge will ever see "
+                        "those checks, so the labels cannot be compared.")
+    return warnings

@@ -15,6 +15,7 @@ from typing import Any
 
 import xxhash
 
+from evalstream.cases.rejects import did_you_mean, nearest
 from evalstream.checks import exact
 from evalstream.checks.state import PREAMBLE, STATE_NAMES
 from evalstream.errors import RubricError
@@ -94,16 +95,28 @@ def _same(value: Any, allowed: Any) -> bool:
     return bool(value == allowed)
 
 
+BUILTIN = "builtin"  # in a list of rubric files: the built-in set, at that place
+
+
+def builtin_text() -> str:
+    """The built-in rubric file, as shipped (a starting point for a file of one's own)."""
+    return resources.files("evalstream.checks").joinpath("builtin_rubrics.toml").read_text("utf-8")
+
+
 def builtin() -> RubricSet:
     """The built-in rubric set shipped with evalstream."""
-    text = resources.files("evalstream.checks").joinpath("builtin_rubrics.toml").read_text("utf-8")
-    return RubricSet(*_finish(parse(text, "built-in rubrics"), ("builtin",)))
+    return RubricSet(*_finish(parse(builtin_text(), "built-in rubrics"), (BUILTIN,)))
 
 
 def load(paths: list[str]) -> RubricSet:
-    """The rubrics of one or more TOML files, in order; ids must be unique across them."""
+    """The rubrics of one or more TOML files, in order; ids must be unique across them.
+    ``builtin`` in the list stands for the built-in set (``./builtin`` for a file of that
+    name)."""
     rubrics: list[Rubric] = []
     for path in paths:
+        if path == BUILTIN:
+            rubrics.extend(builtin().rubrics)
+            continue
         try:
             with open(path, "rb") as f:
                 text = f.read().decode("utf-8")
@@ -172,7 +185,7 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
     if unknown:
         article = "an" if kind == "exact" else "a"
         raise RubricError(f"{where}: unknown key(s) {_list(unknown)}; {article} {kind} rubric "
-                          f"takes {_list(allowed)}.")
+                          f"takes {_list(allowed)}.{did_you_mean(sorted(unknown)[0], allowed)}")
     requires = _names(table.get("requires", []), f"{where}: `requires`")
     when = _when(table.get("when", {}), where)
     if kind == "judge":
@@ -220,11 +233,8 @@ def _names(value: Any, where: str) -> tuple[str, ...]:
         raise RubricError(f"{where} must be a list of judge-state names.")
     unknown = [v for v in value if v not in STATE_NAMES]
     if unknown:
-        hint = ""
-        near = {n.replace("_", ""): n for n in STATE_NAMES}.get(
-            unknown[0].lower().replace("_", "").replace("-", ""))
-        if near:
-            hint = f" (did you mean `{near}`?)"
+        near = nearest(unknown[0], STATE_NAMES)
+        hint = f" (did you mean `{near}`?)" if near else ""
         raise RubricError(f"{where} names {_list(unknown)}{hint}, not a judge-state name; "
                           f"allowed: {', '.join(STATE_NAMES)}.")
     return _ordered(set(value))

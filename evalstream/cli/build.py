@@ -18,7 +18,8 @@ def register(sub: Any) -> None:
     b.add_argument("input", help="cases: a .jsonl path, .gz or .zst, or - for stdin")
     b.add_argument("output", help="judge states: a .jsonl path, .gz or .zst, or - for stdout")
     b.add_argument("--rubrics", action="append", default=[], metavar="FILE",
-                   help="a TOML rubric file; repeatable; replaces the built-in rubrics")
+                   help="a TOML rubric file; repeatable; replaces the built-in rubrics "
+                        "(`--rubrics builtin --rubrics mine.toml` adds to them)")
     b.add_argument("--max-tokens", type=positive, default=32_000, metavar="N",
                    help="the judge's budget for state plus longest question (default 32000)")
     b.add_argument("--workers", type=positive, default=1, metavar="N",

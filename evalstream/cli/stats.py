@@ -46,7 +46,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--html", metavar="FILE",
                    help="also write a self-contained HTML page with charts")
     p.add_argument("--rubrics", action="append", metavar="FILE",
-                   help="a TOML rubric file, as in build; repeatable (default: built-in set)")
+                   help="a TOML rubric file, as in build; repeatable; `builtin` names the "
+                        "built-in set (the default)")
     p.add_argument("--max-tokens", type=positive, metavar="N",
                    help="the judge's budget, as in build (default 32000)")
     p.add_argument("--rejects", metavar="FILE",

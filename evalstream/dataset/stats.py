@@ -25,10 +25,10 @@ import numpy as np
 
 from evalstream import __version__
 from evalstream.cases.reading import LineCounts, case_reader
-from evalstream.cases.rejects import Reject
+from evalstream.cases.rejects import Reject, did_you_mean
 from evalstream.checks import tokens
 from evalstream.checks.checker import OVER_BUDGET, Checker, CheckTally
-from evalstream.checks.report import RubricInfo
+from evalstream.checks.report import RubricInfo, label_warnings
 from evalstream.checks.rubrics import RubricSet, load_rubrics
 from evalstream.dataset.rows import (
     DISTINCT_CAP,
@@ -567,26 +567,14 @@ def _warnings(collector: Collector, checks: CheckTally, rubric_set: RubricSet,
         warnings.append("no line of the input is a case: the input is empty, or every line was "
                         "rejected or blank.")
     if n_cases:
-        for key in rubric_set.when_keys:
-            if not checks.when_keys_seen[key]:
-                warnings.append(f"no case has metadata key `{key}`, named by a `when` rule: the "
-                                "rubrics that use it never apply.")
+        warnings += checks.when_warnings(rubric_set, name_keys=True)
         for key, counts in by_keys.items():
             if counts.distinct == 0:
                 warnings.append(f"no case has metadata key `{key}` (--by): every case is in the "
-                                f"{MISSING} group.")
-    unknown = [r for r in labels if not r.in_rubrics]
-    if unknown:
-        n = sum(r.total.labels for r in unknown)
-        warnings.append(f"{n:,} {'label names a rubric' if n == 1 else 'labels name rubrics'} "
-                        "that are not in the rubric set "
-                        f"({', '.join(r.rubric for r in unknown)}): no judge of this set can be "
-                        "compared with them.")
-    stray = sum(r.total.not_applicable for r in labels if r.in_rubrics)
-    if stray:
-        warnings.append(f"{stray:,} {'label is' if stray == 1 else 'labels are'} on cases where "
-                        "their rubric does not apply: "
-                        "no judge will ever see those checks, so the labels cannot be compared.")
+                                f"{MISSING} group.{did_you_mean(key, collector.metadata.seen)}")
+    warnings += label_warnings({r.rubric: r.total.labels for r in labels if not r.in_rubrics},
+                               sum(r.total.not_applicable for r in labels if r.in_rubrics),
+                               name_ids=True)
     if collector.metadata.dropped:
         warnings.append(f"metadata has more than {KEYS_CAP:,} distinct key paths; "
                         f"{collector.metadata.dropped:,} occurrences of further keys were not "

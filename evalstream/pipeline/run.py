@@ -20,8 +20,8 @@ from evalstream.cases.ids import CaseLog
 from evalstream.cases.reading import LineCounts, Record, case_reader
 from evalstream.cases.rejects import Reject
 from evalstream.checks import tokens
-from evalstream.checks.checker import Checker, CheckTally
-from evalstream.checks.report import RubricInfo, RunReport, run_report
+from evalstream.checks.checker import Checker, CheckTally, room_warning
+from evalstream.checks.report import RubricInfo, RunReport, label_warnings, run_report
 from evalstream.checks.report import encode as encode_report
 from evalstream.checks.rubrics import RubricSet, load_rubrics
 from evalstream.errors import UsageError
@@ -112,6 +112,10 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
     try:
         out = AtomicOutput(opts.output) if opts.output is not None else None
         sinks += [out] if out else []
+        # A rejects file build chose the name of is written only when something is rejected,
+        # or when an older one is there to replace (a stale file would mislead).
+        optional = opts.output is not None and opts.rejects is None and rejects_path is not None \
+            and not os.path.lexists(rejects_path)
         rej_out = AtomicOutput(rejects_path) if rejects_path else None
         sinks += [rej_out] if rej_out else []
         report_out = AtomicOutput(report_path) if report_path else None
@@ -121,7 +125,12 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
             outcome = ranges.run(opts, rubric_set, size, out, rej_out, on_progress)
         else:
             outcome = _serial(opts, rubric_set, size, out, rej_out, on_progress)
-        report = _report(outcome, opts, command, rubric_set, rejects_path, started, warnings)
+        if optional and rej_out is not None and not outcome.lines.rejected:
+            rej_out.abort()
+            sinks.remove(rej_out)
+            rejects_path = None
+        report = _report(outcome, opts, command, rubric_set, rejects_path, report_path, started,
+                         warnings)
         if report_out is not None:
             report_out.write(encode_report(report))
         # Every target written in full before any is renamed: a run that fails on its last
@@ -197,22 +206,27 @@ def _plan(opts: Options) -> tuple[str | None, str | None]:
 
 
 def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet | None,
-            rejects_path: str | None, started: float, warnings: list[str]) -> RunReport:
+            rejects_path: str | None, report_path: str | None, started: float,
+            warnings: list[str]) -> RunReport:
     if not outcome.lines.records:
         warnings.append("no line of the input is a case: " + (
             "the input is empty." if not outcome.lines.lines else
             "every line was rejected or blank (see the rejects)."))
     if rubric_set is not None and outcome.checks is not None:
-        for key in rubric_set.when_keys:
-            if not outcome.checks.when_keys_seen[key] and outcome.lines.records:
-                warnings.append(f"no case has metadata key `{key}`, named by a `when` rule: the "
-                                "rubrics that use it never apply.")
+        if outcome.lines.records:
+            warnings += outcome.checks.when_warnings(rubric_set, name_keys=False)
+        warnings += label_warnings(+outcome.checks.labels_outside,
+                                   outcome.checks.labels_not_applicable, name_ids=False)
+        no_room = room_warning(rubric_set, opts.max_tokens)
+        if no_room:
+            warnings.insert(0, no_room)
     return run_report(
         outcome.lines, outcome.checks, rubric_set.ids if rubric_set else [],
         command=command,
         input=opts.input,
         output=opts.output,
         rejects=rejects_path,
+        report=report_path,
         rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources))
         if rubric_set else None,
         tokenizer=tokens.TOKENIZER if rubric_set else None,

@@ -130,7 +130,11 @@ def _kappa(c: Cell) -> str | None:
 
 def _interval(c: Cell) -> str:
     # A no-break space: a narrow column must not split the interval over two lines.
-    return "-" if c.kappa is None else f"[{c.kappa.low:.3f},\u00a0{c.kappa.high:.3f}]"
+    if c.kappa is None:
+        return "-"
+    if c.kappa.low is None or c.kappa.high is None:
+        return "too few pairs"
+    return f"[{c.kappa.low:.3f},\u00a0{c.kappa.high:.3f}]"
 
 
 def rubric_blocks(r: RubricAgreement, report: AgreeReport, heading: bool = True,

@@ -15,6 +15,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from evalstream.render.html import CHAR_WIDTH, PALETTE, ROW_HEIGHT, Page, stacked_bar_chart
+from evalstream.render.tables import p_value
 
 if TYPE_CHECKING:
     from evalstream.verdicts.agree import AgreeReport, Cell, ConfusionOut, KappaOut, RubricAgreement
@@ -108,15 +109,19 @@ def kappa_chart(title: str, rows: Sequence[tuple[str, KappaOut | None, int]]) ->
             body.append(f'<text class="muted" x="{x(-1):.1f}" y="{y + 15}">undefined '
                         f"({pairs:,} pair{'' if pairs == 1 else 's'})</text>")
             continue
-        tip = (f"{label}: kappa {k.value:.3f}, interval {k.low:.3f} to {k.high:.3f}, "
-               f"{pairs:,} pairs")
+        if k.low is None or k.high is None:  # too few pairs for an interval: the point only
+            tip = f"{label}: kappa {k.value:.3f}, {pairs:,} pairs: too few for an interval"
+            line, shown = "", f"{k.value:.2f} (too few pairs) n={pairs:,}"
+        else:
+            tip = (f"{label}: kappa {k.value:.3f}, interval {k.low:.3f} to {k.high:.3f}, "
+                   f"{pairs:,} pairs")
+            line = (f'<line x1="{x(k.low):.1f}" y1="{mid}" x2="{x(k.high):.1f}" y2="{mid}" '
+                    f'stroke="{AGREE_COLOR}" stroke-width="2"/>')
+            shown = f"{k.value:.2f} [{k.low:.2f}, {k.high:.2f}] n={pairs:,}"
         body.append(
-            f'<g class="kappa"><title>{escape(tip)}</title>'
-            f'<line x1="{x(k.low):.1f}" y1="{mid}" x2="{x(k.high):.1f}" y2="{mid}" '
-            f'stroke="{AGREE_COLOR}" stroke-width="2"/>'
+            f'<g class="kappa"><title>{escape(tip)}</title>{line}'
             f'<circle cx="{x(k.value):.1f}" cy="{mid}" r="4.5" fill="{AGREE_COLOR}"/></g>'
-            f'<text class="muted" x="{x(1) + 10:.1f}" y="{y + 15}">{k.value:.2f} '
-            f"[{k.low:.2f}, {k.high:.2f}] n={pairs:,}</text>")
+            f'<text class="muted" x="{x(1) + 10:.1f}" y="{y + 15}">{escape(shown)}</text>')
     return _svg("kappa", title, WIDTH, bottom + 8, body)
 
 
@@ -200,8 +205,12 @@ def agree_page(report: AgreeReport, base: str | None = None) -> str:
     for r in report.rubrics:
         c = r.all
         page.heading(r.rubric)
-        kappa = ("-" if c.kappa is None else
-                 f"{c.kappa.value:.3f} [{c.kappa.low:.2f}, {c.kappa.high:.2f}]")
+        if c.kappa is None:
+            kappa = "-"
+        elif c.kappa.low is None or c.kappa.high is None:
+            kappa = f"{c.kappa.value:.3f} (too few pairs)"
+        else:
+            kappa = f"{c.kappa.value:.3f} [{c.kappa.low:.2f}, {c.kappa.high:.2f}]"
         page.cards([(f"{c.pairs:,}", "pairs"), (_fmt(c.accuracy), "accuracy"),
                     (kappa, f"kappa ({report.confidence:.0%} CI)"),
                     (_fmt(c.fail_precision), "fail precision"),
@@ -248,7 +257,7 @@ def compare_page(report: CompareReport, base: str | None = None) -> str:
         page.cards([(f"{r.counts.compared:,}", "compared"), (_fmt(r.pass_rate_a), "pass rate A"),
                     (_fmt(r.pass_rate_b), "pass rate B"),
                     (_fmt(r.difference, "{:+.1%}"), "B - A"),
-                    ("-" if r.mcnemar is None else f"{r.mcnemar.p_value:.4f}",
+                    ("-" if r.mcnemar is None else p_value(r.mcnemar.p_value),
                      "McNemar p" + ("" if r.mcnemar is None else f" ({r.mcnemar.method})"))])
         page.blocks(rubric_blocks(r, heading=False, base=base))
     return page.html()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalstream.render.agree import cut, page_link, reject_blocks, unscored_line
-from evalstream.render.tables import Block, Column, Heading, Paragraph, Table
+from evalstream.render.tables import Block, Column, Heading, Paragraph, Table, p_value
 from evalstream.verdicts.compare import CompareReport, RubricComparison
 
 
@@ -13,13 +13,23 @@ def comparability_line(report: CompareReport) -> str:
     s = report.summary
     if not s.paired:
         return "No key is in both runs: no pair could be compared."
+    unchecked = ""
+    if s.unchecked:
+        missing = ", ".join(f"{n:,} without {h.replace('_', ' ')}"
+                            for h, n in s.absent_on_both.items() if n)
+        unchecked = (f" Comparability unchecked for {s.unchecked:,} of {s.paired:,} pairs: "
+                     f"neither run records what the judge saw ({missing}), so they are compared "
+                     "as if it were the same.")
     if not s.not_comparable:
-        return f"All {s.paired:,} pairs are comparable (same rubric, state and exposure)."
+        if not s.unchecked:
+            return f"All {s.paired:,} pairs are comparable (same rubric, state and exposure)."
+        return (f"{s.checked:,} of {s.paired:,} pairs are checked comparable (same rubric, "
+                f"state and exposure).{unchecked}")
     reasons = ", ".join(f"{n:,} {h.replace('_', ' ')}" for h, n in s.differs.items() if n)
     verb = ("included anyway (--force)" if report.force
             else "left out of the statistics (use --force to include them)")
     return (f"{s.not_comparable:,} of {s.paired:,} pairs are not comparable: the judge did not "
-            f"see the same thing (differs: {reasons}); {verb}.")
+            f"see the same thing (differs: {reasons}); {verb}.{unchecked}")
 
 
 def blocks(report: CompareReport, base: str | None = None) -> list[Block]:
@@ -62,7 +72,7 @@ def summary_blocks(report: CompareReport) -> list[Block]:
         c = r.counts
         table.add(r.rubric, c.compared, r.pass_rate_a, r.pass_rate_b, r.difference,
                   c.transitions["pass->fail"], c.transitions["fail->pass"],
-                  None if r.mcnemar is None else f"{r.mcnemar.p_value:.4f}",
+                  None if r.mcnemar is None else p_value(r.mcnemar.p_value),
                   None if r.mcnemar is None else r.mcnemar.method, c.not_comparable,
                   c.only_a, c.only_b)
     out.append(table)

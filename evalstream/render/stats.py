@@ -38,9 +38,9 @@ def stats_blocks(s: DatasetStats) -> list[Block]:
     for section in (_overview_blocks, _group_blocks, _label_blocks, _check_blocks,
                     _metadata_blocks):
         out += section(s)
-    if s.warnings:
-        out.append(Heading("Warnings"))
-        out.extend(Paragraph(f"warning: {w}") for w in s.warnings)
+        if section is _overview_blocks and s.warnings:  # first, where they are read
+            out.append(Heading("Warnings"))
+            out.extend(Paragraph(f"warning: {w}") for w in s.warnings)
     return out
 
 

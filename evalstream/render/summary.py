@@ -20,6 +20,8 @@ def render_summary(report: RunReport, file: TextIO) -> None:
     if report.rubrics is not None:
         head += f"; {c.checks:,} checks written, {c.skipped:,} skipped"
     console.print(literal(head))
+    for warning in report.warnings:  # first, where they are read
+        console.print(literal(f"warning: {warning}"))
     if report.rubrics is not None and report.rubrics.ids:
         table = Table(show_edge=False, pad_edge=False)
         table.add_column("rubric")
@@ -30,7 +32,11 @@ def render_summary(report: RunReport, file: TextIO) -> None:
             table.add_row(literal(rid), f"{report.checks_by_rubric.get(rid, 0):,}",
                           literal(", ".join(f"{k}: {v:,}" for k, v in reasons.items()) or "-"))
         console.print(table)
-    if c.rejected and report.rejects != "-":
-        console.print(literal(f"rejects written to {report.rejects}"), soft_wrap=True)
-    for warning in report.warnings:
-        console.print(literal(f"warning: {warning}"))
+    went = [f"{what}: {path}" for what, path in (("output", report.output),
+                                                  ("rejects", report.rejects),
+                                                  ("report", report.report))
+            if path is not None and path != "-"]
+    if not report.rejects and c.rejected:
+        went.append("rejects: not written (give --rejects FILE)")
+    if went:
+        console.print(literal("; ".join(went)), soft_wrap=True)

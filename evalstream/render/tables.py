@@ -258,3 +258,8 @@ def print_blocks(blocks: Sequence[Block], file: TextIO) -> None:
 def render_format(blocks: Sequence[Block], fmt: str, width: int) -> bytes:
     """Blocks as ``markdown`` or as plain-text tables (``table``) ``width`` wide."""
     return (to_markdown(blocks) if fmt == "markdown" else to_text(blocks, width)).encode()
+
+
+def p_value(p: float) -> str:
+    """A p-value as people read it: four decimals, or ``< 0.0001`` (never ``0.0000``)."""
+    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"

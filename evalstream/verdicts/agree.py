@@ -15,7 +15,6 @@ and left out (never read as pass: evalstream fails closed).
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -58,12 +57,13 @@ EXAMPLE_KINDS = ("missed", "false_alarms", "unscored", "labels_without_verdict",
 
 # -- the report ------------------------------------------------------------------------------------
 class KappaOut(Struct):
-    """Cohen's kappa, its standard error and interval (``low``, ``high``)."""
+    """Cohen's kappa, its standard error and interval (``low``, ``high``; null below 10
+    pairs: too few to estimate)."""
 
     value: float
     se: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
 
 
 class ConfusionOut(Struct):
@@ -170,7 +170,6 @@ class AgreeReport(Struct):
     view: str | None  # the view export the example ids link to
     rubrics: list[RubricAgreement]
     rejects: str | None
-    seconds: float
     exit_code: int
 
 
@@ -456,7 +455,6 @@ def run(opts: AgreeOptions) -> AgreeReport:
     """
     from evalstream.errors import UsageError
 
-    started = time.perf_counter()
     if opts.verdicts == "-" and opts.cases == "-":
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
     if opts.max_ids < 0:
@@ -494,7 +492,6 @@ def run(opts: AgreeOptions) -> AgreeReport:
         cases=case_file.summary, by=opts.by, confidence=opts.confidence, max_ids=opts.max_ids,
         max_unscored_rate=opts.max_unscored_rate, view=opts.view, rubrics=results,
         rejects=opts.rejects,
-        seconds=round(time.perf_counter() - started, 3),
         exit_code=1 if rejected or too_many else 0)
 
 

@@ -19,6 +19,8 @@ from typing import NamedTuple
 DEFAULT_CONFIDENCE = 0.95
 # Below this many discordant pairs the chi-square approximation is poor: use the exact test.
 EXACT_BELOW = 25
+# Below this many pairs kappa gets no interval: the group is too small to estimate.
+MIN_PAIRS = 10
 
 
 class Confusion(NamedTuple):
@@ -43,12 +45,13 @@ class Confusion(NamedTuple):
 
 
 class Kappa(NamedTuple):
-    """Cohen's kappa with its standard error and two-sided interval (clipped to [-1, 1])."""
+    """Cohen's kappa with its standard error and two-sided interval (clipped to [-1, 1]);
+    no interval (None) below MIN_PAIRS pairs, where none would mean anything."""
 
     value: float
     se: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
 
 
 class McNemar(NamedTuple):
@@ -112,8 +115,24 @@ def kappa(c: Confusion, confidence: float = DEFAULT_CONFIDENCE) -> Kappa | None:
     term_c = (k - expected * (1 - k)) ** 2
     variance = (term_a + term_b - term_c) / ((1 - expected) ** 2 * n)
     se = math.sqrt(max(variance, 0.0))  # rounding can leave -1e-17 at perfect agreement
+    if n < MIN_PAIRS:
+        return Kappa(k, se, None, None)
     z = z_value(confidence)
-    return Kappa(k, se, max(-1.0, k - z * se), min(1.0, k + z * se))
+    # The Wald interval collapses at the edges (perfect agreement: se = 0, [1, 1] at any n)
+    # and is too narrow in small samples. Take the wider of it and the Wilson score interval
+    # of the observed agreement mapped to kappa with the chance agreement held fixed: the
+    # Wilson bound never reaches 1 at a finite n, and the two agree in large samples.
+    low_o, high_o = wilson(observed, n, z)
+    low = min(k - z * se, (low_o - expected) / (1 - expected))
+    high = max(k + z * se, (high_o - expected) / (1 - expected))
+    return Kappa(k, se, max(-1.0, low), min(1.0, high))
+
+
+def wilson(share: float, n: int, z: float) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``share`` observed over ``n`` trials."""
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def mcnemar(b: int, c: int) -> McNemar:

@@ -13,7 +13,6 @@ by reason and left out of the statistics unless ``force``. Per rubric:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +100,9 @@ class Counts(Struct):
     only_a: int
     only_b: int
     paired: int
-    comparable: int
+    comparable: int  # = checked + unchecked
+    checked: int  # comparable, with all three fields present in both runs: really checked
+    unchecked: int  # comparable only because a field is absent from both runs (not checked)
     not_comparable: int
     differs: dict[str, int]  # rubric_hash, state_hash, exposure: pairs that differ in it
     forced: int  # not comparable, yet in the statistics (--force)
@@ -139,7 +140,6 @@ class CompareReport(Struct):
     summary: Counts
     rubrics: list[RubricComparison]
     rejects: str | None
-    seconds: float
     exit_code: int
 
 
@@ -216,7 +216,7 @@ def _count_rows(joined: pl.LazyFrame, max_ids: int, force: bool,
 class _Tally:
     def __init__(self) -> None:
         self.keys = self.only_a = self.only_b = self.paired = self.not_comparable = 0
-        self.forced = self.compared = self.scored = 0
+        self.forced = self.compared = self.scored = self.unchecked = 0
         self.differs = dict.fromkeys(HASHES, 0)
         self.absent = dict.fromkeys(HASHES, 0)
         self.transitions = dict.fromkeys(TRANSITIONS, 0)
@@ -239,6 +239,8 @@ class _Tally:
             if not force:
                 return
             self.forced += n
+        elif any(row[f"n_{h}"] for h in HASHES):
+            self.unchecked += n
         self.compared += n
         for h in HASHES:
             if row[f"n_{h}"]:
@@ -251,6 +253,8 @@ class _Tally:
     def counts(self) -> Counts:
         return Counts(keys=self.keys, only_a=self.only_a, only_b=self.only_b, paired=self.paired,
                       comparable=self.paired - self.not_comparable,
+                      checked=self.paired - self.not_comparable - self.unchecked,
+                      unchecked=self.unchecked,
                       not_comparable=self.not_comparable, differs=self.differs,
                       forced=self.forced, compared=self.compared, absent_on_both=self.absent,
                       transitions=self.transitions, scored=self.scored)
@@ -288,7 +292,6 @@ def run(opts: CompareOptions) -> CompareReport:
     from evalstream.errors import UsageError
     from evalstream.verdicts.agree import check_unscored_rate, check_view
 
-    started = time.perf_counter()
     if opts.run_a == "-" and opts.run_b == "-":
         raise UsageError("only one of the two runs can be read from stdin (-).")
     if opts.max_ids < 0:
@@ -329,8 +332,7 @@ def run(opts: CompareOptions) -> CompareReport:
         command="compare", evalstream=__version__, run_a=files[0].summary,
         run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids,
         max_unscored_rate=opts.max_unscored_rate, view=opts.view, summary=whole.counts(),
-        rubrics=results,
-        rejects=opts.rejects, seconds=round(time.perf_counter() - started, 3),
+        rubrics=results, rejects=opts.rejects,
         exit_code=1 if rejected or too_many else 0)
 
 

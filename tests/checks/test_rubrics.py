@@ -26,7 +26,7 @@ def load_text(tmp_path: Path, text: str) -> rubrics.RubricSet:
 
 def test_builtin_set() -> None:
     builtin = rubrics.builtin()
-    assert builtin.ids == ["booking-claim", "booking-succeeded", "claim-support",
+    assert builtin.ids == ["tool-backed-claims", "booking-succeeded", "claim-support",
                            "policy-compliance", "escalation"]
     by_id = {r.id: r for r in builtin.rubrics}
     assert by_id["claim-support"].requires == ("reference_material",)

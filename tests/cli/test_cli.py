@@ -29,12 +29,18 @@ def test_clean_build_exits_0(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "48 lines = 48 cases + 0 rejected + 0 blank" in r.stderr
     assert r.stdout == ""
+    # Where everything went; no empty rejects file was made.
+    assert f"output: {tmp_path / 's.jsonl'}; report: {tmp_path / 's.report.json'}" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl", "s.report.json"]
 
 
 def test_rejects_exit_1(tmp_path: Path) -> None:
     r = run_cli("build", str(SAMPLES / "bad.jsonl"), str(tmp_path / "s.jsonl"))
     assert r.returncode == 1
-    assert f"rejects written to {tmp_path / 's.rejects.jsonl'}" in r.stderr
+    assert f"rejects: {tmp_path / 's.rejects.jsonl'}" in r.stderr
+    # A later clean run replaces the old rejects file (empty) rather than leave it stale.
+    clean = run_cli("build", str(SAMPLES / "cases.jsonl"), str(tmp_path / "s.jsonl"))
+    assert clean.returncode == 0 and (tmp_path / "s.rejects.jsonl").read_bytes() == b""
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -128,13 +134,13 @@ def test_help_is_cheap() -> None:
     assert r.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_build_never_imports_polars(tmp_path: Path) -> None:
+def test_build_and_validate_never_import_polars_or_numpy(tmp_path: Path) -> None:
     code = ("import sys\nfrom evalstream.cli import main\n"
             f"main(['build', {str(SAMPLES / 'cases.jsonl')!r}, {str(tmp_path / 's.jsonl')!r}, '-q'])\n"
             f"main(['validate', {str(SAMPLES / 'cases.jsonl')!r}, '-q', '--report', {str(tmp_path / 'r.json')!r}, '--rejects', {str(tmp_path / 'r.jsonl')!r}])\n"
-            "print('polars' in sys.modules)")
+            "print(sorted(m for m in ('polars', 'numpy', 'aiohttp') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert r.stdout.strip().splitlines()[-1] == "False", r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[]", r.stderr
 
 
 def test_main_in_process_returns_codes(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 # The built-in rubrics (README, "Rubrics"): requires, when, and what a judge is shown.
 BUILTIN = {
-    "booking-claim": {"requires": ["toolEvents"], "when": None,
+    "tool-backed-claims": {"requires": ["toolEvents"], "when": None,
                       "shows": ["input", "output", "messages", "toolEvents"]},
     "booking-succeeded": {"requires": ["toolEvents"], "when": ("scenario", ["booking"]),
                           "shows": None},  # exact: no judge state

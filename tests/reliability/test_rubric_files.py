@@ -100,7 +100,7 @@ def test_a_when_key_no_case_has_is_a_warning(tmp_path: Path) -> None:
                     rubric_files=[str(rubric)])
     assert result.report.warnings == [
         "no case has metadata key `split.name`, named by a `when` rule: the rubrics that use "
-        "it never apply."]
+        "it never apply. (`evalstream stats` lists the keys the cases have)"]
     assert result.report.skipped == {"ok": {"when split.name": 1}}
 
 

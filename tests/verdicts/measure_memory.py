@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-RUBRICS = ("claim-support", "booking-claim", "policy-compliance", "escalation")
+RUBRICS = ("claim-support", "tool-backed-claims", "policy-compliance", "escalation")
 SOURCES = ("human", "synthetic", "imported")
 
 

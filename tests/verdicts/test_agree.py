@@ -120,8 +120,8 @@ def test_sample_known_facts() -> None:
     """What generate.py planted, read off the report."""
     report = run(AgreeOptions(str(VERDICTS), str(CASES)))
     r = {x.rubric: x for x in report.rubrics}
-    assert r["booking-claim"].examples.missed == ["case-02", "case-04"]
-    assert r["booking-claim"].examples.false_alarms == ["case-20"]
+    assert r["tool-backed-claims"].examples.missed == ["case-02", "case-04"]
+    assert r["tool-backed-claims"].examples.false_alarms == ["case-20"]
     assert r["claim-support"].examples.unscored == ["case-11"]
     assert r["policy-compliance"].examples.unscored == ["case-26"]
     assert r["escalation"].examples.labels_without_verdict == ["case-39"]
@@ -138,7 +138,6 @@ def test_sample_known_facts() -> None:
 
 def test_sample_goldens() -> None:
     report = run(AgreeOptions(str(VERDICTS), str(CASES), by="scenario", max_ids=5))
-    report.seconds = 0.0
     report.verdicts.path, report.cases.path = "verdicts.jsonl", "cases.jsonl"
     golden("agree.json", encode(report), AGREE_GOLDEN)
     golden("agree.md", render(blocks(report), "markdown"), AGREE_GOLDEN)
@@ -264,7 +263,7 @@ def test_cli_styles(tmp_path: Path, capsys: Any) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["command"] == "agree"
     assert {r["rubric"] for r in data["rubrics"]} == {
-        "booking-claim", "booking-succeeded", "claim-support", "escalation", "policy-compliance"}
+        "tool-backed-claims", "booking-succeeded", "claim-support", "escalation", "policy-compliance"}
     assert main(["agree", str(VERDICTS), str(CASES), "--format", "markdown", "-o",
                  str(tmp_path / "a.md"), "--html", str(tmp_path / "a.html")]) == 0
     assert (tmp_path / "a.md").read_text().startswith("# evalstream agree\n")
@@ -296,7 +295,7 @@ def test_build_output_counts_judge_states_and_uses_exact_verdicts(tmp_path: Path
     check_report(report, states.read_text(), CASES.read_text(), None)
     judged = {r.rubric: r.all.pairs for r in report.rubrics}
     assert judged["booking-succeeded"] > 0
-    assert judged["booking-claim"] == 0  # judge states are checks without a verdict yet
+    assert judged["tool-backed-claims"] == 0  # judge states are checks without a verdict yet
 
 
 def test_empty_files(tmp_path: Path, capsys: Any) -> None:
@@ -317,7 +316,7 @@ def test_unscored_rate_and_its_limit() -> None:
     assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.02)).exit_code == 0
     assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.01)).exit_code == 1
     by_rubric = {r.rubric: r.unscored_rate for r in report.rubrics}
-    assert by_rubric["claim-support"] == 1 / 11 and by_rubric["booking-claim"] == 0
+    assert by_rubric["claim-support"] == 1 / 11 and by_rubric["tool-backed-claims"] == 0
     above = run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.01))
     assert unscored_line(above.verdicts, 0.01) == (
         f"{VERDICTS}: 2 of 111 verdicts unscored (1.8%), above --max-unscored-rate 0.01 "

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest, norm
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.inter_rater import cohens_kappa
+from statsmodels.stats.proportion import proportion_confint
 
 from evalstream.verdicts.agreement import (
+    MIN_PAIRS,
     Confusion,
     accuracy,
     fail_precision,
@@ -49,6 +51,21 @@ def reference_kappa(c: Confusion, confidence: float = 0.95,
     return res["kappa"], se, res["kappa"] - delta, res["kappa"] + delta
 
 
+def reference_interval(c: Confusion, confidence: float = 0.95) -> tuple[float, float]:
+    """The interval evalstream promises, from the references: the wider of statsmodels' Wald
+    interval and statsmodels' Wilson interval of the observed agreement mapped to kappa with
+    the chance agreement fixed, clipped to [-1, 1]."""
+    k, _, wald_low, wald_high = reference_kappa(c, confidence)
+    n = c.pairs
+    rows = ((c.pass_pass + c.pass_fail) / n, (c.fail_pass + c.fail_fail) / n)
+    cols = ((c.pass_pass + c.fail_pass) / n, (c.pass_fail + c.fail_fail) / n)
+    chance = rows[0] * cols[0] + rows[1] * cols[1]
+    low_o, high_o = proportion_confint(c.agreements, n, alpha=1 - confidence, method="wilson")
+    low = min(wald_low, (low_o - chance) / (1 - chance))
+    high = max(wald_high, (high_o - chance) / (1 - chance))
+    return max(-1.0, low), min(1.0, high)
+
+
 # -- kappa, hand-worked --------------------------------------------------------------------------
 def test_kappa_hand_worked() -> None:
     # 50 pairs: 20 both pass, 5 label pass/judge fail, 10 label fail/judge pass, 15 both fail.
@@ -66,7 +83,12 @@ def test_kappa_hand_worked() -> None:
     se = math.sqrt((a + b - 0.01) / (0.25 * 50))
     assert k.se == pytest.approx(se)
     assert k.se == pytest.approx(0.12700, abs=5e-6)  # sqrt(0.2016 / 12.5)
-    assert (k.low, k.high) == pytest.approx((0.4 - 1.959964 * se, 0.4 + 1.959964 * se))
+    # The interval is at least the Wald one, 0.4 -+ 1.96 se: its upper end here; the lower
+    # end comes from the Wilson interval of 35/50 agreements (0.5625 to 0.8093), mapped with
+    # chance agreement 0.5: (0.5625 - 0.5) / 0.5 = 0.125.
+    assert k.high == pytest.approx(0.4 + 1.959964 * se)
+    assert k.low == pytest.approx(0.125, abs=5e-4) and k.low < 0.4 - 1.959964 * se
+    assert (k.low, k.high) == pytest.approx(reference_interval(Confusion(20, 5, 10, 15)))
 
 
 @pytest.mark.parametrize("table", [
@@ -80,9 +102,12 @@ def test_kappa_matches_statsmodels(table: tuple[int, int, int, int]) -> None:
     ref = reference_kappa(c)
     assert k.value == pytest.approx(ref[0], abs=1e-12)
     assert k.se == pytest.approx(ref[1], abs=1e-12)
-    # Ours is clipped to [-1, 1]; statsmodels' is not.
-    assert k.low == pytest.approx(max(-1.0, ref[2]), abs=1e-12)
-    assert k.high == pytest.approx(min(1.0, ref[3]), abs=1e-12)
+    if c.pairs < MIN_PAIRS:
+        assert (k.low, k.high) == (None, None)  # too few pairs to estimate
+        return
+    assert (k.low, k.high) == pytest.approx(reference_interval(c), abs=1e-12)
+    # Never narrower than the Wald interval (ours is clipped to [-1, 1]; statsmodels' is not).
+    assert k.low <= max(-1.0, ref[2]) + 1e-12 and k.high >= min(1.0, ref[3]) - 1e-12
 
 
 @pytest.mark.parametrize("confidence", [0.8, 0.9, 0.99])
@@ -90,8 +115,7 @@ def test_kappa_interval_other_confidence(confidence: float) -> None:
     c = Confusion(40, 9, 6, 45)
     k = kappa(c, confidence)
     assert k is not None
-    _, _, low, high = reference_kappa(c, confidence)
-    assert (k.low, k.high) == pytest.approx((low, high), abs=1e-12)
+    assert (k.low, k.high) == pytest.approx(reference_interval(c, confidence), abs=1e-12)
     assert z_value(confidence) == pytest.approx(
         {0.8: 1.2815516, 0.9: 1.6448536, 0.99: 2.5758293}[confidence], abs=1e-6)
 
@@ -110,15 +134,28 @@ def test_kappa_matches_statsmodels_on_any_table(table: tuple[int, int, int, int]
     ref = reference_kappa(c)
     assert k.value == pytest.approx(ref[0], abs=1e-9)
     assert k.se == pytest.approx(ref[1], abs=1e-9)
-    assert -1 <= k.low <= k.value <= k.high <= 1
+    if n < MIN_PAIRS:
+        assert k.low is None and k.high is None
+    else:
+        assert k.low is not None and k.high is not None
+        assert -1 <= k.low <= k.value <= k.high <= 1
+        assert (k.low, k.high) == pytest.approx(reference_interval(c), abs=1e-9)
 
 
 # -- degenerate tables ---------------------------------------------------------------------------
 def test_perfect_agreement() -> None:
+    # The Wald interval is [1, 1] whatever n: 20 pairs do not make agreement certain.
     k = kappa(Confusion(12, 0, 0, 8))
-    assert k is not None
-    assert (k.value, k.se, k.low, k.high) == (1.0, 0.0, 1.0, 1.0)
+    assert k is not None and k.low is not None
+    assert (k.value, k.se, k.high) == (1.0, 0.0, 1.0)
+    assert 0.5 < k.low < 0.95
+    assert (k.low, k.high) == pytest.approx(reference_interval(Confusion(12, 0, 0, 8)))
     assert accuracy(Confusion(12, 0, 0, 8)) == 1.0
+
+
+def test_too_few_pairs_get_no_interval() -> None:
+    k = kappa(Confusion(5, 0, 0, 3))  # 8 pairs
+    assert k is not None and k.value == 1.0 and (k.low, k.high) == (None, None)
 
 
 @pytest.mark.parametrize("table", [(9, 0, 0, 0), (0, 0, 0, 4), (0, 0, 0, 0)])
@@ -141,7 +178,7 @@ def test_complete_disagreement() -> None:
     k = kappa(Confusion(0, 5, 5, 0))
     assert k is not None
     assert k.value == pytest.approx(-1.0)
-    assert k.low == -1.0
+    assert k.low == -1.0 and k.high is not None and k.high > -1.0
 
 
 def test_precision_and_recall_of_fail() -> None:

@@ -89,8 +89,8 @@ def test_sample_known_facts() -> None:
     assert r["escalation"].examples.not_comparable == ["case-22", "case-25"]  # rubric, exposure
     assert r["policy-compliance"].examples.only_a == ["case-23"]
     assert r["escalation"].examples.only_b == ["case-44"]
-    assert r["booking-claim"].examples.pass_to_fail == ["case-01", "case-02", "case-03"]
-    assert r["booking-claim"].examples.fail_to_pass == ["case-20"]
+    assert r["tool-backed-claims"].examples.pass_to_fail == ["case-01", "case-02", "case-03"]
+    assert r["tool-backed-claims"].examples.fail_to_pass == ["case-20"]
     t = r["claim-support"].counts.transitions
     assert (t["unscored->pass"], t["pass->unscored"]) == (1, 1)
     # build's exact verdicts carry no state_hash: compared on rubric_hash and exposure alone.
@@ -106,7 +106,6 @@ def test_sample_known_facts() -> None:
 
 def test_sample_goldens() -> None:
     report = run(CompareOptions(str(RUN_A), str(RUN_B), max_ids=5))
-    report.seconds = 0.0
     report.run_a.path, report.run_b.path = "verdicts.jsonl", "verdicts-b.jsonl"
     golden("compare.json", encode(report), AGREE_GOLDEN)
     golden("compare.md", render(blocks(report), "markdown"), AGREE_GOLDEN)

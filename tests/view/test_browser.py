@@ -95,7 +95,7 @@ def test_lists_and_a_check_page_in_chromium(samples: Server) -> None:
                   state: document.querySelectorAll('.check .text').length}; })())"""))
         assert layout["side_by_side"] and min(layout["widths"]) > 500
         assert layout["verdict"] == "pass" and layout["state"] >= 4
-        assert "case-02 · booking-claim" in tab.evaluate("document.title")
+        assert "case-02 · tool-backed-claims" in tab.evaluate("document.title")
         # The checks of the case link to each other.
         tab.follow("[...document.querySelectorAll('.siblings a')].find(a => "
                    "a.textContent === 'booking-succeeded').click()")
@@ -138,12 +138,12 @@ def test_the_export_from_file_in_chromium(tmp_path: Path) -> None:
         check_inert(tab)
         assert len(json.loads(tab.evaluate(ROWS))) == 13
         tab.follow("[...document.querySelectorAll('div.filters a')].find(a => "
-                   "a.textContent === 'booking-claim').click()")
+                   "a.textContent === 'tool-backed-claims').click()")
         check_inert(tab)
-        assert [r[1] for r in json.loads(tab.evaluate(ROWS))] == ["booking-claim"] * 4
+        assert [r[1] for r in json.loads(tab.evaluate(ROWS))] == ["tool-backed-claims"] * 4
         tab.follow("document.querySelector('table.list a').click()")
         check_inert(tab)
-        assert tab.evaluate("location.href").endswith(check_page("case-01", "booking-claim"))
+        assert tab.evaluate("location.href").endswith(check_page("case-01", "tool-backed-claims"))
         assert tab.evaluate("document.querySelector('.verdict-status').textContent") == "pass"
 
 

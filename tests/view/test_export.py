@@ -160,7 +160,7 @@ def test_agree_and_compare_link_their_examples_to_the_export(tmp_path: Path) -> 
                                                                              r["rubric"]))
                     listed += 1
     assert listed > 20
-    booking = next(r for r in report["rubrics"] if r["rubric"] == "booking-claim")
+    booking = next(r for r in report["rubrics"] if r["rubric"] == "tool-backed-claims")
     assert booking["examples"]["missed"] == ["case-02", "case-04"]
     assert booking["rationales"]["missed"][0].startswith("Every action the response claims")
     html = (out / "agree.html").read_text()

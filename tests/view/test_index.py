@@ -137,9 +137,9 @@ def test_filters_select_exactly_the_matching_entries() -> None:
                 assert entries(s, name, Filters(group=group)) == want
             assert entries(s, name, Filters(case="case-02")) == [e for e in every
                                                                   if e[0] == "case-02"]
-            both = Filters(rubric="booking-claim", case="case-02")
+            both = Filters(rubric="tool-backed-claims", case="case-02")
             assert entries(s, name, both) == [e for e in every if e[:2] == ("case-02",
-                                                                            "booking-claim")]
+                                                                            "tool-backed-claims")]
             # A value the list cannot have selects nothing, said as None.
             assert lst.select(s.index, Filters(rubric="no-such-rubric")) is None
             assert lst.select(s.index, Filters(case="no-such-case")) is None
@@ -153,7 +153,7 @@ def all_rejects(path: Path, kind: Any, max_line_bytes: int) -> list[Reject]:
 
 
 HOSTILE_VERDICT_LINES = [
-    b'{"case_id": "case-01", "rubric_id": "booking-claim"}',  # no status, no state
+    b'{"case_id": "case-01", "rubric_id": "tool-backed-claims"}',  # no status, no state
     b'{"case_id": "case-01", "rubric_id": "x", "status": "maybe"}',
     b"not json at all",
     b'{"case_id": "case 01", "rubric_id": "x", "status": "pass"}',
@@ -276,7 +276,7 @@ def test_a_repeated_verdict_key_is_refused_naming_both_lines(tmp_path: Path) -> 
     verdicts.write_text("\n".join([*lines, lines[4]]) + "\n")
     with pytest.raises(DuplicateKeyError, match=rf"lines 5 and {len(lines) + 1} are both "
                                                 r"verdicts for one case and rubric "
-                                                r"`booking-claim`"):
+                                                r"`tool-backed-claims`"):
         with site(verdicts):
             pass
 

@@ -93,10 +93,10 @@ def test_sample_pages_golden(samples: Any) -> None:
     pages = {
         "overview.html": overview(samples, timings=False),
         "disagreements.html": list_page(samples, "disagreements", Filters(), 1)[0],
-        "flips-booking-claim.html": list_page(samples, "flips",
-                                              Filters(rubric="booking-claim"), 1)[0],
+        "flips-tool-backed-claims.html": list_page(samples, "flips",
+                                              Filters(rubric="tool-backed-claims"), 1)[0],
         "skipped-page-2.html": list_page(samples, "skipped", Filters(), 2)[0],
-        "check-case-02-booking-claim.html": check_page(samples, "case-02", "booking-claim"),
+        "check-case-02-tool-backed-claims.html": check_page(samples, "case-02", "tool-backed-claims"),
         "check-case-26-policy-compliance.html": check_page(samples, "case-26",
                                                            "policy-compliance"),
         "check-case-39-escalation.html": check_page(samples, "case-39", "escalation"),
@@ -109,12 +109,12 @@ def test_sample_pages_golden(samples: Any) -> None:
 
 
 def test_a_check_page_shows_what_the_judge_saw_and_said(samples: Any) -> None:
-    html = check_page(samples, "case-02", "booking-claim")
+    html = check_page(samples, "case-02", "tool-backed-claims")
     assert html is not None
     text = " ".join(structure(html).text)
     verdict = next(json.loads(line) for line in
                    (ROOT / "data/samples/verdicts.jsonl").read_text().splitlines()
-                   if '"case-02"' in line and '"booking-claim"' in line)
+                   if '"case-02"' in line and '"tool-backed-claims"' in line)
     assert verdict["rationale"] in text
     assert verdict["state_hash"] in text and "this is the state the judge answered" in text
     assert "missed: the label fails it, the judge passed it" in text
@@ -126,7 +126,7 @@ def test_a_check_page_shows_what_the_judge_saw_and_said(samples: Any) -> None:
     # The case's other checks are linked, each with its verdict or why it has none.
     assert "requires reference_material" in text and 'href="/check?case=case-02&amp;rubric=' \
         "booking-succeeded" in html
-    assert check_page(samples, "no-such-case", "booking-claim") is None
+    assert check_page(samples, "no-such-case", "tool-backed-claims") is None
     assert check_page(samples, "case-02", "no-such-rubric") is None
 
 
@@ -140,12 +140,12 @@ def test_the_state_from_states_is_checked_against_the_verdict(tmp_path: Path) ->
                                                '"state_hash":"' + "1" * 32 + '"')
                                   for line in lines) + "\n")
     with site(tampered, cases, states=str(states)) as s:
-        html = check_page(s, "case-02", "booking-claim")
+        html = check_page(s, "case-02", "tool-backed-claims")
         assert html is not None
         text = " ".join(structure(html).text)
         assert "as build wrote it (line" in text and "states.jsonl" in text
         assert "not the verdict's state_hash (" + "1" * 32 in text
-        other = check_page(s, "case-01", "booking-claim")
+        other = check_page(s, "case-01", "tool-backed-claims")
         assert other is not None and "this is the state the judge answered" in other
         # The two judge states the sample run left out (case-39 escalation, case-43
         # policy-compliance) are not judged; without --states they are labels without a verdict.
@@ -191,10 +191,10 @@ def test_a_record_too_large_to_show_whole_is_cut_and_says_so(tmp_path: Path) -> 
                         for i in range(25)]}
     cases.write_text(json.dumps(big) + "\n")
     verdicts = tmp_path / "verdicts.jsonl"
-    verdicts.write_text(json.dumps({"case_id": "big", "rubric_id": "booking-claim",
+    verdicts.write_text(json.dumps({"case_id": "big", "rubric_id": "tool-backed-claims",
                                     "status": "pass"}) + "\n")
     with site(verdicts, cases) as s:
-        html = check_page(s, "big", "booking-claim")
+        html = check_page(s, "big", "tool-backed-claims")
         assert html is not None
         assert len(html) < 1_000_000  # 25 texts cut at 20,000 characters, not 5 MB
         text = " ".join(structure(html).text)

@@ -20,7 +20,7 @@ no_proxy()
 
 def test_nothing_is_served_without_the_token(tmp_path: Path) -> None:
     with server(str(VERDICTS), "--cases", str(CASES)) as s:
-        for path in ("/", "/list/disagreements", "/check?case=case-02&rubric=booking-claim",
+        for path in ("/", "/list/disagreements", "/check?case=case-02&rubric=tool-backed-claims",
                      "/raw/cases/0", "/?token=wrong"):
             status, headers, body = s.get(path)
             assert status == 403, path
@@ -90,11 +90,11 @@ def test_filters_and_pages_by_url() -> None:
 
         assert ids("/list/disagreements") == ["case-02", "case-04", "case-12", "case-21",
                                               "case-20", "case-27", "case-30"]
-        assert ids("/list/disagreements?rubric=booking-claim") == ["case-02", "case-04",
+        assert ids("/list/disagreements?rubric=tool-backed-claims") == ["case-02", "case-04",
                                                                    "case-20"]
         assert ids("/list/disagreements?" + urlencode({"kind": "false alarm"})) == [
             "case-20", "case-27", "case-30"]
-        assert ids("/list/disagreements?rubric=booking-claim&kind=missed&source=human"
+        assert ids("/list/disagreements?rubric=tool-backed-claims&kind=missed&source=human"
                    "&group=booking&case=case-04") == ["case-04"]
         assert ids("/list/disagreements?rubric=&source=&group=&kind=&case=") == ids(
             "/list/disagreements")  # an empty field is no filter (the form sends them)
@@ -133,10 +133,10 @@ def test_a_file_changed_under_the_server_is_said_not_misread(tmp_path: Path) -> 
     cases.write_bytes(CASES.read_bytes())
     with server(str(VERDICTS), "--cases", str(cases)) as s:
         s.login()
-        assert s.get("/check?case=case-02&rubric=booking-claim")[0] == 200
+        assert s.get("/check?case=case-02&rubric=tool-backed-claims")[0] == 200
         cases.write_bytes(b"\n" + CASES.read_bytes())
         os.utime(cases, ns=(1, 1))
-        status, _, body = s.get("/check?case=case-02&rubric=booking-claim")
+        status, _, body = s.get("/check?case=case-02&rubric=tool-backed-claims")
         assert status == 409 and b"changed after view indexed it" in body
 
 

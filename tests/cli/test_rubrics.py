@@ -1,0 +1,48 @@
+"""`evalstream rubrics` and `--rubrics builtin`: start from the built-in set, add to it."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from evalstream.checks.rubrics import builtin, load_rubrics
+from evalstream.cli import main
+from tests.helpers import SAMPLES
+
+
+def test_show_builtin_prints_the_file_the_set_is_read_from(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rubrics", "--show-builtin"]) == 0
+    text = capsys.readouterr().out
+    assert [t["id"] for t in tomllib.loads(text)["rubric"]] == builtin().ids
+    mine = tmp_path / "mine.toml"
+    mine.write_text(text)
+    # The same rubrics, whatever file they come from: the same hashes (verdicts stay comparable).
+    assert load_rubrics([str(mine)]).hash == builtin().hash
+    assert [r.hash for r in load_rubrics([str(mine)]).rubrics] == \
+        [r.hash for r in builtin().rubrics]
+
+
+def test_builtin_adds_to_a_file_of_ones_own(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    both = load_rubrics(["builtin", str(SAMPLES / "rubrics.toml")])
+    sample = load_rubrics([str(SAMPLES / "rubrics.toml")])
+    assert both.ids == builtin().ids + sample.ids
+    assert main(["rubrics", "builtin", str(SAMPLES / "rubrics.toml")]) == 0
+    out = capsys.readouterr().out
+    assert all(rid in out for rid in both.ids) and both.hash in out
+    assert main(["build", str(SAMPLES / "cases.jsonl"), str(tmp_path / "s.jsonl"), "-q",
+                 "--rubrics", "builtin", "--rubrics", str(SAMPLES / "rubrics.toml")]) == 0
+    written = (tmp_path / "s.jsonl").read_text()
+    assert '"rubric_id":"tool-backed-claims"' in written
+    assert any(f'"rubric_id":"{rid}"' in written for rid in sample.ids)
+
+
+def test_a_bad_file_is_exit_2_naming_it(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[rubric]]\nid = "x"\nquestion = "q"\nshow = ["user_input"]\n')
+    assert main(["rubrics", str(bad)]) == 2
+    assert "unknown key(s) `show`" in capsys.readouterr().err
