@@ -58,7 +58,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host", metavar="ADDRESS",
                    help="the address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=count, metavar="N",
-                   help=f"the port to listen on (default {DEFAULT_PORT}; 0: any free port)")
+                   help=f"the port to listen on (default: the first free of {DEFAULT_PORT}-"
+                        f"{DEFAULT_PORT + 9}; 0: any free port); a port given and in use is an "
+                        "error")
     p.add_argument("--no-browser", action="store_true",
                    help="do not open a browser; the address to open is printed")
     p.add_argument("--allow-unknown-fields", action="store_true",
@@ -124,9 +126,8 @@ def run(args: argparse.Namespace) -> int:
         def announce(url: str) -> None:
             print(f"view: serving at {url}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
 
-        code = serve_view(opts, args.host or "127.0.0.1",
-                          DEFAULT_PORT if args.port is None else args.port,
-                          not args.no_browser, on_progress, on_index, announce)
+        code = serve_view(opts, args.host or "127.0.0.1", args.port, not args.no_browser,
+                          on_progress, on_index, announce)
         print("view: stopped.", file=sys.stderr)
         return code
     finally:

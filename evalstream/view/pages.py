@@ -248,11 +248,16 @@ def _options(values: list[tuple[str, int]], chosen: str | None) -> tuple[str, in
     return "".join(html), len(values) - len(shown)
 
 
+def filter_labels(site: Site, entries: EntryList) -> dict[str, str]:
+    """What each filter is called on this list."""
+    return {"rubric": "rubric", "source": "label source", "group": site.index.options.by,
+            "kind": entries.spec.kind_label}
+
+
 def filter_form(site: Site, entries: EntryList, filters: Filters) -> str:
     """The filters of a list: a GET form (server), or links to one page a value (export)."""
     ix = site.index
-    labels = {"rubric": "rubric", "source": "label source", "group": ix.options.by,
-              "kind": entries.spec.kind_label}
+    labels = filter_labels(site, entries)
     name = entries.spec.name
     if site.links.forms:
         fields = []
@@ -457,7 +462,8 @@ def list_page(site: Site, name: str, filters: Filters, page: int,
     rows it shows."""
     entries = site.lists[name]
     spec = entries.spec
-    chosen = [f"{d} = {v}" for d, v in filters.items()]
+    labels = filter_labels(site, entries)
+    chosen = [f"{labels.get(d, 'case id')} = {v}" for d, v in filters.items()]
     html_page = new_page(site, spec.title, "; ".join(chosen) or None, name)
     html_page.paragraph(spec.blurb)
     html_page.fragment(filter_form(site, entries, filters))

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from evalstream.errors import UsageError
+from evalstream.view.export import ExportReport
 from evalstream.view.index import Index, Options, ProgressFn, build
 from evalstream.view.links import Links
 from evalstream.view.lists import Lists
@@ -34,7 +35,7 @@ def open_site(opts: Options, on_progress: ProgressFn | None = None) -> Iterator[
 
 
 def export_view(opts: Options, folder: str, limit: int, on_progress: ProgressFn | None = None,
-                on_index: Callable[[Index], None] | None = None) -> object:
+                on_index: Callable[[Index], None] | None = None) -> ExportReport:
     """Index, then write the static export; returns the ``ExportReport``."""
     from evalstream.view.export import export
 
@@ -46,11 +47,12 @@ def export_view(opts: Options, folder: str, limit: int, on_progress: ProgressFn 
         return export(site, folder, limit)
 
 
-def serve_view(opts: Options, host: str = "127.0.0.1", port: int = 8765,
+def serve_view(opts: Options, host: str = "127.0.0.1", port: int | None = None,
                open_browser: bool = True, on_progress: ProgressFn | None = None,
                on_index: Callable[[Index], None] | None = None,
                announce: Callable[[str], None] | None = None) -> int:
-    """Index, then serve the pages until Ctrl-C; returns 0."""
+    """Index, then serve the pages until Ctrl-C; returns 0 (``port`` None: the first free
+    of 8765-8774)."""
     from evalstream.view.server import serve
 
     with open_site(opts, on_progress) as site:

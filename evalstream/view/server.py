@@ -39,6 +39,7 @@ from evalstream.view.pages import CSS, Site, list_page, message_page, overview, 
 from evalstream.view.records import FileChanged
 
 DEFAULT_PORT = 8765
+PORTS_TRIED = 10  # with no port asked for: 8765 to 8774, then any free one
 MAX_URL = 1 << 20  # a longer request line is refused (ids are at most 512 characters)
 
 
@@ -265,11 +266,24 @@ def _is_record_offset(site: Site, role: str, offset: int) -> bool:
     return False
 
 
-def serve(site: Site, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+def listen(site: Site, host: str, port: int | None) -> ViewServer:
+    """A server on ``port``; with None, on the first free one of 8765 to 8774, else any."""
+    if port is not None:
+        return ViewServer(site, host, port)
+    for candidate in [*range(DEFAULT_PORT, DEFAULT_PORT + PORTS_TRIED), 0]:
+        try:
+            return ViewServer(site, host, candidate)
+        except UsageError:
+            if candidate == 0:
+                raise
+    raise AssertionError("unreachable")
+
+
+def serve(site: Site, host: str = "127.0.0.1", port: int | None = None,
           open_browser: bool = True, announce: Callable[[str], None] | None = None) -> int:
-    """Serve the site until Ctrl-C; return 0. ``announce`` gets the URL to open (with its
-    token) once the server listens."""
-    server = ViewServer(site, host, port)
+    """Serve the site until Ctrl-C; return 0. ``port`` None: the first free of 8765-8774.
+    ``announce`` gets the URL to open (with its token) once the server listens."""
+    server = listen(site, host, port)
     try:
         if announce is not None:
             announce(server.start_url)

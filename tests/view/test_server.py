@@ -181,3 +181,23 @@ def test_options_that_do_not_apply_are_usage_errors(args: list[str], message: st
 
     assert main(["view", str(VERDICTS), "--cases", str(CASES), *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_without_a_port_the_next_free_one_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from evalstream.view import server as view_server
+    from tests.view.support import site
+
+    with socket.socket() as taken, site() as s:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        monkeypatch.setattr(view_server, "DEFAULT_PORT", busy)
+        chosen = view_server.listen(s, "127.0.0.1", None)
+        try:
+            assert chosen.port != busy and chosen.url.startswith("http://127.0.0.1:")
+        finally:
+            chosen.server_close()
+        with pytest.raises(view_server.UsageError, match=f"port {busy} on 127.0.0.1 is in use"):
+            view_server.listen(s, "127.0.0.1", busy)
