@@ -31,6 +31,7 @@ from evalstream.view.pages import Site, badge, new_page
 from evalstream.view.records import StateRecord
 from evalstream.view.text import FOLD, attr, inline, json_text, text
 
+MAX_SIBLINGS = 100  # links to the case's other checks
 BIG_RECORD = 4 << 20  # a case line over this is shown with each text cut at CUT characters
 CUT = 20_000
 CHECK_CSS = """
@@ -169,14 +170,21 @@ class _Check:
         if self.row < ix.n_cases:  # every rubric of the set has a check or a skip reason
             keys = np.union1d(keys, [key_of(self.row, r) for r in range(len(ix.rubrics.rubrics))])
         keys = keys.astype(np.uint64)
+        more = len(keys) - MAX_SIBLINGS
+        if more > 0:  # this check, then the first others (a file may name any number)
+            keys = np.union1d([self.key], keys[:MAX_SIBLINGS - 1]).astype(np.uint64)
         at = ix.run.find(keys)
         lt = ix.label_of(keys)
         parts = []
         for i, key in enumerate(keys.tolist()):
             rubric_id = ix.rubric_names.names[split_key(key)[1]]
+            if len(rubric_id) > 80:
+                rubric_id_shown = rubric_id[:79] + "…"
+            else:
+                rubric_id_shown = rubric_id
             status = STATUSES[ix.run.status[at[i]]] if at[i] >= 0 else None
             label = LABEL_STATUSES[ix.label_status[lt[i]]] if lt[i] >= 0 else None
-            name = f"<bdi>{inline(rubric_id)}</bdi>"
+            name = f"<bdi>{inline(rubric_id_shown)}</bdi>"
             href = self.site.links.check(self.case_id, rubric_id)
             if key == self.key:
                 name = f'<span class="here">{name}</span>'
@@ -187,6 +195,8 @@ class _Check:
             verdict = badge(status) if status else f'<span class="muted">{inline(why)}</span>'
             labelled = f' <span class="muted">label</span> {badge(label)}' if label else ""
             parts.append(f"<span>{name} {verdict}{labelled}</span>")
+        if more > 0:
+            parts.append(f'<span class="muted">and {more:,} more</span>')
         return ('<div class="siblings"><span class="muted">checks of this case:</span>'
                 + "".join(parts) + "</div>")
 

@@ -201,3 +201,25 @@ def test_a_record_too_large_to_show_whole_is_cut_and_says_so(tmp_path: Path) -> 
         assert "each text is cut at 20,000 characters" in text
         assert "180,000 more characters are not shown" in text
         assert 'href="/raw/cases/0"' in html
+
+
+def test_a_case_with_many_checks_links_the_first_hundred_and_counts_the_rest(
+        tmp_path: Path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "many", "input": "i", "output": "o"}) + "\n")
+    verdicts = tmp_path / "verdicts.jsonl"
+    rubrics = [f"r{i:03d}" for i in range(250)] + ["x" * 200]
+    verdicts.write_text("".join(json.dumps({"case_id": "many", "rubric_id": r,
+                                            "status": "pass"}) + "\n" for r in rubrics))
+    with site(verdicts, cases) as s:
+        html = check_page(s, "many", "r200")  # past the first hundred: still shown, marked
+        assert html is not None
+        siblings = html[html.index('<div class="siblings">'):]
+        siblings = siblings[:siblings.index("</div>")]
+        assert siblings.count("<bdi>") == 100
+        assert '<span class="here"><bdi>r200</bdi></span>' in siblings
+        assert "<bdi>r000</bdi>" in siblings and "<bdi>r099</bdi>" not in siblings
+        in_set = len(s.index.rubrics.rubrics)  # the rubric set's checks are listed too
+        assert f"and {251 + in_set - 100} more" in siblings
+        long_page = check_page(s, "many", "x" * 200)
+        assert long_page is not None and "x" * 79 + "…" in long_page
