@@ -1,6 +1,6 @@
 """Command line:
 ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
-judge,judge-clients,tokens,batch}``.
+judge,judge-clients,tokens,batch,view}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -130,6 +130,20 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return main(args.states or [100_000, 1_000_000], args.runs, args.cache_dir)
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    """Time evalstream view's index pass and first pages beside the floors of reading."""
+    from benchmarks.view import main
+
+    return main(args.size or [_size("1GB")], args.runs, args.cache_dir, args.rationale)
+
+
+def cmd_view_baseline(args: argparse.Namespace) -> int:
+    """One floor of the view benchmark (run under measure.py)."""
+    from benchmarks.view import baseline
+
+    return baseline(args.name, args.cases, args.verdicts)
+
+
 BASELINE_NAMES = ("lines", "msgspec", "pydantic", "json", "jq")
 VARIANT_HELP = (
     "baselines lines msgspec json pydantic jq; evalstream-all evalstream-builtin "
@@ -243,6 +257,20 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--runs", type=int, default=3)
     batch.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
     batch.set_defaults(func=cmd_batch)
+
+    view = sub.add_parser("view", help="time evalstream view: the index pass and first pages")
+    view.add_argument("--size", type=_size, action="append",
+                      help="cases size, repeatable (default 1GB)")
+    view.add_argument("--runs", type=int, default=3)
+    view.add_argument("--rationale", type=int, default=400,
+                      help="characters of each verdict's rationale (default 400)")
+    view.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+    view.set_defaults(func=cmd_view)
+    floor = sub.add_parser("view-baseline", help="one floor of the view benchmark")
+    floor.add_argument("name", choices=("read", "decode", "load-all"))
+    floor.add_argument("cases")
+    floor.add_argument("verdicts")
+    floor.set_defaults(func=cmd_view_baseline)
     return parser
 
 

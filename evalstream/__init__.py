@@ -57,19 +57,20 @@ if TYPE_CHECKING:
     from evalstream.pipeline.states import InvalidCaseError
     from evalstream.verdicts.agree import AgreeReport
     from evalstream.verdicts.compare import CompareReport
+    from evalstream.view.export import ExportReport
 
 __all__ = [
     "__version__",
     # functions
     "read_cases", "load_rubrics", "judge_states", "count_tokens", "build", "validate", "stats",
     "agree", "compare", "convert_cases", "judge_verdicts", "batch_prepare", "batch_submit",
-    "batch_status", "batch_collect",
+    "batch_status", "batch_collect", "export_view", "serve_view",
     # records
     "Case", "Message", "Passage", "ToolEvent", "Label", "Reject", "Rubric", "RubricSet",
     "CheckRecord", "ExactVerdict", "Exposure", "Tokens", "Sizes", "JudgeConfig", "JudgeVerdict",
     # reports
     "RunReport", "DatasetStats", "AgreeReport", "CompareReport", "ConvertReport",
-    "JudgeReport", "PrepareReport", "CollectReport", "BatchSummary",
+    "JudgeReport", "PrepareReport", "CollectReport", "BatchSummary", "ExportReport",
     # errors
     "EvalstreamError", "UsageError", "RubricError", "InputError", "WrongFileError",
     "OutputError", "SetupError", "InvalidCaseError",
@@ -91,6 +92,7 @@ _LAZY = {
     "PrepareReport": "evalstream.judge.batch.report",
     "CollectReport": "evalstream.judge.batch.report",
     "BatchSummary": "evalstream.judge.batch.remote",
+    "ExportReport": "evalstream.view.export",
     "EvalstreamError": "evalstream.errors", "UsageError": "evalstream.errors",
     "RubricError": "evalstream.errors", "InputError": "evalstream.errors",
     "WrongFileError": "evalstream.errors", "OutputError": "evalstream.errors",
@@ -284,3 +286,46 @@ def batch_collect(folder: str | os.PathLike[str], output: str | os.PathLike[str]
 
     return run(Options(folder=os.fspath(folder), output=os.fspath(output),
                        results=[os.fspath(r) for r in results], **options))
+
+
+def _view_options(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
+                  options: dict[str, Any]) -> Any:
+    from evalstream.checks.rubrics import load_rubrics as load
+    from evalstream.view.index import Options
+
+    files = options.pop("rubric_files", None)
+    for name in ("states", "compare"):
+        if options.get(name) is not None:
+            options[name] = os.fspath(options[name])
+    return Options(verdicts=os.fspath(verdicts), cases=os.fspath(cases),
+                   rubrics=load([os.fspath(f) for f in files]) if files else None, **options)
+
+
+def export_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
+                folder: str | os.PathLike[str], *, limit: int = 100,
+                **options: Any) -> ExportReport:
+    """Write the pages of ``evalstream view`` as a static folder (``--export``): the lists
+    with their first ``limit`` entries, a page for each, from ``file://``. Options as the
+    command's: ``states``, ``compare``, ``rubric_files``, ``max_tokens``, ``by``,
+    ``max_line_bytes``, ``allow_unknown_fields``. Returns the report (``exit_code`` 1 when
+    lines were rejected); the folder appears only if the whole export succeeds."""
+    from evalstream.view.run import export_view as export
+
+    return export(_view_options(verdicts, cases, options), os.fspath(folder), limit)
+
+
+def serve_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str], *,
+               host: str = "127.0.0.1", port: int | None = None, open_browser: bool = True,
+               **options: Any) -> int:
+    """Serve the pages of ``evalstream view`` until Ctrl-C (then return 0); the address to
+    open, with its access token, is printed on stderr. ``port`` None: the first free of
+    8765-8774. Options as ``export_view``'s."""
+    import sys
+
+    from evalstream.view.run import serve_view as serve
+
+    def announce(url: str) -> None:
+        print(f"view: serving at {url}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
+
+    return serve(_view_options(verdicts, cases, options), host, port, open_browser,
+                 announce=announce)

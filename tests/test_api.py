@@ -139,3 +139,19 @@ def test_batch_prepare_and_collect(tmp_path: Path) -> None:
     assert a.verdicts.verdicts == 112
     with pytest.raises(evalstream.UsageError):
         evalstream.batch_prepare(tmp_path / "states.jsonl", tmp_path / "batch", "m")
+
+
+def test_export_view(tmp_path: Path) -> None:
+    report = evalstream.export_view(SAMPLES / "verdicts.jsonl", SAMPLES / "cases.jsonl",
+                                    tmp_path / "review", limit=5,
+                                    compare=SAMPLES / "verdicts-b.jsonl")
+    assert isinstance(report, evalstream.ExportReport) and report.exit_code == 0
+    assert report.lists["disagreements"].entries == 7 and report.limit == 5
+    assert (tmp_path / "review" / "index.html").is_file()
+    assert len(list((tmp_path / "review" / "checks").iterdir())) == report.checks
+    with pytest.raises(evalstream.UsageError, match="--limit must be 1 or more"):
+        evalstream.export_view(SAMPLES / "verdicts.jsonl", SAMPLES / "cases.jsonl",
+                               tmp_path / "other", limit=0)
+    with pytest.raises(evalstream.RubricError):
+        evalstream.export_view(SAMPLES / "verdicts.jsonl", SAMPLES / "cases.jsonl",
+                               tmp_path / "other", rubric_files=[SAMPLES / "cases.jsonl"])

@@ -62,7 +62,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"evalstream {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Each command module imports only argparse at the top; its work is imported when it runs.
-    from evalstream.cli import agree, batch, build, compare, convert, judge, rubrics, stats
+    from evalstream.cli import agree, batch, build, compare, convert, judge, rubrics, stats, view
 
     convert.register(sub)
     build.register(sub)
@@ -72,6 +72,7 @@ def parser() -> argparse.ArgumentParser:
     agree.register(sub)
     compare.register(sub)
     rubrics.register(sub)
+    view.register(sub)
     return top
 
 

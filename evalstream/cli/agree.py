@@ -45,6 +45,10 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-unscored-rate", type=share, metavar="R",
                    help="exit 1 when more than this share of a verdict file's verdicts are "
                         "unscored (e.g. 0.02); the rate is reported either way")
+    p.add_argument("--view", type=path, metavar="DIR",
+                   help="a folder written by `evalstream view --export`: each listed id links "
+                        "to its check page there (in the HTML and markdown, and as `pages` in "
+                        "the JSON)")
 
 
 def register(subparsers: Any) -> None:
@@ -89,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         verdicts=args.verdicts, cases=args.cases, by=args.by, rejects=args.rejects,
         max_ids=args.max_ids, confidence=args.confidence, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields,
-        max_unscored_rate=args.max_unscored_rate),
+        max_unscored_rate=args.max_unscored_rate, view=args.view),
         outputs(args, agree.encode, agree_view.blocks, agree_page))
     show(args, report, agree_view.blocks)
     return report.exit_code
@@ -104,10 +108,13 @@ def check_paths(inputs: list[tuple[str, str]], outputs: list[tuple[str, str | No
 
 
 def outputs(args: argparse.Namespace, encode: Callable[[Any], bytes],
-            blocks: Callable[[Any], list[Block]], page: Callable[[Any], str],
+            blocks: Callable[[Any, str], list[Block]], page: Callable[[Any, str], str],
             ) -> Callable[[Any], list[AtomicOutput]]:
     """The writer of the result in the chosen format (-o, atomically) and the HTML page,
-    handed to the library, which commits them with the rejects: all or none."""
+    handed to the library, which commits them with the rejects: all or none. Links to view
+    pages are relative to the folder of the file they are written in."""
+    import os
+
     from evalstream.files.outputs import AtomicOutput
 
     def write(report: Any) -> list[AtomicOutput]:
@@ -115,10 +122,11 @@ def outputs(args: argparse.Namespace, encode: Callable[[Any], bytes],
         try:
             if args.html:
                 made.append(AtomicOutput(args.html))
-                made[-1].write(page(report).encode())
+                made[-1].write(page(report, os.path.dirname(args.html) or ".").encode())
             if not _to_terminal(args):
-                data = encode(report) if args.format == "json" else render(blocks(report),
-                                                                            args.format)
+                base = "." if args.output in (None, "-") else os.path.dirname(args.output) or "."
+                data = encode(report) if args.format == "json" else render(
+                    blocks(report, base), args.format)
                 made.append(AtomicOutput(args.output or "-"))
                 made[-1].write(data)
         except BaseException:
@@ -130,12 +138,13 @@ def outputs(args: argparse.Namespace, encode: Callable[[Any], bytes],
     return write
 
 
-def show(args: argparse.Namespace, report: Any, blocks: Callable[[Any], list[Block]]) -> None:
+def show(args: argparse.Namespace, report: Any,
+         blocks: Callable[[Any, str], list[Block]]) -> None:
     """The table on the terminal, when that is where the result goes (after the commit)."""
     if _to_terminal(args):
         from evalstream.render.tables import print_blocks
 
-        print_blocks(blocks(report), sys.stdout)
+        print_blocks(blocks(report, "."), sys.stdout)
 
 
 def _to_terminal(args: argparse.Namespace) -> bool:

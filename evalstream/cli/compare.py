@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         run_a=args.run_a, run_b=args.run_b, force=args.force, rejects=args.rejects,
         max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields,
-        max_unscored_rate=args.max_unscored_rate),
+        max_unscored_rate=args.max_unscored_rate, view=args.view),
         outputs(args, compare.encode, compare_view.blocks, agree_html.compare_page))
     show(args, report, compare_view.blocks)
     return report.exit_code

@@ -10,11 +10,11 @@ import queue
 import stat
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 from evalstream.errors import OutputError, ReaderGone, UsageError
-from evalstream.files.temporaries import temp_file
+from evalstream.files.temporaries import temp_dir, temp_file
 
 
 def _umask() -> int:
@@ -489,3 +489,67 @@ def _collision(first: tuple[str, str], second: tuple[str, str], place: tuple[Any
                 "of them a file name.")
     return (f"the {name_a} and {name_b} paths are the same file ({paths}); one would replace "
             f"the other: choose a different {name_b} name.")
+
+
+class AtomicFolder:
+    """A folder of files that appears under its name only on ``commit``, whole; ``abort``
+    leaves no trace. ``replaceable(path)`` says which existing folder may be replaced (an
+    empty one, or one this kind of output wrote before); any other is an error."""
+
+    def __init__(self, path: str, replaceable: Callable[[str], bool]) -> None:
+        self.path = path.rstrip(os.sep) or path
+        if os.path.lexists(self.path):
+            if not os.path.isdir(self.path) or os.path.islink(self.path):
+                raise OutputError(f"cannot write the folder {path}: a file of that name "
+                                  "exists; choose another name.")
+            if os.listdir(self.path) and not replaceable(self.path):
+                raise OutputError(f"{path} exists and holds other files; choose a new folder "
+                                  "(only an earlier folder of the same kind is replaced).")
+        parent = os.path.dirname(os.path.abspath(self.path))
+        try:
+            self.tmp: str | None = temp_dir(parent, f".{os.path.basename(self.path)}.", ".tmp")
+            os.chmod(self.tmp, 0o777 & ~_umask())
+        except OSError as exc:
+            raise OutputError(f"cannot create {path}: {exc.strerror or exc}") from exc
+
+    def write(self, name: str, data: bytes) -> None:
+        """Write the file ``name`` (a relative path with / between folders) in the folder."""
+        assert self.tmp is not None
+        target = os.path.join(self.tmp, *name.split("/"))
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(data)
+        except OSError as exc:
+            raise OutputError(f"cannot write {os.path.join(self.path, name)}: "
+                              f"{exc.strerror or exc}") from exc
+
+    def commit(self) -> None:
+        """Move the folder to its name, replacing an earlier one there."""
+        import shutil
+
+        assert self.tmp is not None
+        old = None
+        try:
+            if os.path.isdir(self.path):
+                old = temp_dir(os.path.dirname(self.tmp), f".{os.path.basename(self.path)}.",
+                               ".old")
+                os.rename(self.path, os.path.join(old, "folder"))
+            os.rename(self.tmp, self.path)
+            self.tmp = None
+        except OSError as exc:
+            if old is not None and not os.path.exists(self.path):
+                os.rename(os.path.join(old, "folder"), self.path)  # put the earlier one back
+            self.abort()
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+        finally:
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def abort(self) -> None:
+        """Remove the temporary folder; the target and any earlier folder are untouched."""
+        import shutil
+
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None

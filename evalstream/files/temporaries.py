@@ -88,6 +88,13 @@ def temp_file(folder: str, prefix: str, suffix: str = ".tmp") -> tuple[int, str]
     return tempfile.mkstemp(dir=folder, prefix=prefix + tag(), suffix=suffix)
 
 
+def temp_dir(folder: str, prefix: str, suffix: str = ".tmp") -> str:
+    """A new temporary folder in ``folder``, named for this run, after removing those of the
+    same ``prefix`` and ``suffix`` dead runs left; the caller moves or removes it."""
+    remove_stale(folder, prefix, suffix)
+    return tempfile.mkdtemp(dir=folder, prefix=prefix + tag(), suffix=suffix)
+
+
 @contextmanager
 def temp_folder(folder: str, prefix: str) -> Iterator[str]:
     """A new temporary folder in ``folder``, named for this run and removed with everything

@@ -286,6 +286,45 @@ def first_rows(rows: "pl.LazyFrame", groups: list[str], order: str, k: int,
     return best.sort([*groups, order])
 
 
+# -- rationales of listed examples -------------------------------------------------------------
+class _Rationale(Struct, gc=False):
+    rationale: str | None = None
+
+
+def rationales_at(path: str, lines: set[int],
+                  max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> dict[int, str | None]:
+    """The rationale of the verdict on each of these lines of ``path``, read in a second pass
+    that decodes only those lines (the first pass keeps no text). Standard input cannot be
+    read twice: nothing is found there."""
+    from evalstream.files.lines import Chunk, open_input, read_chunks
+
+    if not lines or path == "-":
+        return {}
+    wanted = sorted(lines)
+    found: dict[int, str | None] = {}
+    decode = msgspec.json.Decoder(_Rationale).decode
+    stream = open_input(path)
+    try:
+        at = 0
+        for item in read_chunks(stream, max_line_bytes):
+            if type(item) is not Chunk:
+                continue
+            end = item.line + len(item.lines)
+            while at < len(wanted) and wanted[at] < end:
+                if wanted[at] >= item.line:
+                    try:
+                        found[wanted[at]] = decode(item.lines[wanted[at] - item.line]).rationale
+                    except msgspec.DecodeError:
+                        pass  # the line was rejected: it has no rationale
+                at += 1
+            if at == len(wanted):
+                break
+    finally:
+        if path != "-":
+            stream.close()
+    return found
+
+
 # -- rejects ---------------------------------------------------------------------------------------
 class RejectSink:
     """Where the rejects of a run go: counted always, written as JSONL when a path is given."""

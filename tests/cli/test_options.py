@@ -34,6 +34,7 @@ TEMPLATE = {
     "convert": ["in.csv", "out.jsonl"],
     "judge": ["states.jsonl", "verdicts.jsonl", "--model", "m"],
     "rubrics": ["r.toml"],
+    "view": ["verdicts.jsonl", "--cases", "cases.jsonl"],
     "batch prepare": ["states.jsonl", "batch", "--model", "m"],
     "batch submit": ["batch"],
     "batch status": ["batch"],

@@ -15,8 +15,6 @@ everything is written, so it appears whole or not at all (one rename for all its
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from evalstream import __version__
 from evalstream.cases.rejects import Reject, raw_text
 from evalstream.errors import EXIT_OK, EXIT_REJECTS, OutputError, UsageError
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
+from evalstream.files.outputs import AtomicFolder
 from evalstream.files.sniff import check_input
 from evalstream.judge import inputs
 from evalstream.judge.batch import formats
@@ -209,23 +208,14 @@ def run(opts: Options) -> PrepareReport:
     check_new_folder(opts.folder)
     check_input(opts.input, "judge states", USAGE.format(input=opts.input))
     store_path, warnings = consulted_store(opts)
-    folder = opts.folder.rstrip(os.sep) or opts.folder
-    parent = os.path.dirname(os.path.abspath(folder))
+    # The folder appears whole or not at all (files.outputs.AtomicFolder, as view's export).
+    out = AtomicFolder(opts.folder, replaceable=lambda _: False)
+    assert out.tmp is not None
     try:
-        tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(folder)}.", suffix=".tmp", dir=parent)
-    except OSError as exc:
-        raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from exc
-    try:
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o777 & ~mask)  # mkdtemp's 0700 is for the temporary name only
-        report = _fill(opts, tmp, limit, store_path, warnings, started)
-        try:
-            os.rename(tmp, folder)
-        except OSError as exc:
-            raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from exc
+        report = _fill(opts, out.tmp, limit, store_path, warnings, started)
+        out.commit()
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        out.abort()
         raise
     return report
 
