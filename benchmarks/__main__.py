@@ -1,6 +1,6 @@
 """Command line:
 ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
-judge,judge-clients}``.
+judge,judge-clients,tokens,batch,view}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -116,11 +116,40 @@ def cmd_judge_clients(args: argparse.Namespace) -> int:
                         args.cache_dir)
 
 
+def cmd_tokens(args: argparse.Namespace) -> int:
+    """The token counters, the corpus x9 input, the count cache."""
+    from benchmarks.tokens import main
+
+    return main(args.rest)
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Time batch prepare and collect beside build."""
+    from benchmarks.batch import main
+
+    return main(args.states or [100_000, 1_000_000], args.runs, args.cache_dir)
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    """Time evalstream view's index pass and first pages beside the floors of reading."""
+    from benchmarks.view import main
+
+    return main(args.size or [_size("1GB")], args.runs, args.cache_dir, args.rationale)
+
+
+def cmd_view_baseline(args: argparse.Namespace) -> int:
+    """One floor of the view benchmark (run under measure.py)."""
+    from benchmarks.view import baseline
+
+    return baseline(args.name, args.cases, args.verdicts)
+
+
 BASELINE_NAMES = ("lines", "msgspec", "pydantic", "json", "jq")
 VARIANT_HELP = (
     "baselines lines msgspec json pydantic jq; evalstream-all evalstream-builtin "
-    "evalstream-long evalstream-w1 evalstream-w2 evalstream-dask2 evalstream-dask2-dir stats "
-    "stats-w2 stats-dask2 (default: all)"
+    "evalstream-long evalstream-w1 evalstream-w2 evalstream-exact evalstream-cl100k "
+    "evalstream-dask2 evalstream-dask2-dir stats stats-w2 stats-dask2 "
+    "(default: all but those pinned to another profile)"
 )
 
 
@@ -172,8 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--profiles",
         nargs="+",
         default=["normal"],
-        choices=("normal", "long"),
-        help="profiles for the variants not pinned to one (default normal)",
+        choices=("normal", "long", "corpus9"),
+        help="profiles for the variants not pinned to one (default normal); corpus9 is the "
+             "shared corpus x9 (316 MB, --size does not apply)",
     )
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
@@ -216,6 +246,32 @@ def build_parser() -> argparse.ArgumentParser:
         judge.add_argument("--max-connections", type=int, default=64)
         judge.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
         judge.set_defaults(func=func)
+
+    tok = sub.add_parser("tokens", help="token counters, the corpus x9, the count cache",
+                         add_help=False)
+    tok.add_argument("rest", nargs=argparse.REMAINDER)
+    tok.set_defaults(func=cmd_tokens)
+
+    batch = sub.add_parser("batch", help="time batch prepare and collect beside build")
+    batch.add_argument("--states", type=int, action="append",
+                       help="judge states, repeatable (default 100000 and 1000000)")
+    batch.add_argument("--runs", type=int, default=3)
+    batch.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+    batch.set_defaults(func=cmd_batch)
+
+    view = sub.add_parser("view", help="time evalstream view: the index pass and first pages")
+    view.add_argument("--size", type=_size, action="append",
+                      help="cases size, repeatable (default 1GB)")
+    view.add_argument("--runs", type=int, default=3)
+    view.add_argument("--rationale", type=int, default=400,
+                      help="characters of each verdict's rationale (default 400)")
+    view.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+    view.set_defaults(func=cmd_view)
+    floor = sub.add_parser("view-baseline", help="one floor of the view benchmark")
+    floor.add_argument("name", choices=("read", "decode", "load-all"))
+    floor.add_argument("cases")
+    floor.add_argument("verdicts")
+    floor.set_defaults(func=cmd_view_baseline)
     return parser
 
 

@@ -31,7 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.generate import GENERATOR_VERSION, PROFILES, format_size, generate
+from benchmarks.generate import GENERATOR_VERSION, format_size, generate
+from benchmarks.generate import PROFILES as GENERATED
+
+# The generated profiles, and the shared corpus x9 (benchmarks/tokens.py; size ignored).
+PROFILES = (*GENERATED, "corpus9")
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASURE = Path(__file__).resolve().parent / "measure.py"
@@ -77,6 +81,9 @@ VARIANTS: dict[str, Variant] = {
     "evalstream-long": Variant(_BUILD, profile="long", evalstream=True),
     "evalstream-w1": Variant((*_BUILD, "--workers", "1"), evalstream=True),
     "evalstream-w2": Variant((*_BUILD, "--workers", "2"), evalstream=True),
+    # every state counted exactly (records carry exact counts); and the older encoding
+    "evalstream-exact": Variant((*_BUILD, "--exact-tokens"), evalstream=True),
+    "evalstream-cl100k": Variant((*_BUILD, "--tokenizer", "cl100k_base"), evalstream=True),
     # --engine dask on a local cluster of 2 worker processes (started and stopped by the run,
     # ~2 s), one file out (the parts joined in the kernel) or a directory of parts.
     "evalstream-dask2": Variant((*_BUILD, "--engine", "dask", "--workers", "2"),
@@ -107,6 +114,8 @@ class Input:
 
     @property
     def label(self) -> str:
+        if self.profile == "corpus9":
+            return "corpus x9"
         return f"{self.profile} {format_size(self.size)}"
 
     @property
@@ -177,6 +186,14 @@ class Result:
 def ensure_input(cache: Path, profile: str, size: int, seed: int) -> Input:
     """Return the cached input for (profile, size, seed), generating it if missing."""
     cache.mkdir(parents=True, exist_ok=True)
+    if profile == "corpus9":
+        from benchmarks.tokens import corpus9
+
+        path = cache / "corpus-x9.jsonl"
+        if not path.exists():
+            _log(f"writing {path} from the shared corpus ...")
+            corpus9(path)
+        return Input(profile, path.stat().st_size, path)
     path = cache / f"cases-v{GENERATOR_VERSION}-{profile}-{format_size(size)}-seed{seed}.jsonl"
     if not path.exists():
         _log(f"generating {path} ...")

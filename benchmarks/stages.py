@@ -3,7 +3,8 @@
 Drives build's own pieces in this process over the file (no start-up, output not written),
 best of ``--repeat``: first cumulatively (read lines; + typed decode; + the read loop with
 its id checks; + the Checker's states and budget; + the records), then the full run with
-one extra taken out at a time (item-id uniqueness, the duplicate-id index, the state hash).
+one extra taken out at a time (item-id uniqueness, the duplicate-id index, the state hash,
+the escaping of line separators in state fields).
 Prints one line per figure: seconds and microseconds a case. Rubric:
 ``benchmarks/all_fields.toml`` (``--builtin``: the built-in rubrics).
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 from evalstream.cases import ids, schema
 from evalstream.cases.reading import case_reader
+from evalstream.checks import checker
 from evalstream.checks.checker import Checker
 from evalstream.checks.rubrics import load_rubrics
 from evalstream.files.lines import Chunk, open_input, read_chunks
@@ -94,7 +96,9 @@ def main(path: Path, repeat: int, builtin: bool = False) -> int:
             ("without item-id uniqueness", schema, "duplicate_item_id", lambda case: None),
             ("without the duplicate-id index", ids.IdIndex, "add_id", lambda *_: 0),
             ("without the state hash", records.xxhash, "xxh3_128_hexdigest",
-             lambda _: "0" * 32)):
+             lambda _: "0" * 32),
+            ("without escaping U+2028/2029/0085", checker, "escape_line_breaks",
+             lambda data: data)):
         with _without(owner, attr, stand_in):
             show(f"{name} (saves)", whole - _best(full, repeat))
     return 0

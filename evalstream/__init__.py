@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from evalstream.cases.schema import Case, Label, Message, Passage, ToolEvent
     from evalstream.checks.report import RunReport
     from evalstream.checks.rubrics import Rubric, RubricSet
-    from evalstream.checks.state import CheckRecord, ExactVerdict, Exposure, Tokens
+    from evalstream.checks.state import CheckRecord, ExactVerdict, Exposure, Sizes, Tokens
     from evalstream.convert.report import ConvertReport
     from evalstream.dataset.stats import DatasetStats
     from evalstream.errors import (
@@ -46,29 +46,34 @@ if TYPE_CHECKING:
         InputError,
         OutputError,
         RubricError,
+        SetupError,
         UsageError,
         WrongFileError,
     )
+    from evalstream.judge.batch.remote import BatchSummary
+    from evalstream.judge.batch.report import CollectReport, PrepareReport
     from evalstream.judge.report import JudgeReport
     from evalstream.judge.request import JudgeConfig
     from evalstream.pipeline.states import InvalidCaseError
     from evalstream.verdicts.agree import AgreeReport
     from evalstream.verdicts.compare import CompareReport
+    from evalstream.view.export import ExportReport
 
 __all__ = [
     "__version__",
     # functions
-    "read_cases", "load_rubrics", "judge_states", "build", "validate", "stats", "agree",
-    "compare", "convert_cases", "judge_verdicts",
+    "read_cases", "load_rubrics", "judge_states", "count_tokens", "build", "validate", "stats",
+    "agree", "compare", "convert_cases", "judge_verdicts", "batch_prepare", "batch_submit",
+    "batch_status", "batch_collect", "export_view", "serve_view",
     # records
     "Case", "Message", "Passage", "ToolEvent", "Label", "Reject", "Rubric", "RubricSet",
-    "CheckRecord", "ExactVerdict", "Exposure", "Tokens", "JudgeConfig", "JudgeVerdict",
+    "CheckRecord", "ExactVerdict", "Exposure", "Tokens", "Sizes", "JudgeConfig", "JudgeVerdict",
     # reports
     "RunReport", "DatasetStats", "AgreeReport", "CompareReport", "ConvertReport",
-    "JudgeReport",
+    "JudgeReport", "PrepareReport", "CollectReport", "BatchSummary", "ExportReport",
     # errors
     "EvalstreamError", "UsageError", "RubricError", "InputError", "WrongFileError",
-    "OutputError", "InvalidCaseError",
+    "OutputError", "SetupError", "InvalidCaseError",
 ]
 
 _LAZY = {
@@ -78,14 +83,20 @@ _LAZY = {
     "Rubric": "evalstream.checks.rubrics", "RubricSet": "evalstream.checks.rubrics",
     "CheckRecord": "evalstream.checks.state", "ExactVerdict": "evalstream.checks.state",
     "Exposure": "evalstream.checks.state", "Tokens": "evalstream.checks.state",
+    "Sizes": "evalstream.checks.state",
     "RunReport": "evalstream.checks.report", "DatasetStats": "evalstream.dataset.stats",
     "AgreeReport": "evalstream.verdicts.agree", "CompareReport": "evalstream.verdicts.compare",
     "ConvertReport": "evalstream.convert.report",
     "JudgeConfig": "evalstream.judge.request", "JudgeVerdict": "evalstream.verdicts.records",
     "JudgeReport": "evalstream.judge.report",
+    "PrepareReport": "evalstream.judge.batch.report",
+    "CollectReport": "evalstream.judge.batch.report",
+    "BatchSummary": "evalstream.judge.batch.remote",
+    "ExportReport": "evalstream.view.export",
     "EvalstreamError": "evalstream.errors", "UsageError": "evalstream.errors",
     "RubricError": "evalstream.errors", "InputError": "evalstream.errors",
     "WrongFileError": "evalstream.errors", "OutputError": "evalstream.errors",
+    "SetupError": "evalstream.errors",
     "InvalidCaseError": "evalstream.pipeline.states",
 }
 
@@ -122,12 +133,21 @@ def load_rubrics(paths: Iterable[str | os.PathLike[str]] | None = None) -> Rubri
 
 
 def judge_states(cases: Iterable[Case | dict[str, Any]], rubrics: RubricSet | None = None,
-                 max_tokens: int = 32_000) -> Iterator[CheckRecord | ExactVerdict]:
+                 max_tokens: int = 32_000, tokenizer: str = "o200k_base",
+                 exact_tokens: bool = False) -> Iterator[CheckRecord | ExactVerdict]:
     """The records ``build`` writes for these cases (``Case`` structs or dicts in the wire
     format), in order; see ``evalstream.pipeline.states.judge_states``."""
     from evalstream.pipeline.states import judge_states as states
 
-    return states(cases, rubrics, max_tokens)
+    return states(cases, rubrics, max_tokens, tokenizer, exact_tokens)
+
+
+def count_tokens(text: str, tokenizer: str = "o200k_base") -> int:
+    """The exact number of tokens of ``text`` in ``tokenizer`` (``o200k_base`` or
+    ``cl100k_base``), as tiktoken's ``encode_ordinary`` counts them; nothing is downloaded."""
+    from evalstream.checks.encodings import count
+
+    return count(text, tokenizer)
 
 
 Inputs = str | os.PathLike[str] | list[str | os.PathLike[str]]
@@ -146,9 +166,9 @@ def build(input: Inputs, output: str | os.PathLike[str], **options: Any) -> RunR
     """Run ``build``: judge states from ``input`` (a path, glob or URL, or a list of them) to
     ``output``, with the rejects and the run report beside it (or where ``rejects=`` and
     ``report=`` say). Options as the command's: ``rubric_files``, ``max_tokens``,
-    ``max_line_bytes``, ``allow_unknown_fields``, ``workers``, ``engine`` (``"local"`` or
-    ``"dask"``), ``scheduler``. Returns the run report; files appear only if the whole run
-    succeeds."""
+    ``tokenizer``, ``exact_tokens``, ``max_line_bytes``, ``allow_unknown_fields``,
+    ``workers``, ``engine`` (``"local"`` or ``"dask"``), ``scheduler``. Returns the run
+    report; files appear only if the whole run succeeds."""
     from evalstream.pipeline.run import Options, run
 
     report, _ = run(Options(**_inputs(input), output=os.fspath(output), **options))
@@ -228,3 +248,96 @@ def judge_verdicts(input: str | os.PathLike[str], output: str | os.PathLike[str]
                          temperature=temperature, max_output_tokens=max_output_tokens)
     return run(Options(input=os.fspath(input), output=os.fspath(output), config=config,
                        **options))
+
+
+def batch_prepare(input: str | os.PathLike[str], folder: str | os.PathLike[str], model: str,
+                  *, provider: str = "openai", base_url: str = "",
+                  temperature: float | None = 0.0, max_output_tokens: int = 1024,
+                  **options: Any) -> PrepareReport:
+    """Run ``batch prepare``: request files for ``model`` at ``provider`` (``openai``: also
+    vllm run-batch; ``anthropic``), a manifest, the rejects and the report in the new folder
+    ``folder``, from the judge states of ``input``. Options as the command's:
+    ``max_requests_per_file``, ``max_bytes_per_file``, ``only_missing``, ``cache``,
+    ``max_line_bytes``."""
+    from evalstream.judge.batch.prepare import Options, run
+    from evalstream.judge.request import JudgeConfig
+
+    config = JudgeConfig(model=model, provider=provider, base_url=base_url,
+                         temperature=temperature, max_output_tokens=max_output_tokens)
+    return run(Options(input=os.fspath(input), folder=os.fspath(folder), config=config,
+                       **options))
+
+
+def batch_submit(folder: str | os.PathLike[str], **options: Any) -> BatchSummary:
+    """Run ``batch submit``: upload the request files of a prepared folder and create their
+    batches (the key from the environment). Options: ``api_key_env``, ``timeout``,
+    ``max_attempts``, ``resubmit_unconfirmed``."""
+    from evalstream.judge.batch.remote import Options, submit
+
+    return submit(Options(folder=os.fspath(folder), **options))
+
+
+def batch_status(folder: str | os.PathLike[str], **options: Any) -> BatchSummary:
+    """Run ``batch status``: each batch's state; the results of ended batches downloaded into
+    ``folder/results/``. Options: ``wait``, ``poll``, ``download``, ``api_key_env``,
+    ``timeout``, ``max_attempts``."""
+    from evalstream.judge.batch.remote import Options, status
+
+    return status(Options(folder=os.fspath(folder), **options))
+
+
+def batch_collect(folder: str | os.PathLike[str], output: str | os.PathLike[str],
+                  results: Iterable[str | os.PathLike[str]] = (),
+                  **options: Any) -> CollectReport:
+    """Run ``batch collect``: a verdict at ``output`` for every judge state of the prepared
+    ``folder``, from the result files (default ``folder/results/*.jsonl``), every answer kept
+    in the live judge's store. Options as the command's: ``cache``, ``missing``,
+    ``price_in``, ``price_out``, ``max_unscored_rate``, ``rejects``, ``report``,
+    ``max_line_bytes``. Returns the report (``exit_code`` 3: judge states still missing)."""
+    from evalstream.judge.batch.collect import Options, run
+
+    return run(Options(folder=os.fspath(folder), output=os.fspath(output),
+                       results=[os.fspath(r) for r in results], **options))
+
+
+def _view_options(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
+                  options: dict[str, Any]) -> Any:
+    from evalstream.checks.rubrics import load_rubrics as load
+    from evalstream.view.index import Options
+
+    files = options.pop("rubric_files", None)
+    for name in ("states", "compare"):
+        if options.get(name) is not None:
+            options[name] = os.fspath(options[name])
+    return Options(verdicts=os.fspath(verdicts), cases=os.fspath(cases),
+                   rubrics=load([os.fspath(f) for f in files]) if files else None, **options)
+
+
+def export_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
+                folder: str | os.PathLike[str], *, limit: int = 100,
+                **options: Any) -> ExportReport:
+    """Write the pages of ``evalstream view`` as a static folder (``--export``): the lists
+    with their first ``limit`` entries, a page for each, from ``file://``. Options as the
+    command's: ``states``, ``compare``, ``rubric_files``, ``max_tokens``, ``by``,
+    ``max_line_bytes``, ``allow_unknown_fields``. Returns the report (``exit_code`` 1 when
+    lines were rejected); the folder appears only if the whole export succeeds."""
+    from evalstream.view.run import export_view as export
+
+    return export(_view_options(verdicts, cases, options), os.fspath(folder), limit)
+
+
+def serve_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str], *,
+               host: str = "127.0.0.1", port: int | None = None, open_browser: bool = True,
+               **options: Any) -> int:
+    """Serve the pages of ``evalstream view`` until Ctrl-C (then return 0); the address to
+    open, with its access token, is printed on stderr. ``port`` None: the first free of
+    8765-8774. Options as ``export_view``'s."""
+    import sys
+
+    from evalstream.view.run import serve_view as serve
+
+    def announce(url: str) -> None:
+        print(f"view: serving at {url}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
+
+    return serve(_view_options(verdicts, cases, options), host, port, open_browser,
+                 announce=announce)

@@ -15,6 +15,7 @@ EXIT_INTERNAL = 70  # a bug in evalstream (EX_SOFTWARE); never a verdict on the 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EXIT_HANGUP = 129
+EXIT_PIPE = 141  # the reader of standard output closed it (128 + SIGPIPE, as shells report it)
 
 
 class EvalstreamError(Exception):
@@ -43,3 +44,14 @@ class WrongFileError(InputError):
 
 class OutputError(EvalstreamError):
     """An output could not be created, written or moved into place."""
+
+
+class ReaderGone(OutputError):
+    """The program reading evalstream's standard output closed it (``| head``)."""
+
+    exit_code = EXIT_PIPE
+
+
+class SetupError(EvalstreamError):
+    """evalstream's installation cannot do the job (a missing package, a changed data file);
+    the message names the fix."""

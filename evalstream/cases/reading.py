@@ -22,7 +22,15 @@ import msgspec
 
 from evalstream.cases import schema
 from evalstream.cases.ids import IdIndex
-from evalstream.cases.rejects import Reject, long_line_reject, raw_text, reject, reject_kind
+from evalstream.cases.rejects import (
+    Reject,
+    long_line_reject,
+    long_text_reject,
+    raw_text,
+    reject,
+    reject_kind,
+    whitespace_reject,
+)
 from evalstream.files.lines import (
     DEFAULT_MAX_LINE_BYTES,
     Chunk,
@@ -33,6 +41,7 @@ from evalstream.files.lines import (
 )
 
 T = TypeVar("T")
+JSON_SPACE = b" \t\r"  # with the newline, all JSON counts as whitespace: a blank line
 Record = tuple[int, int, bytes, T]  # line number, byte offset, the line, the decoded record
 Problem = tuple[Reject, str]  # a reject and its kind, for the counts by kind
 FIRST_REJECTS_KEPT = 20
@@ -73,9 +82,13 @@ class RecordKind(Generic[T]):
 class RecordReader(Generic[T]):
     """Reads lines into records of one kind, counting every line and keeping the first rejects."""
 
-    def __init__(self, kind: RecordKind[T], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+    def __init__(self, kind: RecordKind[T], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+                 on_reject: Callable[[Reject, str, int], None] | None = None) -> None:
         self.kind = kind
         self.max_line_bytes = max_line_bytes
+        # Called with each reject, its kind and the line's size in bytes before the reject is
+        # yielded: enough to read the line again and explain it again (view keeps only that).
+        self.on_reject = on_reject
         self.counts = LineCounts()
         self.first_rejects: list[Reject] = []
 
@@ -87,7 +100,7 @@ class RecordReader(Generic[T]):
             if type(item) is LongLine:
                 counts.lines += 1
                 yield self._rejected(self.kind.too_long(item, self.max_line_bytes),
-                                     "line too long")
+                                     "line too long", item.size)
                 continue
             assert type(item) is Chunk
             line_no, offset = item.line, item.offset
@@ -96,10 +109,14 @@ class RecordReader(Generic[T]):
                 try:
                     record = decode(line)
                 except (msgspec.DecodeError, RecursionError) as exc:
-                    if not line or line.isspace():
+                    if not line.strip(JSON_SPACE):
                         counts.blank += 1
+                    elif line.isspace():  # a form feed or vertical tab: not JSON whitespace
+                        yield self._rejected(whitespace_reject(line_no, offset, line),
+                                             "malformed JSON", len(line))
                     else:
-                        yield self._rejected(*self.kind.reject(line_no, offset, line, exc))
+                        yield self._rejected(*self.kind.reject(line_no, offset, line, exc),
+                                             len(line))
                 else:
                     problem = None if check is None else check(record, line_no, line)
                     if problem is None:
@@ -107,7 +124,7 @@ class RecordReader(Generic[T]):
                         yield line_no, offset, line, record
                     else:
                         problem[0].offset = offset
-                        yield self._rejected(*problem)
+                        yield self._rejected(*problem, len(line))
                 offset += len(line) + 1
                 line_no += 1
 
@@ -120,10 +137,12 @@ class RecordReader(Generic[T]):
             if path != "-":
                 stream.close()
 
-    def _rejected(self, rej: Reject, kind: str) -> Reject:
+    def _rejected(self, rej: Reject, kind: str, size: int) -> Reject:
         counts = self.counts
         counts.rejected += 1
         counts.rejected_by_kind[kind] += 1
+        if self.on_reject is not None:
+            self.on_reject(rej, kind, size)
         if len(self.first_rejects) < FIRST_REJECTS_KEPT:
             self.first_rejects.append(rej)
         return rej
@@ -136,6 +155,12 @@ def case_kind(allow_unknown_fields: bool = False, index: IdIndex | None = None) 
     decoder = schema.decoder(allow_unknown_fields)
 
     def check(case: Any, line_no: int, line: bytes) -> Problem | None:
+        # A line that is not longer than the cap cannot hold a longer string: the walk
+        # through free-form values costs nothing on the usual lines.
+        if len(line) > schema.MAX_TEXT_CHARS:
+            long = schema.long_nested_text(case)
+            if long is not None:
+                return long_text_reject(line_no, line, case.id, *long), "over a cap"
         dup = schema.duplicate_item_id(case)
         if dup is not None:
             path, value = dup

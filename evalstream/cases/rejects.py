@@ -39,8 +39,8 @@ _ERROR_AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
 _LONE_SURROGATE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
     rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_KEY_ERROR = re.compile(r"^(?P<what>.*) - at `key` in `(?P<path>\$[^`]*)`$", re.S)
 _PATH_PART = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OUT_OF_RANGE = ("Number out of range", "Integer value out of range")
 # Longer integer literals are refused by Python's int() (sys.get_int_max_str_digits) and msgspec.
 _MAX_INT_DIGITS = 4_300
@@ -62,6 +62,7 @@ class Shape:
     maps: tuple[str, ...] = ()  # patterns of objects whose keys are data
     unlisted: frozenset[str] = frozenset()  # known fields not named in sentences
     ids: dict[str, str] = field(default_factory=dict)  # id paths that must be slugs -> label
+    keys: dict[str, str] = field(default_factory=dict)  # maps whose keys are ids -> what they name
     id_field: str = "id"  # the top-level field a reject's `id` is read from
     too_long: str = "split the case or raise --max-line-bytes"  # the fix for a long line
 
@@ -95,6 +96,7 @@ CASE = Shape(
              "$.expected{}.source": "synthetic, human, imported"},
     maps=("$.expected",),
     ids={"$.id": "Case id"},
+    keys={"$.expected": "rubric id"},
 )
 _TYPE_WORDS = {
     "str": "a string", "int": "an integer", "float": "a number", "object": "an object",
@@ -182,21 +184,50 @@ def reject_kind(exc: BaseException, line: bytes | None = None, shape: Shape | No
         return "unknown field"
     if what.startswith("Object missing required field"):
         return "missing field"
+    if _KEY_ERROR.match(what):
+        return "invalid id"
     at = what.rsplit(" - at `", 1)[-1].rstrip("`") if " - at `" in what else "$"
     if "matching regex" in what or "length" in what and at in (shape or CASE).ids:
         return "invalid id"
-    if re.match(r"Expected `(str|array)` of length <=", what):
+    if re.match(r"Expected `(str|array|object)` of length <=", what):
         return "over a cap"
     if " - at `" not in what:
         return "not an object"
     return "invalid value"
 
 
+def long_text_reject(line_no: int, line: bytes, case_id: str, path: str, length: int,
+                     is_key: bool) -> Reject:
+    """A reject for a string (or key) nested in free-form JSON over the text cap."""
+    limit = schema.MAX_TEXT_CHARS
+    if is_key:
+        error = (f"`{path}` has a key of {length:,} characters; keys, as every text, allow at "
+                 f"most {limit:,} characters.")
+    else:
+        error = (f"`{path}` is {length:,} characters long; text fields allow at most "
+                 f"{limit:,} characters, at any depth.")
+    return Reject(line_no, 0, case_id, path, error, raw_text(line))
+
+
 def long_line_reject(item: LongLine, max_line_bytes: int, shape: Shape | None = None) -> Reject:
-    """A reject for a line over ``--max-line-bytes``, built from its head only."""
+    """A reject for a line over ``--max-line-bytes``, built from its head only (which names
+    the record when its id comes first)."""
+    shape = shape or CASE
     error = (f"The line is {item.size:,} bytes, over the limit of {max_line_bytes:,} bytes; "
-             f"{(shape or CASE).too_long}.")
-    return Reject(item.line, item.offset, None, None, error, raw_text(item.head))
+             f"{shape.too_long}.")
+    record_id = case_id_of(item.head, shape.id_field)
+    return Reject(item.line, item.offset, record_id and _printable(record_id), None, error,
+                  raw_text(item.head))
+
+
+def whitespace_reject(line_no: int, offset: int, line: bytes) -> Reject:
+    """A reject for a line of whitespace that JSON does not count as such (form feed,
+    vertical tab): only spaces, tabs and carriage returns make a blank line."""
+    odd = next(f"U+{c:04X}" for c in line if c not in b" \t\r")
+    return Reject(line_no, offset, None, "$", (
+        f"The line holds only whitespace, but {odd} (a form feed or vertical tab) is not "
+        "whitespace in JSON; a blank line may hold only spaces, tabs and carriage returns. "
+        "Remove the line."), raw_text(line))
 
 
 def explain(exc: BaseException, line: bytes, shape: Shape = CASE) -> tuple[str | None, str]:
@@ -212,6 +243,9 @@ def explain(exc: BaseException, line: bytes, shape: Shape = CASE) -> tuple[str |
         if malformed is not None:
             return explain(malformed, line, shape)
     message = str(exc)
+    at_key = _KEY_ERROR.match(message)
+    if at_key is not None and isinstance(exc, msgspec.ValidationError):
+        return _explain_key(at_key["path"], line, shape)
     m = _ERROR_AT.match(message)
     assert m is not None  # the pattern matches any string
     what, path = m["what"], m["path"] or "$"
@@ -325,6 +359,32 @@ def _explain_invalid(what: str, path: str, line: bytes,
     return path, f"`{path}`: {what}."
 
 
+def _explain_key(path: str, line: bytes, shape: Shape) -> tuple[str | None, str]:
+    """A key of the object at ``path`` breaks the id rule (a label's rubric id)."""
+    what = shape.keys.get(shape.pattern(path), "key")
+    obj = _value_at(line, path)
+    keys = list(obj) if isinstance(obj, dict) else []
+    bad = next((k for k in keys if not _is_id(k)), None)
+    rule = (f"{what}s must be non-empty, at most {schema.MAX_ID_CHARS} characters, without "
+            "whitespace or `/`")
+    if bad is None:
+        return path, f"`{path}` has a key that is not a valid {what}: {rule}."
+    if len(bad) > schema.MAX_ID_CHARS:
+        return path, (f"`{path}` has a {what} (a key) of {len(bad):,} characters "
+                      f"({_shown(bad[:40])!r}...); {rule}.")
+    if not bad:
+        return _key_path(path, bad), f"`{path}` has an empty {what} (a key); {rule}."
+    return _key_path(path, bad), (f"`{path}` has the {what} {_shown(bad)!r} (a key), which is "
+                                  f"not a slug: {rule}.")
+
+
+_ID_RULE = re.compile(schema.ID_PATTERN)
+
+
+def _is_id(key: str) -> bool:
+    return 0 < len(key) <= schema.MAX_ID_CHARS and _ID_RULE.match(key) is not None
+
+
 def nearest(name: str, known: Iterable[str]) -> str | None:
     """The known name ``name`` most likely stands for (case, ``_`` and ``-`` ignored first,
     then the closest spelling), or None: for the "did you mean" of every sentence."""
@@ -410,10 +470,7 @@ def _lenient_load(line: bytes, **options: Any) -> Any:
         return None
 
 
-def _key_path(path: str, key: str) -> str:
-    if _PLAIN_KEY.match(key):
-        return f"{path}.{key}"
-    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+_key_path = schema.key_path
 
 
 def _find(value: Any, test: Any) -> str | None:
@@ -466,8 +523,12 @@ def _out_of_range_path(line: bytes) -> str | None:
 def _control_path(line: bytes, pos: int) -> str:
     """The path of the string holding the raw control character at byte ``pos``."""
     # The same character may also appear escaped elsewhere: mark this very byte instead.
-    marker = next(c for c in "\U0010fffd\U0010fffc\U000ffffd\uffff"
-                  if c.encode() not in line)
+    # Any private-use character the line lacks will do (hypothesis found a line holding
+    # the four this once tried): the search ends unless the line holds all 131,068.
+    marker = next((c for c in map(chr, range(0x10FFFD, 0xEFFFF, -1)) if c.encode() not in line),
+                  None)
+    if marker is None:
+        return "$"
     marked = line[:pos] + marker.encode() + line[pos + 1:]
     return _find(_lenient_load(marked, strict=False),
                  lambda v: isinstance(v, str) and marker in v) or "$"

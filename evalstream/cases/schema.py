@@ -1,6 +1,7 @@
 """The case: msgspec Structs for the wire format, with every cap enforced at decode."""
 
-
+import json
+import re
 from operator import attrgetter
 from typing import Annotated, Any, Literal
 
@@ -15,6 +16,8 @@ ID_PATTERN = r"^[^\s/]+\Z"  # \Z: `$` would accept a final newline
 Text = Annotated[str, Meta(max_length=MAX_TEXT_CHARS)]
 CaseId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)]
 ItemId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS)]
+# A label's key names a rubric: the rubric-id rule, as verdicts' `rubric_id`.
+RubricId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)]
 Role = Literal["system", "user", "assistant", "tool"]
 ToolStatus = Literal["success", "failure"]
 LabelStatus = Literal["pass", "fail", "na"]
@@ -76,7 +79,7 @@ class Case(Struct, forbid_unknown_fields=True, gc=False, omit_defaults=True,
     policy: Text | None = None
     tool_events: Annotated[list[ToolEvent], Meta(max_length=MAX_ITEMS)] | None = None
     metadata: dict[str, Any] | None = None
-    expected: dict[str, Label] | None = None
+    expected: Annotated[dict[RubricId, Label], Meta(max_length=MAX_ITEMS)] | None = None
 
 
 # ``--allow-unknown-fields``: the same types, ignoring fields they do not know. Subclasses,
@@ -102,7 +105,7 @@ class _LenientCase(Case, forbid_unknown_fields=False):
     messages: Annotated[list[_LenientMessage], Meta(max_length=MAX_ITEMS)] | None = None  # type: ignore[assignment]
     context: Annotated[list[_LenientPassage], Meta(max_length=MAX_ITEMS)] | None = None  # type: ignore[assignment]
     tool_events: Annotated[list[_LenientToolEvent], Meta(max_length=MAX_ITEMS)] | None = None  # type: ignore[assignment]
-    expected: dict[str, _LenientLabel] | None = None  # type: ignore[assignment]
+    expected: Annotated[dict[RubricId, _LenientLabel], Meta(max_length=MAX_ITEMS)] | None = None  # type: ignore[assignment]
 
 
 def decoder(allow_unknown_fields: bool = False) -> msgspec.json.Decoder[Case]:
@@ -130,3 +133,47 @@ def _first_repeat(field: str, items: list[Any]) -> tuple[str, str]:
             return f"$.{field}[{i}].id", item.id
         seen.add(item.id)
     raise AssertionError("no repeated id")  # only called when the ids repeat
+
+
+# -- text nested in free-form values -----------------------------------------------------------
+def long_nested_text(case: Case, limit: int = MAX_TEXT_CHARS) -> tuple[str, int, bool] | None:
+    """The first string or key over ``limit`` characters inside tool events' ``input`` and
+    ``output`` and in ``metadata`` (their JSON path, length, and whether it is a key), or
+    None. These hold any JSON, so the decoder cannot cap their strings; the rule is the
+    same as for every text field. Order: tool events by index (input, then output), then
+    metadata, each depth first in the order of the line."""
+    roots: list[tuple[Any, str]] = []
+    for i, event in enumerate(case.tool_events or ()):
+        for name in ("input", "output"):
+            value = getattr(event, name)
+            if isinstance(value, (dict, list)):
+                roots.append((value, f"$.toolEvents[{i}].{name}"))
+    if case.metadata:
+        roots.append((case.metadata, "$.metadata"))
+    for root, path in roots:
+        # (value, its path, its key and the path of the object holding it, or None);
+        # iterative: values may nest as deep as the parser allows.
+        todo: list[tuple[Any, str, tuple[str, str] | None]] = [(root, path, None)]
+        while todo:
+            value, at, key = todo.pop()
+            if key is not None and len(key[0]) > limit:
+                return key[1], len(key[0]), True
+            if isinstance(value, str):
+                if len(value) > limit:
+                    return at, len(value), False
+            elif isinstance(value, dict):
+                todo.extend((child, key_path(at, k), (k, at))
+                            for k, child in reversed(list(value.items())))
+            elif isinstance(value, list):
+                todo.extend((value[i], f"{at}[{i}]", None) for i in range(len(value) - 1, -1, -1))
+    return None
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def key_path(path: str, key: str) -> str:
+    """``path`` + ``.key``, or ``["key"]`` when the key is not a plain name."""
+    if _PLAIN_KEY.match(key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"

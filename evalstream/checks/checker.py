@@ -19,16 +19,18 @@ from typing import Any
 import msgspec
 
 from evalstream.cases.rejects import did_you_mean
-from evalstream.checks import tokens
+from evalstream.checks import encodings, tokens
 from evalstream.checks.rubrics import Rubric, RubricSet, metadata_has
 from evalstream.checks.state import (
     FIELD_OF,
     NEVER_SHOWN,
     STATE_NAMES,
     Exposure,
+    Sizes,
     Tokens,
     question_text,
 )
+from evalstream.files.outputs import escape_line_breaks
 
 OVER_BUDGET = "over budget"
 MAX_OVER_BUDGET_LISTED = 1_000
@@ -38,8 +40,9 @@ MAX_KEYS_SEEN = 1_000
 class OverBudget(msgspec.Struct):
     """A check that was not written because state plus longest question exceed the budget.
 
-    ``tokens`` is exact when ``exact`` is true; otherwise counting stopped once the state was
-    over the budget and ``tokens`` is a lower bound.
+    ``tokens`` (state plus longest question, in tokens of the run's tokenizer) is an exact
+    count when ``exact`` is true; otherwise counting stopped once the state was over the
+    budget and ``tokens`` is a lower bound: at least that many.
     """
 
     line: int
@@ -173,7 +176,10 @@ class Checker:
     """Answers, for one case at a time, which checks it gets and what each judge sees."""
 
     def __init__(self, rubrics: RubricSet, max_tokens: int = tokens.DEFAULT_BUDGET,
-                 keep_states: bool = True) -> None:
+                 keep_states: bool = True, tokenizer: str = encodings.DEFAULT,
+                 exact_tokens: bool = False) -> None:
+        """``exact_tokens``: count every judge state exactly (``stats``, ``build
+        --exact-tokens``), not only those whose bytes do not fit the budget."""
         self.rubrics = rubrics
         # Without the states (stats), each judge check carries its size and token figures
         # only: the same rules and counts, without joining every state's bytes.
@@ -188,9 +194,11 @@ class Checker:
         self._other: Counter[tuple[int, str]] = Counter()
         self.encode = msgspec.json.Encoder().encode
         judges = [r for r in rubrics.rubrics if r.kind == "judge"]
-        self._questions = {r.id: msgspec.Raw(self.encode(question_text(r.question)))
-                           for r in judges}
-        self.budget = tokens.Budget(max_tokens, [question_text(r.question) for r in judges])
+        self._questions = {r.id: msgspec.Raw(escape_line_breaks(
+            self.encode(question_text(r.question)))) for r in judges}
+        self.budget = tokens.Budget(max_tokens, [question_text(r.question) for r in judges],
+                                    encodings.check_name(tokenizer), exact_tokens)
+        self._judge_index = {r.id: i for i, r in enumerate(judges)}
         self._plans: dict[tuple[bool, ...], list[Plan]] = {}
         self._when_keys = {key: path for r in rubrics.rubrics for key, path, _ in r.when}
         self._rubric_index = {r.id: i for i, r in enumerate(rubrics.rubrics)}
@@ -225,7 +233,6 @@ class Checker:
         if self._when_keys and metadata:
             self._note_when_keys(metadata)
         fields: dict[str, bytes] = {}  # each shown field encoded once per case
-        memo: tokens.Memo = {}  # token counts of this case's field segments
         out = []
         usual, other = self._usual, self._other
         for plan in plans:
@@ -239,7 +246,7 @@ class Checker:
                 passed, read = rubric.check.evaluate(events)
                 check = Check(plan, None, None, None, passed, [events[i].id for i in sorted(read)])
             else:
-                check = self._judge(case, line, plan, fields, memo)
+                check = self._judge(case, line, plan, fields)
             if check.reason is plan.reason:
                 usual[plan.slot] += 1
             else:
@@ -258,14 +265,15 @@ class Checker:
             elif checks[i].reason is not None and checks[i].reason != OVER_BUDGET:
                 tally.labels_not_applicable += 1
 
-    def _judge(self, case: Any, line: int, plan: Plan, fields: dict[str, bytes],
-               memo: tokens.Memo) -> Check:
+    def _judge(self, case: Any, line: int, plan: Plan, fields: dict[str, bytes]) -> Check:
         """A judge rubric's state, and whether it fits the budget."""
         parts: list[bytes] = []
         for key, attr in plan.keys:
             value = fields.get(attr)
             if value is None:
-                value = fields[attr] = self.encode(getattr(case, attr))
+                # Escaped once per field and case (a quick `in` test when there is nothing
+                # to escape): the state's bytes, and so its hash, are the ones written.
+                value = fields[attr] = escape_line_breaks(self.encode(getattr(case, attr)))
             parts += (key, value)
         parts.append(b"}" if parts else b"{}")  # a rubric may show nothing this case has
         budget = self.budget
@@ -275,16 +283,25 @@ class Checker:
             size = len(state)
         else:  # sizes only (stats): the state is joined only if it must be counted
             state, size = None, sum(map(len, parts))
-        if size <= budget.byte_room:  # most states: fits in bytes, nothing to count
-            n, longest, method = size, budget.longest_question_bytes, tokens.BYTES
-        else:
-            n, longest, method = budget.fit(state or b"".join(parts), plan.shown, memo)
+        longest = budget.longest_question_bytes
+        sizes = Sizes(size, longest, size + longest)
+        if size <= budget.byte_room and not budget.exact:
+            # Most states: they fit in bytes, so in tokens; nothing is counted.
+            return Check(plan, None, state, Tokens(budget.tokenizer, budget.max_tokens, sizes),
+                         None, None)
+        n, exact = budget.state_tokens(state or b"".join(parts), plan.shown, budget.limit())
+        longest = budget.longest_question
         total = n + longest
-        figures = Tokens(n, longest, total, budget.max_tokens, tokens.TOKENIZER, method)
+        figures = Tokens(budget.tokenizer, budget.max_tokens, sizes,
+                         Sizes(n, longest, total) if exact else None)
         if total <= budget.max_tokens:
             return Check(plan, None, state, figures, None, None)
-        self._tally.over(OverBudget(line, case.id, plan.rubric.id, total, method == tokens.BPE))
+        self._tally.over(OverBudget(line, case.id, plan.rubric.id, total, exact))
         return Check(plan, OVER_BUDGET, state, figures, None, None)
+
+    def question_tokens(self, rubric_id: str) -> int:
+        """The exact token count of a judge rubric's question, preamble included."""
+        return self.budget.question_tokens[self._judge_index[rubric_id]]
 
     def _plan(self, key: tuple[bool, ...]) -> list[Plan]:
         """The per-rubric plans for cases with this pattern of present fields."""

@@ -10,6 +10,8 @@ from evalstream import __version__
 from evalstream.cases.reading import LineCounts
 from evalstream.checks.checker import CheckTally, OverBudget
 
+NAMES_LISTED = 20  # rubric ids named in a warning
+
 
 class Counts(msgspec.Struct):
     """Every input line is blank, a case or rejected: ``lines == blank + cases + rejected``."""
@@ -76,19 +78,25 @@ def run_report(lines: LineCounts, checks: CheckTally | None, rubric_ids: list[st
 
 def encode(report: RunReport) -> bytes:
     """The report as indented JSON with a final newline."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+    from evalstream.files.outputs import escape_line_breaks
+
+    return escape_line_breaks(msgspec.json.format(msgspec.json.encode(report), indent=2)) + b"\n"
 
 
-def label_warnings(outside: dict[str, int], not_applicable: int, name_ids: bool) -> list[str]:
+def label_warnings(outside: dict[str, int], not_applicable: int, name_ids: bool,
+                   unlisted: int = 0) -> list[str]:
     """Warnings about labels no judge of the rubric set can ever be compared with: labels for
     rubric ids outside the set (``outside``: id -> labels; named only with ``name_ids``:
-    build's report holds no harness data), and labels on cases where their rubric does not
-    apply."""
+    build's report holds no harness data; ``unlisted``: labels of ids past the cap on ids
+    kept), and labels on cases where their rubric does not apply."""
     warnings = []
-    n = sum(outside.values())
+    n = sum(outside.values()) + unlisted
     if n:
         which = "label names a rubric that is" if n == 1 else "labels name rubrics that are"
-        named = f" ({', '.join(sorted(outside))})" if name_ids else ""
+        ids = sorted(outside)
+        shown = ", ".join(ids[:NAMES_LISTED]) + (", ..." if len(ids) > NAMES_LISTED or unlisted
+                                                 else "")
+        named = f" ({shown})" if name_ids else ""
         warnings.append(f"{n:,} {which} not in the rubric set{named}: no judge of this set "
                         "can be compared with them.")
     if not_applicable:

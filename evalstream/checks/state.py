@@ -29,19 +29,27 @@ PREAMBLE = (
 )
 
 
-class Tokens(msgspec.Struct, gc=False):
-    """The token budget of one check.
-
-    ``state`` is exact when ``method`` is "bpe"; when it is "bytes" the state's UTF-8
-    size already fitted the budget, and that size is reported as the (upper) bound.
-    """
+class Sizes(msgspec.Struct, gc=False):
+    """A state, the longest question of the rubric set, and the two together."""
 
     state: int
     longest_question: int
     total: int
-    budget: int
+
+
+class Tokens(msgspec.Struct, gc=False, omit_defaults=True):
+    """The token budget of one check, with what was measured and how.
+
+    ``bytes`` are UTF-8 sizes, always given: a token is at least one byte, so they bound
+    the token counts from above, and a check whose ``bytes.total`` is within ``budget``
+    fits without counting. ``exact`` holds exact ``tokenizer`` token counts, present only
+    when the state was counted (its bytes did not fit, or every state is counted).
+    """
+
     tokenizer: str
-    method: str
+    budget: int
+    bytes: Sizes
+    exact: Sizes | None = None
 
 
 class Exposure(msgspec.Struct, gc=False, omit_defaults=True):

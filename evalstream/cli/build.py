@@ -3,29 +3,57 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
-from evalstream.cli.common import add_engine, add_reading, positive, progress_bar
+from evalstream.cli.common import (
+    add_engine,
+    add_reading,
+    add_tokenizer,
+    helps,
+    path,
+    positive,
+    progress_bar,
+)
+from evalstream.errors import EXIT_PIPE
 
 
 def register(sub: Any) -> None:
     """Add the ``build`` and ``validate`` subcommands."""
-    b = sub.add_parser("build", help="write one judge state per applicable (case, rubric)",
-                       description="Stream an evaluation dataset and write, for every case and "
-                                   "every rubric that applies, the judge state and its "
-                                   "field-exposure record.")
-    b.add_argument("input", nargs="+",
+    b = sub.add_parser(
+        "build", help="write one judge state per applicable (case, rubric)",
+        **helps("Stream an evaluation dataset and write, for every case and every rubric that "
+                "applies, the judge state and its field-exposure record. Rejects go to "
+                "OUTPUT.rejects.jsonl (only when a line is rejected) and the run report to "
+                "OUTPUT.report.json, unless --rejects/--report say otherwise. Several inputs "
+                "(paths, globs, URLs such as s3://...) are read in order as one; with "
+                "--engine dask the work runs on a Dask cluster and OUTPUT may be a URL or a "
+                "directory of parts (a name ending in /), byte-identical either way.",
+                ["evalstream build cases.jsonl states.jsonl",
+                 "evalstream build cases.jsonl states.jsonl --rubrics builtin --rubrics "
+                 "mine.toml --max-tokens 16000",
+                 "evalstream build big.jsonl states.jsonl.zst --workers 2",
+                 "evalstream build 'shards/*.jsonl' states/ --engine dask --scheduler "
+                 "tcp://10.0.0.5:8786"],
+                [(0, "clean"), (1, "finished, some lines rejected (or no line is a case)")]))
+    b.add_argument("input", type=path, nargs="+",
                    help="cases: a .jsonl path, .gz or .zst, or - for stdin; several paths, "
                         "globs or URLs (s3://...) are read in order as one input")
-    b.add_argument("output", help="judge states: a .jsonl path, .gz or .zst, or - for stdout; "
-                                  "with --engine dask also a URL, or a directory of parts "
-                                  "(a name ending in /)")
-    b.add_argument("--rubrics", action="append", default=[], metavar="FILE",
+    b.add_argument("output", type=path,
+                   help="judge states: a .jsonl path, .gz or .zst, or - for stdout; "
+                        "with --engine dask also a URL, or a directory of parts "
+                        "(a name ending in /)")
+    b.add_argument("--rubrics", type=path, action="append", default=[], metavar="FILE",
                    help="a TOML rubric file; repeatable; replaces the built-in rubrics "
                         "(`--rubrics builtin --rubrics mine.toml` adds to them)")
     b.add_argument("--max-tokens", type=positive, default=32_000, metavar="N",
                    help="the judge's budget for state plus longest question (default 32000)")
+    add_tokenizer(b)
+    b.add_argument("--exact-tokens", action="store_true",
+                   help="count every judge state exactly (records then carry exact counts); "
+                        "by default only states whose UTF-8 bytes exceed the budget are "
+                        "counted, and the others carry their byte sizes, an upper bound")
     b.add_argument("--workers", type=positive, default=1, metavar="N",
                    help="worker processes for a plain input file (default 1); output is "
                         "byte-identical for any N")
@@ -33,10 +61,18 @@ def register(sub: Any) -> None:
     add_reading(b)
     b.set_defaults(func=_build)
 
-    v = sub.add_parser("validate", help="check the cases only: write rejects and a report",
-                       description="Read and decode a dataset as build does, writing only the "
-                                   "rejects and the report.")
-    v.add_argument("input", nargs="+",
+    v = sub.add_parser(
+        "validate", help="check the cases only; write nothing unless asked",
+        **helps("Read and decode a dataset as build does, and print the first problems with "
+                "the totals. Nothing is written unless asked: --rejects FILE for every reject, "
+                "--report FILE for the run report (no default paths). Several inputs (paths, "
+                "globs, URLs) are read in order as one; --engine dask runs on a Dask cluster.",
+                ["evalstream validate cases.jsonl",
+                 "evalstream validate cases.jsonl --format json > rejects.jsonl",
+                 "cat cases.jsonl | evalstream validate - --rejects rejects.jsonl",
+                 "evalstream validate 'shards/*.jsonl' --engine dask"],
+                [(0, "clean"), (1, "some lines rejected (or no line is a case)")]))
+    v.add_argument("input", type=path, nargs="+",
                    help="cases: a .jsonl path, .gz or .zst, or - for stdin; several paths, "
                         "globs or URLs are read in order as one input")
     v.add_argument("--format", choices=["table", "json"], default="table",
@@ -60,6 +96,8 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
         engine=args.engine, scheduler=args.scheduler, output=output, rejects=args.rejects,
         report=args.report,
         rubric_files=getattr(args, "rubrics", []), max_tokens=getattr(args, "max_tokens", 32_000),
+        tokenizer=getattr(args, "tokenizer", "o200k_base"),
+        exact_tokens=getattr(args, "exact_tokens", False),
         max_line_bytes=args.max_line_bytes, allow_unknown_fields=args.allow_unknown_fields,
         workers=getattr(args, "workers", 1))
     json_rejects = getattr(args, "format", None) == "json"
@@ -77,6 +115,12 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
             task = progress.add_task(args.command, total=None)
             report, first = run(opts, lambda done, total: progress.update(
                 task, completed=done, total=total))
+    if report.exit_code == EXIT_PIPE:
+        # The reader of stdout has gone (`| head`): end quietly, as Unix tools do, and keep
+        # the interpreter from complaining when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return report.exit_code
     if output is None and not json_rejects:
         from evalstream.render.validate_view import print_problems
 

@@ -12,20 +12,24 @@ from typing import Any
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand."""
     from evalstream.cli.agree import add_output_options
+    from evalstream.cli.common import helps, path
 
     p = subparsers.add_parser(
         "compare", help="what changed between two judge runs, pair by pair",
-        description="Join two verdict files on (case id, rubric id) and report, per rubric, "
-                    "pass->fail and fail->pass flips with their ids, the pass rate of each run "
-                    "with the difference and McNemar's paired test, and the keys found in one "
-                    "run only. A pair whose rubric_hash, state_hash or exposure differ is not "
-                    "comparable (the judge saw something else): it is counted and left out of "
-                    "the statistics unless --force.",
-        epilog="Exit codes: 0 clean, 1 some lines rejected (or a run's unscored verdicts "
-               "above --max-unscored-rate), 2 usage or I/O error or a (case_id, rubric_id) "
-               "repeated in a run, 130 interrupted.")
-    p.add_argument("run_a", metavar="run-a", help="the first (baseline) run's verdicts")
-    p.add_argument("run_b", metavar="run-b", help="the second run's verdicts")
+        **helps(
+            "Join two verdict files on (case id, rubric id) and report, per rubric, pass->fail "
+            "and fail->pass flips with their ids, the pass rate of each run with the difference "
+            "and McNemar's paired test, and the keys found in one run only. A pair whose "
+            "rubric_hash, state_hash or exposure differ is not comparable (the judge saw "
+            "something else): it is counted and left out of the statistics unless --force.",
+            ["evalstream compare run-a.jsonl run-b.jsonl",
+             "evalstream compare run-a.jsonl run-b.jsonl --html compare.html",
+             "evalstream compare run-a.jsonl run-b.jsonl --format json -o compare.json"],
+            [(0, "clean"), (1, "some lines rejected, or a run's unscored verdicts above "
+                               "--max-unscored-rate"),
+             (2, "also: a (case_id, rubric_id) repeated in a run")]))
+    p.add_argument("run_a", type=path, metavar="run-a", help="the first (baseline) run's verdicts")
+    p.add_argument("run_b", type=path, metavar="run-b", help="the second run's verdicts")
     p.add_argument("--force", action="store_true",
                    help="include pairs that are not comparable in the statistics (they are "
                         "still counted as not comparable)")
@@ -35,7 +39,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``compare``; return the exit code (1 when some line was rejected)."""
-    from evalstream.cli.agree import check_paths, write
+    from evalstream.cli.agree import check_paths, outputs, show
     from evalstream.render import agree_html
     from evalstream.render import compare as compare_view
     from evalstream.verdicts import compare
@@ -46,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         run_a=args.run_a, run_b=args.run_b, force=args.force, rejects=args.rejects,
         max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields,
-        max_unscored_rate=args.max_unscored_rate))
-    write(args, report, compare.encode, compare_view.blocks, agree_html.compare_page)
+        max_unscored_rate=args.max_unscored_rate, view=args.view),
+        outputs(args, compare.encode, compare_view.blocks, agree_html.compare_page))
+    show(args, report, compare_view.blocks)
     return report.exit_code

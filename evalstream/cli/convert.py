@@ -6,11 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from evalstream.cli.common import size
-
-EPILOG = ("Exit codes: 0 clean, 1 some rows rejected (or no row became a case), 2 usage or "
-          "I/O error, 4 the input is plainly not the format named (or inferred), 130 "
-          "interrupted.")
+from evalstream.cli.common import helps, path, size, text
 
 
 def register(subparsers: Any) -> None:
@@ -19,53 +15,60 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "convert", help="turn other formats (OpenAI chats, CSV, Parquet, inspect logs, ...) "
                         "into cases",
-        description="Convert OpenAI chat JSONL, a table (CSV, TSV, Parquet, a JSON array, "
-                    "JSONL), an inspect_ai eval log or a Hugging Face dataset on disk into "
-                    "evalstream cases that validate accepts. Rows that cannot become a case "
-                    "are rejected with their row number, the column and a sentence.",
-        epilog=EPILOG)
-    p.add_argument("input", nargs="?",
+        **helps(
+            "Convert OpenAI chat JSONL, a table (CSV, TSV, Parquet, a JSON array, JSONL), an "
+            "inspect_ai eval log or a Hugging Face dataset on disk into evalstream cases that "
+            "validate accepts. Rows that cannot become a case are rejected with their row "
+            "number, the column and a sentence.",
+            ["evalstream convert chats.jsonl cases.jsonl --from openai-chat",
+             "evalstream convert qa.csv cases.jsonl --map input=question,output=answer",
+             "evalstream convert logs/task.eval cases.jsonl --from inspect"],
+            [(0, "clean"), (1, "some rows rejected, or no row became a case"),
+             (4, "also: the input is not the format named (or inferred)")]))
+    p.add_argument("input", type=path, nargs="?",
                    help="the source: a file (.gz/.zst for line and table formats), a folder "
                         "(--from hf), or - for stdin (with --from)")
-    p.add_argument("output", nargs="?", help="the cases: a .jsonl path, .gz or .zst, or -")
+    p.add_argument("output", nargs="?", type=path,
+                   help="the cases: a .jsonl path, .gz or .zst, or -")
     p.add_argument("--list-formats", action="store_true",
                    help="list the source formats, one line each, and exit")
-    p.add_argument("--from", dest="source_format", metavar="FORMAT",
+    p.add_argument("--from", type=text, dest="source_format", metavar="FORMAT",
                    help="the source format (see --list-formats); default: inferred from the "
                         "name and first bytes, and said in the report")
-    p.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN,...",
+    p.add_argument("--map", type=text, action="append", default=[], metavar="FIELD=COLUMN,...",
                    help="case fields from columns, e.g. input=question,output=answer,"
                         "context=passages,metadata.task=task,expected.RUBRIC.status=label; "
                         "repeatable")
-    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+    p.add_argument("--set", type=text, action="append", default=[], metavar="FIELD=VALUE",
                    help="a constant for every case, e.g. expected.claim-support.source=human; "
                         "repeatable")
-    p.add_argument("--values", action="append", default=[], metavar="FIELD=FROM:TO,...",
+    p.add_argument("--values", type=text, action="append", default=[], metavar="FIELD=FROM:TO,...",
                    help="rewrite a mapped column's values, e.g. expected.x.status=yes:fail,"
                         "no:pass (an empty TO leaves the field out); repeatable")
-    p.add_argument("--id-from", metavar="COLUMN",
+    p.add_argument("--id-from", type=text, metavar="COLUMN",
                    help="take case ids from this column, or from a template such as "
                         "'halueval.{ID}' or 'begin.{source}.row-{#}' ({#}: the row number); "
                         "default: xxh3-128 hex of the row's canonical JSON, stable across runs "
                         "and machines")
-    p.add_argument("--parse-json", action="append", default=[], metavar="COLUMNS",
+    p.add_argument("--parse-json", type=text, action="append", default=[], metavar="COLUMNS",
                    help="columns whose text cells hold JSON (lists, objects), parsed before "
                         "mapping; comma-separated")
     p.add_argument("--keep-unmapped", action="store_true",
                    help="keep every column not mapped in metadata, under its own name")
-    p.add_argument("--tool-failure-when", action="append", default=[], metavar="RULE",
+    p.add_argument("--tool-failure-when", type=text, action="append", default=[], metavar="RULE",
                    help="when a tool result is a failure: a JSON path ($.error: present, not "
                         "null or false), PATH=VALUE, re:PATTERN on the result text, or never; "
                         "repeatable (any matches); default $.error")
-    p.add_argument("--split", metavar="NAME", help="the split of a Hugging Face dataset folder")
-    p.add_argument("--separator", metavar="CHAR",
+    p.add_argument("--split", type=text, metavar="NAME",
+                   help="the split of a Hugging Face dataset folder")
+    p.add_argument("--separator", type=text, metavar="CHAR",
                    help="the CSV separator (default , for csv and a tab for tsv)")
     p.add_argument("--no-quoting", action="store_true",
                    help="read quote characters as text (TSV written without quoting)")
-    p.add_argument("--rejects", metavar="FILE",
+    p.add_argument("--rejects", type=path, metavar="FILE",
                    help="where rejected rows go (JSONL); default: next to the output "
                         "(cases.rejects.jsonl)")
-    p.add_argument("--report", metavar="FILE",
+    p.add_argument("--report", type=path, metavar="FILE",
                    help="where the run report goes (JSON); default: next to the output "
                         "(cases.report.json)")
     p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",

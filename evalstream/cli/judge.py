@@ -11,52 +11,58 @@ import sys
 from typing import Any
 
 
-def _temperature(text: str) -> float | None:
-    if text.lower() == "none":
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number (or `none`, to send no temperature)") from None
-
-
 def register(subparsers: Any) -> None:
     """Add the ``judge`` subcommand."""
+    from evalstream.cli.common import (
+        TOKENIZERS,
+        count,
+        helps,
+        path,
+        positive,
+        share,
+        size,
+        temperature,
+        text,
+    )
     from evalstream.cli.common import amount as _number
-    from evalstream.cli.common import count, positive, share, size
 
     p = subparsers.add_parser(
         "judge", help="ask an LLM judge for a verdict on every judge state",
-        description="Send every judge state of a build output to an LLM judge (OpenAI chat "
-                    "completions or Anthropic messages, or a compatible server such as vLLM, "
-                    "llama.cpp, Ollama or LiteLLM) and write one verdict per state, in input "
-                    "order. Every answer is stored the moment it arrives, keyed by the "
-                    "request: a re-run after an error, Ctrl-C or kill -9 pays for nothing "
-                    "twice. An answer that is not {status, reason} is unscored, never pass. "
-                    "The API key is read from the environment only.",
-        epilog="Exit codes: 0 every state judged (unscored verdicts included), 1 some lines "
-               "rejected (or unscored verdicts above --max-unscored-rate), 2 usage or I/O "
-               "error or the server refused the key, model or URL, 3 stopped by --max-cost or "
-               "--max-requests with states not judged (run again to continue), 130 "
-               "interrupted, 143 terminated.")
-    p.add_argument("input", help="build's output (judge states and exact verdicts): a .jsonl "
-                                 "path, .gz or .zst, or - for stdin (spooled to a temporary "
-                                 "file: it is read twice)")
-    p.add_argument("output", help="verdicts: a .jsonl path, .gz or .zst, or - for stdout")
+        **helps(
+            "Send every judge state of a build output to an LLM judge (OpenAI chat completions "
+            "or Anthropic messages, or a compatible server such as vLLM, llama.cpp, Ollama or "
+            "LiteLLM) and write one verdict per state, in input order. Every answer is stored "
+            "the moment it arrives, keyed by the request: a re-run after an error, Ctrl-C or "
+            "kill -9 pays for nothing twice. An answer that is not {status, reason} is "
+            "unscored, never pass. The API key is read from the environment only.",
+            ["evalstream judge states.jsonl verdicts.jsonl --model gpt-4.1-mini --dry-run "
+             "--price-in 0.4 --price-out 1.6",
+             "evalstream judge states.jsonl verdicts.jsonl --model gpt-4.1-mini",
+             "evalstream judge states.jsonl verdicts.jsonl --model qwen2.5-7b "
+             "--base-url http://127.0.0.1:8000/v1"],
+            [(0, "every state judged (unscored verdicts included)"),
+             (1, "some lines rejected, or unscored verdicts above --max-unscored-rate"),
+             (2, "also: the server refused the key, the model or the URL"),
+             (3, "stopped by --max-cost or --max-requests with states not judged (run again "
+                 "to continue)")]))
+    p.add_argument("input", type=path,
+                   help="build's output (judge states and exact verdicts): a .jsonl path, .gz "
+                        "or .zst, or - for stdin (spooled to a temporary file: it is read twice)")
+    p.add_argument("output", type=path,
+                   help="verdicts: a .jsonl path, .gz or .zst, or - for stdout")
     who = p.add_argument_group("the judge")
-    who.add_argument("--model", required=True, help="the model, e.g. gpt-4.1-mini")
+    who.add_argument("--model", type=text, required=True, help="the model, e.g. gpt-4.1-mini")
     who.add_argument("--provider", choices=["openai", "anthropic"], default="openai",
                      help="the API: OpenAI chat completions (also every OpenAI-compatible "
                           "server) or Anthropic messages (default openai)")
     who.add_argument("--base-url", metavar="URL", default="",
                      help="the API's base URL (default https://api.openai.com/v1 or "
                           "https://api.anthropic.com/v1), e.g. http://127.0.0.1:8000/v1")
-    who.add_argument("--api-key-env", metavar="NAME",
+    who.add_argument("--api-key-env", type=text, metavar="NAME",
                      help="the environment variable holding the API key (default "
                           "OPENAI_API_KEY or ANTHROPIC_API_KEY; optional for a --base-url "
                           "server that needs none)")
-    who.add_argument("--temperature", type=_temperature, default=0.0, metavar="T",
+    who.add_argument("--temperature", type=temperature, default=0.0, metavar="T",
                      help="sampling temperature (default 0); `none` sends none, for models "
                           "that accept only their default")
     who.add_argument("--max-output-tokens", type=positive, default=1024, metavar="N",
@@ -84,24 +90,29 @@ def register(subparsers: Any) -> None:
     money.add_argument("--max-requests", type=count, metavar="N",
                        help="send at most N requests this run (retries not counted); exit 3 "
                             "when states are left")
+    money.add_argument("--tokenizer", choices=TOKENIZERS, metavar="NAME",
+                       help="the encoding requests are counted in (--dry-run, --tpm, "
+                            "--max-cost): o200k_base or cl100k_base; default: the model "
+                            "family's (gpt-4o, gpt-4.1, o-series, gpt-5: o200k_base; gpt-4, "
+                            "gpt-3.5: cl100k_base), else o200k_base, an estimate")
     money.add_argument("--dry-run", action="store_true",
                        help="count the requests to send, their exact input tokens and the cost "
                             "bound; send nothing, write nothing")
     store = p.add_argument_group("store and outputs")
-    store.add_argument("--cache", metavar="FILE",
+    store.add_argument("--cache", type=path, metavar="FILE",
                        help="the answer store (SQLite); default beside the output "
                             "(verdicts.judge.sqlite); share one to never pay twice across "
                             "datasets")
     store.add_argument("--retry-unscored", action="store_true",
                        help="ask again where the stored answer is unscored (not JSON, wrong "
                             "shape, refusal, truncated)")
-    store.add_argument("--show-request", nargs=2, metavar=("CASE_ID", "RUBRIC_ID"),
+    store.add_argument("--show-request", type=text, nargs=2, metavar=("CASE_ID", "RUBRIC_ID"),
                        help="print the exact request body for one judge state and exit")
     store.add_argument("--max-unscored-rate", type=share, metavar="R",
                        help="exit 1 when more than this share of the verdicts are unscored")
-    store.add_argument("--rejects", metavar="FILE",
+    store.add_argument("--rejects", type=path, metavar="FILE",
                        help="where rejected lines go (default verdicts.rejects.jsonl)")
-    store.add_argument("--report", metavar="FILE",
+    store.add_argument("--report", type=path, metavar="FILE",
                        help="where the run report goes (default verdicts.report.json)")
     store.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
                        help="reject longer lines without reading them whole (default 256MiB)")
@@ -125,7 +136,7 @@ def options(args: argparse.Namespace) -> Any:
         timeout=args.timeout, rpm=args.rpm, tpm=args.tpm, max_cost=args.max_cost,
         max_requests=args.max_requests, price_in=args.price_in, price_out=args.price_out,
         retry_unscored=args.retry_unscored, max_unscored_rate=args.max_unscored_rate,
-        max_line_bytes=args.max_line_bytes)
+        max_line_bytes=args.max_line_bytes, tokenizer=args.tokenizer)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from evalstream.cli.common import path
+
 EXAMPLES = """examples:
   evalstream rubrics --show-builtin > my-rubrics.toml     # the built-in set, to start from
   evalstream rubrics my-rubrics.toml                      # check a file: what each rubric does
@@ -25,7 +27,7 @@ def register(sub: Any) -> None:
                     "its kind, the judge-state names it shows, when it applies, its hash. With "
                     "no file, the built-in set.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="*", metavar="FILE",
+    p.add_argument("files", nargs="*", type=path, metavar="FILE",
                    help="TOML rubric files, in order; `builtin` names the built-in set")
     p.add_argument("--show-builtin", action="store_true",
                    help="print the built-in rubric file as shipped, to start a file of your own")

@@ -8,11 +8,10 @@ Only argparse is imported at the top: ``python -m evalstream --help`` must stay 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import add_engine, positive, size
+from evalstream.cli.common import TOKENIZERS, add_engine, helps, path, positive, size, text
 
 if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
@@ -27,32 +26,43 @@ def register(subparsers: Any) -> None:
     """Add the ``stats`` subcommand."""
     p = subparsers.add_parser(
         "stats", help="report what a dataset holds: groups, sizes, labels, checks, metadata",
-        description="Read a dataset as build does and report cases per group, which fields "
-                    "they carry, their sizes, the expected labels per rubric, the checks build "
-                    "would write or skip, and the metadata keys. Given a run report (a .json "
-                    "file written by build or validate) or a stats JSON, render it instead.",
-        epilog="Exit codes: 0 clean, 1 the dataset had rejected lines, 2 usage or I/O error, "
-               "130 interrupted.")
-    p.add_argument("input", nargs="+",
+        **helps(
+            "Read a dataset as build does and report cases per group, which fields they carry, "
+            "their sizes, the expected labels per rubric, the checks build would write or skip, "
+            "and the metadata keys. Given a run report (a .json file written by build or "
+            "validate) or a stats JSON, render it instead. Several inputs (paths, globs, URLs) "
+            "are read in order as one; --engine dask reads them on a Dask cluster, with the "
+            "same figures.",
+            ["evalstream stats cases.jsonl --by scenario,split",
+             "evalstream stats cases.jsonl --format json -o stats.json --html stats.html",
+             "evalstream stats states.report.json",
+             "evalstream stats 'data/shard-*.jsonl' --engine dask --scheduler "
+             "tcp://127.0.0.1:8786 --format json -o stats.json"],
+            [(0, "clean"), (1, "the dataset had rejected lines, or no line is a case")]))
+    p.add_argument("input", type=path, nargs="+",
                    help="cases (.jsonl, .gz, .zst, or - for stdin; several paths, globs or "
                         "URLs are read in order as one input), or a run report (.report.json) "
                         "or stats JSON to render")
-    p.add_argument("--by", metavar="KEYS",
+    p.add_argument("--by", type=text, metavar="KEYS",
                    help="metadata keys to group by, comma-separated; dots reach nested "
                         "metadata (default: scenario)")
     p.add_argument("--format", choices=FORMATS, default="table",
                    help="table (terminal), json (stable shape, for scripts and diffs) or "
                         "markdown (for a pull request); default table")
-    p.add_argument("-o", "--output", metavar="FILE",
+    p.add_argument("-o", "--output", type=path, metavar="FILE",
                    help="write the report here instead of stdout (atomically)")
-    p.add_argument("--html", metavar="FILE",
+    p.add_argument("--html", type=path, metavar="FILE",
                    help="also write a self-contained HTML page with charts")
-    p.add_argument("--rubrics", action="append", metavar="FILE",
+    p.add_argument("--rubrics", type=path, action="append", metavar="FILE",
                    help="a TOML rubric file, as in build; repeatable; `builtin` names the "
                         "built-in set (the default)")
     p.add_argument("--max-tokens", type=positive, metavar="N",
                    help="the judge's budget, as in build (default 32000)")
-    p.add_argument("--rejects", metavar="FILE",
+    p.add_argument("--tokenizer", choices=TOKENIZERS,
+                   help="the judge's encoding for every token count (all exact): o200k_base "
+                        "(GPT-4o, GPT-4.1, o-series, GPT-5) or cl100k_base (GPT-4, GPT-3.5); "
+                        "default o200k_base")
+    p.add_argument("--rejects", type=path, metavar="FILE",
                    help="also write the rejected lines here (JSONL); by default they are only "
                         "counted")
     p.add_argument("--allow-unknown-fields", action="store_true",
@@ -74,38 +84,22 @@ def _usage(message: str) -> Exception:
     return UsageError(message)
 
 
-def _same(a: str | None, b: str | None) -> bool:
-    if a is None or b is None or "-" in (a, b):
-        return False
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``stats``; return the exit code (1 when the dataset had rejected lines)."""
+    from evalstream.files.outputs import check_targets
+
     arguments = args.input
     args.input = " ".join(arguments)
     args.inputs = arguments if len(arguments) > 1 else []
-    paths = [("input", args.input), ("output", args.output), ("html", args.html),
-             ("rejects", args.rejects)]
-    for i, (name_a, a) in enumerate(paths):
-        for name_b, b in paths[i + 1:]:
-            if _same(a, b) or (a is not None and a == b and a != "-"):
-                raise _usage(f"the {name_a} and {name_b} paths are the same file ({a}); "
-                             "choose a different name.")
-    to_stdout = [name for name, path in (("the report", args.output or "-"),
-                                          ("the HTML page", args.html),
-                                          ("the rejects", args.rejects)) if path == "-"]
-    if len(to_stdout) > 1:
-        raise _usage(f"{' and '.join(to_stdout)} cannot "
-                     f"{'both' if len(to_stdout) == 2 else 'all'} go to stdout; give -o FILE, "
-                     "--html FILE or --rejects FILE.")
+    check_targets([*(("input", a) for a in arguments),
+                   *(("rubrics", f) for f in args.rubrics or [])],
+                  [("output", args.output or "-"), ("html", args.html),
+                   ("rejects", args.rejects)])
     loaded = _load_rendered(args.input) if not args.inputs else None
     if loaded is not None:
         dataset_only = [flag for flag, value in (
             ("--by", args.by), ("--rubrics", args.rubrics), ("--max-tokens", args.max_tokens),
+            ("--tokenizer", args.tokenizer),
             ("--rejects", args.rejects), ("--max-line-bytes", args.max_line_bytes),
             ("--workers", args.workers), ("--scheduler", args.scheduler),
             ("--engine", args.engine if args.engine != "local" else None),
@@ -114,35 +108,61 @@ def run(args: argparse.Namespace) -> int:
             raise _usage(f"{args.input} is already a report; {', '.join(dataset_only)} apply "
                          "to datasets only.")
     # The targets are created first: a folder that cannot be written to fails at once, not
-    # after the whole dataset was read. Nothing appears under their names until the end.
-    from evalstream.files.outputs import AtomicOutput
+    # after the whole dataset was read. Nothing appears under their names until the end,
+    # and then all of them (with the rejects) or none.
+    from evalstream.files.outputs import AtomicOutput, commit_all
 
     page = AtomicOutput(args.html) if args.html else None
     report = None
     try:
         if not (args.format == "table" and args.output in (None, "-")):
             report = AtomicOutput(args.output or "-")
-        result: Any = loaded if loaded is not None else _collect(args)
-        if page is not None:
-            from evalstream.render.stats_html import page as html_page
 
-            page.write(html_page(result).encode())
+        def write(result: Any) -> list[AtomicOutput]:
+            if page is not None:
+                from evalstream.render.stats_html import page as html_page
+
+                page.write(html_page(result).encode())
+            if report is not None:
+                report.write(render(result, args.format))
+            return [out for out in (report, page) if out is not None]
+
+        if loaded is not None:
+            result: Any = loaded
+            commit_all(_rendered(args.input, write, loaded))
+        else:
+            result = _collect(args, write)
         if report is None:
             from evalstream.render.stats import blocks
             from evalstream.render.tables import print_blocks
 
             print_blocks(blocks(result), sys.stdout)
-        else:
-            report.write(render(result, args.format))
-            report.commit()
-        if page is not None:
-            page.commit()
     except BaseException:
         for target in (page, report):
             if target is not None:
                 target.abort()
         raise
     return _exit_code(result)
+
+
+def _rendered(path: str, write: Any, loaded: Any) -> list[Any]:
+    """``write(loaded)`` for a report read from a file: one that evalstream cannot render is
+    a usage error naming the file, never an internal error."""
+    from evalstream.dataset.stats import DatasetStats, check_shape
+
+    try:
+        if isinstance(loaded, DatasetStats):
+            check_shape(loaded)
+        outputs: list[Any] = write(loaded)
+        if not outputs:  # the table on the terminal: rendered here first, to be sure
+            from evalstream.render.stats import blocks
+
+            blocks(loaded)
+    except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as exc:
+        raise _usage(f"{path} is not a report evalstream can render ({exc}); render the "
+                     "stats JSON or run report evalstream wrote, or run stats on the "
+                     "dataset again.") from None
+    return outputs
 
 
 def _exit_code(result: DatasetStats | RunReport) -> int:
@@ -160,7 +180,7 @@ def _load_rendered(path: str) -> DatasetStats | RunReport | None:
     import msgspec
 
     from evalstream.checks.report import RunReport
-    from evalstream.dataset.stats import DatasetStats
+    from evalstream.dataset.stats import SHAPE, DatasetStats
     from evalstream.files.lines import InputError
 
     try:
@@ -174,32 +194,66 @@ def _load_rendered(path: str) -> DatasetStats | RunReport | None:
         return msgspec.json.decode(head, type=DatasetStats)
     except msgspec.DecodeError:
         pass
+    shape = _shape(head)
+    if shape is not None and shape != SHAPE:
+        raise _usage(f"{path} is a stats JSON of shape {shape!r}, written by another version "
+                     f"of evalstream (this one reads {SHAPE!r}); run stats on the dataset "
+                     "again.")
     try:
         return msgspec.json.decode(head, type=RunReport)
     except msgspec.DecodeError:
+        pass
+    # Another command's JSON (agree, compare, judge, convert): say so, do not read it as cases.
+    from evalstream.errors import WrongFileError
+
+    try:
+        other = msgspec.json.decode(head)
+    except msgspec.DecodeError:
         return None
+    if isinstance(other, dict) and isinstance(other.get("command"), str) and "evalstream" in other:
+        raise WrongFileError(f"{path} is the JSON of `evalstream {other['command']}`, not cases, "
+                             "a stats JSON or a build/validate report; stats reads and renders "
+                             "those.")
+    return None
 
 
-def _collect(args: argparse.Namespace) -> DatasetStats:
+def _shape(head: bytes) -> str | None:
+    """The ``shape`` of a stats JSON of any version, or None."""
+    import msgspec
+
+    class Shaped(msgspec.Struct):
+        shape: str
+
+    try:
+        shape = msgspec.json.decode(head, type=Shaped).shape
+    except msgspec.DecodeError:
+        return None
+    return shape if shape.startswith("evalstream.stats/") else None
+
+
+def _collect(args: argparse.Namespace, write: Any) -> DatasetStats:
     from evalstream.dataset.stats import StatsOptions, collect, parse_by
 
-    opts = StatsOptions(input=args.input, by=parse_by(args.by) if args.by else ["scenario"],
+    by = parse_by(args.by) if args.by is not None else ["scenario"]
+    opts = StatsOptions(input=args.input, by=by,
                         rubric_files=args.rubrics or [], rejects=args.rejects,
                         allow_unknown_fields=args.allow_unknown_fields, workers=args.workers,
                         inputs=args.inputs, engine=args.engine, scheduler=args.scheduler)
     if args.max_tokens is not None:
         opts.max_tokens = args.max_tokens
+    if args.tokenizer is not None:
+        opts.tokenizer = args.tokenizer
     if args.max_line_bytes is not None:
         opts.max_line_bytes = args.max_line_bytes
     if args.quiet or not sys.stderr.isatty():
-        return collect(opts)
+        return collect(opts, also=write)
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                   TransferSpeedColumn(), transient=True) as progress:
         task = progress.add_task("stats", total=None)
         return collect(opts, lambda done, total: progress.update(task, completed=done,
-                                                                 total=total))
+                                                                 total=total), write)
 
 
 def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH) -> bytes:
@@ -207,7 +261,10 @@ def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH) 
     if fmt == "json":
         import msgspec
 
-        return msgspec.json.format(msgspec.json.encode(result), indent=2) + b"\n"
+        from evalstream.files.outputs import escape_line_breaks
+
+        return escape_line_breaks(msgspec.json.format(msgspec.json.encode(result), indent=2)) \
+            + b"\n"
     from evalstream.render.stats import blocks
     from evalstream.render.tables import render_format
 

@@ -41,7 +41,7 @@ class FailureRule(NamedTuple):
     text: str
     path: tuple[str | int, ...] | None  # a JSON path into the parsed result
     equals: Any  # with a path: the value that means failure (``_PRESENT``: any but null/false)
-    pattern: re.Pattern[str] | None  # else: a regex searched in the result's text
+    pattern: Any  # else: an RE2 pattern searched in the result's text (``linear_regex``)
 
 
 _PRESENT = object()
@@ -57,11 +57,12 @@ def parse_failure_rules(texts: list[str]) -> list[FailureRule]:
         if text == "never":
             continue
         if text.startswith("re:"):
-            try:
-                rules.append(FailureRule(text, None, None, re.compile(text[3:])))
-            except re.error as exc:
-                raise UsageError(f"--tool-failure-when {text!r}: the pattern is not a valid "
-                                 f"regular expression ({exc}).") from None
+            from evalstream.checks.exact import linear_regex
+
+            try:  # RE2: the result text is data, and may be long
+                rules.append(FailureRule(text, None, None, linear_regex(text[3:])))
+            except ValueError as exc:
+                raise UsageError(f"--tool-failure-when {text!r}: the pattern {exc}") from None
             continue
         m = _RULE_PATH.match(text.strip())
         if m is None or not m[1]:

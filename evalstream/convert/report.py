@@ -56,4 +56,6 @@ class ConvertReport(msgspec.Struct):
 
 def encode(report: ConvertReport) -> bytes:
     """The report as indented JSON with a final newline."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+    from evalstream.files.outputs import escape_line_breaks
+
+    return escape_line_breaks(msgspec.json.format(msgspec.json.encode(report), indent=2)) + b"\n"

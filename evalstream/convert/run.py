@@ -8,7 +8,6 @@ with the row number, the source column, the case field and ``validate``'s senten
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -26,7 +25,13 @@ from evalstream.convert.report import ConvertCounts, ConvertReject, ConvertRepor
 from evalstream.convert.rows import Builder, Built, Notes, Row, RowProblem
 from evalstream.errors import UsageError
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES, open_input
-from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
+from evalstream.files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+    sidecar,
+)
 
 FIRST_REJECTS_KEPT = 20
 TABLES = ("csv", "tsv", "parquet", "json", "jsonl", "hf")
@@ -113,25 +118,9 @@ def _paths(opts: Options) -> tuple[str, str]:
                          "report by default; give --rejects FILE and --report FILE.")
     rejects = opts.rejects or sidecar(opts.output, ".rejects.jsonl")
     report = opts.report or sidecar(opts.output, ".report.json")
-    named = [("input", opts.input), ("output", opts.output), ("rejects", rejects),
-             ("report", report)]
-    for i, (name_a, a) in enumerate(named):
-        for name_b, b in named[i + 1:]:
-            if _same_file(a, b):
-                raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
-                                 "choose a different output name.")
-    if opts.output == "-" and rejects == "-":
-        raise UsageError("the cases and the rejects cannot both go to stdout.")
+    check_targets([("input", opts.input)],
+                  [("output", opts.output), ("rejects", rejects), ("report", report)])
     return rejects, report
-
-
-def _same_file(a: str, b: str) -> bool:
-    if a == "-" or b == "-":
-        return False
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _check_options(opts: Options, fmt: str) -> None:
@@ -270,7 +259,7 @@ class _Converter:
                 case = {"id": case_id, **case}
                 if self.id_from is not None:
                     built.origin[("id",)] = self.id_from
-            data = self.encode(case)
+            data = escape_line_breaks(self.encode(case))
         except RowProblem as problem:
             if problem.case_id is None and isinstance(case_id, str):
                 problem.case_id = case_id
@@ -332,7 +321,7 @@ class _Converter:
                             problem.sentence, raw_text(raw))
         if len(self.first_rejects) < FIRST_REJECTS_KEPT:
             self.first_rejects.append(rej)
-        self.rej_out.write(self._encode_reject(rej) + b"\n")
+        self.rej_out.write(escape_line_breaks(self._encode_reject(rej)) + b"\n")
 
     def report(self, opts: Options, fmt: str, inferred: str | None,
                table_map: mapping.Mapping | None, rejects: str, started: float

@@ -4,8 +4,10 @@ The tasks are those of ``build --engine dask`` (``files.store.tasks_of``): each 
 range as ``stats --workers`` does (``Collector.take``) and returns its compact rows, counts
 and rejects; its case log, cut into buckets by id hash, stays on the cluster, where
 reducers find the duplicate ids (``cases.duplicates``). The ``Merger`` of
-``dataset.parallel`` then adds the parts in order, taking each late duplicate back out of
-the counts (its line read again by a task), so the figures are those of one process.
+``dataset.parallel`` then adds the parts in order: each late duplicate's line is read
+again by a task for its reject, and a range that holds one is read again by this process
+without those lines (through fsspec: ``files.store.TaskReader``), so the figures are those
+of one process. Only ranges with a late duplicate are read twice.
 
 Exact medians and percentiles need every value: the rows (about 40 bytes a case) come to
 this process, as with ``--workers``; only the id hashes stay on the cluster.
@@ -28,9 +30,8 @@ from evalstream.cases.duplicates import (
 from evalstream.cases.ids import CaseLog
 from evalstream.cases.reading import case_reader
 from evalstream.cases.rejects import Reject
-from evalstream.checks.checker import Checker
 from evalstream.dataset.parallel import Merger, Part, Settings
-from evalstream.dataset.rows import Collector
+from evalstream.dataset.rows import Collector, stats_checker
 from evalstream.engines.dask import Cluster
 from evalstream.files.lines import read_chunks
 from evalstream.files.sniff import check_cases_head
@@ -43,7 +44,10 @@ from evalstream.files.store import (
     tasks_of,
 )
 
-RANGE_BYTES = 64 << 20  # per task: ~1 s of work, few enough tasks for the scheduler
+# Per task: ~1 s of work, few enough tasks for the scheduler. Larger than ``--workers``'
+# ranges (engines.local.range_bytes, at most 16 MiB): a cluster task costs a scheduler round
+# trip and a part file in the store, not a pipe message.
+RANGE_BYTES = 64 << 20
 
 
 @dataclass
@@ -63,7 +67,7 @@ def _init(settings: ClusterSettings) -> ClusterSettings:
 def _run_range(c: ClusterSettings, task: Task) -> tuple[Part, list[Bucket]]:
     s = c.stats
     reader = case_reader(s.allow_unknown_fields, s.max_line_bytes, check_duplicates=False)
-    checker = Checker(s.rubric_set, s.max_tokens, keep_states=False)
+    checker = stats_checker(s.rubric_set, s.max_tokens, s.tokenizer)
     rows = Collector(s.rubric_set, s.by)
     log = CaseLog()
     rejects: list[Reject] = []
@@ -104,7 +108,8 @@ def run(collector: Collector, settings: Settings, files: list[InputFile],
                               lambda jobs: cluster.read_lines(jobs, settings.max_line_bytes))
     import polars  # noqa: F401  (loaded for the aggregation)
 
-    merger = Merger(collector, settings, rejects_out, lambda part, dup: raw[part.index, dup.k])
+    merger = Merger(collector, settings, rejects_out, lambda part, dup: raw[part.index, dup.k],
+                    lambda part: TaskReader(tasks[part.index]))
     offsets = FileOffsets()
     for part in parts:
         part.offset_base = offsets.base(tasks[part.index], part.end)

@@ -2,9 +2,10 @@
 
 ``Collector.take`` takes cases read as ``build`` reads them, with the checks build's own
 ``Checker`` gives them, and keeps one row of numbers per case (group code, sizes, which
-fields it has, the largest judge state); every ``BATCH_ROWS`` rows become numpy columns. Outcome
-signatures (what became of each rubric) and labels are counted by key, so those counts
-grow with the distinct keys, never with the cases. Metadata keys are counted in bounded
+fields it has, the exact tokens of its largest judge state and of its checks); every
+``BATCH_ROWS`` rows become numpy columns. Outcome signatures (what became of each rubric)
+and labels are counted by key, so those counts grow with the distinct keys, never with the
+cases. Metadata keys are counted in bounded
 memory by ``MetadataKeys``.
 
 This module does not import Polars: worker processes (``dataset.parallel``) use it, and
@@ -27,7 +28,7 @@ import xxhash
 from evalstream.cases.ids import CaseLog
 from evalstream.cases.reading import Record
 from evalstream.cases.rejects import Reject
-from evalstream.checks.checker import OVER_BUDGET, Check, Checker
+from evalstream.checks.checker import OVER_BUDGET, Checker
 from evalstream.checks.rubrics import RubricSet
 
 BATCH_ROWS = 65_536
@@ -37,6 +38,9 @@ SOURCES = ("synthetic", "human", "imported")
 FIELDS = ("messages", "context", "policy", "tool_events", "metadata", "expected")
 DISTINCT_CAP = 1_000
 KEYS_CAP = 1_000
+# Rubric ids named by labels but not in the rubric set: each costs a few KB in the report,
+# and a case file can name millions (500 labels a case). Further ones are counted together.
+UNKNOWN_RUBRICS_CAP = 1_000
 KEY_DEPTH = 3
 VALUE_CHARS = 200
 NO_STATE = -1  # state_tokens of a case no judge rubric applies to
@@ -45,7 +49,7 @@ _SKETCH_K = 1_024
 # Per-case columns and their array typecodes: machine numbers, not Python objects.
 CASE_COLUMNS = {
     "g": "I", "line_bytes": "Q", "input_chars": "I", "output_chars": "I", "messages": "H",
-    "tool_events": "H", "tool_failures": "H", "state_tokens": "q",
+    "tool_events": "H", "tool_failures": "H", "state_tokens": "q", "judge_tokens": "Q",
     **{f"has_{f}": "B" for f in FIELDS},
 }
 
@@ -64,6 +68,7 @@ class Rows:
     tool_events: array[int] = field(default_factory=lambda: array("H"))
     tool_failures: array[int] = field(default_factory=lambda: array("H"))
     state_tokens: array[int] = field(default_factory=lambda: array("q"))
+    judge_tokens: array[int] = field(default_factory=lambda: array("Q"))
     has_messages: array[int] = field(default_factory=lambda: array("B"))
     has_context: array[int] = field(default_factory=lambda: array("B"))
     has_policy: array[int] = field(default_factory=lambda: array("B"))
@@ -81,6 +86,13 @@ _ABSENT = object()
 
 Signature = tuple[str | None, ...]  # per rubric: why build skips it, None when it writes it
 LabelKey = tuple[int, int, int, int, bool]  # group, rubric, status, source, rubric applies
+
+
+def stats_checker(rubric_set: RubricSet, max_tokens: int, tokenizer: str) -> Checker:
+    """The Checker of stats: build's rules, every judge state counted exactly, no states kept
+    (each is joined only to be counted)."""
+    return Checker(rubric_set, max_tokens, keep_states=False, tokenizer=tokenizer,
+                   exact_tokens=True)
 
 
 # -- values --------------------------------------------------------------------------------------
@@ -194,34 +206,6 @@ class MetadataKeys:
             sketch.add(text)
         self.values[path] = None
 
-    def remove(self, metadata: dict[str, Any], prefix: str = "", depth: int = 1) -> None:
-        """Take one case's metadata back out (a duplicate found after it was counted).
-
-        Exact counts come back exactly; a sketch cannot forget a value, so a value seen
-        only in a removed case may still count in an estimate over DISTINCT_CAP values."""
-        if depth == 1:
-            self.cases -= 1
-        for key, value in metadata.items():
-            path = prefix + key
-            if path not in self.seen:
-                self.dropped -= 1
-                continue
-            self.seen[path] -= 1
-            if type(value) is dict and depth < KEY_DEPTH:
-                self.objects[path] -= 1
-                self.remove(value, path + ".", depth + 1)
-            else:
-                counts = self.values[path]
-                if counts is not None:
-                    text = value if type(value) is str and len(value) <= VALUE_CHARS \
-                        else value_text(value)
-                    counts[text] -= 1
-                    if not counts[text]:
-                        del counts[text]
-            if not self.seen[path]:
-                for table in (self.seen, self.values, self.sketches, self.objects):
-                    table.pop(path, None)
-
     def merge(self, other: MetadataKeys) -> None:
         """Add the counts of a later part of the input."""
         self.cases += other.cases
@@ -276,6 +260,7 @@ class Collector:
         self.batches: list[dict[str, np.ndarray]] = []
         self.outcomes: Counter[tuple[int, int]] = Counter()  # (group, signature) -> cases
         self.labels: Counter[LabelKey] = Counter()  # -> labels
+        self.labels_unlisted = 0  # labels of unknown rubric ids past UNKNOWN_RUBRICS_CAP
         self.rows = 0
         # Label keys not yet counted: counted a batch at a time (a Counter update per label
         # cost 0.7 us).
@@ -303,9 +288,13 @@ class Collector:
             self.sig_applies.append(tuple(r is None or r == OVER_BUDGET for r in reasons))
         return sig
 
-    def rubric_of(self, rubric_id: str) -> int:
+    def rubric_of(self, rubric_id: str) -> int | None:
+        """The rubric's code; None for an id not in the rubric set once UNKNOWN_RUBRICS_CAP
+        such ids have codes (the first ones seen keep theirs, in input order)."""
         r = self.rubric_index.get(rubric_id)
         if r is None:
+            if len(self.rubric_ids) - self.n_rubrics >= UNKNOWN_RUBRICS_CAP:
+                return None
             r = self.rubric_index[rubric_id] = len(self.rubric_ids)
             self.rubric_ids.append(rubric_id)
         return r
@@ -320,6 +309,7 @@ class Collector:
         One loop with its lookups bound once: a method call per case, with its attribute
         lookups, measured 3 us a case slower (9% of a stats run)."""
         check, group_key, groups = checker.check, self.group_key, self.groups
+        question_tokens = checker.question_tokens
         signatures, sig_applies = self.signatures, self.sig_applies
         rubric_index, n_rubrics = self.rubric_index, self.n_rubrics
         add_metadata, labels = self.metadata.add, self._pending_labels
@@ -338,10 +328,17 @@ class Collector:
                 g = self.group_of(key)
             reasons = []
             largest = NO_STATE
+            judge_tokens = 0
             for outcome in check(case, line_no):
-                reasons.append(outcome.reason)
-                if outcome.tokens is not None and outcome.tokens.state > largest:
-                    largest = outcome.tokens.state
+                reason = outcome.reason
+                reasons.append(reason)
+                figures = outcome.tokens
+                if figures is not None and figures.exact is not None:  # stats counts all
+                    n = figures.exact.state
+                    if n > largest:
+                        largest = n
+                    if reason is None:
+                        judge_tokens += n + question_tokens(outcome.plan.rubric.id)
             signature = tuple(reasons)
             sig = signatures.get(signature)
             if sig is None:
@@ -357,6 +354,7 @@ class Collector:
             rows.tool_failures.append(sum([e.status == "failure" for e in events])
                                       if events else 0)
             rows.state_tokens.append(largest)
+            rows.judge_tokens.append(judge_tokens)
             rows.has_messages.append(messages is not None)
             rows.has_context.append(case.context is not None)
             rows.has_policy.append(case.policy is not None)
@@ -371,6 +369,9 @@ class Collector:
                     r = rubric_index.get(rubric_id)
                     if r is None:
                         r = self.rubric_of(rubric_id)
+                        if r is None:  # past UNKNOWN_RUBRICS_CAP unknown ids
+                            self.labels_unlisted += 1
+                            continue
                     labels.append((g, r, _STATUS_CODE[label.status], _SOURCE_CODE[label.source],
                                    r < n_rubrics and applies[r]))
             self.rows += 1
@@ -391,43 +392,23 @@ class Collector:
         self._pending_labels.clear()
 
     # -- merging parts (dataset.parallel)
-    def forget(self, case: Any, checks: list[Check]) -> None:
-        """Take a counted case back out of the outcome, label and metadata counts (its row
-        must be dropped from the batches by the caller). For duplicates found late."""
-        g = self.groups[self.group_key(case.metadata)]
-        sig = self.signatures[tuple(check.reason for check in checks)]
-        self.outcomes[g, sig] -= 1
-        if case.metadata:
-            self.metadata.remove(case.metadata)
-        for rubric_id, label in (case.expected or {}).items():
-            r = self.rubric_index[rubric_id]
-            self.labels[g, r, _STATUS_CODE[label.status], _SOURCE_CODE[label.source],
-                        r < self.n_rubrics and self.sig_applies[sig][r]] -= 1
-
-    def absorb(self, part: Collector, drop: list[int] | None = None) -> None:
-        """Add the rows and counts of a later part of the input (its own codes remapped),
-        without the rows at the indexes in ``drop`` (their counts: see ``forget``)."""
+    def absorb(self, part: Collector) -> None:
+        """Add the rows and counts of a later part of the input (its own codes remapped)."""
         gmap = np.array([self.group_of(key) for key in part.groups] or [0], dtype=np.uint32)
         smap = [self.signature_of(sig) for sig in part.signatures]
         rmap = [self.rubric_of(rid) for rid in part.rubric_ids]
-        keep = None
-        if drop:
-            keep = np.ones(part.rows, dtype=bool)
-            keep[drop] = False
-        start = 0
         for batch in part.batches:
-            n = len(batch["g"])
-            if keep is not None:
-                mask = keep[start:start + n]
-                batch = {name: values[mask] for name, values in batch.items()}
-            start += n
             batch["g"] = gmap[batch["g"]]
             self.batches.append(batch)
         for (g, sig), n in part.outcomes.items():
             if n:
                 self.outcomes[int(gmap[g]), smap[sig]] += n
         for (g, r, st, src, app), n in part.labels.items():
-            if n:
-                self.labels[int(gmap[g]), rmap[r], st, src, app] += n
+            mapped = rmap[r]
+            if mapped is None:
+                self.labels_unlisted += n
+            elif n:
+                self.labels[int(gmap[g]), mapped, st, src, app] += n
+        self.labels_unlisted += part.labels_unlisted
         self.metadata.merge(part.metadata)
-        self.rows += part.rows - len(drop or ())
+        self.rows += part.rows

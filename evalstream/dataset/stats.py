@@ -1,8 +1,11 @@
 """`stats`: what a dataset holds, before anyone pays to judge it.
 
 The input is read and decoded exactly as ``build`` does it, and every case is run past
-the rubrics with build's own rules and token counts (``stats_rows``: one small row of
-numbers per case, never its text; ``stats_parallel``: the same over worker processes).
+the rubrics with build's own rules (``dataset.rows``: one small row of numbers per case,
+never its text; ``dataset.parallel``: the same over worker processes). Every judge state
+is counted exactly in the run's tokenizer (``build`` decides the same checks, mostly by a
+byte bound: a state that fits in bytes fits in tokens), so every token figure here is an
+exact count.
 Here the rows are aggregated with Polars into ``DatasetStats``: a msgspec Struct with a
 stable JSON shape (documented in the README). It holds no timings, so the same input
 gives the same bytes, whatever the number of workers.
@@ -15,7 +18,6 @@ fixed-size estimate). Polars is imported only to aggregate.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -26,10 +28,11 @@ import numpy as np
 from evalstream import __version__
 from evalstream.cases.reading import LineCounts, case_reader
 from evalstream.cases.rejects import Reject, did_you_mean
-from evalstream.checks import tokens
-from evalstream.checks.checker import OVER_BUDGET, Checker, CheckTally
+from evalstream.checks import encodings, tokens
+from evalstream.checks.checker import OVER_BUDGET, CheckTally
 from evalstream.checks.report import RubricInfo, label_warnings
 from evalstream.checks.rubrics import RubricSet, load_rubrics
+from evalstream.checks.state import question_text
 from evalstream.dataset.rows import (
     DISTINCT_CAP,
     FIELDS,
@@ -39,8 +42,10 @@ from evalstream.dataset.rows import (
     NO_STATE,
     SOURCES,
     STATUSES,
+    UNKNOWN_RUBRICS_CAP,
     Collector,
     MetadataKeys,
+    stats_checker,
 )
 from evalstream.engines.local import default_workers
 from evalstream.errors import UsageError
@@ -53,14 +58,19 @@ from evalstream.files.lines import (
     read_chunks,
     read_files,
 )
-from evalstream.files.outputs import AtomicOutput
+from evalstream.files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+)
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 from evalstream.files.store import InputFile, is_url, needs_resolving, open_file, resolve
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
 
-SHAPE = "evalstream.stats/1"  # the JSON shape's name and version; bumped on any change
+SHAPE = "evalstream.stats/2"  # the JSON shape's name and version; bumped on any change
 # Histogram bin edges (a 1-2-5 series): fixed, so two datasets' histograms line up.
 EDGES = (0, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000,
          200_000, 500_000)
@@ -69,7 +79,7 @@ LOW_CARDINALITY = 20  # keys with at most this many distinct values list their t
 FIRST_REJECTS = 20
 _DTYPES = {"g": "UInt32", "line_bytes": "UInt64", "input_chars": "UInt32",
            "output_chars": "UInt32", "messages": "UInt16", "tool_events": "UInt16",
-           "tool_failures": "UInt16", "state_tokens": "Int64",
+           "tool_failures": "UInt16", "state_tokens": "Int64", "judge_tokens": "UInt64",
            **{f"has_{f}": "Boolean" for f in FIELDS}}
 
 
@@ -97,7 +107,9 @@ class GroupStats(msgspec.Struct):
     input_chars: Summary
     output_chars: Summary
     line_bytes: Summary
-    state_tokens: Summary  # the largest judge state per case, over cases with one
+    state_tokens: Summary  # exact tokens of the largest judge state per case, over cases with one
+    # exact tokens of every check build would write: its state plus its question
+    judge_tokens: int
     checks: int  # checks build would write
     over_budget: int  # checks skipped because state + longest question exceed the budget
 
@@ -134,6 +146,7 @@ class RubricChecks(msgspec.Struct):
     applies: int
     checks: int
     skipped: dict[str, int]
+    question_tokens: int | None  # exact, preamble included (judge rubrics; null for exact)
 
 
 class ValueCount(msgspec.Struct):
@@ -222,6 +235,7 @@ class StatsOptions:
     by: list[str] = field(default_factory=lambda: ["scenario"])
     rubric_files: list[str] = field(default_factory=list)
     max_tokens: int = tokens.DEFAULT_BUDGET
+    tokenizer: str = encodings.DEFAULT
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     rejects: str | None = None  # write rejects here (JSONL); None: count them only
@@ -249,8 +263,11 @@ def parse_by(text: str) -> list[str]:
 
 
 # -- the run -------------------------------------------------------------------------------------
-def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetStats:
+def collect(opts: StatsOptions, on_progress: Progress | None = None,
+            also: Callable[[DatasetStats], list[AtomicOutput]] | None = None) -> DatasetStats:
     """Read the dataset once and return its stats; rejects go to ``opts.rejects`` if given.
+    ``also(stats)`` may write more outputs (the CLI's report and page): they are committed
+    with the rejects, all or none.
 
     Raises UsageError for bad options, RubricError for bad rubric files, InputError and
     OutputError for files that cannot be read or written. A plain file over 128 MiB is read
@@ -263,10 +280,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
         raise UsageError("--max-tokens and --max-line-bytes must be positive.")
     if opts.workers is not None and opts.workers <= 0:
         raise UsageError("--workers must be positive.")
-    if opts.rejects not in (None, "-") and opts.input != "-" and \
-            os.path.abspath(opts.rejects) == os.path.abspath(opts.input):
-        raise UsageError(f"the input and rejects paths are the same file ({opts.input}); "
-                         "choose a different --rejects name.")
+    encodings.check_name(opts.tokenizer)
     if opts.engine not in ("local", "dask"):
         raise UsageError(f"--engine {opts.engine!r}: choose local or dask.")
     if opts.scheduler is not None and opts.engine != "dask":
@@ -274,10 +288,14 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
     arguments = opts.arguments()
     if "-" in arguments and (len(arguments) > 1 or opts.engine == "dask"):
         raise UsageError("- (stdin) can only be the one input, read by --engine local.")
-    rubric_set = load_rubrics(opts.rubric_files)
     files = None
     if opts.engine == "dask" or len(arguments) > 1 or needs_resolving(arguments[0]):
         files = resolve(arguments)
+    inputs = [f.url for f in files] if files is not None else [opts.input]
+    check_targets([*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
+                  [("rejects", opts.rejects)])
+    rubric_set = load_rubrics(opts.rubric_files)
+    if files is not None:
         for f in files:
             if opts.engine == "local" and not is_url(f.url):
                 check_cases_input(f.url)  # on a cluster each file's first task checks it
@@ -293,7 +311,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
 
             assert files is not None
             settings = parallel.Settings(
-                "", opts.by, rubric_set, opts.max_tokens, opts.max_line_bytes,
+                "", opts.by, rubric_set, opts.max_tokens, opts.tokenizer, opts.max_line_bytes,
                 opts.allow_unknown_fields, None, FIRST_REJECTS)
             merger, n_bytes = cluster.run(collector, settings, files, opts.scheduler,
                                           opts.workers, rejects_out, on_progress)
@@ -301,8 +319,8 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
         elif files is None and parallel.worthwhile(opts.input, size, workers):
             assert size is not None
             settings = parallel.Settings(
-                opts.input, opts.by, rubric_set, opts.max_tokens, opts.max_line_bytes,
-                opts.allow_unknown_fields, None, FIRST_REJECTS)
+                opts.input, opts.by, rubric_set, opts.max_tokens, opts.tokenizer,
+                opts.max_line_bytes, opts.allow_unknown_fields, None, FIRST_REJECTS)
             merger = parallel.run(collector, settings, workers, size, rejects_out, on_progress)
             lines, checks, first_rejects, n_bytes = (merger.lines, merger.checks,
                                                      merger.first_rejects, size)
@@ -311,8 +329,8 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None) -> DatasetS
                                                           rejects_out, size, on_progress)
         collector.flush()
         stats = _summarize(collector, lines, checks, opts, rubric_set, n_bytes, first_rejects)
-        if rejects_out is not None:
-            rejects_out.commit()
+        commit_all(([rejects_out] if rejects_out is not None else [])
+                   + (also(stats) if also is not None else []))
     except BaseException:
         if rejects_out is not None:
             rejects_out.abort()
@@ -335,7 +353,7 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
     """Read the whole input (one stream, or ``files`` in order) in this process: line
     counts, check tally, first rejects and the bytes read."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = Checker(rubric_set, opts.max_tokens, keep_states=False)
+    checker = stats_checker(rubric_set, opts.max_tokens, opts.tokenizer)
     encode = msgspec.json.Encoder().encode
     stream = None
     counted: list[_Counting] = []
@@ -357,7 +375,8 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
             items = progress(items, on_progress, size)
         write = rejects_out.write if rejects_out is not None else None
         collector.take(reader.read(items), checker,
-                       lambda r: write(encode(r) + b"\n") if write is not None else None)
+                       lambda r: write(escape_line_breaks(encode(r)) + b"\n")
+                       if write is not None else None)
     finally:
         if stream is not None and opts.input != "-":
             stream.stream.close()
@@ -399,7 +418,8 @@ def _counts() -> list[pl.Expr]:
     return [pl.len().alias("cases"),
             *(pl.col(f"has_{f}").sum().alias(f"has_{f}") for f in FIELDS),
             pl.col("tool_events").cast(pl.UInt64).sum().alias("tool_events_sum"),
-            pl.col("tool_failures").cast(pl.UInt64).sum().alias("tool_failures_sum")]
+            pl.col("tool_failures").cast(pl.UInt64).sum().alias("tool_failures_sum"),
+            pl.col("judge_tokens").sum().alias("judge_tokens_sum")]
 
 
 def _aggregate(cases: pl.DataFrame) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
@@ -442,7 +462,8 @@ def _group_stats(key: dict[str, str], row: dict[str, Any], checks: int,
         tool_failure_rate=_ratio(failures, events),
         messages=summaries["messages"], input_chars=summaries["input_chars"],
         output_chars=summaries["output_chars"], line_bytes=summaries["line_bytes"],
-        state_tokens=summaries["state_tokens"], checks=checks, over_budget=over)
+        state_tokens=summaries["state_tokens"], judge_tokens=int(row["judge_tokens_sum"] or 0),
+        checks=checks, over_budget=over)
 
 
 def _histogram(frame: pl.DataFrame, column: str) -> Histogram:
@@ -547,6 +568,8 @@ def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally
     cases = _frame(collector)
     outcomes = _Outcomes(collector, len(rubric_set.rubrics))
     rows, total_row = _aggregate(cases)
+    question_tokens = {r.id: encodings.count(question_text(r.question), opts.tokenizer)
+                       for r in rubric_set.rubrics if r.kind == "judge"}
 
     def key_of(g: int) -> dict[str, str]:
         return dict(zip(opts.by, group_keys[g], strict=True))
@@ -559,7 +582,8 @@ def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally
     checks = [RubricChecks(rubric.id, rubric.kind, outcomes.applies(None, r),
                            outcomes.overall[r].get(None, 0),
                            {k: v for k, v in sorted(outcomes.overall[r].items(),
-                                                    key=lambda kv: str(kv[0])) if k is not None})
+                                                    key=lambda kv: str(kv[0])) if k is not None},
+                           question_tokens.get(rubric.id))
               for r, rubric in enumerate(rubric_set.rubrics)]
     by_keys = {}
     for i, key in enumerate(opts.by):
@@ -571,7 +595,7 @@ def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally
     return DatasetStats(
         shape=SHAPE, evalstream=__version__, input=opts.input, by=list(opts.by),
         rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources)),
-        tokenizer=tokens.TOKENIZER, budget=opts.max_tokens, overview=overview, total=total,
+        tokenizer=opts.tokenizer, budget=opts.max_tokens, overview=overview, total=total,
         groups=groups, labels=labels, checks=checks, metadata=_metadata(collector.metadata),
         histograms={c: _histogram(cases, c) for c in ("input_chars", "output_chars",
                                                       "state_tokens")},
@@ -631,9 +655,48 @@ def _warnings(collector: Collector, checks: CheckTally, rubric_set: RubricSet,
                                 f"{MISSING} group.{did_you_mean(key, collector.metadata.seen)}")
     warnings += label_warnings({r.rubric: r.total.labels for r in labels if not r.in_rubrics},
                                sum(r.total.not_applicable for r in labels if r.in_rubrics),
-                               name_ids=True)
+                               name_ids=True, unlisted=collector.labels_unlisted)
+    if collector.labels_unlisted:
+        warnings.append(f"labels name more than {UNKNOWN_RUBRICS_CAP:,} rubric ids that are not "
+                        f"in the rubric set; the {collector.labels_unlisted:,} labels of further "
+                        "ids are counted here only, not per rubric.")
     if collector.metadata.dropped:
         warnings.append(f"metadata has more than {KEYS_CAP:,} distinct key paths; "
                         f"{collector.metadata.dropped:,} occurrences of further keys were not "
                         "counted.")
     return warnings
+
+
+# -- a report read back from a file --------------------------------------------------------------
+def check_shape(stats: DatasetStats) -> None:
+    """Raise ValueError naming the first place where a decoded stats JSON breaks what the
+    views rely on beyond its types (which keys its counts have, matching lengths): a file
+    edited by hand or written by another program must be refused, not crash a renderer."""
+    if stats.shape != SHAPE:
+        raise ValueError(f"`shape` is {stats.shape!r}, not {SHAPE!r}")
+
+    def keys(where: str, found: dict[str, Any], wanted: tuple[str, ...] | list[str]) -> None:
+        if sorted(found) != sorted(wanted):
+            raise ValueError(f"`{where}` has the keys {sorted(found)}; expected {list(wanted)}")
+
+    def label_counts(where: str, counts: LabelCounts) -> None:
+        keys(f"{where}.status", counts.status, STATUSES)
+        keys(f"{where}.source", counts.source, SOURCES)
+        for source, by_status in counts.source.items():
+            keys(f"{where}.source.{source}", by_status, STATUSES)
+
+    keys("overview.by", stats.overview.by, stats.by)
+    for i, group in enumerate([stats.total, *stats.groups]):
+        where = "total" if i == 0 else f"groups[{i - 1}]"
+        keys(f"{where}.fields", group.fields, FIELDS)
+        if i:
+            keys(f"{where}.key", group.key, stats.by)
+    for i, rubric in enumerate(stats.labels):
+        label_counts(f"labels[{i}].total", rubric.total)
+        for j, labelled in enumerate(rubric.groups):
+            keys(f"labels[{i}].groups[{j}].key", labelled.key, stats.by)
+            label_counts(f"labels[{i}].groups[{j}].counts", labelled.counts)
+    for name, histogram in stats.histograms.items():
+        if len(histogram.counts) != len(histogram.edges):
+            raise ValueError(f"`histograms.{name}` has {len(histogram.counts)} counts for "
+                             f"{len(histogram.edges)} edges")

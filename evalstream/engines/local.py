@@ -36,6 +36,10 @@ W = TypeVar("W")  # a worker's own state, made by ``init``
 T = TypeVar("T")  # one task
 R = TypeVar("R")  # one task's result
 MAX_WORKERS = 8
+# Range sizes: about TASKS_PER_WORKER ranges a worker, between MIN_RANGE and MAX_RANGE bytes.
+MAX_RANGE = 16 << 20
+MIN_RANGE = 1 << 20
+TASKS_PER_WORKER = 8
 
 
 class WorkerDied(EvalstreamError):
@@ -49,6 +53,19 @@ def default_workers() -> int:
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
     return max(1, min(cpus, MAX_WORKERS))
+
+
+def range_bytes(size: int, workers: int) -> int:
+    """How many bytes of input a task should cover: about ``TASKS_PER_WORKER`` tasks a
+    worker, within [MIN_RANGE, MAX_RANGE].
+
+    Tasks go to whichever worker is free, so several per worker keep every worker busy on a
+    skewed file: the shared corpus's tau-bench cases (2% of its cases, most of its token
+    counting) fill one 16 MiB range of its 35 MB, and two workers ran it at 1.0x one
+    process. Each task costs a part file and a few milliseconds, so ranges stay above a
+    MiB; above MAX_RANGE nothing is gained."""
+    per_task = -(-size // max(1, workers * TASKS_PER_WORKER))
+    return max(MIN_RANGE, min(MAX_RANGE, per_task))
 
 
 def start_method() -> str:
@@ -73,6 +90,7 @@ def map_ordered(init: Callable[[S], W], work: Callable[[W, T], R], settings: S,
     ctx: Any = multiprocessing.get_context(start_method())
     procs: list[Any] = []
     conns: list[Connection] = []
+    finished = False
     try:
         for _ in range(workers):
             mine, theirs = ctx.Pipe()
@@ -85,11 +103,22 @@ def map_ordered(init: Callable[[S], W], work: Callable[[W, T], R], settings: S,
         done: dict[int, R] = {}
         sent = taken = 0
 
+        def died(conn: Connection, index: int) -> WorkerDied:
+            proc = procs[conns.index(conn)]
+            proc.join(timeout=1)
+            return WorkerDied(
+                f"a worker process died ({_how(proc.exitcode)}) while working on "
+                f"{describe(tasks[index])}; nothing was written. If it ran out of "
+                "memory, use fewer --workers.")
+
         def feed(conn: Connection) -> None:
             nonlocal sent
             # Two tasks queued per worker keep it busy while the parent takes a result.
             while sent < len(tasks) and sent < taken + window and len(running[conn]) < 2:
-                conn.send(tasks[sent])
+                try:
+                    conn.send(tasks[sent])
+                except OSError:  # the worker is gone: a broken pipe is its death, not stdout's
+                    raise died(conn, running[conn][0] if running[conn] else sent) from None
                 running[conn].append(sent)
                 sent += 1
 
@@ -102,12 +131,7 @@ def map_ordered(init: Callable[[S], W], work: Callable[[W, T], R], settings: S,
                 try:
                     ok, result = conn.recv()
                 except (EOFError, OSError):
-                    proc = procs[conns.index(conn)]
-                    proc.join(timeout=1)
-                    raise WorkerDied(
-                        f"a worker process died ({_how(proc.exitcode)}) while working on "
-                        f"{describe(tasks[index])}; nothing was written. If it ran out of "
-                        "memory, use fewer --workers.") from None
+                    raise died(conn, index) from None
                 running[conn].pop(0)
                 if not ok:
                     raise result
@@ -118,13 +142,17 @@ def map_ordered(init: Callable[[S], W], work: Callable[[W, T], R], settings: S,
             for conn in conns:
                 feed(conn)
         for conn in conns:
-            conn.send(None)
+            try:
+                conn.send(None)
+            except OSError:  # a worker that died after its last task: nothing is lost
+                pass
+        finished = True
     finally:
         for proc in procs:
+            if finished and proc.is_alive():
+                proc.join(timeout=0.5)  # done: let it leave on its own
             if proc.is_alive():
-                proc.join(timeout=0.5)
-            if proc.is_alive():
-                proc.kill()
+                proc.kill()  # an error or an early stop: at once
             proc.join()
         for conn in conns:
             conn.close()

@@ -8,7 +8,6 @@ Offsets count bytes of the decompressed stream; line numbers are 1-based.
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import sys
@@ -56,18 +55,15 @@ class Readable(Protocol):
 
 
 def open_input(path: str) -> BinaryIO:
-    """Open a dataset for binary reading: ``-`` is stdin; ``.gz`` and ``.zst`` are decompressed."""
+    """Open a dataset for binary reading: ``-`` is stdin; ``.gz`` and ``.zst`` are decompressed
+    (and a compressed file cut short or damaged is an InputError, never a shorter dataset)."""
     try:
         if path == "-":
             return sys.stdin.buffer
-        if path.endswith(".gz"):
-            return gzip.open(path, "rb")  # type: ignore[return-value]
-        if path.endswith(".zst"):
-            import zstandard
+        if path.endswith((".gz", ".zst")):
+            from evalstream.files.compressed import open_compressed
 
-            raw = open(path, "rb")
-            reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-            return io.BufferedReader(reader, BLOCK_SIZE)
+            return open_compressed(path, BLOCK_SIZE)
         return open(path, "rb", buffering=BLOCK_SIZE)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
@@ -264,10 +260,27 @@ class RangeReader(io.RawIOBase):
 _SCAN = 1 << 16
 
 
-def range_tasks(size: int, range_bytes: int) -> list[tuple[int, int, int]]:
-    """(index, start, end) of consecutive byte ranges covering ``size`` bytes; each worker
-    moves both ends to line starts (``line_start``), so every line falls in one range."""
-    bounds = [*range(0, size, range_bytes), size]
+def range_tasks(fd: int, size: int, range_bytes: int) -> list[tuple[int, int, int]]:
+    """(index, start, end) of consecutive byte ranges of the open file ``fd`` that cover its
+    ``size`` bytes, about ``range_bytes`` each, every one starting at a line start (a range
+    owns the lines whose first byte lies in it).
+
+    Found once, in the parent, in one pass: each boundary moves forward to the next line
+    start, and a search that runs past the following nominal boundaries (a line longer than
+    a range) makes those ranges empty, so they are dropped instead of searched again. Each
+    worker searching from its own boundary scanned a 2 GiB line once per range: 54 s
+    against 3.2 s in one process."""
+    if size <= 0:
+        return []
+    starts = [0]
+    for nominal in range(range_bytes, size, range_bytes):
+        if nominal <= starts[-1]:
+            continue  # inside the line the last search crossed
+        start = line_start(fd, nominal, size)
+        if start >= size:
+            break
+        starts.append(start)
+    bounds = [*starts, size]
     return [(i, a, b) for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))]
 
 
@@ -278,6 +291,8 @@ def line_start(fd: int, pos: int, size: int) -> int:
     at = pos - 1
     while at < size:
         block = os.pread(fd, _SCAN, at)
+        if not block:
+            break
         nl = block.find(b"\n")
         if nl >= 0:
             return at + nl + 1

@@ -48,11 +48,19 @@ def parts_folder(anchor: str, run_id: str) -> str:
         except OSError as exc:
             raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
         return folder
+    from evalstream.files.outputs import _umask
+    from evalstream.files.temporaries import temp_dir
+
     try:
-        os.makedirs(folder)
+        # Named for this run (``files.temporaries``): a later run removes what a killed one
+        # left here. An object store's folder above is named for the run's id instead.
+        folder = temp_dir(parent, f".{name}.evalstream-parts-", "")
+        # As a folder made by mkdir (mkdtemp's is private): workers may write into it, and
+        # a directory target is this folder renamed.
+        os.chmod(folder, 0o777 & ~_umask())
+        return folder
     except OSError as exc:
-        raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    return folder
+        raise OutputError(f"cannot create a folder in {parent}: {exc.strerror or exc}") from None
 
 
 def remove_folder(folder: str) -> None:
@@ -136,6 +144,10 @@ class StoreOutput:
                     self._file.write_all([block])
                     a += len(block)
         self.joined_by = "client"
+
+    def check_replaceable(self) -> None:
+        """Nothing to check before the move: an object store has no folder permissions or
+        immutable flags; a refused move is an OutputError from ``commit``."""
 
     def commit(self) -> None:
         self.finish()
@@ -223,6 +235,14 @@ class DirectoryOutput:
         out.commit()
         self._finished = True
 
+    def check_replaceable(self) -> None:
+        """Raise OutputError when a local target name holds a file (not a directory): found
+        before any target of the run is renamed."""
+        target = self.path.rstrip("/")
+        if not store.is_url(target) and os.path.lexists(target) and not os.path.isdir(target):
+            raise OutputError(f"cannot write {self.path}: a file of that name exists; "
+                              "remove it or give another directory name.")
+
     def commit(self) -> None:
         self.finish()
         target = self.path.rstrip("/")
@@ -281,6 +301,9 @@ class Member:
         self._file.commit()
         self._file, self._done = None, True
 
+    def check_replaceable(self) -> None:
+        """Checked with its directory (``DirectoryOutput.check_replaceable``)."""
+
     def commit(self) -> None:
         self.finish()
 
@@ -316,6 +339,9 @@ class Streamed:
 
     def finish(self) -> None:
         self.output.finish()
+
+    def check_replaceable(self) -> None:
+        self.output.check_replaceable()
 
     def commit(self) -> None:
         self.output.commit()

@@ -260,19 +260,100 @@ def decompressed_head(head: bytes, name: str) -> bytes:
     return head
 
 
-def check_cases_input(path: str) -> None:
-    """Raise ``WrongFileError`` when the file at ``path`` is plainly not JSONL cases."""
+# -- which evalstream JSONL a file holds ----------------------------------------------------------
+# The top-level keys that mark each kind of line (all of them must be present).
+_KINDS = (
+    ("judge states", ("case_id", "rubric_id", "question", "state")),
+    ("verdicts", ("case_id", "rubric_id", "status")),
+    ("rejects", ("line", "offset", "error", "raw")),
+    ("cases", ("id", "input", "output")),
+    ("openai chat", ("messages",)),  # after cases, which may have messages too
+    ("batch requests", ("custom_id", "method", "body")),  # OpenAI Batch API, vllm run-batch
+    ("message batch requests", ("custom_id", "params")),  # Anthropic Message Batches
+    ("batch results", ("custom_id",)),  # after the requests, which have a custom_id too
+)
+_SAID = {"cases": "a cases file", "verdicts": "a verdicts file",
+         "judge states": "a judge-states file (build's output)", "rejects": "a rejects file",
+         "openai chat": "OpenAI chat transcripts",
+         "batch requests": "a batch request file (`evalstream batch prepare` writes them)",
+         "message batch requests": "an Anthropic batch request file (`evalstream batch "
+                                   "prepare` writes them)",
+         "batch results": "a batch result file"}
+# What each reader accepts: a verdict file may be build's output (exact verdicts, and judge
+# states counted as checks without a verdict yet); judge reads build's output only.
+ACCEPTS = {"cases": ("cases",), "verdicts": ("verdicts", "judge states"),
+           "judge states": ("judge states", "verdicts"), "batch results": ("batch results",)}
+
+
+def jsonl_kind(head: bytes) -> str | None:
+    """Which evalstream JSONL the first JSON-object line of ``head`` plainly is (``cases``,
+    ``verdicts``, ``judge states``, ``rejects``), or None when no line tells."""
+    for line in _first_lines(head.removeprefix(_BOM).lstrip()):
+        text = line.strip()
+        if not text.startswith(b"{"):
+            continue
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            kind = next((kind for kind, keys in _KINDS if all(k in value for k in keys)), None)
+            if kind == "openai chat" and (not isinstance(value["messages"], list) or
+                                          {"id", "input", "output"} & set(value)):
+                return None  # a case with a damaged key, not a transcript: the reject says
+            return kind
+    return None
+
+
+def _check_kind(head: bytes, name: str, want: str, usage: str) -> None:
+    kind = jsonl_kind(head)
+    if kind is not None and kind not in ACCEPTS[want]:
+        said = "the standard input" if name == "-" else name
+        if kind == "openai chat" and want == "cases":
+            usage = ("; " + _CONVERT.format(fmt="openai-chat", more="")
+                     .replace("FILE", _quoted(name)))
+        raise WrongFileError(f"{said} looks like {_SAID[kind]}, not {_SAID[want]} "
+                             f"(its first line has {_keys(kind)}){usage}.")
+
+
+def _keys(kind: str) -> str:
+    keys = next(k for name, k in _KINDS if name == kind)
+    return ", ".join(f"`{k}`" for k in keys)
+
+
+def check_input(path: str, want: str = "cases", usage: str = "") -> None:
+    """Raise ``WrongFileError`` when the file at ``path`` is plainly not JSONL of the kind
+    ``want`` (``cases``, ``verdicts``, ``judge states``, ``batch results``): another format,
+    or another of evalstream's own files. ``usage`` ends the sentence (e.g. the command's
+    argument order)."""
     if path == "-":
         return
-    check_cases_head(read_head(path), path)
+    check_head(read_head(path), path, want, usage)
+
+
+def check_head(head: bytes, name: str, want: str = "cases", usage: str = "") -> None:
+    """Raise ``WrongFileError`` when a file called ``name`` whose first bytes (as stored,
+    not decompressed) are ``head`` is plainly not JSONL of the kind ``want``."""
+    content = decompressed_head(head, name)
+    found = diagnose(head, name) or diagnose(content, "")
+    if found is not None:
+        raise WrongFileError(found.sentence(name))
+    _check_kind(content, name, want, usage)
+
+
+def check_cases_input(path: str) -> None:
+    """Raise ``WrongFileError`` when the file at ``path`` is plainly not JSONL cases."""
+    check_input(path, "cases", _CASES_USAGE)
 
 
 def check_cases_head(head: bytes, name: str) -> None:
     """Raise ``WrongFileError`` when a file called ``name`` whose first bytes (as stored,
-    not decompressed) are ``head`` is plainly not JSONL cases."""
-    found = diagnose(head, name) or diagnose(decompressed_head(head, name), "")
-    if found is not None:
-        raise WrongFileError(found.sentence(name))
+    not decompressed) are ``head`` is plainly not JSONL cases (a cluster task's check of a
+    file it reads)."""
+    check_head(head, name, "cases", _CASES_USAGE)
+
+
+_CASES_USAGE = "; build, validate and stats read cases (`id`, `input`, `output`)"
 
 
 def head_of(stream: BinaryIO, size: int = HEAD_BYTES) -> tuple[bytes, BinaryIO]:
@@ -331,11 +412,19 @@ class _Replay(io.RawIOBase):
         return len(data)
 
 
-def check_cases_stream(stream: BinaryIO, name: str = "-") -> BinaryIO:
-    """Raise ``WrongFileError`` when ``stream`` (already decompressed) is plainly not JSONL
-    cases; else return the stream to read it from, with nothing lost."""
+def check_stream(stream: BinaryIO, name: str = "-", want: str = "cases",
+                 usage: str = _CASES_USAGE) -> BinaryIO:
+    """Raise ``WrongFileError`` when ``stream`` (already decompressed) is plainly not JSONL of
+    the kind ``want``; else return the stream to read it from, with nothing lost."""
     head, stream = head_of(stream)
     found = diagnose(head, "")
     if found is not None:
         raise WrongFileError(found.sentence(name))
+    _check_kind(head, name, want, usage)
     return stream
+
+
+def check_cases_stream(stream: BinaryIO, name: str = "-") -> BinaryIO:
+    """Raise ``WrongFileError`` when ``stream`` is plainly not JSONL cases; else return the
+    stream to read it from, with nothing lost."""
+    return check_stream(stream, name)

@@ -8,14 +8,15 @@ missing one is a usage error naming the extra that brings it.
 Inputs: ``resolve`` turns the arguments into the files read, in order (a glob's matches
 sorted by name, a file that exists taken literally even if its name has ``*`` in it). Each
 file is read either whole (``.gz``/``.zst``: one task) or in byte ranges with evalstream's
-own line rule (``range_start``: a range owns the lines whose first byte lies in it), never
-with fsspec's block splitting.
+own line rule (a range owns the lines whose first byte lies in it), never with fsspec's
+block splitting. The ranges of a local file are line-aligned once, in the client
+(``files.lines.range_tasks``, as ``--workers`` does); those of a URL by each task from its
+own bytes (``range_start``), see ``tasks_of``.
 """
 
 from __future__ import annotations
 
 import glob
-import gzip
 import io
 import os
 import stat
@@ -155,13 +156,11 @@ def open_file(path: str) -> BinaryIO:
                          "a shared folder or an object store URL).") from None
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if path.endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    if path.endswith(".zst"):
-        import zstandard
+    if path.endswith(COMPRESSED):
+        # As one process reads them: a file cut short or damaged is an InputError.
+        from evalstream.files.compressed import open_compressed
 
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-        return io.BufferedReader(reader, 1 << 18)
+        return open_compressed(path, 1 << 18, raw)
     return raw
 
 
@@ -273,8 +272,9 @@ def read_line(f: BinaryIO, offset: int, limit: int) -> bytes:
 # -- tasks: what one task of a cluster run reads -------------------------------------------------
 @dataclass(frozen=True)
 class Task:
-    """Bytes [start, end) of one input file, nominal (the task moves both ends to line
-    starts: ``TaskReader``), or a whole compressed file (``whole``: one task)."""
+    """Bytes [start, end) of one input file, line-aligned already (``aligned``) or nominal
+    (the task moves both ends to line starts: ``TaskReader``), or a whole compressed file
+    (``whole``: one task)."""
 
     index: int
     file: int
@@ -283,6 +283,7 @@ class Task:
     end: int
     size: int
     whole: bool
+    aligned: bool = False
 
     def __str__(self) -> str:
         return self.url if self.whole else f"bytes {self.start:,}-{self.end:,} of {self.url}"
@@ -304,12 +305,33 @@ def range_size(total: int, smallest: int) -> int:
 
 
 def tasks_of(files: list[InputFile], range_bytes: int) -> list[Task]:
-    """The tasks that read ``files`` in order: ranges of ``range_bytes`` of plain files,
-    one task a compressed file."""
+    """The tasks that read ``files`` in order: ranges of about ``range_bytes`` of plain
+    files, one task a compressed file.
+
+    A local file's ranges are line-aligned here, once, in one linear pass
+    (``files.lines.range_tasks``, as ``--workers`` does: a line longer than many ranges is
+    scanned once, and ranges inside it are dropped). A URL's ranges stay nominal and each
+    task aligns its own (``TaskReader``): reading every boundary from an object store in
+    this process would cost a request per range before any task starts, and a task's
+    search never reads past its own range, so a long line is still scanned once in all."""
+    from evalstream.files.lines import range_tasks
+
     tasks: list[Task] = []
     for f, file in enumerate(files):
         if file.compressed:
             tasks.append(Task(len(tasks), f, file.url, 0, -1, file.size, True))
+            continue
+        if not is_url(file.url):
+            try:
+                fd = os.open(file.url, os.O_RDONLY)
+            except OSError as exc:
+                raise InputError(f"cannot read {file.url}: {exc.strerror or exc}") from None
+            try:
+                ranges = range_tasks(fd, file.size, range_bytes)
+            finally:
+                os.close(fd)
+            for _, a, b in ranges:
+                tasks.append(Task(len(tasks), f, file.url, a, b, file.size, False, True))
             continue
         bounds = [*range(0, file.size, range_bytes), file.size]
         for a, b in zip(bounds, bounds[1:], strict=False):
@@ -329,6 +351,10 @@ class TaskReader:
                 check_head(read_head(task.url, _HEAD), task.url)
             if task.whole:
                 self.start, self._stream = 0, self._f
+            elif task.aligned:
+                self.start = task.start
+                self._stream = io.BufferedReader(RangeReader(self._f, task.start, task.end),
+                                                 1 << 18)
             else:
                 self.start = range_start(self._f, task.start, task.end)
                 end = line_end(self._f, task.end, task.size) if self.start < task.end \

@@ -13,8 +13,10 @@ Causes (the ``error.cause`` of an unscored verdict):
 - ``http_error``: an HTTP error status (after the last attempt, for retryable ones).
 - ``timeout``: no complete answer within the timeout, on every attempt.
 - ``connection``: the connection failed or was cut, on every attempt.
+- ``errored``, ``expired``, ``canceled``: a batch request the provider did not answer (an error
+  result, the batch's window ran out, the batch was canceled before it ran).
 
-The first five come from an answer the provider gave (it is stored); the last three from a
+The first five come from an answer the provider gave (it is stored); the others from a
 request that got none (nothing is stored: the next run asks again).
 """
 
@@ -30,7 +32,7 @@ from evalstream.judge.request import TOOL_NAME
 from evalstream.verdicts.records import TokenUsage
 
 CAUSES = ("not_json", "wrong_shape", "refusal", "truncated", "bad_response", "http_error",
-          "timeout", "connection")
+          "timeout", "connection", "errored", "expired", "canceled")
 DETAIL_CHARS = 200
 
 

@@ -12,8 +12,9 @@ import sqlite3
 
 from msgspec import Struct
 
+from evalstream.files.sniff import check_input
 from evalstream.judge import answer, inputs, tokens
-from evalstream.judge.live import Options, spooled, store_path
+from evalstream.judge.live import JUDGE_USAGE, Options, spooled, store_path
 from evalstream.judge.report import Prices
 from evalstream.judge.request import build, system_text
 from evalstream.judge.store import Store
@@ -47,7 +48,7 @@ def dry_run(opts: Options) -> DryRun:
     """Count what ``opts`` would send, make no request and write nothing."""
     config = opts.config
     path_of_store = store_path(opts)
-    counter = tokens.counter(config.provider, config.model)
+    counter = tokens.counter(config.provider, config.model, opts.tokenizer)
     # Requests already counted, on disk: a set of keys would grow with the input.
     seen = sqlite3.connect("", isolation_level=None)
     seen.execute("CREATE TABLE seen (key TEXT PRIMARY KEY) WITHOUT ROWID")
@@ -57,6 +58,7 @@ def dry_run(opts: Options) -> DryRun:
     reader = inputs.Reader(opts.max_line_bytes)
     try:
         with spooled(opts.input) as path:
+            check_input(path, "judge states", JUDGE_USAGE.format(input=opts.input))
             for item in reader.read(path):
                 if isinstance(item, inputs.Exact):
                     exact += 1

@@ -67,6 +67,7 @@ class JudgeState(NamedTuple):
     exposure: msgspec.Raw
     rubric_hash: str
     state_hash: str
+    offset: int = 0  # the line's first byte in the input
 
 
 class Exact(NamedTuple):
@@ -172,13 +173,14 @@ class Reader:
             if type(item) is Reject:
                 yield item
                 continue
-            line_no, _, raw, v = item  # type: ignore[misc]
+            line_no, offset, raw, v = item  # type: ignore[misc]
             if v.status is not None:
                 yield Exact(line_no, raw)
                 continue
             assert v.question is not None and v.rubric_hash and v.state_hash  # checked
             yield JudgeState(line_no, v.case_id, v.rubric_id, v.question,
-                             bytes(v.state).decode(), v.exposure, v.rubric_hash, v.state_hash)
+                             bytes(v.state).decode(), v.exposure, v.rubric_hash, v.state_hash,
+                             offset)
 
 
 def read(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,

@@ -26,8 +26,15 @@ import msgspec
 from evalstream import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
-from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
-from evalstream.judge import answer, inputs, tokens
+from evalstream.files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+    sidecar,
+)
+from evalstream.files.sniff import check_input
+from evalstream.judge import answer, inputs, tokens, verdict
 from evalstream.judge.limits import Concurrency, TokenBucket
 from evalstream.judge.report import (
     MAX_NOT_JUDGED_LISTED,
@@ -41,8 +48,8 @@ from evalstream.judge.report import (
 from evalstream.judge.report import encode as encode_report
 from evalstream.judge.request import JudgeConfig, Request, build, system_text
 from evalstream.judge.store import Store
-from evalstream.judge.transport import KEY_ENV, Reply, Transport
-from evalstream.verdicts.records import JudgeInfo, JudgeVerdict, TokenUsage, VerdictError
+from evalstream.judge.transport import Reply, Transport, key_from_environment
+from evalstream.verdicts.records import JudgeInfo, TokenUsage
 
 DEFAULT_MAX_CONNECTIONS = 16
 DEFAULT_MAX_ATTEMPTS = 5
@@ -73,6 +80,8 @@ class Options:
     retry_unscored: bool = False
     max_unscored_rate: float | None = None
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    # the encoding of --dry-run, --tpm and --max-cost counts; None: the model family's
+    tokenizer: str | None = None
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
@@ -116,20 +125,13 @@ def check(opts: Options) -> None:
     if opts.output == "-" and not opts.cache:
         raise UsageError("with the verdicts on stdout, give --cache FILE for the answer store "
                          "(it is kept beside the output otherwise).")
-    named = [("input", opts.input), ("output", opts.output), ("rejects", opts.rejects),
-             ("report", opts.report), ("cache", opts.cache)]
-    for i, (name_a, a) in enumerate(named):
-        for name_b, b in named[i + 1:]:
-            if a and b and "-" not in (a, b) and (a == b or _same_file(a, b)):
-                raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
-                                 "choose a different name.")
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
+    # The answer store is read and written: it may be neither an input nor another target.
+    default = opts.output != "-"
+    check_targets([("input", opts.input)], [
+        ("output", opts.output),
+        ("rejects", opts.rejects or (sidecar(opts.output, ".rejects.jsonl") if default else None)),
+        ("report", opts.report or (sidecar(opts.output, ".report.json") if default else None)),
+        ("cache", store_path(opts))])
 
 
 def store_path(opts: Options) -> str:
@@ -144,13 +146,7 @@ def store_path(opts: Options) -> str:
 def api_key(opts: Options) -> str | None:
     """The API key from the environment; None for a server that needs none. Raises UsageError
     when the provider's public endpoint would get no key."""
-    name = opts.api_key_env or KEY_ENV[opts.config.provider]
-    key = opts.environ.get(name) or None
-    public = opts.config.base_url in ("https://api.openai.com/v1", "https://api.anthropic.com/v1")
-    if key is None and (public or opts.api_key_env):
-        raise UsageError(f"set {name} in the environment to the API key (keys are read from the "
-                         "environment only, never from a file or an option).")
-    return key
+    return key_from_environment(opts.config, opts.api_key_env, opts.environ)
 
 
 class spooled:
@@ -197,7 +193,8 @@ class Asker:
         self.broken: Exception | None = None  # the store failed: stop paying for answers
         self.concurrency = Concurrency(opts.max_connections)
         self.in_flight: set[str] = set()  # keys sent and not yet finished
-        self.counter = tokens.counter(self.config.provider, self.config.model) if (
+        self.counter = tokens.counter(self.config.provider, self.config.model,
+                                      opts.tokenizer) if (
             opts.tpm or opts.max_cost) else None
 
     def _worst_cost(self, input_tokens: int) -> float:
@@ -420,27 +417,22 @@ class Writer:
         req = build(self.config, state.question, state.state)
         stored = self.store.get(req.key)
         if stored is not None:
-            parsed = answer.parse(self.config.provider, stored.body)
-            error = None if parsed.cause is None else VerdictError(parsed.cause,
-                                                                   parsed.detail or "")
-            usage = parsed.usage
-            if usage is not None:
-                self.usage_all[0] += usage.input_tokens
-                self.usage_all[1] += usage.output_tokens
-            v = JudgeVerdict(state.case_id, state.rubric_id, parsed.status, parsed.reason,
-                             self.info, usage, stored.request_id, state.rubric_hash,
-                             state.state_hash, state.exposure, error)
+            v = verdict.answered(self.info, self.config.provider, stored, state.case_id,
+                                 state.rubric_id, state.rubric_hash, state.state_hash,
+                                 state.exposure)
+            if v.usage is not None:
+                self.usage_all[0] += v.usage.input_tokens
+                self.usage_all[1] += v.usage.output_tokens
         else:
             failure = self.store.failure(req.key)
             if failure is None:
                 return None
-            v = JudgeVerdict(state.case_id, state.rubric_id, "unscored", None, self.info, None,
-                             None, state.rubric_hash, state.state_hash, state.exposure,
-                             VerdictError(failure.cause, failure.detail))
+            v = verdict.unanswered(self.info, failure, state.case_id, state.rubric_id,
+                                   state.rubric_hash, state.state_hash, state.exposure)
         self.by_status[v.status] += 1
         if v.error is not None:
             self.by_cause[v.error.cause] += 1
-        return self._encode(v) + b"\n"
+        return escape_line_breaks(self._encode(v)) + b"\n"
 
     def write(self, path: str, out: AtomicOutput, rejects: AtomicOutput) -> None:
         c = self.counts
@@ -460,9 +452,9 @@ class Writer:
                     pending.append(line)
             elif isinstance(item, inputs.Exact):
                 c.exact_verdicts += 1
-                pending.append(item.raw + b"\n")
+                pending.append(escape_line_breaks(item.raw) + b"\n")
             else:
-                rejects.write(self._encode(item) + b"\n")
+                rejects.write(escape_line_breaks(self._encode(item)) + b"\n")
             if len(pending) >= 256:
                 out.write_all(pending)
                 pending = []
@@ -473,6 +465,10 @@ class Writer:
 
 
 # -- the run ---------------------------------------------------------------------------------------
+JUDGE_USAGE = ("; judge reads build's output: run `evalstream build {input} states.jsonl` "
+               "first and judge states.jsonl")
+
+
 def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
     """Judge every state of ``opts.input``; write verdicts, rejects and the report.
 
@@ -492,6 +488,7 @@ def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
     assert rejects_path is not None and report_path is not None
     path_of_store = store_path(opts)
     with spooled(opts.input) as path:
+        check_input(path, "judge states", JUDGE_USAGE.format(input=opts.input))
         store = Store(path_of_store)
         try:
             asker = Asker(opts, store, key, hook)
@@ -542,7 +539,8 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
         by_status={s: writer.by_status[s] for s in ("pass", "fail", "na", "unscored")},
         by_cause=dict(sorted(writer.by_cause.items())), unscored_rate=rate,
         max_unscored_rate=opts.max_unscored_rate, requests=asker.requests,
-        usage=TokenUsage(*asker.usage), usage_all=TokenUsage(*writer.usage_all), prices=prices,
+        usage=TokenUsage(*asker.usage), usage_all=TokenUsage(*writer.usage_all),
+        tokenizer=asker.counter.encoding if asker.counter is not None else None, prices=prices,
         cost_usd=round(asker.spent, 6) if prices else None, max_cost=opts.max_cost,
         max_requests=opts.max_requests,
         stopped_by=asker.stopped_by if c.not_judged else None,

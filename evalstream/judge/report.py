@@ -88,6 +88,9 @@ class JudgeReport(Struct):
     requests: Requests
     usage: TokenUsage  # this run's answers
     usage_all: TokenUsage  # every verdict's answer, stored before or now
+    # the encoding requests were counted in for --tpm and --max-cost (None: not counted);
+    # usage is the provider's own count
+    tokenizer: str | None
     prices: Prices | None
     cost_usd: float | None  # this run's answers, at the given prices
     max_cost: float | None
@@ -104,7 +107,9 @@ class JudgeReport(Struct):
 
 def encode(report: JudgeReport) -> bytes:
     """The report as indented JSON with a final newline."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+    from evalstream.files.outputs import escape_line_breaks
+
+    return escape_line_breaks(msgspec.json.format(msgspec.json.encode(report), indent=2)) + b"\n"
 
 
 class Histogram:

@@ -144,6 +144,18 @@ class JudgeConfig:
         template = self.body("", "{}")
         return xxhash.xxh3_128(f"{self.provider}\n{self.url}\n".encode() + template).hexdigest()
 
+    @cached_property
+    def official(self) -> bool:
+        """Whether requests go to api.openai.com (which reads ``max_completion_tokens``)."""
+        return urlsplit(self.base_url).hostname == OPENAI_HOST
+
+    @cached_property
+    def _key_prefix(self) -> hashlib._Hash:
+        # The key's hash, fed the provider and URL once: a request copies it and adds its body
+        # (urlsplit and the prefix's hashing once a request cost ~10 us of a batch prepare's
+        # ~60 us a state).
+        return hashlib.sha256(f"{self.provider}\n{self.url}\n".encode())
+
     def body(self, question: str, state: str) -> bytes:
         """The request body for one judge state (its JSON text) and its question."""
         system = system_text(question)
@@ -152,7 +164,7 @@ class JudgeConfig:
                 model=self.model, max_tokens=self.max_output_tokens, system=system,
                 messages=[Message("user", state)], temperature=self.temperature, tools=_TOOLS,
                 tool_choice=_TOOL_CHOICE))
-        official = urlsplit(self.base_url).hostname == OPENAI_HOST
+        official = self.official
         return self._encode.encode(OpenAIBody(
             model=self.model, messages=[Message("system", system), Message("user", state)],
             temperature=self.temperature,
@@ -176,7 +188,9 @@ def system_text(question: str) -> str:
 def request_key(config: JudgeConfig, body: bytes) -> str:
     """SHA-256 (hex, 64 characters: also a valid batch ``custom_id``) of the provider, the
     URL and the body: the same request is the same key whatever dataset it came from."""
-    return hashlib.sha256(f"{config.provider}\n{config.url}\n".encode() + body).hexdigest()
+    digest = config._key_prefix.copy()
+    digest.update(body)
+    return digest.hexdigest()
 
 
 def build(config: JudgeConfig, question: str, state: str) -> Request:

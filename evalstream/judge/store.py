@@ -19,6 +19,8 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 from evalstream.errors import OutputError
@@ -26,6 +28,11 @@ from evalstream.errors import OutputError
 SCHEMA_VERSION = "1"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- A rowid table with the key's unique index, not WITHOUT ROWID: rows hold a whole response
+-- (~1 KB), and SQLite advises WITHOUT ROWID only for rows under ~1/20 of a page. Inserting
+-- 100,000 answers under random keys in one transaction took 62 us each WITHOUT ROWID and
+-- 16 us so (lookups 17 against 10 us). Stores made before keep their table: the same
+-- statements read and write both.
 CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY,          -- sha256 of provider, URL and request body
     provider TEXT NOT NULL,
@@ -35,9 +42,9 @@ CREATE TABLE IF NOT EXISTS answers (
     input_tokens INTEGER,
     output_tokens INTEGER,
     latency_ms REAL NOT NULL,      -- the answered attempt's, from sending to the last byte
-    attempts INTEGER NOT NULL,     -- HTTP attempts it took
+    attempts INTEGER NOT NULL,     -- HTTP attempts it took (0: a batch result, collected)
     stored_at REAL NOT NULL        -- Unix time
-) WITHOUT ROWID;
+);
 """
 
 
@@ -60,7 +67,7 @@ class Failure(NamedTuple):
 class Store:
     """An answer store at ``path`` (created when missing, unless ``readonly``)."""
 
-    def __init__(self, path: str, readonly: bool = False) -> None:
+    def __init__(self, path: str, readonly: bool = False, cache_mib: int | None = None) -> None:
         self.path = path
         self._asked = False  # whether this run's table of asked requests has a row
         try:
@@ -92,6 +99,8 @@ class Store:
         if version is None or version[0] != SCHEMA_VERSION:
             raise OutputError(f"{path} is not an evalstream answer store of schema "
                               f"{SCHEMA_VERSION}; give another file with --cache.")
+        if cache_mib is not None:
+            self._db.execute(f"PRAGMA cache_size=-{int(cache_mib) * 1024}")
         self._checkpoints = None if readonly else _Checkpoints(path)
 
     def get(self, key: str) -> Stored | None:
@@ -121,6 +130,48 @@ class Store:
                  round(latency_ms, 3), attempts, time.time()))
         except sqlite3.Error as exc:
             raise OutputError(f"cannot write the answer store {self.path}: {exc}") from exc
+
+    def add(self, key: str, provider: str, model: str, body: bytes, request_id: str | None,
+            input_tokens: int | None, output_tokens: int | None) -> bool:
+        """Store a batch result's answer unless an answer is stored for ``key`` already;
+        whether it was stored (the first answer to a request is the one kept)."""
+        assert self._db is not None
+        try:
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?)",
+                (key, provider, model, body, request_id, input_tokens, output_tokens,
+                 time.time()))
+        except sqlite3.Error as exc:
+            raise OutputError(f"cannot write the answer store {self.path}: {exc}") from exc
+        return cursor.rowcount == 1
+
+    @contextmanager
+    def transaction(self) -> Iterator[Callable[[], None]]:
+        """Store inside one transaction, committed at the end (or rolled back on an error);
+        the function yielded commits what is stored so far and begins the next. ``batch
+        collect`` commits every 10,000 answers: its results are safe in their files, and a
+        commit for many is faster (20,000 answers: 25 us an answer, against 132 us with a
+        commit each), while the write-ahead log stays small."""
+        assert self._db is not None
+        db = self._db
+
+        def run(statement: str) -> None:
+            try:
+                db.execute(statement)
+            except sqlite3.Error as exc:
+                raise OutputError(f"cannot write the answer store {self.path}: {exc}") from exc
+
+        def commit_so_far() -> None:
+            run("COMMIT")
+            run("BEGIN IMMEDIATE")
+
+        run("BEGIN IMMEDIATE")
+        try:
+            yield commit_so_far
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        run("COMMIT")
 
     def mark_asked(self, key: str) -> None:
         """Note that this run sends the request for ``key``."""

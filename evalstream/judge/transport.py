@@ -21,9 +21,11 @@ import asyncio
 import email.utils
 import random
 import time
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from evalstream import __version__
+from evalstream.errors import UsageError
 from evalstream.judge.answer import excerpt, http_error_detail
 from evalstream.judge.limits import Concurrency, TokenBucket
 from evalstream.judge.request import JudgeConfig
@@ -35,6 +37,20 @@ INITIAL_DELAY, MAX_DELAY = 0.5, 8.0
 ANTHROPIC_VERSION = "2023-06-01"
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 REDACTED = "[redacted]"
+
+
+def key_from_environment(config: JudgeConfig, api_key_env: str | None,
+                         environ: Mapping[str, str]) -> str | None:
+    """The API key from the environment (``api_key_env``, else the provider's usual variable);
+    None for a server that needs none. Raises UsageError when the provider's public endpoint,
+    or a variable named on purpose, would give no key."""
+    name = api_key_env or KEY_ENV[config.provider]
+    key = environ.get(name) or None
+    public = config.base_url in ("https://api.openai.com/v1", "https://api.anthropic.com/v1")
+    if key is None and (public or api_key_env):
+        raise UsageError(f"set {name} in the environment to the API key (keys are read from the "
+                         "environment only, never from a file or an option).")
+    return key
 
 
 class Reply(NamedTuple):

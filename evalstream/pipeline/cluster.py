@@ -1,8 +1,9 @@
 """``build``/``validate --engine dask``: byte ranges of many files on a Dask cluster.
 
 The inputs (paths, globs, fsspec URLs) are cut into tasks: a plain file into byte ranges
-of ``RANGE_BYTES`` (a range owns the lines whose first byte lies in it, found by each task
-from its own bytes), a compressed file is one task. Each task runs the loop of one process
+of ``RANGE_BYTES`` (a range owns the lines whose first byte lies in it: a local file's ranges
+are aligned once in this process, a URL's by each task from its own bytes, see
+``files.store.tasks_of``), a compressed file is one task. Each task runs the loop of one process
 (``run.process``) over its range and writes its records as one part file into a hidden
 folder beside the output, in the output's store; it returns its counts, its rejects
 (JSONL, lines counted from 1) and its case log cut into buckets by id hash, which stay on
@@ -32,11 +33,11 @@ from evalstream.cases.duplicates import (
 from evalstream.cases.ids import CaseLog
 from evalstream.cases.reading import FIRST_REJECTS_KEPT, case_reader
 from evalstream.cases.rejects import Reject
-from evalstream.checks.checker import Checker
 from evalstream.checks.report import RunReport
 from evalstream.checks.report import encode as encode_report
 from evalstream.checks.rubrics import RubricSet
 from evalstream.engines.dask import Cluster
+from evalstream.errors import ReaderGone
 from evalstream.files.lines import Progress, read_chunks
 from evalstream.files.outputs import AtomicOutput, commit_all
 from evalstream.files.parts import (
@@ -60,9 +61,12 @@ from evalstream.files.store import (
     tasks_of,
 )
 from evalstream.pipeline.ranges import Merger, Part
-from evalstream.pipeline.run import Options, Outcome, _report, process
+from evalstream.pipeline.run import Options, Outcome, _report, checker_for, process
 
-RANGE_BYTES = 64 << 20  # per task: ~1 s of work, few enough tasks for the scheduler
+# Per task: ~1 s of work, few enough tasks for the scheduler. Larger than ``--workers``'
+# ranges (engines.local.range_bytes, at most 16 MiB): a cluster task costs a scheduler round
+# trip and a part file in the store, not a pipe message.
+RANGE_BYTES = 64 << 20
 
 
 @dataclass
@@ -86,7 +90,7 @@ def _init(settings: Settings) -> Settings:
 def _run_range(s: Settings, task: Task) -> tuple[Part, list[Bucket]]:
     opts = s.opts
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes, check_duplicates=False)
-    checker = Checker(s.rubric_set, opts.max_tokens) if s.rubric_set is not None else None
+    checker = checker_for(opts, s.rubric_set)
     log = CaseLog()
     kept: list[bytes] = []
     out = None
@@ -145,6 +149,8 @@ def run(opts: Options, rubric_set: RubricSet | None, files: list[InputFile],
                 sinks = [out]  # its rejects and report are inside it
             outcome = _merge(cluster, opts, rubric_set, files, folder, out, rej_out,
                              on_progress)
+            if outcome.stopped and out is not None:
+                sinks.remove(out)  # standard output is gone: nothing more to write to it
             if _optional(opts, rejects_path) and rej_out is not None \
                     and not outcome.lines.rejected:
                 # As one process: no new empty rejects file where build chose the name.
@@ -224,11 +230,15 @@ def _merge(cluster: Cluster, opts: Options, rubric_set: RubricSet | None,
     raw = duplicate_lines(found, tasks,
                           lambda jobs: cluster.read_lines(jobs, opts.max_line_bytes))
     sizes = getattr(out, "part_sizes", None)
-    merger = Merger(opts, rubric_set, out, rej_out, lambda part, dup: raw[part.index, dup.k])
+    merger = Merger(opts, rubric_set, out, rej_out, lambda part, dup: raw[part.index, dup.k],
+                    lambda part: TaskReader(tasks[part.index]))
     offsets = FileOffsets()
     for part in parts:
         part.offset_base = offsets.base(tasks[part.index], part.end)
         if sizes is not None and part.out_path is not None:
             sizes[part.out_path] = part.out_size
-        merger.add(part, found.get(part.index, []))
+        try:
+            merger.add(part, found.get(part.index, []))
+        except ReaderGone:  # `| head`: stop; the counts are of the ranges written
+            return Outcome(merger.lines, merger.checks, merger.first_rejects, stopped=True)
     return Outcome(merger.lines, merger.checks, merger.first_rejects)

@@ -16,6 +16,7 @@ import os
 import tempfile
 from array import array
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,15 +26,17 @@ from evalstream.cases.duplicates import Dup, ParentIndex
 from evalstream.cases.ids import CaseLog
 from evalstream.cases.reading import FIRST_REJECTS_KEPT, LineCounts, case_reader, duplicate_case
 from evalstream.cases.rejects import Reject
-from evalstream.checks.checker import Checker, CheckTally
+from evalstream.checks.checker import MAX_OVER_BUDGET_LISTED, CheckTally, OverBudget
 from evalstream.checks.rubrics import RubricSet
-from evalstream.engines.local import map_ordered
-from evalstream.files.lines import line_start, open_range, range_tasks, read_chunks, read_line_at
-from evalstream.files.outputs import AtomicOutput, write_all
+from evalstream.engines.local import map_ordered, range_bytes
+from evalstream.errors import OutputError, ReaderGone
+from evalstream.files.lines import Readable, open_range, range_tasks, read_chunks, read_line_at
+from evalstream.files.outputs import AtomicOutput, escape_line_breaks, write_all
 from evalstream.files.store import open_file
-from evalstream.pipeline.run import Options, Outcome, Progress, process
+from evalstream.files.temporaries import temp_folder
+from evalstream.pipeline.run import Options, Outcome, Progress, checker_for, process
 
-RANGE_BYTES = 16 << 20
+WORTHWHILE_BYTES = 16 << 20  # smaller inputs run in one process
 
 
 @dataclass
@@ -64,8 +67,8 @@ class Part:
 
 
 def worthwhile(opts: Options, size: int | None) -> bool:
-    """Whether workers can and should run: a plain input file bigger than one range."""
-    return (opts.workers > 1 and size is not None and size > RANGE_BYTES
+    """Whether workers can and should run: a plain input file over WORTHWHILE_BYTES."""
+    return (opts.workers > 1 and size is not None and size > WORTHWHILE_BYTES
             and opts.input != "-" and not opts.input.endswith((".gz", ".zst")))
 
 
@@ -83,20 +86,23 @@ def _init(settings: Settings) -> _Worker:
 
 
 def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
-    index, start, end = task
+    index, start, end = task  # line-aligned by ``range_tasks``
     s = worker.settings
     opts = s.opts
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes, check_duplicates=False)
-    checker = Checker(s.rubric_set, opts.max_tokens) if s.rubric_set is not None else None
+    checker = checker_for(opts, s.rubric_set)
     log = CaseLog()
-    start, end = line_start(worker.fd, start, worker.size), line_start(worker.fd, end, worker.size)
     out_path = os.path.join(s.parts_dir, f"{index:08d}.out")
     rejects_path = os.path.join(s.parts_dir, f"{index:08d}.rejects")
-    with open(out_path, "wb", buffering=0) as out, open(rejects_path, "wb") as rej, \
-            open_range(worker.fd, start, end) as stream:
-        items = read_chunks(stream, opts.max_line_bytes, first_line=1, first_offset=start)
-        process(reader.read(items), checker, lambda pieces: write_all(out.fileno(), pieces),
-                rej.write, log)
+    try:
+        with open(out_path, "wb", buffering=0) as out, open(rejects_path, "wb") as rej, \
+                open_range(worker.fd, start, end) as stream:
+            items = read_chunks(stream, opts.max_line_bytes, first_line=1, first_offset=start)
+            process(reader.read(items), checker, lambda pieces: write_all(out.fileno(), pieces),
+                    rej.write, log)
+    except OSError as exc:  # reading errors are InputError already: this is a part file
+        target = opts.output if opts.output is not None else opts.rejects
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
     return Part(index, start, end, out_path, rejects_path, reader.counts,
                 checker.tally if checker else None, log.arrays(),
                 out_size=os.path.getsize(out_path))
@@ -104,6 +110,7 @@ def _run_range(worker: _Worker, task: tuple[int, int, int]) -> Part:
 
 # -- in the parent -----------------------------------------------------------------------------
 LineSource = Callable[[Part, Dup], bytes]  # the line of a duplicate, to read it again
+RangeSource = Callable[[Part], AbstractContextManager[Readable]]  # a part's range, to read it again
 
 
 class Merger:
@@ -112,18 +119,21 @@ class Merger:
     The duplicates of each part are given (found by ``ParentIndex`` here, or by a
     cluster's reducers); a late duplicate's line is read again through ``line_of`` to turn
     it into a reject and take back what it counted, and its records are left out of the
-    output. Both engines merge through this class."""
+    output. A range whose list of over-budget checks was full is read again through
+    ``range_of`` (see ``_over_budget_without``). Both engines merge through this class:
+    ``line_of`` and ``range_of`` read a local file with ``os.pread`` for ``--workers``, a
+    task's file (local or a URL) through fsspec for ``--engine dask``."""
 
     def __init__(self, opts: Options, rubric_set: RubricSet | None, out: Any,
-                 rejects: Any, line_of: LineSource) -> None:
+                 rejects: Any, line_of: LineSource, range_of: RangeSource) -> None:
         self.opts, self.out, self.rejects = opts, out, rejects
-        self.line_of = line_of
+        self.line_of, self.range_of = line_of, range_of
         self.lines = LineCounts()
         self.checks = CheckTally() if rubric_set is not None else None
         self.first_rejects: list[Reject] = []
         self.bases: list[int] = []  # lines before each part taken so far
         # Re-checks a late duplicate to take its checks back out of the counts.
-        self.scratch = Checker(rubric_set, opts.max_tokens) if rubric_set is not None else None
+        self.scratch = checker_for(opts, rubric_set)
         self.decode_case = case_reader(opts.allow_unknown_fields).kind.decode
         self._decode_reject = msgspec.json.Decoder(Reject).decode
         self._encode = msgspec.json.Encoder().encode
@@ -136,13 +146,38 @@ class Merger:
         self._splice_output(part, dups)
         self._merge_rejects(part, base, dup_rejects)
         if part.checks is not None and self.checks is not None:
-            dup_lines = {r.line for r in dup_rejects}
-            for item in part.checks.over_budget:
+            listed = part.checks.over_budget
+            full = len(listed) >= MAX_OVER_BUDGET_LISTED
+            dup_lines = {r.line - base for r in dup_rejects}
+            listed = [o for o in listed if o.line not in dup_lines]
+            if full and len(listed) < len(part.checks.over_budget) and \
+                    len(self.checks.over_budget) + len(listed) < MAX_OVER_BUDGET_LISTED:
+                # The worker's list was full and its duplicates took places that later checks
+                # of the range would have had: list the range again without them.
+                listed = self._over_budget_without(part, dup_lines)
+            for item in listed:
                 item.line += base
-            part.checks.over_budget = [o for o in part.checks.over_budget
-                                       if o.line not in dup_lines]
+            part.checks.over_budget = listed
             self.checks.merge(part.checks)
         self.lines.merge(part.lines)
+
+    def _over_budget_without(self, part: Part, skip: set[int]) -> list[OverBudget]:
+        """The first over-budget checks of ``part``'s range, without the cases on the lines
+        in ``skip`` (line numbers local to the range). Only for ranges with late duplicates."""
+        opts = self.opts
+        reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes,
+                             check_duplicates=False)
+        assert self.scratch is not None
+        self.scratch.tally = CheckTally()
+        with self.range_of(part) as stream:
+            items = read_chunks(stream, opts.max_line_bytes, first_line=1,
+                                first_offset=part.start)
+            for item in reader.read(items):
+                if type(item) is not Reject:
+                    line_no, _, _, case = item  # type: ignore[misc]
+                    if line_no not in skip:
+                        self.scratch.check(case, line_no)
+        return self.scratch.tally.over_budget
 
     def _undo(self, part: Part, dup: Dup, base: int) -> Reject:
         """Turn a logged case into a duplicate-id reject and take back what it counted."""
@@ -186,7 +221,8 @@ class Merger:
         if extra:
             merged = sorted(merged + extra, key=lambda r: r.line)
         if merged and self.rejects is not None:
-            self.rejects.write(b"".join(self._encode(r) + b"\n" for r in merged))
+            self.rejects.write(b"".join(escape_line_breaks(self._encode(r)) + b"\n"
+                                        for r in merged))
         room = FIRST_REJECTS_KEPT - len(self.first_rejects)
         self.first_rejects += merged[:max(room, 0)]
 
@@ -200,23 +236,31 @@ def run(opts: Options, rubric_set: RubricSet | None, size: int, out: AtomicOutpu
     fd = os.open(opts.input, os.O_RDONLY)
     limit = opts.max_line_bytes + 1
     merger = Merger(opts, rubric_set, out, rejects,
-                    lambda part, dup: read_line_at(fd, dup.offset, limit))
+                    lambda part, dup: read_line_at(fd, dup.offset, limit),
+                    lambda part: open_range(fd, part.start, part.end))
     index = ParentIndex()
+    stopped = False
     try:
-        with tempfile.TemporaryDirectory(prefix=".evalstream-parts-", dir=directory) as parts:
+        with temp_folder(directory, ".evalstream-parts-") as parts:
             settings = Settings(opts, rubric_set, parts)
             for part in map_ordered(_init, _run_range, settings,
-                                    range_tasks(size, RANGE_BYTES), opts.workers,
+                                    range_tasks(fd, size, range_bytes(size, opts.workers)),
+                                    opts.workers,
                                     describe=lambda t: _describe(opts.input, t)):
-                merger.add(part, index.duplicates(part.index, part.log))
-                assert part.out_path is not None and part.rejects_path is not None
-                os.unlink(part.out_path)
-                os.unlink(part.rejects_path)
+                try:
+                    merger.add(part, index.duplicates(part.index, part.log))
+                except ReaderGone:  # `| head`: stop; the counts are of the ranges written
+                    stopped = True
+                    break
+                finally:
+                    assert part.out_path is not None and part.rejects_path is not None
+                    os.unlink(part.out_path)
+                    os.unlink(part.rejects_path)
                 if on_progress is not None:
                     on_progress(part.end, size)
     finally:
         os.close(fd)
-    return Outcome(merger.lines, merger.checks, merger.first_rejects)
+    return Outcome(merger.lines, merger.checks, merger.first_rejects, stopped)
 
 
 def _describe(path: str, task: Any) -> str:

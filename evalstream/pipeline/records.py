@@ -20,7 +20,8 @@ import msgspec
 import xxhash
 
 from evalstream.checks.checker import Check, Plan
-from evalstream.checks.state import CheckRecord, ExactVerdict, Exposure, Tokens
+from evalstream.checks.state import CheckRecord, ExactVerdict, Exposure, Sizes, Tokens
+from evalstream.files.outputs import escape_line_breaks
 
 
 class RecordEncoder:
@@ -45,10 +46,10 @@ class RecordEncoder:
             rubric = plan.rubric
             if check.passed is not None:  # an exact rubric's verdict
                 assert check.evidence is not None
-                line = encode(ExactVerdict(
+                line = escape_line_breaks(encode(ExactVerdict(
                     case_id, rubric.id, "exact", "pass" if check.passed else "fail",
                     check.evidence, Exposure(plan.shown, plan.withheld, plan.hidden),
-                    rubric.hash)) + b"\n"
+                    rubric.hash))) + b"\n"
             else:
                 assert state is not None, "the Checker must keep states to write records"
                 layout = self._layouts.get(plan) or self._layout(plan)
@@ -90,7 +91,7 @@ def record_layout(rubric_id: str, question: msgspec.Raw, exposure: Exposure,
     """The layout of ``rubric_id``'s records for cases with this ``exposure``."""
     encode = msgspec.json.encode
     case_mark, hash_mark = encode("\x01"), encode("\x02")  # "\u0001", "\u0002"
-    tokens = Tokens(0, 0, 0, 0, "", "")
+    tokens = Tokens("", 0, Sizes(0, 0, 0))
     full = encode(CheckRecord(
         "\x01", rubric_id, question, msgspec.Raw(_STATE_MARK),
         Exposure(exposure.shown, exposure.withheld, exposure.never_shown, tokens),

@@ -19,12 +19,12 @@ import msgspec
 from evalstream.cases.ids import CaseLog
 from evalstream.cases.reading import LineCounts, Record, case_reader
 from evalstream.cases.rejects import Reject
-from evalstream.checks import tokens
+from evalstream.checks import encodings, tokens
 from evalstream.checks.checker import Checker, CheckTally, room_warning
 from evalstream.checks.report import RubricInfo, RunReport, label_warnings, run_report
 from evalstream.checks.report import encode as encode_report
 from evalstream.checks.rubrics import RubricSet, load_rubrics
-from evalstream.errors import UsageError
+from evalstream.errors import EXIT_PIPE, ReaderGone, UsageError
 from evalstream.files.lines import (
     DEFAULT_MAX_LINE_BYTES,
     Progress,
@@ -34,7 +34,13 @@ from evalstream.files.lines import (
     read_chunks,
     read_files,
 )
-from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
+from evalstream.files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+    sidecar,
+)
 from evalstream.files.parts import is_directory
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 from evalstream.files.store import InputFile, is_url, needs_resolving, open_file, resolve
@@ -53,6 +59,8 @@ class Options:
     report: str | None = None
     rubric_files: list[str] = field(default_factory=list)
     max_tokens: int = tokens.DEFAULT_BUDGET
+    tokenizer: str = encodings.DEFAULT
+    exact_tokens: bool = False  # count every judge state, not only those over the byte room
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     workers: int = 1
@@ -73,6 +81,7 @@ class Outcome(NamedTuple):
     lines: LineCounts
     checks: CheckTally | None
     first_rejects: list[Reject]
+    stopped: bool = False  # standard output was closed by its reader before the end
 
 
 def process(records: Iterable[Record[Any] | Reject], checker: Checker | None,
@@ -88,7 +97,7 @@ def process(records: Iterable[Record[Any] | Reject], checker: Checker | None,
     written = 0  # bytes handed to ``write`` before them
     for item in records:
         if type(item) is Reject:
-            reject(encode_reject(item) + b"\n")
+            reject(escape_line_breaks(encode_reject(item)) + b"\n")
             continue
         line_no, offset, _, case = item  # type: ignore[misc]
         if checker is not None:
@@ -112,12 +121,12 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
     command = "validate" if opts.output is None else "build"
     if opts.max_tokens <= 0 or opts.max_line_bytes <= 0 or opts.workers <= 0:
         raise UsageError("--max-tokens, --max-line-bytes and --workers must be positive.")
+    encodings.check_name(opts.tokenizer)
     rubric_set = load_rubrics(opts.rubric_files) if command == "build" else None
     if opts.engine not in ("local", "dask"):
         raise UsageError(f"--engine {opts.engine!r}: choose local or dask.")
     if opts.scheduler is not None and opts.engine != "dask":
         raise UsageError("--scheduler needs --engine dask.")
-    rejects_path, report_path = _plan(opts)
     arguments = opts.arguments()
     if "-" in arguments and len(arguments) > 1:
         raise UsageError("- (stdin) can only be the one input.")
@@ -126,6 +135,9 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
         if "-" in arguments:
             raise UsageError("--engine dask reads files, not stdin; give the input's path.")
         files = resolve(arguments)
+    rejects_path, report_path = _plan(opts, [f.url for f in files] if files is not None
+                                      else [opts.input])
+    if files is not None:
         for f in files:
             if opts.engine == "local" and not is_url(f.url):
                 check_cases_input(f.url)  # on a cluster each file's first task checks it
@@ -160,6 +172,8 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
             outcome = ranges.run(opts, rubric_set, size, out, rej_out, on_progress)
         else:
             outcome = _serial(opts, rubric_set, files, size, out, rej_out, on_progress)
+        if outcome.stopped and out is not None:
+            sinks.remove(out)  # standard output is gone: nothing more to write to it
         if optional and rej_out is not None and not outcome.lines.rejected:
             rej_out.abort()
             sinks.remove(rej_out)
@@ -184,7 +198,7 @@ def _serial(opts: Options, rubric_set: RubricSet | None, files: list[InputFile] 
     """Read the whole input (one stream, or ``files`` in order) in this process, writing
     output and rejects as they come."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = Checker(rubric_set, opts.max_tokens) if rubric_set is not None else None
+    checker = checker_for(opts, rubric_set)
     stream = open_input(opts.input) if files is None else None
     if stream is not None and opts.input == "-":
         stream = check_cases_stream(stream)
@@ -200,6 +214,11 @@ def _serial(opts: Options, rubric_set: RubricSet | None, files: list[InputFile] 
             items = progress(items, on_progress, size)
         process(reader.read(items), checker, out.write_all if out else _ignore,
                 rej_out.write if rej_out else _ignore)
+    except ReaderGone:
+        # `build ... - | head`: the reader has what it wanted. Stop quietly; the counts, the
+        # rejects and the report are of the lines read until then.
+        return Outcome(reader.counts, checker.tally if checker else None,
+                       reader.first_rejects, stopped=True)
     finally:
         if stream is not None and opts.input != "-":
             stream.close()
@@ -213,63 +232,54 @@ def _opener(path: str) -> BinaryIO:
     return check_cases_stream(open_file(path), path)
 
 
+def checker_for(opts: Options, rubric_set: RubricSet | None) -> Checker | None:
+    """The Checker of a build run (None for validate)."""
+    if rubric_set is None:
+        return None
+    return Checker(rubric_set, opts.max_tokens, tokenizer=opts.tokenizer,
+                   exact_tokens=opts.exact_tokens)
+
+
 def _ignore(data: object) -> None:
     return None
 
 
 # -- targets ---------------------------------------------------------------------------------------
-def _same_file(a: str, b: str) -> bool:
-    if a == "-" or b == "-" or os.devnull in (a, b):  # /dev/null may take any number
-        return False
-    if is_url(a) or is_url(b):
-        return a == b
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
-
-
-def _plan(opts: Options) -> tuple[str | None, str | None]:
+def _plan(opts: Options, inputs: list[str]) -> tuple[str | None, str | None]:
     """The rejects and report paths of a run (None: not written), after checking that no
-    two paths collide. ``build`` writes both next to its output by default (inside it, for
-    a directory of parts); ``validate`` only those asked for."""
+    target is one of the ``inputs`` (the files read, globs resolved) or shares a file or
+    stream with another. ``build`` writes both next to its output file by default (inside
+    it, for a directory of parts); to stdout, a FIFO or a device, and ``validate``, only
+    those asked for (the summary on stderr says the counts)."""
     rejects, report = opts.rejects, opts.report
-    arguments = opts.arguments()
-    if opts.engine != "dask" and any(is_url(t) for t in (opts.output, rejects, report) if t):
+    out = opts.output
+    if opts.engine != "dask" and any(is_url(t) for t in (out, rejects, report) if t):
         raise UsageError("an output at a URL is written by --engine dask; give a local path, "
                          "or add --engine dask.")
-    if is_directory(opts.output) and opts.engine != "dask":
-        raise UsageError(f"cannot write {opts.output}: that names a directory (a directory of "
-                         "parts is written by --engine dask only); give a file name.")
-    if opts.output is not None:
-        one_file = len(arguments) == 1 and not needs_resolving(arguments[0])
-        anchor = opts.output if opts.output != "-" else (opts.input if one_file else "-")
-        if anchor == "-" and (rejects is None or report is None):
-            raise UsageError("with the output on stdout and the input not one file, there is "
-                             "nowhere to put the rejects and report by default; give "
-                             "--rejects FILE and --report FILE.")
-        if is_directory(anchor):
-            rejects = rejects or anchor + "rejects.jsonl"
-            report = report or anchor + "report.json"
-        rejects = rejects or sidecar(anchor, ".rejects.jsonl")
-        report = report or sidecar(anchor, ".report.json")
-    named = [*(("input", a) for a in arguments if not needs_resolving(a)),
-             ("output", opts.output), ("rejects", rejects), ("report", report)]
-    for i, (name_a, a) in enumerate(named):
-        for name_b, b in named[i + 1:]:
-            if name_a == name_b == "input":
-                continue  # a file given twice is read twice (its ids all duplicates)
-            if a is not None and b is not None and _same_file(a, b):
-                raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
-                                 "choose a different output name.")
-    if rejects == "-" and opts.output == "-":
-        raise UsageError("the output and the rejects cannot both go to stdout.")
+    if is_directory(out) and opts.engine != "dask":
+        raise UsageError(f"cannot write {out}: that names a directory; give a file name. "
+                         "A directory of parts (a name ending in /) is written by --engine "
+                         "dask only.")
+    if out is not None and is_directory(out):
+        rejects = rejects or out + "rejects.jsonl"
+        report = report or out + "report.json"
+    # Beside an output file; for stdout, a FIFO or a device, only when asked.
+    elif out is not None and out != "-" and \
+            (is_url(out) or os.path.isfile(out) or not os.path.exists(out)):
+        rejects = rejects or sidecar(out, ".rejects.jsonl")
+        report = report or sidecar(out, ".report.json")
+    check_targets([*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
+                  [("output", out), ("rejects", rejects), ("report", report)])
     return rejects, report
 
 
 def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet | None,
             rejects_path: str | None, report_path: str | None, started: float,
             warnings: list[str]) -> RunReport:
+    if outcome.stopped:
+        warnings.insert(0, f"standard output was closed by its reader after line "
+                           f"{outcome.lines.lines:,}: the counts are of the lines read until "
+                           "then.")
     if not outcome.lines.records:
         warnings.append("no line of the input is a case: " + (
             "the input is empty." if not outcome.lines.lines else
@@ -291,9 +301,10 @@ def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet
         report=report_path,
         rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources))
         if rubric_set else None,
-        tokenizer=tokens.TOKENIZER if rubric_set else None,
+        tokenizer=opts.tokenizer if rubric_set else None,
         budget=opts.max_tokens if rubric_set else None,
         warnings=warnings,
         seconds=round(time.perf_counter() - started, 3),
-        exit_code=1 if outcome.lines.rejected or not outcome.lines.records else 0,
+        exit_code=EXIT_PIPE if outcome.stopped else
+        1 if outcome.lines.rejected or not outcome.lines.records else 0,
     )

@@ -1,22 +1,46 @@
 """The text views of ``agree``: headings, paragraphs and tables (``render.tables`` blocks)
-built from an ``AgreeReport``; printed with rich, written as markdown, or laid out in HTML."""
+built from an ``AgreeReport``; printed with rich, written as markdown, or laid out in HTML.
+
+The listed example ids come with the judge's rationale (cut to ``RATIONALE_CHARS``; the
+JSON keeps it whole) and, when the report names a view export, link to their pages there,
+relative to ``base`` (the folder of the file the blocks are written to)."""
 
 from __future__ import annotations
 
-from evalstream.cases.rejects import Reject
-from evalstream.render.tables import Block, Column, Heading, Paragraph, Table
-from evalstream.verdicts.agree import AgreeReport, Cell, RubricAgreement, over_unscored_rate
-from evalstream.verdicts.records import VerdictFileSummary
+import os
 
+from evalstream.cases.rejects import Reject
+from evalstream.render.tables import Block, Column, Heading, Link, Paragraph, Table
+from evalstream.verdicts.agree import AgreeReport, Cell, RubricAgreement, over_unscored_rate
+from evalstream.verdicts.records import MAX_RUBRICS, VerdictFileSummary
 
 # -- the text views --------------------------------------------------------------------------------
-def blocks(report: AgreeReport) -> list[Block]:
+RATIONALE_CHARS = 160
+
+
+def blocks(report: AgreeReport, base: str | None = None) -> list[Block]:
     """What the table and markdown styles show: totals, then one section per rubric."""
 
     out: list[Block] = [Heading("evalstream agree", 1), *summary_blocks(report)]
     for r in report.rubrics:
-        out += rubric_blocks(r, report)
+        out += rubric_blocks(r, report, base=base)
     return out
+
+
+def cut(text: str | None, size: int = RATIONALE_CHARS) -> str | None:
+    """A rationale on one line, at most ``size`` characters."""
+    if text is None:
+        return None
+    flat = " ".join(text.split())
+    return flat if len(flat) <= size else flat[:size - 1] + "…"
+
+
+def page_link(case_id: str, page: str | None, base: str | None) -> Link:
+    """The case id, linking to its page in a view export (relative to ``base``)."""
+    if page is None:
+        return Link(case_id)
+    # "." (stdout, or a file in the working folder): the path as the export was named.
+    return Link(case_id, page if base in (None, ".") else os.path.relpath(page, base))
 
 
 def summary_blocks(report: AgreeReport) -> list[Block]:
@@ -63,7 +87,17 @@ def files_line(report: AgreeReport) -> str:
     if v.judge_states:
         text += (f" {v.judge_states:,} judge states (written by build, not yet judged) have no "
                  "verdict.")
+    text += unlisted_line([v.unlisted_rubric, c.unlisted_rubric], ["verdicts", "labels"])
     return text
+
+
+def unlisted_line(counts: list[int], kinds: list[str]) -> str:
+    """What was counted but not analysed because of the cap on distinct rubric ids."""
+    parts = [f"{n:,} {kind}" for n, kind in zip(counts, kinds, strict=True) if n]
+    if not parts:
+        return ""
+    return (f" Only the first {MAX_RUBRICS:,} rubric ids are analysed: {' and '.join(parts)} "
+            "of further rubric ids are counted here only.")
 
 
 def unscored_line(summary: VerdictFileSummary, limit: float | None) -> str | None:
@@ -114,7 +148,7 @@ def _interval(c: Cell) -> str:
 
 
 def rubric_blocks(r: RubricAgreement, report: AgreeReport, heading: bool = True,
-                  ) -> list[Block]:
+                  base: str | None = None) -> list[Block]:
     """One rubric's section: confusion matrix, what was left out, the breakdown, the ids."""
 
     c = r.all
@@ -151,16 +185,27 @@ def rubric_blocks(r: RubricAgreement, report: AgreeReport, heading: bool = True,
                       cell.fail_precision, cell.fail_recall, cell.confusion.fail_pass,
                       cell.confusion.pass_fail, cell.unscored, cell.labels_without_verdict)
         out.append(table)
-    ex = r.examples
-    for kind, ids, total in (("missed (label fail, judge pass)", ex.missed, c.confusion.fail_pass),
-                             ("false alarms (label pass, judge fail)", ex.false_alarms,
-                              c.confusion.pass_fail),
-                             ("unscored", ex.unscored, c.unscored),
-                             ("labels without a verdict", ex.labels_without_verdict,
-                              c.labels_without_verdict),
-                             ("verdicts without a label", ex.verdicts_without_label,
-                              c.verdicts_without_label)):
-        if total:
-            more = f" (first {len(ids):,} of {total:,})" if len(ids) < total else ""
+    ex, why = r.examples, r.rationales
+    pages = r.pages
+    for kind, name, total in (("missed (label fail, judge pass)", "missed", c.confusion.fail_pass),
+                              ("false alarms (label pass, judge fail)", "false_alarms",
+                               c.confusion.pass_fail),
+                              ("unscored", "unscored", c.unscored),
+                              ("labels without a verdict", "labels_without_verdict",
+                               c.labels_without_verdict),
+                              ("verdicts without a label", "verdicts_without_label",
+                               c.verdicts_without_label)):
+        if not total:
+            continue
+        ids = getattr(ex, name)
+        more = f" (first {len(ids):,} of {total:,})" if len(ids) < total else ""
+        links = getattr(pages, name) if pages is not None else [None] * len(ids)
+        rationales = getattr(why, name)
+        if not any(rationales) and not any(links):  # nothing but ids: one line
             out.append(Paragraph(f"{kind}{more}: {', '.join(ids) if ids else '-'}"))
+            continue
+        table = Table([Column("case"), Column("rationale")], title=f"{kind}{more}")
+        for case_id, rationale, page in zip(ids, rationales, links, strict=True):
+            table.add(page_link(case_id, page, base), cut(rationale))
+        out.append(table)
     return out

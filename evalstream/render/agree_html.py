@@ -178,8 +178,9 @@ def _buckets(c: Cell) -> list[float]:
             c.labels_without_verdict, c.na_labels, c.verdicts_without_label]
 
 
-def agree_page(report: AgreeReport) -> str:
-    """The agree result as one self-contained HTML page."""
+def agree_page(report: AgreeReport, base: str | None = None) -> str:
+    """The agree result as one self-contained HTML page (example ids link to their view
+    pages relative to ``base``, the page's folder)."""
     from evalstream.render.agree import rubric_blocks, summary_blocks
 
     page = Page("evalstream agree", f"{report.verdicts.path} against the labels of "
@@ -223,12 +224,13 @@ def agree_page(report: AgreeReport) -> str:
                 "class only.")
         else:
             page.paragraph("No pairs: no key has both a pass/fail label and a pass/fail verdict.")
-        page.blocks(rubric_blocks(r, report, heading=False))
+        page.blocks(rubric_blocks(r, report, heading=False, base=base))
     return page.html()
 
 
-def compare_page(report: CompareReport) -> str:
-    """The compare result as one self-contained HTML page."""
+def compare_page(report: CompareReport, base: str | None = None) -> str:
+    """The compare result as one self-contained HTML page (example ids link to their view
+    pages relative to ``base``, the page's folder)."""
     from evalstream.render.compare import rubric_blocks, summary_blocks
 
     s = report.summary
@@ -257,5 +259,5 @@ def compare_page(report: CompareReport) -> str:
                     (_fmt(r.difference, "{:+.1%}"), "B - A"),
                     ("-" if r.mcnemar is None else p_value(r.mcnemar.p_value),
                      "McNemar p" + ("" if r.mcnemar is None else f" ({r.mcnemar.method})"))])
-        page.blocks(rubric_blocks(r, heading=False))
+        page.blocks(rubric_blocks(r, heading=False, base=base))
     return page.html()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalstream.render.agree import reject_blocks, unscored_line
+from evalstream.render.agree import cut, page_link, reject_blocks, unlisted_line, unscored_line
 from evalstream.render.tables import Block, Column, Heading, Paragraph, Table, p_value
 from evalstream.verdicts.compare import CompareReport, RubricComparison
 
@@ -32,12 +32,13 @@ def comparability_line(report: CompareReport) -> str:
             f"see the same thing (differs: {reasons}); {verb}.{unchecked}")
 
 
-def blocks(report: CompareReport) -> list[Block]:
-    """What the table and markdown styles show: the summary, then one section per rubric."""
+def blocks(report: CompareReport, base: str | None = None) -> list[Block]:
+    """What the table and markdown styles show: the summary, then one section per rubric;
+    example ids link to their view pages (relative to ``base``) when the report has them."""
 
     out: list[Block] = [Heading("evalstream compare", 1), *summary_blocks(report)]
     for r in report.rubrics:
-        out += rubric_blocks(r)
+        out += rubric_blocks(r, base=base)
     return out
 
 
@@ -49,7 +50,9 @@ def summary_blocks(report: CompareReport) -> list[Block]:
         Paragraph(f"run A = {a.path}: {a.verdicts:,} verdicts ({a.rejected:,} lines rejected). "
                   f"run B = {b.path}: {b.verdicts:,} verdicts ({b.rejected:,} lines rejected)."),
         Paragraph(f"{s.keys:,} keys: {s.paired:,} in both runs, {s.only_a:,} only in A, "
-                  f"{s.only_b:,} only in B. " + comparability_line(report)),
+                  f"{s.only_b:,} only in B. " + comparability_line(report)
+                  + unlisted_line([a.unlisted_rubric, b.unlisted_rubric],
+                                  ["verdicts of run A", "verdicts of run B"])),
     ]
     for run in (a, b):
         rate = unscored_line(run, report.max_unscored_rate)
@@ -78,7 +81,8 @@ def summary_blocks(report: CompareReport) -> list[Block]:
     return out
 
 
-def rubric_blocks(r: RubricComparison, heading: bool = True) -> list[Block]:
+def rubric_blocks(r: RubricComparison, heading: bool = True, base: str | None = None,
+                  ) -> list[Block]:
     """One rubric's section: what was compared, what could not be checked, the ids."""
 
     c = r.counts
@@ -95,13 +99,24 @@ def rubric_blocks(r: RubricComparison, heading: bool = True) -> list[Block]:
     if absent:
         out.append(Paragraph(f"Compared without a field on either side (it could not be "
                              f"checked): {absent}."))
-    ex = r.examples
-    for kind, ids, total in (("pass -> fail", ex.pass_to_fail, t["pass->fail"]),
-                             ("fail -> pass", ex.fail_to_pass, t["fail->pass"]),
-                             ("not comparable", ex.not_comparable, c.not_comparable),
-                             ("only in A", ex.only_a, c.only_a),
-                             ("only in B", ex.only_b, c.only_b)):
-        if total:
-            more = f" (first {len(ids):,} of {total:,})" if len(ids) < total else ""
+    ex, why, pages = r.examples, r.rationales, r.pages
+    for kind, name, total in (("pass -> fail", "pass_to_fail", t["pass->fail"]),
+                              ("fail -> pass", "fail_to_pass", t["fail->pass"]),
+                              ("not comparable", "not_comparable", c.not_comparable),
+                              ("only in A", "only_a", c.only_a),
+                              ("only in B", "only_b", c.only_b)):
+        if not total:
+            continue
+        ids = getattr(ex, name)
+        more = f" (first {len(ids):,} of {total:,})" if len(ids) < total else ""
+        links = getattr(pages, name) if pages is not None else [None] * len(ids)
+        rationales = getattr(why, name)
+        if not any(r.a or r.b for r in rationales) and not any(links):  # ids only: one line
             out.append(Paragraph(f"{kind}{more}: {', '.join(ids) if ids else '-'}"))
+            continue
+        table = Table([Column("case"), Column("rationale A"), Column("rationale B")],
+                      title=f"{kind}{more}")
+        for case_id, rationale, page in zip(ids, rationales, links, strict=True):
+            table.add(page_link(case_id, page, base), cut(rationale.a), cut(rationale.b))
+        out.append(table)
     return out

@@ -14,11 +14,13 @@ tooltip that states its value, so the figures can be read, not only seen.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from html import escape
 
-from evalstream.render.tables import Block, Column, Heading, Paragraph, Table
+from evalstream.render.tables import Block, Column, Heading, Link, Paragraph, Table
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac")
@@ -61,8 +63,18 @@ svg.chart rect:hover, svg.chart line.range:hover { opacity: .8; }
 .card b { display: block; font-size: 20px; font-variant-numeric: tabular-nums; }
 .card span { color: var(--muted); font-size: 12.5px; }
 """
+BASE_CSS = _CSS  # every page's styles; ``Page(css=...)`` adds to them
 # Nothing may be loaded or run: styles and SVG are inline, there is no script.
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def strict_csp(css: str) -> str:
+    """A policy that allows the one style element with this CSS (by its SHA-256) and
+    nothing else: no script, no style attribute, no image, no frame, no plugin, no fetch;
+    forms may only go back to the page's own origin, and no <base> may move the links."""
+    digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
+    return (f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; "
+            "form-action 'self'")
 
 
 def _slug(text: str) -> str:
@@ -70,11 +82,20 @@ def _slug(text: str) -> str:
 
 
 class Page:
-    """One HTML page built from blocks, figures and summary cards, in order."""
+    """One HTML page built from blocks, figures and summary cards, in order.
 
-    def __init__(self, title: str, subtitle: str | None = None) -> None:
+    ``css`` is added to the page's styles; ``strict`` replaces the policy by ``strict_csp``
+    (then no part may use a ``style`` attribute); ``top`` is HTML put above the title (a
+    navigation bar), built and escaped by the caller like every ``fragment``.
+    """
+
+    def __init__(self, title: str, subtitle: str | None = None, *, css: str = "",
+                 strict: bool = False, top: str = "") -> None:
         self.title = title
         self.subtitle = subtitle
+        self.css = _CSS + css
+        self.csp = strict_csp(self.css) if strict else _CSP
+        self.top = top
         self._parts: list[str] = []
         self._sections: list[tuple[str, str]] = []  # (anchor, heading) of each h2
 
@@ -86,6 +107,10 @@ class Page:
             anchor = f' id="{slug}"'
             self._sections.append((slug, text))
         self._parts.append(f"<h{level}{anchor}>{escape(text)}</h{level}>")
+
+    def fragment(self, html: str) -> None:
+        """HTML built by the caller, who has escaped every text from data in it."""
+        self._parts.append(html)
 
     def paragraph(self, text: str, note: bool = False) -> None:
         """A paragraph of plain text (``note``: smaller, muted)."""
@@ -102,9 +127,10 @@ class Page:
         """A table of the neutral model, formatted as its columns say."""
         head = "".join(f'<th{_num(c)}>{escape(c.name)}</th>' for c in table.columns)
         body = "".join(
-            "<tr>" + "".join(f"<td{_num(c)}>{escape(v)}</td>"
-                             for c, v in zip(table.columns, row, strict=True)) + "</tr>"
-            for row in table.formatted())
+            "<tr>" + "".join(f"<td{_num(c)}>{_cell(v, raw)}</td>"
+                             for c, v, raw in zip(table.columns, row, cells, strict=True))
+            + "</tr>"
+            for row, cells in zip(table.formatted(), table.rows, strict=True))
         caption = f"<caption>{escape(table.title)}</caption>" if table.title else ""
         self._parts.append(f'<div class="scroll"><table>{caption}<thead><tr>{head}</tr></thead>'
                            f"<tbody>{body}</tbody></table></div>")
@@ -136,15 +162,23 @@ class Page:
         subtitle = f'<p class="subtitle">{escape(self.subtitle)}</p>' if self.subtitle else ""
         return (
             "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+            f'<meta http-equiv="Content-Security-Policy" content="{self.csp}">'
+            '<meta name="referrer" content="no-referrer">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{escape(self.title)}</title><style>{_CSS}</style></head>\n<body><main>"
-            f"<h1>{escape(self.title)}</h1>{subtitle}{nav}\n" + "\n".join(self._parts) +
-            "\n</main></body></html>\n")
+            f"<title>{escape(self.title)}</title><style>{self.css}</style></head>\n<body>"
+            f"{self.top}<main><h1>{escape(self.title)}</h1>{subtitle}{nav}\n"
+            + "\n".join(self._parts) + "\n</main></body></html>\n")
 
 
 def _num(column: Column) -> str:
     return ' class="num"' if column.numeric else ""
+
+
+def _cell(text: str, value: object) -> str:
+    """A cell's text, as a link when its value is a ``Link`` with a target."""
+    if isinstance(value, Link) and value.href:
+        return f'<a href="{escape(value.href)}">{escape(text)}</a>'
+    return escape(text)
 
 
 # -- charts --------------------------------------------------------------------------------------

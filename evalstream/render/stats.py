@@ -52,7 +52,8 @@ def _overview_blocks(s: DatasetStats) -> list[Block]:
     out.append(Paragraph(
         f"{o.lines:,} lines = {o.cases:,} cases + {o.rejected:,} rejected + {o.blank:,} blank; "
         f"{o.bytes:,} bytes. Rubrics: {len(s.rubrics.ids)} "
-        f"({', '.join(s.rubrics.sources)}); budget {s.budget:,} {s.tokenizer} tokens."))
+        f"({', '.join(s.rubrics.sources)}); budget {s.budget:,} {s.tokenizer} tokens. Token "
+        f"figures are exact {s.tokenizer} counts."))
     out.append(Heading("Overview"))
     t = Table([Column("figure"), Column("value", "count")])
     for name, value in (("lines", o.lines), ("cases", o.cases), ("rejected", o.rejected),
@@ -103,14 +104,17 @@ def _group_blocks(s: DatasetStats) -> list[Block]:
     t = Table([Column("group"), Column("line bytes p50", "number"),
                Column("line bytes max", "count"), Column("state p50", "number"),
                Column("state p95", "number"), Column("state max", "count"),
-               Column("checks", "count"), Column("over budget", "count")],
-              title=f"Line size; largest judge state per case (tokens; budget {s.budget:,})",
-              note=("State tokens as build counts them: the state's UTF-8 bytes when they fit "
-                    "the budget (an upper bound), an exact count otherwise. Checks: those build "
-                    "would write."))
+               Column("checks", "count"), Column("judge tokens", "count"),
+               Column("over budget", "count")],
+              title=(f"Line size (bytes); largest judge state per case (tokens, exact, "
+                     f"{s.tokenizer}; budget {s.budget:,})"),
+              note=("State: the exact token count of each case's largest judge state (its "
+                    "JSON). Checks: those build would write; judge tokens: their states and "
+                    "questions (preamble included), exact, before a judge request's own "
+                    "instructions and overhead (judge --dry-run counts those)."))
     for g in rows:
         t.add(group_name(g.key), g.line_bytes.median, g.line_bytes.max, g.state_tokens.median,
-              g.state_tokens.p95, g.state_tokens.max, g.checks, g.over_budget)
+              g.state_tokens.p95, g.state_tokens.max, g.checks, g.judge_tokens, g.over_budget)
     out.append(t)
     return out
 
@@ -162,11 +166,13 @@ def _check_blocks(s: DatasetStats) -> list[Block]:
     out: list[Block] = []
     out.append(Heading("Checks build would write"))
     t = Table([Column("rubric"), Column("kind"), Column("applies", "count"),
-               Column("written", "count"), Column("skipped (reason: count)")])
+               Column("written", "count"), Column("question tokens", "count"),
+               Column("skipped (reason: count)")],
+              note=f"Question tokens: exact {s.tokenizer} counts, the preamble included.")
     for rc in s.checks:
-        t.add(rc.rubric, rc.kind, rc.applies, rc.checks,
+        t.add(rc.rubric, rc.kind, rc.applies, rc.checks, rc.question_tokens,
               ", ".join(f"{k}: {v:,}" for k, v in rc.skipped.items()) or "-")
-    t.add("(all)", "", sum(c.applies for c in s.checks), sum(c.checks for c in s.checks),
+    t.add("(all)", "", sum(c.applies for c in s.checks), sum(c.checks for c in s.checks), None,
           f"{sum(sum(c.skipped.values()) for c in s.checks):,}")
     out.append(t)
     return out
@@ -234,12 +240,14 @@ def report_blocks(r: RunReport) -> list[Block]:
     if r.over_budget:
         out.append(Heading("Over budget"))
         t = Table([Column("line", "count"), Column("case"), Column("rubric"),
-                   Column("tokens", "count")],
-                  note=(f"{r.over_budget_listed:,} listed in the report" +
-                        (f"; the first {MAX_TABLE_GROUPS} shown."
-                         if len(r.over_budget) > MAX_TABLE_GROUPS else ".")))
+                   Column(f"{r.tokenizer} tokens", "count")],
+                  note=(f"State plus longest question, exact, or at least (≥) where counting "
+                        f"stopped once past the budget. {r.over_budget_listed:,} listed in the "
+                        "report" + (f"; the first {MAX_TABLE_GROUPS} shown."
+                                    if len(r.over_budget) > MAX_TABLE_GROUPS else ".")))
         for item in r.over_budget[:MAX_TABLE_GROUPS]:
-            t.add(item.line, item.case_id, item.rubric_id, item.tokens)
+            t.add(item.line, item.case_id, item.rubric_id,
+                  item.tokens if item.exact else f"≥ {item.tokens:,}")
         out.append(t)
     if c.rejected:
         out.append(Heading("Rejected lines"))

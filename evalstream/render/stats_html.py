@@ -55,12 +55,15 @@ def stats_page(s: DatasetStats) -> str:
     by = ", ".join(s.by)
     p = Page(f"evalstream stats: {s.input}",
              f"{o.lines:,} lines · {len(s.rubrics.ids)} rubrics "
-             f"({', '.join(s.rubrics.sources)}) · budget {s.budget:,} {s.tokenizer} tokens")
+             f"({', '.join(s.rubrics.sources)}) · budget {s.budget:,} {s.tokenizer} tokens · "
+             f"token figures are exact {s.tokenizer} counts")
     labels_total = sum(r.total.labels for r in s.labels)
     p.cards([(f"{o.cases:,}", "cases"), (f"{o.rejected:,}", "rejected lines"),
              (f"{o.groups:,}", f"groups by {by}"),
              (f"{s.total.checks:,}", "checks build would write"),
              (f"{s.total.over_budget:,}", "checks over budget"),
+             (f"{s.total.judge_tokens:,}", f"tokens of their states and questions "
+                                           f"(exact, {s.tokenizer})"),
              (f"{labels_total:,}", "expected labels")])
     for warning in s.warnings:
         p.paragraph(f"warning: {warning}")
@@ -89,14 +92,16 @@ def stats_page(s: DatasetStats) -> str:
         if any(g.state_tokens.max is not None for g in groups):
             p.figure(range_chart(names, [(g.state_tokens.median, g.state_tokens.p95,
                                           g.state_tokens.max) for g in groups],
-                                 title=f"Largest judge state per case (budget {s.budget:,})",
+                                 title=(f"Largest judge state per case (tokens, exact, "
+                                        f"{s.tokenizer}; budget {s.budget:,})"),
                                  unit="tokens", color=PALETTE[2]))
 
     p.heading("Length distributions")
     for column, title, unit, color in (
             ("input_chars", "Input length", "characters", PALETTE[0]),
             ("output_chars", "Output length", "characters", PALETTE[1]),
-            ("state_tokens", "Largest judge state per case", "tokens", PALETTE[2])):
+            ("state_tokens", "Largest judge state per case", f"tokens, exact, {s.tokenizer}",
+             PALETTE[2])):
         labels, counts = _bins(s.histograms[column])
         if counts:
             p.figure(column_chart(labels, counts, title=f"{title} ({unit})", x_label=unit,

@@ -17,7 +17,19 @@ if TYPE_CHECKING:  # rich is imported only when a table is printed
     from rich.console import Console
     from rich.text import Text
 
-Cell = str | int | float | None
+@dataclass(frozen=True)
+class Link:
+    """A text cell that links to ``href`` where the style can (HTML, markdown); the text
+    alone elsewhere. ``href`` is a relative path or None (no page to link to)."""
+
+    text: str
+    href: str | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+Cell = str | int | float | Link | None
 Kind = Literal["text", "count", "number", "share"]
 MISSING = "-"
 
@@ -43,7 +55,7 @@ class Column:
         """The value as this column prints it."""
         if value is None:
             return MISSING
-        if self.kind == "text" or isinstance(value, str):
+        if self.kind == "text" or isinstance(value, (str, Link)):
             return str(value)
         if self.kind == "count":
             return f"{int(value):,}"
@@ -190,6 +202,15 @@ def md_escape(text: str) -> str:
     return text.translate(_MD_ESCAPES)
 
 
+def _md_cell(text: str, value: Cell) -> str:
+    if isinstance(value, Link) and value.href:
+        # Inside <...> a link target may hold spaces; `<`, `>` and line ends cannot occur in
+        # it, and a `|` would end the table cell.
+        target = value.href.replace("|", "%7C").replace("<", "%3C").replace(">", "%3E")
+        return f"[{md_escape(text)}](<{target}>)"
+    return md_escape(text)
+
+
 def to_markdown(blocks: Sequence[Block]) -> str:
     """The blocks as GitHub-flavoured markdown, ending with one newline."""
     parts: list[str] = []
@@ -205,8 +226,10 @@ def to_markdown(blocks: Sequence[Block]) -> str:
             lines.append("| " + " | ".join(md_escape(c.name) for c in block.columns) + " |")
             lines.append("|" + "|".join("---:" if c.numeric else "---"
                                         for c in block.columns) + "|")
-            for row in block.formatted():
-                lines.append("| " + " | ".join(md_escape(cell) for cell in row) + " |")
+            for row, cells in zip(block.formatted(), block.rows, strict=True):
+                lines.append("| " + " | ".join(_md_cell(text, value)
+                                               for text, value in zip(row, cells, strict=True))
+                             + " |")
             if block.note:
                 lines += ["", md_escape(block.note)]
             parts.append("\n".join(lines))

@@ -26,9 +26,11 @@ from evalstream import __version__
 from evalstream.cases.rejects import Reject
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream.verdicts import agreement
+from evalstream.verdicts.links import MARKER, export_page, is_export
 from evalstream.verdicts.records import (
     FAIL,
     FLUSH_ROWS,
+    MAX_RUBRICS,
     NA_VERDICT,
     PASS,
     STATUSES,
@@ -38,11 +40,16 @@ from evalstream.verdicts.records import (
     RejectSink,
     VerdictFileSummary,
     first_rows,
+    rationales_at,
     read_verdicts,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import polars as pl
+
+    from evalstream.files.outputs import AtomicOutput
 
 
 LABEL_STATUSES = ("pass", "fail", "na")
@@ -114,6 +121,18 @@ class Examples(Struct):
     verdicts_without_label: list[str]
 
 
+class ExampleTexts(Struct):
+    """One text (or null) per listed example id, in the order of ``Examples``: the judge's
+    rationale (null without a verdict, or when the verdicts came from stdin), or the path of
+    the check's page in a view export (null when the export does not hold it)."""
+
+    missed: list[str | None]
+    false_alarms: list[str | None]
+    unscored: list[str | None]
+    labels_without_verdict: list[str | None]
+    verdicts_without_label: list[str | None]
+
+
 class RubricAgreement(Struct):
     """Everything ``agree`` found for one rubric."""
 
@@ -125,6 +144,8 @@ class RubricAgreement(Struct):
     by_source: dict[str, Cell]  # label sources present; keys that have a label only
     by_group: list[GroupCell]  # with --by: one cell per value, sorted, null last
     examples: Examples
+    rationales: ExampleTexts  # the judge's rationale of each example
+    pages: ExampleTexts | None  # with --view: each example's page in the export
 
 
 class CaseFileSummary(Struct):
@@ -138,6 +159,8 @@ class CaseFileSummary(Struct):
     rejected_by_kind: dict[str, int]
     labels: int
     first_rejects: list[Reject]
+    # Labels whose rubric id came after the first MAX_RUBRICS: counted here, not analysed.
+    unlisted_rubric: int = 0
 
 
 class AgreeReport(Struct):
@@ -151,6 +174,7 @@ class AgreeReport(Struct):
     confidence: float
     max_ids: int
     max_unscored_rate: float | None
+    view: str | None  # the view export the example ids link to
     rubrics: list[RubricAgreement]
     rejects: str | None
     exit_code: int
@@ -169,6 +193,7 @@ class AgreeOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     max_unscored_rate: float | None = None  # exit 1 when the verdicts' unscored rate is above
+    view: str | None = None  # a view export folder: link each example id to its page
 
 
 # -- reading the cases -----------------------------------------------------------------------------
@@ -212,7 +237,8 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     c_ids, c_groups = case_cols.lists.values()
     status_code = {s: i for i, s in enumerate(LABEL_STATUSES)}
     source_code = {s: i for i, s in enumerate(SOURCES)}
-    rubric_code, group_code = rubrics.code, groups.code
+    rubric_code, group_code = rubrics.limited, groups.code
+    unlisted = 0
     group_path = tuple(by.split(".")) if by else None
     row = 0  # the case's row in the cases frame
     for item in reader.read_file(path):
@@ -228,8 +254,12 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
         c_groups.append(group)
         if case.expected:
             for rid, label in case.expected.items():
+                code = rubric_code(rid)
+                if code is None:
+                    unlisted += 1
+                    continue
                 l_case.append(row)
-                l_rubrics.append(rubric_code(rid))
+                l_rubrics.append(code)
                 l_status.append(status_code[label.status])
                 l_source.append(source_code[label.source])
                 l_line.append(line)
@@ -244,7 +274,7 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     summary = CaseFileSummary(
         path=path, lines=counts.lines, blank=counts.blank, cases=counts.records,
         rejected=counts.rejected, rejected_by_kind=dict(sorted(counts.rejected_by_kind.items())),
-        labels=labels.height, first_rejects=reader.first_rejects)
+        labels=labels.height, first_rejects=reader.first_rejects, unlisted_rubric=unlisted)
     return CaseFile(summary, labels, cases)
 
 
@@ -293,9 +323,12 @@ def _kind_expr() -> pl.Expr:
             .otherwise(None))
 
 
+Example = tuple[str, int | None]  # a listed case id, and the line of its verdict (if any)
+
+
 def _count_rows(joined: pl.LazyFrame, case_ids: pl.Series, max_ids: int,
-                ) -> tuple[list[tuple[Any, ...]], dict[tuple[int, str], list[str]]]:
-    """(rubric, source, group, known, lstatus, vstatus, n) counts, and the example ids."""
+                ) -> tuple[list[tuple[Any, ...]], dict[tuple[int, str], list[Example]]]:
+    """(rubric, source, group, known, lstatus, vstatus, n) counts, and the examples."""
     import polars as pl
 
     keys = ["rubric", "source", "group", "known", "lstatus", "vstatus"]
@@ -306,13 +339,13 @@ def _count_rows(joined: pl.LazyFrame, case_ids: pl.Series, max_ids: int,
     found = first_rows(
         joined.with_columns(kind=_kind_expr(), order=pl.coalesce("vline", "cline"))
         .filter(pl.col("kind").is_not_null()).select("rubric", "kind", "order", "case_id",
-                                                     "case"),
+                                                     "case", "vline"),
         ["rubric", "kind"], "order", max_ids)
-    examples: dict[tuple[int, str], list[str]] = {}
-    for rubric, kind, _, case_id, row in found.iter_rows():
+    examples: dict[tuple[int, str], list[Example]] = {}
+    for rubric, kind, _, case_id, row, vline in found.iter_rows():
         # A verdict carries its case id; a label only its case's row.
         examples.setdefault((rubric, kind), []).append(
-            case_id if case_id is not None else case_ids[row])
+            (case_id if case_id is not None else case_ids[row], vline))
     return counts, examples
 
 
@@ -373,9 +406,10 @@ def _bump(pair: tuple[int, int], index: int, n: int) -> tuple[int, int]:
     return (pair[0] + n, pair[1]) if index == 0 else (pair[0], pair[1] + n)
 
 
-def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], list[str]],
+def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], list[Example]],
                     rubric_names: list[str], group_names: list[str], by: str | None,
-                    confidence: float) -> list[RubricAgreement]:
+                    confidence: float, rationales: dict[int, str | None],
+                    view: str | None) -> list[RubricAgreement]:
     """One RubricAgreement per rubric seen in either file, sorted by rubric id."""
     whole: dict[int, _Bucket] = {}
     by_source: dict[int, dict[int, _Bucket]] = {}
@@ -411,21 +445,38 @@ def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], l
             by_group=[groups[g].cell(confidence, GroupCell,
                                      group=None if g is None else group_names[g])
                       for g in ordered],
-            examples=Examples(**{kind: listed.get((rubric, kind), []) for kind in EXAMPLE_KINDS}),
+            examples=Examples(**{kind: [case_id for case_id, _ in listed.get((rubric, kind), [])]
+                                 for kind in EXAMPLE_KINDS}),
+            rationales=ExampleTexts(**{
+                kind: [None if line is None else rationales.get(line)
+                       for _, line in listed.get((rubric, kind), [])]
+                for kind in EXAMPLE_KINDS}),
+            pages=None if view is None else ExampleTexts(**{
+                kind: [export_page(view, case_id, rubric_names[rubric])
+                       for case_id, _ in listed.get((rubric, kind), [])]
+                for kind in EXAMPLE_KINDS}),
         ))
     return results
 
 
-def run(opts: AgreeOptions) -> AgreeReport:
-    """Read both files, join them and compute the agreement of every rubric.
+def run(opts: AgreeOptions,
+        also: Callable[[AgreeReport], list[AtomicOutput]] | None = None) -> AgreeReport:
+    """Read both files, join them and compute the agreement of every rubric. ``also(report)``
+    may write more outputs (the CLI's): they are committed with the rejects, all or none.
 
     Rejects go to ``opts.rejects`` when given (written only if the run succeeds); raises
     DuplicateKeyError (exit 2) when a verdict file repeats a key.
     """
     from evalstream.errors import UsageError
+    from evalstream.files.outputs import check_targets
 
     if opts.verdicts == "-" and opts.cases == "-":
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
+    from evalstream.files.sniff import check_input
+
+    usage = "; usage: evalstream agree VERDICTS CASES"
+    check_input(opts.verdicts, "verdicts", usage)
+    check_input(opts.cases, "cases", usage)
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     if opts.by is not None and ("," in opts.by or not opts.by.strip(".")):
@@ -434,7 +485,10 @@ def run(opts: AgreeOptions) -> AgreeReport:
     if not 0 < opts.confidence < 1:
         raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
     check_unscored_rate(opts.max_unscored_rate)
-    rubrics, groups = Codes(), Codes()
+    check_targets([("verdicts", opts.verdicts), ("cases", opts.cases)],
+                  [("rejects", opts.rejects)])
+    check_view(opts.view)
+    rubrics, groups = Codes(MAX_RUBRICS), Codes()
     sink = RejectSink(opts.rejects)
     try:
         verdict_file = read_verdicts(opts.verdicts, rubrics, sink,
@@ -445,19 +499,32 @@ def run(opts: AgreeOptions) -> AgreeReport:
                                 allow_unknown_fields=opts.allow_unknown_fields)
         joined = _joined(verdict_file.frame, case_file.labels, case_file.cases)
         rows, examples = _count_rows(joined, case_file.cases["case_id"], opts.max_ids)
+        lines = {line for listed in examples.values() for _, line in listed if line is not None}
+        rationales = rationales_at(opts.verdicts, lines, opts.max_line_bytes)
         results = _rubric_results(rows, examples, rubrics.names, groups.names, opts.by,
-                                  opts.confidence)
-        sink.commit()
+                                  opts.confidence, rationales, opts.view)
+        rejected = verdict_file.summary.rejected + case_file.summary.rejected
+        too_many = over_unscored_rate(verdict_file.summary, opts.max_unscored_rate)
+        report = AgreeReport(
+            command="agree", evalstream=__version__, verdicts=verdict_file.summary,
+            cases=case_file.summary, by=opts.by, confidence=opts.confidence,
+            max_ids=opts.max_ids, max_unscored_rate=opts.max_unscored_rate, view=opts.view,
+            rubrics=results, rejects=opts.rejects, exit_code=1 if rejected or too_many else 0)
+        sink.commit(also(report) if also is not None else None)
     except BaseException:
         sink.abort()
         raise
-    rejected = verdict_file.summary.rejected + case_file.summary.rejected
-    too_many = over_unscored_rate(verdict_file.summary, opts.max_unscored_rate)
-    return AgreeReport(
-        command="agree", evalstream=__version__, verdicts=verdict_file.summary,
-        cases=case_file.summary, by=opts.by, confidence=opts.confidence, max_ids=opts.max_ids,
-        max_unscored_rate=opts.max_unscored_rate, rubrics=results, rejects=opts.rejects,
-        exit_code=1 if rejected or too_many else 0)
+    return report
+
+
+def check_view(view: str | None) -> None:
+    """Raise UsageError unless ``view`` is None or a view export folder."""
+    from evalstream.errors import UsageError
+
+    if view is not None and not is_export(view):
+        raise UsageError(f"{view} is not an evalstream view export (it has no {MARKER}); "
+                         "write one with `evalstream view VERDICTS --cases CASES --export "
+                         f"{view}`.")
 
 
 def check_unscored_rate(rate: float | None) -> None:
@@ -474,9 +541,10 @@ def over_unscored_rate(summary: VerdictFileSummary, limit: float | None) -> bool
         and summary.unscored_rate > limit
 
 
-
 def encode(report: AgreeReport) -> bytes:
     """The report as indented JSON with a final newline."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+    from evalstream.files.outputs import escape_line_breaks
+
+    return escape_line_breaks(msgspec.json.format(msgspec.json.encode(report), indent=2)) + b"\n"
 
 

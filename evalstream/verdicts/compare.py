@@ -22,19 +22,26 @@ from msgspec import Struct
 from evalstream import __version__
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream.verdicts import agreement
+from evalstream.verdicts.links import export_page
 from evalstream.verdicts.records import (
     FAIL,
+    MAX_RUBRICS,
     PASS,
     STATUSES,
     Codes,
     RejectSink,
     VerdictFileSummary,
     first_rows,
+    rationales_at,
     read_verdicts,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import polars as pl
+
+    from evalstream.files.outputs import AtomicOutput
 
 
 DEFAULT_MAX_IDS = 20
@@ -61,6 +68,34 @@ class Examples(Struct):
     not_comparable: list[str]
     only_a: list[str]
     only_b: list[str]
+
+
+class Rationales(Struct):
+    """The judge's rationale in each run (null: no verdict there, none given, or read from
+    stdin)."""
+
+    a: str | None
+    b: str | None
+
+
+class ExampleRationales(Struct):
+    """The rationales of each listed example, in the order of ``Examples``."""
+
+    pass_to_fail: list[Rationales]
+    fail_to_pass: list[Rationales]
+    not_comparable: list[Rationales]
+    only_a: list[Rationales]
+    only_b: list[Rationales]
+
+
+class ExamplePages(Struct):
+    """Each listed example's page in a view export (null: the export does not hold it)."""
+
+    pass_to_fail: list[str | None]
+    fail_to_pass: list[str | None]
+    not_comparable: list[str | None]
+    only_a: list[str | None]
+    only_b: list[str | None]
 
 
 class Counts(Struct):
@@ -92,6 +127,8 @@ class RubricComparison(Struct):
     difference: float | None  # pass_rate_b - pass_rate_a
     mcnemar: McNemarOut | None  # None when no pair is scored on both sides
     examples: Examples
+    rationales: ExampleRationales
+    pages: ExamplePages | None  # with --view
 
 
 class CompareReport(Struct):
@@ -104,6 +141,7 @@ class CompareReport(Struct):
     force: bool
     max_ids: int
     max_unscored_rate: float | None
+    view: str | None  # the view export the example ids link to
     summary: Counts
     rubrics: list[RubricComparison]
     rejects: str | None
@@ -122,6 +160,7 @@ class CompareOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     max_unscored_rate: float | None = None  # exit 1 when either run's unscored rate is above
+    view: str | None = None  # a view export folder (of run A): link each example id to its page
 
 
 # -- joining and counting --------------------------------------------------------------------------
@@ -156,22 +195,26 @@ def _kind_exprs(force: bool) -> tuple[pl.Expr, pl.Expr]:
     return pairing, flip
 
 
+Example = tuple[str, int | None, int | None]  # a case id, its verdict lines in run A and B
+
+
 def _count_rows(joined: pl.LazyFrame, max_ids: int, force: bool,
-                ) -> tuple[list[dict[str, Any]], dict[tuple[int, str], list[str]]]:
+                ) -> tuple[list[dict[str, Any]], dict[tuple[int, str], list[Example]]]:
     import polars as pl
 
     keys = ["rubric", "in_a", "in_b", *(f"d_{h}" for h in HASHES),
             *(f"n_{h}" for h in HASHES), "status", "status_b"]
     # One query at a time: run together, each builds its own join and the peak doubles.
     counts = joined.group_by(keys).agg(pl.len().alias("n")).collect(engine="streaming")
-    examples: dict[tuple[int, str], list[str]] = {}
+    examples: dict[tuple[int, str], list[Example]] = {}
     for kind in _kind_exprs(force) if max_ids > 0 else ():
         found = first_rows(
             joined.with_columns(kind=kind, order=pl.coalesce("line", "line_b"))
-            .filter(pl.col("kind").is_not_null()).select("rubric", "kind", "order", "case_id"),
+            .filter(pl.col("kind").is_not_null()).select("rubric", "kind", "order", "case_id",
+                                                         "line", "line_b"),
             ["rubric", "kind"], "order", max_ids)
-        for rubric, name, _, case_id in found.iter_rows():
-            examples.setdefault((rubric, name), []).append(case_id)
+        for rubric, name, _, case_id, line, line_b in found.iter_rows():
+            examples.setdefault((rubric, name), []).append((case_id, line, line_b))
     return counts.to_dicts(), examples
 
 
@@ -222,7 +265,9 @@ class _Tally:
                       transitions=self.transitions, scored=self.scored)
 
 
-def _comparison(rubric: str, tally: _Tally, examples: dict[str, list[str]]) -> RubricComparison:
+def _comparison(rubric: str, tally: _Tally, examples: dict[str, list[Example]],
+                rationales: tuple[dict[int, str | None], dict[int, str | None]],
+                view: str | None) -> RubricComparison:
     t = tally.transitions
     pp, pf, fp = t["pass->pass"], t["pass->fail"], t["fail->pass"]
     n = tally.scored
@@ -233,24 +278,41 @@ def _comparison(rubric: str, tally: _Tally, examples: dict[str, list[str]]) -> R
         rubric=rubric, counts=tally.counts(), pass_rate_a=rate_a, pass_rate_b=rate_b,
         difference=None if rate_a is None or rate_b is None else rate_b - rate_a,
         mcnemar=None if test is None else McNemarOut(*test),
-        examples=Examples(**{k: examples.get(k, []) for k in EXAMPLE_KINDS}))
+        examples=Examples(**{k: [e[0] for e in examples.get(k, [])] for k in EXAMPLE_KINDS}),
+        rationales=ExampleRationales(**{k: [
+            Rationales(None if a is None else rationales[0].get(a),
+                       None if b is None else rationales[1].get(b))
+            for _, a, b in examples.get(k, [])] for k in EXAMPLE_KINDS}),
+        pages=None if view is None else ExamplePages(**{
+            k: [export_page(view, e[0], rubric) for e in examples.get(k, [])]
+            for k in EXAMPLE_KINDS}))
 
 
-def run(opts: CompareOptions) -> CompareReport:
-    """Read both runs, join them and compare them rubric by rubric.
+def run(opts: CompareOptions,
+        also: Callable[[CompareReport], list[AtomicOutput]] | None = None) -> CompareReport:
+    """Read both runs, join them and compare them rubric by rubric. ``also(report)`` may
+    write more outputs (the CLI's): they are committed with the rejects, all or none.
 
     Rejects go to ``opts.rejects`` when given; raises DuplicateKeyError (exit 2) when a run
     repeats a key.
     """
     from evalstream.errors import UsageError
-    from evalstream.verdicts.agree import check_unscored_rate
+    from evalstream.files.outputs import check_targets
+    from evalstream.verdicts.agree import check_unscored_rate, check_view, over_unscored_rate
 
     if opts.run_a == "-" and opts.run_b == "-":
         raise UsageError("only one of the two runs can be read from stdin (-).")
+    from evalstream.files.sniff import check_input
+
+    usage = "; compare reads two verdict files (the runs to compare)"
+    check_input(opts.run_a, "verdicts", usage)
+    check_input(opts.run_b, "verdicts", usage)
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     check_unscored_rate(opts.max_unscored_rate)
-    rubrics = Codes()
+    check_targets([("run-a", opts.run_a), ("run-b", opts.run_b)], [("rejects", opts.rejects)])
+    check_view(opts.view)
+    rubrics = Codes(MAX_RUBRICS)
     sink = RejectSink(opts.rejects)
     try:
         files = [read_verdicts(path, rubrics, sink, with_hashes=True,
@@ -259,32 +321,39 @@ def run(opts: CompareOptions) -> CompareReport:
                  for path in (opts.run_a, opts.run_b)]
         rows, example_rows = _count_rows(_joined(files[0].frame, files[1].frame), opts.max_ids,
                                          opts.force)
-        sink.commit()
+        lines_a = {a for listed in example_rows.values() for _, a, _ in listed if a is not None}
+        lines_b = {b for listed in example_rows.values() for _, _, b in listed if b is not None}
+        rationales = (rationales_at(opts.run_a, lines_a, opts.max_line_bytes),
+                      rationales_at(opts.run_b, lines_b, opts.max_line_bytes))
+        tallies: dict[int, _Tally] = {}
+        whole = _Tally()
+        for row in rows:
+            tallies.setdefault(row["rubric"], _Tally()).add(row, opts.force)
+            whole.add(row, opts.force)
+        results = [_comparison(rubrics.names[r], tallies[r],
+                               {k: ids for (rubric, k), ids in example_rows.items()
+                                if rubric == r},
+                               rationales, opts.view)
+                   for r in sorted(tallies, key=lambda r: rubrics.names[r])]
+        rejected = files[0].summary.rejected + files[1].summary.rejected
+        too_many = any(over_unscored_rate(f.summary, opts.max_unscored_rate) for f in files)
+        report = CompareReport(
+            command="compare", evalstream=__version__, run_a=files[0].summary,
+            run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids,
+            max_unscored_rate=opts.max_unscored_rate, view=opts.view, summary=whole.counts(),
+            rubrics=results, rejects=opts.rejects,
+            exit_code=1 if rejected or too_many else 0)
+        sink.commit(also(report) if also is not None else None)
     except BaseException:
         sink.abort()
         raise
-    tallies: dict[int, _Tally] = {}
-    whole = _Tally()
-    for row in rows:
-        tallies.setdefault(row["rubric"], _Tally()).add(row, opts.force)
-        whole.add(row, opts.force)
-    results = [_comparison(rubrics.names[r], tallies[r],
-                           {k: ids for (rubric, k), ids in example_rows.items() if rubric == r})
-               for r in sorted(tallies, key=lambda r: rubrics.names[r])]
-    from evalstream.verdicts.agree import over_unscored_rate
-
-    rejected = files[0].summary.rejected + files[1].summary.rejected
-    too_many = any(over_unscored_rate(f.summary, opts.max_unscored_rate) for f in files)
-    return CompareReport(
-        command="compare", evalstream=__version__, run_a=files[0].summary,
-        run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids,
-        max_unscored_rate=opts.max_unscored_rate, summary=whole.counts(), rubrics=results,
-        rejects=opts.rejects,
-        exit_code=1 if rejected or too_many else 0)
+    return report
 
 
 def encode(report: CompareReport) -> bytes:
     """The report as indented JSON with a final newline."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
+    from evalstream.files.outputs import escape_line_breaks
+
+    return escape_line_breaks(msgspec.json.format(msgspec.json.encode(report), indent=2)) + b"\n"
 
 

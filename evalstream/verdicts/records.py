@@ -25,6 +25,7 @@ from evalstream.cases.reading import Problem, RecordKind, RecordReader
 from evalstream.cases.rejects import Reject, raw_text
 from evalstream.errors import InputError
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
+from evalstream.files.outputs import escape_line_breaks
 
 if TYPE_CHECKING:
     import polars as pl
@@ -40,6 +41,9 @@ EXPOSURE_FIELDS = ("shown", "withheld", "never_shown", "tokens")
 FLUSH_ROWS = 1 << 16
 MAX_LINE_NUMBER = (1 << 32) - 1  # line numbers are kept as UInt32
 MAX_JUDGES_LISTED = 20
+# Distinct rubric ids analysed in one run (agree, compare): each costs a few KB of results,
+# and a file can name millions. Keys of further rubric ids are counted, not analysed.
+MAX_RUBRICS = 1_000
 
 RubricId = Annotated[str, Meta(min_length=1, max_length=schema.MAX_ID_CHARS,
                                 pattern=schema.ID_PATTERN)]
@@ -175,16 +179,26 @@ class VerdictFileSummary(Struct):
     no_judge: int  # verdicts without a `judge`
     unscored_rate: float | None  # unscored / verdicts (None: no verdict)
     first_rejects: list[Reject]
+    # Verdicts whose rubric id came after the first MAX_RUBRICS: counted here, not analysed.
+    unlisted_rubric: int = 0
 
 
 # -- compact columns -----------------------------------------------------------------------------
 class Codes:
     """Small integer codes for repeated strings (rubric ids, groups), shared by both files so
-    that joins compare integers."""
+    that joins compare integers; ``limited`` gives codes to the first ``limit`` only."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self.of: dict[str, int] = {}
         self.names: list[str] = []
+        self.limit = limit
+
+    def limited(self, name: str) -> int | None:
+        """The name's code, or None for a new name once ``limit`` names have codes."""
+        found = self.of.get(name)
+        if found is None and self.limit is not None and len(self.names) >= self.limit:
+            return None
+        return self.code(name)
 
     def code(self, name: str) -> int:
         found = self.of.get(name)
@@ -272,6 +286,45 @@ def first_rows(rows: "pl.LazyFrame", groups: list[str], order: str, k: int,
     return best.sort([*groups, order])
 
 
+# -- rationales of listed examples -------------------------------------------------------------
+class _Rationale(Struct, gc=False):
+    rationale: str | None = None
+
+
+def rationales_at(path: str, lines: set[int],
+                  max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> dict[int, str | None]:
+    """The rationale of the verdict on each of these lines of ``path``, read in a second pass
+    that decodes only those lines (the first pass keeps no text). Standard input cannot be
+    read twice: nothing is found there."""
+    from evalstream.files.lines import Chunk, open_input, read_chunks
+
+    if not lines or path == "-":
+        return {}
+    wanted = sorted(lines)
+    found: dict[int, str | None] = {}
+    decode = msgspec.json.Decoder(_Rationale).decode
+    stream = open_input(path)
+    try:
+        at = 0
+        for item in read_chunks(stream, max_line_bytes):
+            if type(item) is not Chunk:
+                continue
+            end = item.line + len(item.lines)
+            while at < len(wanted) and wanted[at] < end:
+                if wanted[at] >= item.line:
+                    try:
+                        found[wanted[at]] = decode(item.lines[wanted[at] - item.line]).rationale
+                    except msgspec.DecodeError:
+                        pass  # the line was rejected: it has no rationale
+                at += 1
+            if at == len(wanted):
+                break
+    finally:
+        if path != "-":
+            stream.close()
+    return found
+
+
 # -- rejects ---------------------------------------------------------------------------------------
 class RejectSink:
     """Where the rejects of a run go: counted always, written as JSONL when a path is given."""
@@ -287,12 +340,15 @@ class RejectSink:
         if self._out is None:
             return
         self._out.write(b"".join(
-            self._encode(FileReject(file, *msgspec.structs.astuple(r))) + b"\n"
+            escape_line_breaks(self._encode(FileReject(file, *msgspec.structs.astuple(r))))
+            + b"\n"
             for r in rejects))
 
-    def commit(self) -> None:
-        if self._out is not None:
-            self._out.commit()
+    def commit(self, also: list[Any] | None = None) -> None:
+        """Commit the rejects and the outputs ``also`` together: all of them or none."""
+        from evalstream.files.outputs import commit_all
+
+        commit_all(([self._out] if self._out is not None else []) + (also or []))
 
     def abort(self) -> None:
         if self._out is not None:
@@ -309,6 +365,7 @@ class _Tally:
     judges: Counter[str] = field(default_factory=Counter)
     judges_unlisted: int = 0
     no_judge: int = 0
+    unlisted_rubric: int = 0
     first: list[Reject] = field(default_factory=list)
 
 
@@ -335,7 +392,7 @@ def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: b
                                            lists["line"])
     hashes = (lists["rubric_hash"], lists["state_hash"], lists["exposure"]) if with_hashes \
         else None
-    rubric_code = rubrics.code
+    rubric_code = rubrics.limited
     tally = _Tally()
     for item in reader.read_file(path):
         if type(item) is Reject:
@@ -348,8 +405,12 @@ def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: b
         if status is None:  # a judge state written by build: no verdict yet
             tally.judge_states += 1
             continue
+        code = rubric_code(v.rubric_id)
+        if code is None:
+            tally.unlisted_rubric += 1
+            continue
         case_ids.append(v.case_id)
-        codes.append(rubric_code(v.rubric_id))
+        codes.append(code)
         statuses.append(STATUS_CODE[status])
         line_nos.append(line_no)
         if v.judge is None:
@@ -389,7 +450,7 @@ def _summary(path: str, tally: _Tally, frame: "pl.DataFrame") -> VerdictFileSumm
         judges=dict(tally.judges.most_common()), judges_unlisted=tally.judges_unlisted,
         no_judge=tally.no_judge,
         unscored_rate=unscored / frame.height if frame.height else None,
-        first_rejects=tally.first)
+        first_rejects=tally.first, unlisted_rubric=tally.unlisted_rubric)
 
 
 def check_duplicates(path: str, frame: "pl.DataFrame", rubric_names: list[str]) -> None:
@@ -450,10 +511,19 @@ def verdict_kind(allow_unknown_fields: bool = False) -> RecordKind[Any]:
                 rejects.reject_kind(exc, line, SHAPE))
 
     def check(verdict: Any, line_no: int, line: bytes) -> Problem | None:
-        if verdict.status is None and not verdict.state:
-            return Reject(line_no, 0, verdict.case_id, "$.status", _MISSING_STATUS,
-                          raw_text(line)), "missing field"
-        return None
+        if verdict.status is not None:
+            return None
+        state = bytes(verdict.state).lstrip()
+        if state.startswith(b"{"):
+            return None  # a judge state written by build: no verdict yet
+        if state and not state.startswith(b"null"):
+            kind = {b"[": "an array", b'"': "a string"}.get(state[:1], "a number or boolean")
+            return Reject(line_no, 0, verdict.case_id, "$.state", (
+                f"`$.state` is {kind}, but a judge state is an object; a line without "
+                "`status` must be a judge state written by build, and a verdict needs "
+                "`status` (`pass`, `fail` or `unscored`)."), raw_text(line)), "invalid value"
+        return Reject(line_no, 0, verdict.case_id, "$.status", _MISSING_STATUS,
+                      raw_text(line)), "missing field"
 
     return RecordKind(decode=decoder(allow_unknown_fields).decode, reject=reject,
                       too_long=lambda item, limit: rejects.long_line_reject(item, limit, SHAPE),

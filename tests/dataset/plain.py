@@ -1,8 +1,9 @@
 """A plain, independent computation of the stats figures, for the tests to check against.
 
 It reads the dataset with the standard ``json`` module (no msgspec, no Polars, no
-evalstream code), applies the built-in rubrics' rules as written in the README, and
-computes medians and percentiles with numpy. It handles valid datasets only.
+evalstream code), applies the built-in rubrics' rules as written in the README, counts
+tokens with tiktoken itself (``tests.helpers.oracle``), and computes medians and
+percentiles with numpy. It handles valid datasets only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tests.helpers import ROOT, oracle_count
 
 # The built-in rubrics (README, "Rubrics"): requires, when, and what a judge is shown.
 BUILTIN = {
@@ -74,6 +77,17 @@ def state_text(case: dict[str, Any], rubric: str) -> str:
     return json.dumps(state, ensure_ascii=False, separators=(",", ":"))
 
 
+def questions() -> dict[str, str]:
+    """Each judge rubric's question as a judge receives it: the README's preamble first."""
+    import tomllib
+
+    from evalstream.checks.state import PREAMBLE
+
+    path = ROOT / "evalstream" / "checks" / "builtin_rubrics.toml"
+    return {r["id"]: f"{PREAMBLE}\n\n{r['question']}"
+            for r in tomllib.loads(path.read_text())["rubric"] if "question" in r}
+
+
 def summary(values: list[float]) -> dict[str, Any]:
     if not values:
         return {"mean": None, "median": None, "p95": None, "max": None}
@@ -87,8 +101,11 @@ def group_figures(rows: list[dict[str, Any]], lines: list[bytes]) -> dict[str, A
     events = [e for c in rows for e in (c.get("toolEvents") or [])]
     failures = sum(1 for e in events if e["status"] == "failure")
     judges = [r for r in BUILTIN if BUILTIN[r]["shows"]]
-    largest = [max(state_bytes(c, r) for r in judges if applies(c, r))
+    largest = [max(oracle_count(state_text(c, r)) for r in judges if applies(c, r))
                for c in rows if any(applies(c, r) for r in judges)]
+    asked = questions()
+    judge_tokens = sum(oracle_count(state_text(c, r)) + oracle_count(asked[r])
+                       for c in rows for r in judges if applies(c, r))
     return {
         "cases": len(rows),
         "fields": {f: sum(1 for c in rows if has(c, k)) for f, k in (
@@ -101,6 +118,7 @@ def group_figures(rows: list[dict[str, Any]], lines: list[bytes]) -> dict[str, A
         "output_chars": summary([len(c["output"]) for c in rows]),
         "line_bytes": summary([len(b) for b in lines]),
         "state_tokens": summary(largest),
+        "judge_tokens": judge_tokens,
         "checks": sum(1 for c in rows for r in BUILTIN if applies(c, r)),
         "over_budget": 0,
     }

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ def test_json_to_a_file_is_the_documented_shape(tmp_path: Path) -> None:
     out = tmp_path / "stats.json"
     assert main(["stats", CASES, "--format", "json", "-o", str(out), "-q"]) == 0
     data = json.loads(out.read_text())
-    assert data["shape"] == "evalstream.stats/1"
+    assert data["shape"] == "evalstream.stats/2"
     assert list(data) == ["shape", "evalstream", "input", "by", "rubrics", "tokenizer", "budget",
                           "overview", "total", "groups", "labels", "checks", "metadata",
                           "histograms", "first_rejects", "warnings", "exit_code"]
@@ -87,7 +88,7 @@ def test_rejects_file_holds_what_validate_writes(tmp_path: Path) -> None:
     (["--rubrics", "nope.toml"], "cannot read the rubric file"),
     (["--format", "json", "-o", CASES], "the input and output paths are the same file"),
     (["--html", CASES], "the input and html paths are the same file"),
-    (["--rejects", "-"], "the report and the rejects cannot both go to stdout"),
+    (["--rejects", "-"], "the output and the rejects cannot both go to stdout"),
     (["--html", "-", "-o", "x.json"], None),
 ])
 def test_usage_errors_exit_2(args: list[str], message: str | None, tmp_path: Path,
@@ -199,3 +200,117 @@ def test_pages_for_an_empty_dataset_and_a_validate_report(tmp_path: Path) -> Non
                  str(tmp_path / "v.html"), "--format", "markdown",
                  "-o", str(tmp_path / "v.md")]) == 0
     assert "evalstream validate report" in (tmp_path / "v.md").read_text()
+
+
+def _mutations(report: Any, seed: int, n: int) -> list[Any]:
+    """``n`` copies of a decoded JSON report, each with one value emptied, cut or changed."""
+    import copy
+    import random
+
+    def paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        found = [at]
+        items = value.items() if isinstance(value, dict) else enumerate(value) \
+            if isinstance(value, list) else []
+        for key, child in items:
+            found += paths(child, (*at, key))
+        return found
+
+    rng = random.Random(seed)
+    every = paths(report)[1:]
+    out = []
+    while len(out) < n:
+        crafted = copy.deepcopy(report)
+        at = rng.choice(every)
+        parent = crafted
+        for key in at[:-1]:
+            parent = parent[key]
+        value = parent[at[-1]]
+        if isinstance(value, list):
+            parent[at[-1]] = value[:-1] if value and rng.random() < 0.5 else []
+        elif isinstance(value, dict):
+            parent[at[-1]] = {}
+        elif isinstance(value, int) and not isinstance(value, bool):
+            parent[at[-1]] = rng.choice([-1, 0, 10**12])
+        elif isinstance(value, float):
+            parent[at[-1]] = rng.choice([-1.0, 1e300])
+        elif isinstance(value, str):
+            parent[at[-1]] = rng.choice(["", "xyz"])
+        else:
+            continue
+        out.append(crafted)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["stats", "report"])
+def test_a_crafted_report_is_rendered_or_refused_never_a_crash(
+        kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    if kind == "stats":
+        assert main(["stats", CASES, "--format", "json", "-o", "good.json", "-q"]) == 0
+    else:
+        assert main(["validate", CASES, "--report", "good.json", "-q"]) == 0
+    good = json.loads(Path("good.json").read_text())
+    capsys.readouterr()
+    refused = 0
+    for i, crafted in enumerate(_mutations(good, 7, 60)):
+        Path("crafted.json").write_text(json.dumps(crafted))
+        for args in (["--html", f"p{i}.html", "-o", f"o{i}.md", "--format", "markdown"], []):
+            code = main(["stats", "crafted.json", *args])
+            err = capsys.readouterr().err
+            assert code in (0, 1, 2), err
+            if code == 2:
+                refused += 1
+                assert "evalstream: error:" in err and "Traceback" not in err
+                assert not Path(f"p{i}.html").exists() and not Path(f"o{i}.md").exists()
+    if kind == "stats":
+        assert refused  # some mutations break the shape: they are refused, not rendered
+
+
+def test_a_stats_json_with_missing_counts_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s.json"
+    assert main(["stats", CASES, "--format", "json", "-o", str(out), "-q"]) == 0
+    data = json.loads(out.read_text())
+    del data["labels"][0]["total"]["status"]["na"]
+    out.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["stats", str(out), "--html", str(tmp_path / "p.html")]) == 2
+    err = capsys.readouterr().err
+    assert f"{out} is not a report evalstream can render (`labels[0].total.status` has the " \
+           "keys ['fail', 'pass']; expected ['pass', 'fail', 'na'])" in err
+    assert not (tmp_path / "p.html").exists()
+
+
+def test_another_commands_json_is_named_not_read_as_cases(tmp_path: Path) -> None:
+    agree_json = tmp_path / "agree.json"
+    done = subprocess.run([sys.executable, "-m", "evalstream", "agree", str(SAMPLES / "verdicts.jsonl"),
+                           str(SAMPLES / "cases.jsonl"), "--format", "json", "-o", str(agree_json)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "evalstream", "stats", str(agree_json)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 4
+    assert "is the JSON of `evalstream agree`" in done.stderr and done.stdout == ""
+
+
+def test_a_stats_json_of_another_shape_is_refused_with_the_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"shape": "evalstream.stats/1", "evalstream": "0.1.0"}))
+    assert main(["stats", str(old), "-q"]) == 2
+    assert capsys.readouterr().err == (
+        f"evalstream: error: {old} is a stats JSON of shape 'evalstream.stats/1', written by "
+        "another version of evalstream (this one reads 'evalstream.stats/2'); run stats on "
+        "the dataset again.\n")
+
+
+def test_the_tokenizer_is_named_and_used(tmp_path: Path) -> None:
+    out = tmp_path / "stats.json"
+    assert main(["stats", CASES, "--tokenizer", "cl100k_base", "--format", "json", "-o",
+                 str(out), "-q"]) == 0
+    data = json.loads(out.read_text())
+    assert data["tokenizer"] == "cl100k_base"
+    md = tmp_path / "stats.md"
+    assert main(["stats", str(out), "--format", "markdown", "-o", str(md)]) == 0
+    assert "(tokens, exact, cl100k\\_base; budget 32,000)" in md.read_text()

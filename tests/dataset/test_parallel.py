@@ -25,7 +25,7 @@ def small_ranges(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     if request.param == "fork" and sys.version_info >= (3, 12) and _threads() > 1:
         pytest.skip("Python 3.12+ warns about forking a process that runs threads (Polars' "
                     "pool in this test process); the command line forks before loading it.")
-    monkeypatch.setattr(stats_parallel, "RANGE_BYTES", 3_000)
+    monkeypatch.setattr(stats_parallel, "range_bytes", lambda size, workers: 3_000)
     monkeypatch.setattr(local, "start_method", lambda: request.param)
 
 
@@ -80,7 +80,7 @@ def test_duplicates_across_ranges(tmp_path: Path) -> None:
             lines.append("")
     path = tmp_path / "dups.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    assert path.stat().st_size > 10 * stats_parallel.RANGE_BYTES
+    assert path.stat().st_size > 10 * 3_000
     one = collect(StatsOptions(input=str(path), workers=1))
     assert one.overview.rejected_by_kind["duplicate id"] > 30
     _same_with_workers(path, tmp_path)
@@ -88,7 +88,7 @@ def test_duplicates_across_ranges(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not (CORPUS / "faithbench.jsonl").exists(), reason="no corpus")
 def test_a_real_dataset_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stats_parallel, "RANGE_BYTES", 256 << 10)
+    monkeypatch.setattr(stats_parallel, "range_bytes", lambda size, workers: 256 << 10)
     source = CORPUS / "faithbench.jsonl"
     for workers in ("1", "2"):
         assert main(["stats", str(source), "--workers", workers, "--format", "json",
@@ -97,9 +97,38 @@ def test_a_real_dataset_through_the_cli(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_only_plain_files_big_enough_are_split() -> None:
-    assert stats_parallel.worthwhile("a.jsonl", 10 * stats_parallel.RANGE_BYTES, 2)
-    assert not stats_parallel.worthwhile("a.jsonl", 10 * stats_parallel.RANGE_BYTES, 1)
-    assert not stats_parallel.worthwhile("a.jsonl", stats_parallel.RANGE_BYTES, 2)
-    assert not stats_parallel.worthwhile("a.jsonl", 8 * stats_parallel.RANGE_BYTES, 2)
-    assert not stats_parallel.worthwhile("a.jsonl.gz", 10 * stats_parallel.RANGE_BYTES, 2)
+    big = stats_parallel.WORTHWHILE_BYTES
+    assert stats_parallel.worthwhile("a.jsonl", big + 1, 2)
+    assert not stats_parallel.worthwhile("a.jsonl", big + 1, 1)
+    assert not stats_parallel.worthwhile("a.jsonl", big, 2)
+    assert not stats_parallel.worthwhile("a.jsonl.gz", big + 1, 2)
     assert not stats_parallel.worthwhile("-", None, 2)
+
+
+def test_capped_tables_are_the_same_for_any_number_of_workers(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    # Late duplicates that bring their own metadata keys, rubric ids and values: one process
+    # never counts them, so they must not take any of the capped places (1,000 key paths,
+    # 1,000 unknown rubric ids, 1,000 exact values of a key) in a worker's figures either.
+    monkeypatch.setattr(stats_parallel, "range_bytes", lambda size, workers: 20_000)
+    label = {"status": "pass", "source": "human"}
+
+    def case(i: int, tag: str) -> str:
+        return json.dumps({"id": f"c{i}", "input": "q", "output": "a",
+                           "metadata": {f"{tag}{i}": 1, "v": f"{tag}{i}", "when": tag},
+                           "expected": {f"{tag}-r{i}": label}})
+
+    lines = [case(i, "k") for i in range(900)]
+    lines += [case(i, "dup") for i in range(900)]  # every one a late duplicate
+    lines += [case(900 + i, "n") for i in range(400)]
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    one = collect(StatsOptions(input=str(path), workers=1))
+    keys = {k.key for k in one.metadata.keys}
+    assert len(keys) == 1_000 and "n997" in keys and "n998" not in keys  # k0..k899, v, when
+    assert not any(k.startswith("dup") for k in keys)
+    assert {r.rubric for r in one.labels if not r.in_rubrics} >= {"k-r0", "n-r999"}
+    assert one.overview.rejected_by_kind["duplicate id"] == 900
+    for workers in (2, 3):
+        assert collect(StatsOptions(input=str(path), workers=workers)) == one

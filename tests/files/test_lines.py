@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import io
 import os
+from pathlib import Path
+from typing import Any
 
 import zstandard
 from hypothesis import given, settings
@@ -103,3 +105,69 @@ def test_range_reader_reads_only_its_range(tmp_path: object) -> None:
         assert r.read(3) + r.read(10) + r.read(1) == b"23456"
     finally:
         os.close(fd)
+
+
+# -- byte ranges for workers ---------------------------------------------------------------------
+def _reference_starts(data: bytes, range_bytes: int) -> list[int]:
+    """Range starts the obvious way: 0, and the first line start at or after each nominal
+    boundary, without repeats or the end of the file."""
+    starts = {0}
+    for nominal in range(range_bytes, len(data), range_bytes):
+        nl = data.find(b"\n", nominal - 1)
+        if nl >= 0 and nl + 1 < len(data):
+            starts.add(nl + 1)
+    return sorted(starts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 60), max_size=40), st.integers(1, 50), st.booleans())
+def test_ranges_are_line_aligned_contiguous_and_never_empty(
+        tmp_path_factory: Any, lengths: list[int], range_bytes: int, last_newline: bool) -> None:
+    from evalstream.files.lines import range_tasks
+
+    data = b"\n".join(b"x" * n for n in lengths) + (b"\n" if last_newline else b"")
+    path = tmp_path_factory.mktemp("ranges") / "in.jsonl"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        tasks = range_tasks(fd, len(data), range_bytes)
+    finally:
+        os.close(fd)
+    if not data:
+        assert tasks == []
+        return
+    assert [i for i, _, _ in tasks] == list(range(len(tasks)))
+    assert [a for _, a, _ in tasks] == _reference_starts(data, range_bytes)
+    assert tasks[-1][2] == len(data)
+    for (_, a, b), (_, c, _) in zip(tasks, tasks[1:], strict=False):
+        assert a < b == c
+
+
+def test_ranges_over_a_long_line_read_each_byte_once(tmp_path: Path,
+                                                     monkeypatch: Any) -> None:
+    from evalstream.files import lines
+
+    size = 64 << 20  # one 64 MiB line between two short ones, ranges of 1 MiB
+    path = tmp_path / "long.jsonl"
+    with open(path, "wb") as f:
+        f.write(b"first\n")
+        f.seek(size - 6)  # a sparse hole of NUL bytes: no newline in it
+        f.write(b"\nlast\n")
+    read = []
+    pread = os.pread
+
+    def counted(fd: int, n: int, at: int) -> bytes:
+        block = pread(fd, n, at)
+        read.append(len(block))
+        return block
+
+    monkeypatch.setattr(lines.os, "pread", counted)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        tasks = lines.range_tasks(fd, size, 1 << 20)
+    finally:
+        os.close(fd)
+    # The first range owns the lines that start in its first MiB: `first` and the long one.
+    assert [(a, b) for _, a, b in tasks] == [(0, size - 5), (size - 5, size)]
+    # Linear: about the file once (a search per range was ~32 times the file here).
+    assert sum(read) <= size + (1 << 16), sum(read)

@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import lzma
+import re
 import zipfile
 from pathlib import Path
 
@@ -22,9 +23,11 @@ from evalstream.files.sniff import (
     HEAD_BYTES,
     check_cases_input,
     check_cases_stream,
+    check_input,
     decompressed_head,
     diagnose,
     head_of,
+    jsonl_kind,
 )
 from tests.helpers import CORPUS, SAMPLES
 
@@ -156,8 +159,56 @@ def test_real_jsonl_passes() -> None:
         files += sorted(CORPUS.glob("*.jsonl"))
     assert any(f.name == "bad.jsonl" for f in files)  # per-line rejects, not a wrong file
     for f in files:
-        check_cases_input(str(f))
-        assert diagnose(f.read_bytes()[:HEAD_BYTES], f.name) is None, f.name
+        head = f.read_bytes()[:HEAD_BYTES]
+        assert diagnose(head, f.name) is None, f.name
+        kind = jsonl_kind(head)
+        if kind in (None, "cases"):
+            check_cases_input(str(f))
+        else:  # the other JSONL of evalstream, named for what it is
+            with pytest.raises(WrongFileError, match=f"looks like .*{kind.split()[0]}"):
+                check_cases_input(str(f))
+    assert jsonl_kind((SAMPLES / "verdicts.jsonl").read_bytes()) == "verdicts"
+    assert jsonl_kind((SAMPLES / "chats.jsonl").read_bytes()) == "openai chat"
+    assert jsonl_kind((SAMPLES / "cases.jsonl").read_bytes()) == "cases"
+
+
+@pytest.mark.parametrize(("line", "want", "kind", "fix"), [
+    (b'{"case_id":"c","rubric_id":"r","status":"pass"}', "cases", "a verdicts file", "read cases"),
+    (b'{"case_id":"c","rubric_id":"r","question":"q","state":{}}', "cases",
+     "a judge-states file", "read cases"),
+    (b'{"line":1,"offset":0,"id":null,"path":"$","error":"e","raw":"x"}', "cases",
+     "a rejects file", "read cases"),
+    (b'{"messages":[{"role":"user","content":"hi"}]}', "cases", "OpenAI chat transcripts",
+     "--from openai-chat"),
+    (b'{"id":"c","input":"i","output":"o"}', "verdicts", "a cases file", "agree VERDICTS"),
+    (b'{"id":"c","input":"i","output":"o"}', "judge states", "a cases file", "evalstream build"),
+])
+def test_another_evalstream_file_is_named(tmp_path: Path, line: bytes, want: str, kind: str,
+                                          fix: str) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(line + b"\n")
+    usage = {"verdicts": "; usage: evalstream agree VERDICTS CASES",
+             "judge states": "; judge reads build's output: run `evalstream build X` first"}
+    with pytest.raises(WrongFileError, match=f"looks like {kind}.*{re.escape(fix)}"):
+        if want == "cases":
+            check_cases_input(str(path))
+        else:
+            check_input(str(path), want, usage[want])
+
+
+def test_each_reader_takes_its_own_kind(tmp_path: Path) -> None:
+    files = {"cases": b'{"id":"c","input":"i","output":"o"}',
+             "verdicts": b'{"case_id":"c","rubric_id":"r","status":"pass"}',
+             "states": b'{"case_id":"c","rubric_id":"r","question":"q","state":{}}'}
+    for name, line in files.items():
+        (tmp_path / f"{name}.jsonl").write_bytes(line + b"\n")
+    check_input(str(tmp_path / "cases.jsonl"), "cases")
+    # agree and compare read verdicts, and build's output (exact verdicts, judge states).
+    check_input(str(tmp_path / "verdicts.jsonl"), "verdicts")
+    check_input(str(tmp_path / "states.jsonl"), "verdicts")
+    # judge reads build's output, whose exact verdicts are verdicts.
+    check_input(str(tmp_path / "states.jsonl"), "judge states")
+    check_input(str(tmp_path / "verdicts.jsonl"), "judge states")
 
 
 def test_real_jsonl_compressed_passes(tmp_path: Path) -> None:

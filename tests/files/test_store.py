@@ -34,12 +34,19 @@ def test_ranges_own_every_line_once(tmp_path_factory: object, data: bytes,
     path.write_bytes(data)
     # The oracle: every line start (after each newline but the last byte) and its line.
     expected = list(zip(*_oracle(data), strict=True))
-    got = []
-    for task in tasks_of([InputFile(str(path), len(data), False)], range_bytes):
-        with TaskReader(task) as reader:
-            assert reader.start >= task.start
-            got += _lines_of(reader) if len(data) else []
-    assert got == expected
+    # A local file's ranges are aligned in the client, a URL's by each task: the same lines.
+    import fsspec
+
+    url = f"memory://ranges/{len(data)}-{range_bytes}.jsonl"
+    fsspec.filesystem("memory").pipe(url, data)
+    for name in (str(path), url):
+        got = []
+        for task in tasks_of([InputFile(name, len(data), False)], range_bytes):
+            assert task.aligned is (name == str(path))
+            with TaskReader(task) as reader:
+                assert reader.start >= task.start
+                got += _lines_of(reader) if len(data) else []
+        assert got == expected, name
 
 
 def _oracle(data: bytes) -> tuple[list[int], list[bytes]]:

@@ -1,4 +1,4 @@
-"""A fake OpenAI- and Anthropic-compatible judge server for tests and benchmarks (stdlib only).
+"""A fake OpenAI- and Anthropic-compatible judge server for tests and benchmarks (stdlib, and msgspec for batches).
 
 ``python -m tests.judge.fake_server [--port 0] [--latency 0.05] [--key KEY]`` prints
 ``PORT <n>`` on stdout once it listens on 127.0.0.1, and serves until it is terminated:
@@ -12,8 +12,12 @@
   (answers after ``--slow`` seconds, past the client's timeout), ``notjson``, ``wrongshape``,
   ``refusal``, ``length`` (``finish_reason: length`` / ``stop_reason: max_tokens``), ``echokey``
   (a 400 whose body repeats the credentials it was sent). Without a marker: ``pass``.
+- The batch endpoints (OpenAI files and batches, Anthropic message batches): see
+  ``fake_batches.py``; ``--batch-polls N`` (a batch ends when asked for the Nth time) and
+  ``--lose-create N`` (the first N creates are made but not answered).
 - ``GET /stats``: ``{"requests", "max_in_flight", "by_body": {sha256 of body: count},
-  "by_status": {code: n}}``; ``POST /reset`` zeroes them.
+  "by_status": {code: n}, "batch_calls": {route: n}, "batches_created", "files_uploaded"}``;
+  ``POST /reset`` zeroes them.
 
 Answers are deterministic functions of the request body (request id, usage, reason), so two
 runs of the same states get the same bytes. With ``--key`` a request without that key
@@ -54,13 +58,18 @@ class Stats:
 
 
 class Server:
-    def __init__(self, latency: float, slow: float, key: str | None, retry_after: str) -> None:
+    def __init__(self, latency: float, slow: float, key: str | None, retry_after: str,
+                 batch_polls: int = 2, lose_create: int = 0) -> None:
+        from tests.judge.fake_batches import Batches
+
         self.latency = latency
         self.slow = slow
         self.key = key
         self.retry_after = retry_after
         self.stats = Stats()
         self.attempts: Counter[str] = Counter()
+        self.batches = Batches(batch_polls, lose_create)
+        self.port = 0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -70,7 +79,10 @@ class Server:
                 method, path, _ = lines[0].split(" ", 2)
                 headers = {k.strip().lower(): v.strip() for k, _, v in
                            (line.partition(":") for line in lines[1:] if line)}
-                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                if headers.get("transfer-encoding", "").lower() == "chunked":
+                    body = await _chunked(reader)
+                else:
+                    body = await reader.readexactly(int(headers.get("content-length", "0")))
                 if not await self.route(method, path, headers, body, writer):
                     break
                 if headers.get("connection", "").lower() == "close":
@@ -83,11 +95,21 @@ class Server:
     async def route(self, method: str, path: str, headers: dict[str, str], body: bytes,
                     writer: asyncio.StreamWriter) -> bool:
         if method == "GET" and path == "/stats":
-            return await self.send(writer, 200, self.stats.json())
+            stats = {**json.loads(self.stats.json()), **self.batches.stats()}
+            return await self.send(writer, 200, json.dumps(stats).encode())
         if method == "POST" and path == "/reset":
             self.stats = Stats()
             self.attempts.clear()
+            self.batches.reset()
             return await self.send(writer, 200, b"{}")
+        if self.batches.handles(method, path):
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            code, data, cut = self.batches.route(method, path, headers, body, self.key,
+                                                 self.port)
+            if cut:
+                return False  # the caller closes the connection: no answer
+            return await self.send(writer, code, data)
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages"):
             return await self.send(writer, 404, b'{"error": {"message": "no such route"}}')
         anthropic = path == "/v1/messages"
@@ -153,6 +175,17 @@ class Server:
         return True
 
 
+async def _chunked(reader: asyncio.StreamReader) -> bytes:
+    """A request body sent with ``Transfer-Encoding: chunked``."""
+    parts = []
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+        data = await reader.readexactly(size + 2)
+        if size == 0:
+            return b"".join(parts)
+        parts.append(data[:-2])
+
+
 def _head(code: int, length: int, extra: dict[str, str]) -> bytes:
     lines = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Error')}", "content-type: application/json",
              f"content-length: {length}", *(f"{k}: {v}" for k, v in extra.items())]
@@ -213,10 +246,11 @@ def _anthropic(request: dict[str, Any], fault: str, text: str | None, rid: str, 
 
 
 async def serve(args: argparse.Namespace) -> None:
-    server = Server(args.latency, args.slow, args.key, args.retry_after)
+    server = Server(args.latency, args.slow, args.key, args.retry_after, args.batch_polls,
+                    args.lose_create)
     listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024,
                                           limit=1 << 24)
-    port = listener.sockets[0].getsockname()[1]
+    port = server.port = listener.sockets[0].getsockname()[1]
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(signum, stop.set)
@@ -233,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slow", type=float, default=5.0, help="seconds a `slow` answer takes")
     p.add_argument("--key", help="the API key requests must carry")
     p.add_argument("--retry-after", default="1", help="the Retry-After header of a 429")
+    p.add_argument("--batch-polls", type=int, default=2,
+                   help="a batch ends when it is asked for this many times")
+    p.add_argument("--lose-create", type=int, default=0,
+                   help="make the first N batches but cut the connection before answering")
     args = p.parse_args(argv)
     try:
         asyncio.run(serve(args))

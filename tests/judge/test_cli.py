@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.judge import inputs, tokens
+from evalstream.judge import inputs
 from evalstream.judge.request import JudgeConfig, build, system_text
-from tests.helpers import ROOT
+from tests.helpers import ROOT, oracle_count
 from tests.judge.support import FAKE_KEY, FakeServer, cli, lines, states
 
 
@@ -35,12 +35,14 @@ def test_dry_run_sends_nothing_writes_nothing_and_counts_exactly(tmp_path: Path,
         key = build(config, item.question, item.state).key
         if key not in seen:
             seen.add(key)
-            expected += tokens.request_tokens(system_text(item.question), item.state,
-                                              "cl100k_base")
+            # tiktoken's counts of both messages, and OpenAI's overhead of 3 + 3 + 3
+            expected += 9 + sum(oracle_count(t, "cl100k_base") for t in (
+                "system", system_text(item.question), "user", item.state))
     out = r.stdout
     assert "requests to send: 3; answers already stored: 0" in out
     assert "duplicates of another state's request: 1" in out
-    assert f"input tokens: {expected:,} (exact cl100k_base counts" in out
+    assert f"input tokens: {expected:,} (cl100k_base, the encoding of gpt-4-turbo: exact " \
+        "counts" in out
     assert "output tokens: at most 300 (100 each" in out
     cost = (expected * 2 + 300 * 8) / 1e6
     assert f"cost: at most ${cost:,.4f}" in out

@@ -187,6 +187,9 @@ def test_max_cost_stops_before_passing_it(tmp_path: Path, server: FakeServer) ->
                               max_connections=1))
     assert report.exit_code == 3 and report.stopped_by == "max-cost"
     assert report.cost_usd is not None and 0 < report.cost_usd <= 2000.0
+    assert report.tokenizer == "o200k_base" and report.warnings == [
+        "token counts for --tpm/--max-cost: the tokenizer of fake-judge-1 is not known "
+        "offline; counted with o200k_base (the default), an estimate"]
     assert 0 < report.requests.sent < 12 and report.counts.verdicts == report.requests.sent
 
 
@@ -276,8 +279,9 @@ def test_rpm_and_tpm_pace_the_requests(tmp_path: Path, server: FakeServer) -> No
     from evalstream.judge.request import system_text
 
     costs = [tokens.request_tokens(system_text(s["question"]), json.dumps(
-        s["state"], ensure_ascii=False, separators=(",", ":")), "cl100k_base") + 16
+        s["state"], ensure_ascii=False, separators=(",", ":")), "o200k_base") + 16
         for s in lines(path)]
+    assert report.tokenizer == "o200k_base"  # fake-judge-1's family is unknown: the default
     expected = max(0.0, sum(costs) - 20_000) / 2_000
     assert report.counts.verdicts == 80 and expected > 1.0
     assert expected * 0.8 <= elapsed < expected + 8

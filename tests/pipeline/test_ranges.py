@@ -34,7 +34,8 @@ def dataset(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("workers", [2, 3])
 def test_workers_give_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                      workers: int) -> None:
-    monkeypatch.setattr(parallel, "RANGE_BYTES", 8192)  # many ranges, lines crossing bounds
+    # many ranges, lines crossing bounds
+    monkeypatch.setattr(parallel, "range_bytes", lambda size, workers: 8192)
     src = dataset(tmp_path)
     one, _ = run(Options(input=str(src), output=str(tmp_path / "one.jsonl"), max_tokens=500))
     many, first = run(Options(input=str(src), output=str(tmp_path / "many.jsonl"),
@@ -61,3 +62,69 @@ def test_small_or_compressed_inputs_run_in_one_process(tmp_path: Path) -> None:
     assert not parallel.worthwhile(Options(input="-", output="o", workers=2), None)
     assert not parallel.worthwhile(Options(input="x.jsonl", output="o", workers=2), 1000)
     assert parallel.worthwhile(Options(input="x.jsonl", output="o", workers=2), 1 << 30)
+
+
+def test_duplicates_filling_a_workers_over_budget_list(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every check is over budget. The second range starts with 1,200 late duplicates: its
+    # worker's list of 1,000 is all duplicates, so once they are dropped the checks after
+    # them must still be listed, up to 1,000 in all, as with one process.
+    monkeypatch.setattr(parallel, "range_bytes", lambda size, workers: 60_000)
+    rubric = tmp_path / "r.toml"
+    rubric.write_text('[[rubric]]\nid = "r"\nquestion = "Q?"\nshows = ["user_input"]\n')
+
+    def case(i: int, text: str = "x") -> str:
+        return json.dumps({"id": f"c{i}", "input": text * 10, "output": "y"})
+
+    lines = [case(i) for i in range(700)] + [case(i % 700, "d") for i in range(1_200)] + \
+        [case(700 + i) for i in range(900)]
+    src = tmp_path / "cases.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    reports = {}
+    for workers in (1, 2, 3):
+        report, _ = run(Options(input=str(src), output=str(tmp_path / f"o{workers}.jsonl"),
+                                rubric_files=[str(rubric)], max_tokens=5, workers=workers))
+        reports[workers] = json.loads((tmp_path / f"o{workers}.report.json").read_text())
+        for key in ("seconds", "output", "rejects", "report"):
+            reports[workers].pop(key, None)
+    listed = reports[1]["over_budget"]
+    assert len(listed) == 1_000
+    assert [o["line"] for o in listed] == [*range(1, 701), *range(1_901, 2_201)]
+    assert reports[2] == reports[1] and reports[3] == reports[1]
+
+
+def test_a_when_key_seen_only_in_late_duplicates_is_still_warned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "range_bytes", lambda size, workers: 4_000)
+    rubric = tmp_path / "r.toml"
+    rubric.write_text('[[rubric]]\nid = "r"\nquestion = "Q?"\nshows = ["user_input"]\n'
+                      'when = { lang = "fr" }\n')
+    lines = [json.dumps({"id": f"c{i}", "input": "x", "output": "y"}) for i in range(300)]
+    lines += [json.dumps({"id": f"c{i}", "input": "x", "output": "y",
+                          "metadata": {"lang": "fr"}}) for i in range(300)]  # duplicates
+    src = tmp_path / "cases.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    warning = ("no case has metadata key `lang`, named by a `when` rule: the rubrics that use "
+               "it never apply.")  # (and how to see the keys the cases have)
+    for workers in (1, 2):
+        report, _ = run(Options(input=str(src), output=str(tmp_path / f"o{workers}.jsonl"),
+                                rubric_files=[str(rubric)], workers=workers))
+        assert report.counts.rejected == 300
+        assert len(report.warnings) == 1 and report.warnings[0].startswith(warning), workers
+
+
+def test_ranges_give_every_worker_several_tasks() -> None:
+    """A skewed file (the corpus: its tau-bench cases fill one 16 MiB range of 35 MB) keeps
+    every worker busy only with several tasks a worker: ranges of a MiB up to 16 MiB."""
+    from evalstream.engines.local import MAX_RANGE, MIN_RANGE, range_bytes
+
+    mb = 1 << 20
+    assert range_bytes(35 * mb, 2) == -(-35 * mb // 16)  # 16 tasks for 2 workers
+    assert range_bytes(1 << 30, 2) == MAX_RANGE  # large files: 16 MiB ranges
+    assert range_bytes(20 * mb, 8) == MIN_RANGE  # never below a MiB
+    for size in (17 * mb, 35 * mb, 300 * mb, 5 << 30):
+        for workers in (2, 3, 8):
+            r = range_bytes(size, workers)
+            assert MIN_RANGE <= r <= MAX_RANGE
+            tasks = -(-size // r)
+            assert tasks >= min(2 * workers, size // MIN_RANGE)

@@ -50,7 +50,7 @@ OPTIONAL = {
     "policy": st.none() | TEXT,
     "toolEvents": st.none() | _items(TOOL_EVENT),
     "metadata": st.none() | st.dictionaries(TEXT, JSON_VALUE, max_size=4),
-    "expected": st.none() | st.dictionaries(TEXT, LABELS, max_size=3),
+    "expected": st.none() | st.dictionaries(CASE_ID, LABELS, max_size=3),  # keys: rubric ids
 }
 
 

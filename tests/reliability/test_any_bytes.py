@@ -70,7 +70,7 @@ def _check_every_line_accounted(data: bytes, tmp_path: Path, build: bool) -> Non
     report = result.report
     assert_counts_add_up(report)
     assert report.counts.lines == len(lines)
-    blank = {n for n, line in enumerate(lines, 1) if not line.strip()}
+    blank = {n for n, line in enumerate(lines, 1) if not line.strip(b" \t\r")}  # JSON whitespace only
     rejected = [r["line"] for r in result.rejects]
     assert len(rejected) == len(set(rejected)) == report.counts.rejected
     assert not blank & set(rejected), "a blank line was also rejected"
@@ -195,6 +195,10 @@ FOUND = [
     (b'\xff\xfe{\x00}\x00', "$", "looks like UTF-16"),
     (b'{"i"-NaN}', "$", "The line is not valid JSON: unexpected character at byte 4"),
     (b'{"id":"k","input":-Infinity,"output":"y"}', "$.input", "The value -Infinity is not valid JSON (byte 18)"),
+    # Holding every character the control-character finder once tried as its marker.
+    (b'{\x02id":"c2","input":"","output":"","context":[{"id":"0","text":"'
+     b'\xef\xbf\xbf\xf3\xbf\xbf\xbd\xf4\x8f\xbf\xbc\xf4\x8f\xbf\xbd"}]}', "$",
+     "raw control character U+0002 at byte 1"),
 ]
 
 

@@ -6,16 +6,18 @@ the peak of one evalstream run, not of the test runner.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evalstream.cases import schema
-from evalstream.checks import tokens
+from evalstream.checks import encodings, tokens
 from evalstream.pipeline.run import Options, run
 
 from .support import ROOT, assert_actionable, assert_counts_add_up, cli_env, run_on
@@ -165,13 +167,15 @@ def _tokenized_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str,
                      budget: int) -> list[int]:
     """Build one case whose input is ``text``; return the size of every text tokenized."""
     counted: list[int] = []
-    real_count = tokens.count
+    pieces = tokens.PieceCounts(encodings.tokenizer("o200k_base"))
+    real_count = pieces.count_text
 
     def count(piece: str) -> int:
         counted.append(len(piece.encode()))
         return real_count(piece)
 
-    monkeypatch.setattr(tokens, "count", count)
+    pieces.count_text = count
+    monkeypatch.setattr(tokens, "piece_counts", lambda name: pieces)
     src = tmp_path / "in.jsonl"
     src.write_text('{"id":"far","input":"%s","output":"y"}\n' % text)
     report, _ = run(Options(input=str(src), output=str(tmp_path / "out.jsonl"),
@@ -198,3 +202,93 @@ def test_states_far_over_budget_are_not_tokenized_whole(
 def test_repo_root_is_importable_by_children() -> None:
     # The measured runs above use the checkout, not an installed copy.
     assert (ROOT / "evalstream" / "__init__.py").is_file()
+
+
+# -- work that data alone must not make unbounded (issue 14) ----------------------------------
+def _labels_file(path: Path, cases: int, per_case: int = 500) -> None:
+    """Cases each labelled for ``per_case`` rubric ids no other case names."""
+    label = {"status": "pass", "source": "human"}
+    with open(path, "w") as f:
+        for i in range(cases):
+            f.write(json.dumps({"id": f"c{i}", "input": "q", "output": "a", "expected": {
+                f"r{i}-{j}": label for j in range(per_case)}}) + "\n")
+
+
+def test_many_distinct_rubric_ids_in_stats_stay_bounded(tmp_path: Path) -> None:
+    # 100,000 distinct rubric ids (12 MB): 1.2 GB and 9 s before the cap (6 KB an id).
+    _labels_file(tmp_path / "c.jsonl", 200)
+    started = time.monotonic()
+    code, rss = _run_measured(["stats", "c.jsonl", "--format", "json", "-o", "s.json",
+                               "--workers", "1", "-q"], tmp_path)
+    seconds = time.monotonic() - started
+    assert code == 0
+    assert rss < 300, f"peak RSS {rss} MiB"  # measured 75 MiB
+    assert seconds < 60, seconds  # measured 0.7 s
+    stats = json.loads((tmp_path / "s.json").read_text())
+    listed = [r for r in stats["labels"] if not r["in_rubrics"]]
+    assert len(listed) == 1_000 and listed[0]["rubric"] == "r0-0"
+    assert sum(r["total"]["labels"] for r in listed) == 1_000
+    assert ("labels name more than 1,000 rubric ids that are not in the rubric set; the "
+            "99,000 labels of further ids are counted here only, not per rubric.") in \
+        stats["warnings"]
+    assert any(w.startswith("100,000 labels name rubrics that are not in the rubric set ("
+                            "r0-0, r0-1,") and ", ...)" in w for w in stats["warnings"])
+
+
+def test_many_distinct_rubric_ids_in_agree_stay_bounded(tmp_path: Path) -> None:
+    _labels_file(tmp_path / "c.jsonl", 200)
+    with open(tmp_path / "v.jsonl", "w") as f:
+        for i in range(200):
+            for j in range(0, 500, 50):
+                f.write(json.dumps({"case_id": f"c{i}", "rubric_id": f"r{i}-{j}",
+                                    "status": "fail"}) + "\n")
+    started = time.monotonic()
+    code, rss = _run_measured(["agree", "v.jsonl", "c.jsonl", "--format", "json", "-o",
+                               "a.json"], tmp_path)
+    seconds = time.monotonic() - started
+    assert code == 0
+    assert rss < 300, f"peak RSS {rss} MiB"  # measured 80 MiB (1 GB and 10 s before)
+    assert seconds < 60, seconds
+    report = json.loads((tmp_path / "a.json").read_text())
+    # The first 1,000 rubric ids met (the verdicts' r0-0 ... r99-450) are analysed.
+    assert len(report["rubrics"]) == 1_000
+    assert report["verdicts"]["verdicts"] == 1_000
+    assert report["verdicts"]["unlisted_rubric"] == 2_000 - 1_000
+    assert report["cases"]["labels"] == 1_000
+    assert report["cases"]["unlisted_rubric"] == 100_000 - 1_000
+    assert sum(r["all"]["pairs"] for r in report["rubrics"]) == 1_000
+
+
+def test_a_regex_over_a_field_at_the_cap_is_fast(tmp_path: Path) -> None:
+    (tmp_path / "r.toml").write_text(
+        '[[rubric]]\nid = "slow"\nkind = "exact"\n'
+        'check = { last_call = "t", field = "output", matches = "x.*y" }\n')
+    (tmp_path / "c.jsonl").write_text(json.dumps({
+        "id": "a", "input": "i", "output": "o", "toolEvents": [
+            {"id": "t1", "name": "t", "status": "success", "output": "x" * 200_000}]}) + "\n")
+    started = time.monotonic()
+    code, _ = _run_measured(["build", "c.jsonl", "o.jsonl", "--rubrics", "r.toml", "-q"],
+                            tmp_path)
+    seconds = time.monotonic() - started
+    assert code == 0
+    assert seconds < 5, seconds  # measured 0.3 s; 22.8 s with Python's re
+    assert json.loads((tmp_path / "o.jsonl").read_text())["status"] == "fail"
+
+
+@pytest.mark.slow
+def test_a_1_gib_line_with_workers_takes_linear_time(tmp_path: Path) -> None:
+    src = tmp_path / "long.jsonl"
+    with open(src, "wb") as f:
+        for block in _gib_line():  # real bytes: a sparse file reads faster than any disk
+            f.write(block)
+    seconds = {}
+    for workers in ("1", "2"):
+        started = time.monotonic()
+        code, _ = _run_measured(["build", str(src), f"out{workers}.jsonl", "--workers", workers,
+                                 "-q"], tmp_path)
+        seconds[workers] = time.monotonic() - started
+        assert code == 1
+    # Measured 0.6 s and 0.8 s; each range searching on its own took 12 s with 2 workers.
+    assert seconds["2"] < 2 * seconds["1"] + 3, seconds
+    assert (tmp_path / "out2.report.json").read_bytes().replace(b"out2", b"out1").split(
+        b'"seconds"')[0] == (tmp_path / "out1.report.json").read_bytes().split(b'"seconds"')[0]

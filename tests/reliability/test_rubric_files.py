@@ -39,6 +39,14 @@ BAD_FILES = [
     ("bad regex", '[[rubric]]\nid = "x"\nkind = "exact"\n'
      'check = { last_call = "t", field = "error", matches = "(" }\n',
      r"`check.matches` is not a valid regular expression"),
+    ("backreference", '[[rubric]]\nid = "x"\nkind = "exact"\n'
+     'check = { last_call = "t", field = "error", matches = "(a)\\\\1" }\n',
+     r"r\.toml: rubric 1 \(`x`\): `check\.matches` uses what RE2 cannot run: invalid escape "
+     r"sequence: \\1 \('\(a\)\\\\1'\)\. Patterns are matched by RE2"),
+    ("lookahead", '[[rubric]]\nid = "x"\nkind = "exact"\n'
+     'check = { all = [{ last_call = "t", field = "error", matches = "a(?=b)" }] }\n',
+     r"rubric 1 \(`x`\): `check\.all\[0\]\.matches` uses what RE2 cannot run: invalid perl "
+     r"operator: \(\?="),
     ("bad when", OK + "when = { scenario = [] }\n", r"`when.scenario` must be a value"),
 ]
 

@@ -93,20 +93,42 @@ def test_kill_9_mid_run_leaves_the_targets_untouched(tmp_path: Path) -> None:
     code, _ = _finish(proc)
     assert code == -signal.SIGKILL
     _assert_old_outputs_intact(tmp_path)
-    # A killed process cannot clean up: its hidden temporaries stay, and never under a
-    # target's name. The next run is not confused by them.
+    # A killed process cannot clean up: its hidden temporaries stay, never under a target's
+    # name, named for the dead run. A run of other targets leaves them; the next run of
+    # these targets removes them (and only them).
     stale = _temp_files(tmp_path)
     assert len(stale) == 3 and all(name.startswith(".states.") for name in stale)
+    assert all(f".{proc.pid}-" in name for name in stale), stale
     (tmp_path / "in.jsonl").write_bytes(_many_cases(2))
+    done = cli("build", "in.jsonl", "other.jsonl", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _temp_files(tmp_path) == stale
     done = cli("build", "in.jsonl", "states.jsonl", "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "states.jsonl").read_bytes().count(b"\n") == 2 * 112
-    assert _temp_files(tmp_path) == stale
+    assert _temp_files(tmp_path) == []
+
+
+def test_a_live_runs_temporaries_are_never_removed(tmp_path: Path) -> None:
+    proc = _start_mid_run(tmp_path)
+    try:
+        live = _temp_files(tmp_path)
+        # Another machine's (or boot's) temporaries look dead here and must stay too.
+        foreign = ".states.jsonl.999999999-0123abcd.abcdefgh.tmp"
+        (tmp_path / foreign).write_bytes(b"")
+        (tmp_path / "in.jsonl").write_bytes(_many_cases(1))
+        done = cli("build", "in.jsonl", "states.jsonl", "-q", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert _temp_files(tmp_path) == sorted([*live, foreign])
+    finally:
+        proc.kill()
+        _finish(proc)
 
 
 @pytest.mark.parametrize(("signum", "code", "message"), [
     (signal.SIGINT, 130, "interrupted; no output was written."),
     (signal.SIGTERM, 143, "terminated; no output was written."),
+    (signal.SIGHUP, 129, "hung up; no output was written."),
 ])
 def test_ctrl_c_and_sigterm_remove_temporaries_and_keep_old_outputs(
         tmp_path: Path, signum: int, code: int, message: str) -> None:

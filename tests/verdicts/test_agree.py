@@ -243,7 +243,7 @@ def test_duplicate_verdict_is_exit_2_and_writes_nothing(tmp_path: Path, capsys: 
     (["{tmp}/missing.jsonl", "{cases}"], "cannot read"),
     (["-", "-"], "only one of the verdicts and the cases can be read from stdin"),
     (["{verdicts}", "{cases}", "-o", "{verdicts}"], "the verdicts and output paths are the same"),
-    (["{verdicts}", "{cases}", "--html", "-"], "the output and html cannot all go to stdout"),
+    (["{verdicts}", "{cases}", "--html", "-"], "the output and the html cannot both go to stdout"),
     (["{verdicts}", "{cases}", "--confidence", "1.5"], "must be between 0 and 1"),
     (["{verdicts}", "{cases}", "--max-ids", "-1"], "must be 0 or more"),
     (["{verdicts}", "{cases}", "--by", "scenario,split"], "--by takes one metadata key"),

@@ -279,3 +279,28 @@ def test_first_rows_both_ways_match_a_plain_sort(rows: list[tuple[int, str, int]
         expected += sorted(x for x in rows if (x[0], x[1]) == group)[:k]
     for batched in (True, False):
         assert first_rows(frame, ["rubric", "kind"], "order", k, batched).rows() == expected
+
+
+@pytest.mark.parametrize(("line", "path", "start"), [
+    ('{"case_id":"a","rubric_id":"r","status":null,"state":null}', "$.status",
+     "Required field `status` is missing or null"),
+    ('{"case_id":"a","rubric_id":"r","state":null}', "$.status", "Required field `status`"),
+    ('{"case_id":"a","rubric_id":"r"}', "$.status", "Required field `status`"),
+    ('{"case_id":"a","rubric_id":"r","state":[{"x":1}]}', "$.state",
+     "`$.state` is an array, but a judge state is an object"),
+    ('{"case_id":"a","rubric_id":"r","state":"text"}', "$.state", "`$.state` is a string"),
+    ('{"case_id":"a","rubric_id":"r","state":7}', "$.state", "`$.state` is a number"),
+])
+def test_a_line_without_status_is_a_judge_state_only_with_an_object_state(
+        line: str, path: str, start: str) -> None:
+    from evalstream.cases.reading import RecordReader
+    from evalstream.files.lines import chunks_of
+    from evalstream.verdicts.records import verdict_kind
+
+    reader = RecordReader(verdict_kind())
+    judge_state = '{"case_id":"a","rubric_id":"r","question":"Q?","state":{"user_input":"x"}}'
+    items = list(reader.read(chunks_of([judge_state, line])))
+    assert reader.counts.records == 1 and reader.counts.rejected == 1
+    reject = items[1]
+    assert (reject.line, reject.path) == (2, path)  # type: ignore[union-attr]
+    assert reject.error.startswith(start)  # type: ignore[union-attr]

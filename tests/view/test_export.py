@@ -1,0 +1,175 @@
+"""The static export: self-contained pages whose every link resolves inside the folder, the
+same bytes on a rerun, ``--limit``, the folder written whole or not at all, and ``agree`` and
+``compare`` linking their example ids to its pages."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from evalstream.cli import main
+from evalstream.errors import OutputError
+from evalstream.verdicts.links import check_page
+from tests.view.support import CASES, VERDICTS, VERDICTS_B
+from tests.view.test_pages import check_inert, structure
+
+SAMPLES_ARGS = [str(VERDICTS), "--cases", str(CASES), "--compare", str(VERDICTS_B), "-q"]
+
+
+def export(folder: Path, *args: str) -> int:
+    return main(["view", *SAMPLES_ARGS, "--export", str(folder), *args])
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def links(folder: Path) -> list[tuple[Path, str]]:
+    """(page, href) of every link of every page."""
+    found = []
+    for page in folder.rglob("*.html"):
+        for tag, attrs in structure(page.read_text()).tags:
+            if tag == "a" and attrs.get("href"):
+                found.append((page, attrs["href"] or ""))
+    return found
+
+
+@pytest.mark.slow  # parses a thousand links (6 s)
+def test_every_link_resolves_inside_the_folder_and_nothing_leaves_it(tmp_path: Path) -> None:
+    folder = tmp_path / "review"
+    assert export(folder) == 0
+    files = tree(folder)
+    assert "index.html" in files and "evalstream-view.json" in files
+    for name, data in files.items():
+        if name.endswith(".html"):
+            check_inert(data.decode())
+            assert b"<form" not in data  # filters are pages in an export, not a form
+    checked = 0
+    for page, href in links(folder):
+        parts = urlsplit(href)
+        assert not parts.scheme and not parts.netloc and not parts.query, href
+        if parts.path:
+            target = (page.parent / unquote(parts.path)).resolve()
+            assert target.is_file() and folder.resolve() in target.parents, (page, href)
+            checked += 1
+    assert checked > 1000
+    marker = json.loads(files["evalstream-view.json"])
+    assert marker["lists"]["disagreements"] == {"entries": 7, "pages": 12}
+    assert marker["checks"] == len([n for n in files if n.startswith("checks/")])
+    # Every disagreement has its page, named as agree and compare name it.
+    for line in VERDICTS.read_text().splitlines():
+        v = json.loads(line)
+        assert check_page(v["case_id"], v["rubric_id"]) in files
+
+
+def test_the_same_inputs_give_the_same_bytes(tmp_path: Path) -> None:
+    assert export(tmp_path / "a") == 0
+    assert export(tmp_path / "b") == 0
+    a, b = tree(tmp_path / "a"), tree(tmp_path / "b")
+    assert a.keys() == b.keys()
+    differ = [n for n in a if a[n] != b[n] and n != "evalstream-view.json"]
+    assert differ == []
+    marker_a, marker_b = (json.loads(t["evalstream-view.json"]) for t in (a, b))
+    assert marker_a.pop("folder") != marker_b.pop("folder") and marker_a == marker_b
+
+
+def test_limit_keeps_the_first_entries_of_each_list_and_filter(tmp_path: Path) -> None:
+    folder = tmp_path / "review"
+    assert export(folder, "--limit", "3") == 0
+    files = tree(folder)
+    rows = {name: len(re.findall(rb'<td class="num">\d+</td><td class="key">', data))
+            for name, data in files.items() if name.startswith("lists/")
+            and not name.startswith("lists/rejects")}
+    assert rows and max(rows.values()) == 3
+    assert rows["lists/verdicts.html"] == 3
+    assert b"The first 3 of 111 entries" in files["lists/verdicts.html"]
+    # The pages written are exactly those of the entries listed.
+    linked = {re.sub(r"^\.\./", "", h) for p, h in links(folder)
+              if "checks/" in h and p.parent.name == "lists"}
+    assert linked == {n for n in files if n.startswith("checks/")}
+
+
+def test_the_folder_is_written_whole_or_not_at_all(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    assert export(mine) == 2  # a folder of other files is never replaced
+    assert tree(mine) == {"notes.txt": b"keep me"}
+    folder = tmp_path / "review"
+    assert export(folder, "--limit", "2") == 0
+    first = tree(folder)
+    assert export(folder, "--limit", "5") == 0  # an earlier export is replaced, whole
+    second = tree(folder)
+    assert len(second) > len(first)
+    assert not set(first) - set(second) or all(n in second for n in first if "lists/" in n)
+    (tmp_path / "file").write_text("x")
+    assert export(tmp_path / "file") == 2
+    from evalstream.files import outputs
+
+    calls = {"n": 0}
+    write = outputs.AtomicFolder.write
+
+    def failing(self: outputs.AtomicFolder, name: str, data: bytes) -> None:
+        calls["n"] += 1
+        if calls["n"] == 40:
+            raise OutputError("cannot write: disk full")
+        write(self, name, data)
+
+    monkeypatch.setattr(outputs.AtomicFolder, "write", failing)
+    assert export(folder, "--limit", "50") == 2
+    assert tree(folder) == second  # the earlier export is untouched
+    assert sorted(os.listdir(tmp_path)) == ["file", "mine", "review"]  # no temporary left
+
+
+def test_rejected_lines_are_listed_and_exit_1(tmp_path: Path) -> None:
+    from tests.helpers import SAMPLES
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_bytes(CASES.read_bytes() + (SAMPLES / "bad.jsonl").read_bytes())
+    folder = tmp_path / "review"
+    assert main(["view", str(VERDICTS), "--cases", str(cases), "--export", str(folder),
+                 "-q"]) == 1
+    page = (folder / "lists" / "rejects.html").read_text()
+    assert page.count("<tr><td>cases</td>") == 21
+    assert "Unexpected text after the JSON object" in page
+
+
+def test_agree_and_compare_link_their_examples_to_the_export(tmp_path: Path) -> None:
+    folder = tmp_path / "review"
+    assert export(folder) == 0
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["agree", str(VERDICTS), str(CASES), "--view", str(folder), "--format", "json",
+                 "-o", str(out / "agree.json"), "--html", str(out / "agree.html")]) == 0
+    report = json.loads((out / "agree.json").read_text())
+    listed = 0
+    for r in report["rubrics"]:
+        for kind, ids in r["examples"].items():
+            pages = r["pages"][kind]
+            assert len(pages) == len(ids) == len(r["rationales"][kind])
+            for case_id, page in zip(ids, pages, strict=True):
+                if page is not None:
+                    assert Path(page).is_file() and page.endswith(check_page(case_id,
+                                                                             r["rubric"]))
+                    listed += 1
+    assert listed > 20
+    booking = next(r for r in report["rubrics"] if r["rubric"] == "tool-backed-claims")
+    assert booking["examples"]["missed"] == ["case-02", "case-04"]
+    assert booking["rationales"]["missed"][0].startswith("Every action the response claims")
+    html = (out / "agree.html").read_text()
+    hrefs = re.findall(r'<a href="([^"]+)">case-', html)
+    assert len(hrefs) == listed
+    assert all((out / h).resolve().is_file() for h in hrefs)
+    assert main(["compare", str(VERDICTS), str(VERDICTS_B), "--view", str(folder),
+                 "--format", "markdown", "-o", str(out / "compare.md")]) == 0
+    md = (out / "compare.md").read_text()
+    targets = re.findall(r"\]\(<([^>]+)>\)", md)
+    assert targets and all((out / t).resolve().is_file() for t in targets)
+    assert main(["agree", str(VERDICTS), str(CASES), "--view", str(tmp_path)]) == 2
