@@ -7,7 +7,15 @@ import os
 import sys
 from typing import Any
 
-from evalstream.cli.common import add_reading, add_tokenizer, helps, path, positive, progress_bar
+from evalstream.cli.common import (
+    add_force,
+    add_reading,
+    add_tokenizer,
+    helps,
+    path,
+    positive,
+    progress_bar,
+)
 from evalstream.errors import EXIT_PIPE
 
 
@@ -41,6 +49,7 @@ def register(sub: Any) -> None:
                    help="worker processes for a plain input file (default 1); output is "
                         "byte-identical for any N")
     add_reading(b)
+    add_force(b)
     b.set_defaults(func=_build)
 
     v = sub.add_parser(
@@ -57,6 +66,7 @@ def register(sub: Any) -> None:
                    help="table: the first problems as a table on stdout; json: every reject as "
                         "JSONL on stdout (default table)")
     add_reading(v)
+    add_force(v)
     v.set_defaults(func=_validate)
 
 
@@ -71,7 +81,7 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
         tokenizer=getattr(args, "tokenizer", "o200k_base"),
         exact_tokens=getattr(args, "exact_tokens", False),
         max_line_bytes=args.max_line_bytes, allow_unknown_fields=args.allow_unknown_fields,
-        workers=getattr(args, "workers", 1))
+        workers=getattr(args, "workers", 1), force=args.force)
     json_rejects = getattr(args, "format", None) == "json"
     if json_rejects:
         if opts.rejects not in (None, "-"):

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import TOKENIZERS, helps, path, positive, size, text
+from evalstream.cli.common import TOKENIZERS, add_force, helps, path, positive, size, text
 
 if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
@@ -57,6 +57,7 @@ def register(subparsers: Any) -> None:
                    help="the judge's encoding for every token count (all exact): o200k_base "
                         "(GPT-4o, GPT-4.1, o-series, GPT-5) or cl100k_base (GPT-4, GPT-3.5); "
                         "default o200k_base")
+    add_force(p)
     p.add_argument("--rejects", type=path, metavar="FILE",
                    help="also write the rejected lines here (JSONL); by default they are only "
                         "counted")
@@ -80,10 +81,14 @@ def _usage(message: str) -> Exception:
 def run(args: argparse.Namespace) -> int:
     """Run ``stats``; return the exit code (1 when the dataset had rejected lines)."""
     from evalstream.files.outputs import check_targets
+    from evalstream.files.replace import check_replaceable
 
     check_targets([("input", args.input), *(("rubrics", f) for f in args.rubrics or [])],
                   [("output", args.output or "-"), ("html", args.html),
                    ("rejects", args.rejects)])
+    check_replaceable([("output", args.output, "json" if args.format == "json" else "text"),
+                       ("html", args.html, "html"), ("rejects", args.rejects, "rejects")],
+                      args.force)
     loaded = _load_rendered(args.input)
     if loaded is not None:
         dataset_only = [flag for flag, value in (
@@ -225,7 +230,8 @@ def _collect(args: argparse.Namespace, write: Any) -> DatasetStats:
     by = parse_by(args.by) if args.by is not None else ["scenario"]
     opts = StatsOptions(input=args.input, by=by,
                         rubric_files=args.rubrics or [], rejects=args.rejects,
-                        allow_unknown_fields=args.allow_unknown_fields, workers=args.workers)
+                        allow_unknown_fields=args.allow_unknown_fields, workers=args.workers,
+                        force=args.force)
     if args.max_tokens is not None:
         opts.max_tokens = args.max_tokens
     if args.tokenizer is not None:

@@ -63,6 +63,7 @@ from evalstream.files.outputs import (
     commit_all,
     escape_line_breaks,
 )
+from evalstream.files.replace import check_replaceable
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
@@ -237,6 +238,7 @@ class StatsOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     rejects: str | None = None  # write rejects here (JSONL); None: count them only
+    force: bool = False  # replace a rejects target that holds something else
     workers: int | None = None  # None: the CPUs available (for a plain file over 128 MiB)
 
 
@@ -274,6 +276,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     encodings.check_name(opts.tokenizer)
     check_targets([("input", opts.input), *(("rubrics", f) for f in opts.rubric_files)],
                   [("rejects", opts.rejects)])
+    check_replaceable([("rejects", opts.rejects, "rejects")], opts.force)
     rubric_set = load_rubrics(opts.rubric_files)
     check_cases_input(opts.input)
     collector = Collector(rubric_set, opts.by)

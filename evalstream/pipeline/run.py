@@ -40,6 +40,7 @@ from evalstream.files.outputs import (
     escape_line_breaks,
     sidecar,
 )
+from evalstream.files.replace import check_replaceable
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 from evalstream.pipeline.records import RecordEncoder
 
@@ -61,6 +62,7 @@ class Options:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     workers: int = 1
+    force: bool = False  # replace targets that hold something else (cases, another kind)
 
 
 class Outcome(NamedTuple):
@@ -209,6 +211,8 @@ def _plan(opts: Options) -> tuple[str | None, str | None]:
         report = report or sidecar(out, ".report.json")
     check_targets([("input", opts.input), *(("rubrics", f) for f in opts.rubric_files)],
                   [("output", opts.output), ("rejects", rejects), ("report", report)])
+    check_replaceable([("output", opts.output, "judge states"), ("rejects", rejects, "rejects"),
+                       ("report", report, "json")], opts.force)
     return rejects, report
 
 
