@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
     from evalstream.dataset.stats import DatasetStats
 
+# The stats sections (render.stats.SECTIONS, here to keep --help cheap: a test keeps them equal).
+SECTIONS = ("overview", "groups", "sizes", "labels", "coverage", "checks", "metadata")
 FORMATS = ("table", "json", "markdown")
 REPORT_BYTES = 64 << 20  # a .json input larger than this is not read as a report
 TEXT_WIDTH = 100  # the width of a table written to a file with -o
@@ -57,6 +59,14 @@ def register(subparsers: Any) -> None:
                    help="the judge's encoding for every token count (all exact): o200k_base "
                         "(GPT-4o, GPT-4.1, o-series, GPT-5) or cl100k_base (GPT-4, GPT-3.5); "
                         "default o200k_base")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--full", action="store_true",
+                       help="the table format: every section (by default one screen: groups, "
+                            "labels per rubric, checks and the first warnings); markdown and "
+                            "json are always complete")
+    shown.add_argument("--section", action="append", choices=SECTIONS, metavar="NAME",
+                       help=f"the table format: only these sections (repeatable): "
+                            f"{', '.join(SECTIONS)}")
     add_force(p)
     p.add_argument("--rejects", type=path, metavar="FILE",
                    help="also write the rejected lines here (JSONL); by default they are only "
@@ -117,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
                 page.write(html_page(result).encode())
             if report is not None:
-                report.write(render(result, args.format))
+                report.write(render(result, args.format, sections=_sections(args)))
             return [out for out in (report, page) if out is not None]
 
         if loaded is not None:
@@ -129,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             from evalstream.render.stats import blocks
             from evalstream.render.tables import print_blocks
 
-            print_blocks(blocks(result), sys.stdout)
+            print_blocks(blocks(result, _sections(args)), sys.stdout)
     except BaseException:
         for target in (page, report):
             if target is not None:
@@ -249,8 +259,17 @@ def _collect(args: argparse.Namespace, write: Any) -> DatasetStats:
                                                                  total=total), write)
 
 
-def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH) -> bytes:
-    """The report as bytes in one of FORMATS (a table as plain text ``width`` wide)."""
+def _sections(args: argparse.Namespace) -> list[str] | None:
+    """The sections of the table format: all (--full), those named, or the summary ([])."""
+    if args.format != "table" or args.full:
+        return None
+    return args.section or []
+
+
+def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH,
+           sections: list[str] | None = None) -> bytes:
+    """The report as bytes in one of FORMATS (a table as plain text ``width`` wide; only
+    ``sections`` of a stats result: see ``render.stats.blocks``)."""
     if fmt == "json":
         import msgspec
 
@@ -261,6 +280,6 @@ def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH) 
     from evalstream.render.stats import blocks
     from evalstream.render.tables import render_format
 
-    return render_format(blocks(result), fmt, width)
+    return render_format(blocks(result, sections), fmt, width)
 
 
