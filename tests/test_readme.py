@@ -4,6 +4,7 @@ the ones CI runs."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -57,7 +58,7 @@ def _normal(line: str) -> str:
 
 def _pattern(line: str) -> re.Pattern[str]:
     # `...` inside a shown line stands for any text there (a long raw line, say).
-    return re.compile(".*".join(re.escape(part) for part in _normal(line).split(ELIDED)))
+    return re.compile(".*".join(re.escape(part) for part in _normal(line).split(ELIDED)), re.S)
 
 
 def matches(shown: list[str], printed: list[str]) -> bool:
@@ -188,3 +189,50 @@ def test_the_set_up_commands_are_the_ones_ci_runs() -> None:
     assert blocks[0] == (
         "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && "
         "python -m evalstream build data/samples/cases.jsonl states.jsonl")
+
+
+def _json_after(text: str, heading: str) -> dict:
+    """The first JSON object of the first code block after a heading."""
+    block = text[text.index(heading):]
+    block = block[block.index("```"):]
+    block = block[block.index("\n") + 1:block.index("\n```")]
+    value, _ = json.JSONDecoder().raw_decode(block)
+    return value
+
+
+def test_the_record_and_verdict_examples_are_what_build_writes(tmp_path: Path) -> None:
+    from evalstream.cli import main
+    from evalstream.judge.request import JudgeConfig
+
+    formats = (DOCS / "formats.md").read_text()
+    record = _json_after(formats, "## Output records")
+    verdict = _json_after(formats, "## Verdicts")
+    out = tmp_path / "states.jsonl"
+    exact = tmp_path / "exact.jsonl"
+    assert main(["build", str(ROOT / "data/samples/cases.jsonl"), str(out), "-q"]) == 0
+    assert main(["build", str(ROOT / "data/samples/cases.jsonl"), str(exact), "-q",
+                 "--exact-tokens"]) == 0
+
+    def written(path: Path) -> dict:
+        return next(r for r in map(json.loads, path.read_text().splitlines())
+                    if (r["case_id"], r["rubric_id"]) == (record["case_id"], record["rubric_id"]))
+
+    real = written(out)
+    assert _pattern(record.pop("question")).fullmatch(real.pop("question"))
+    assert record == real
+    shown = re.search(r'`"exact": (\{.*?\})` for this one', formats)
+    assert shown and json.loads(shown.group(1)) == written(exact)["exposure"]["tokens"]["exact"]
+    # The verdict judge writes for that state carries what the state's record says.
+    for key in ("case_id", "rubric_id", "rubric_hash", "state_hash", "exposure"):
+        assert verdict[key] == real[key], key
+    judge = verdict["judge"]
+    config = JudgeConfig(judge["model"], provider=judge["provider"],
+                         temperature=judge["temperature"])
+    assert (judge["config_hash"], judge["base_url"]) == (config.hash, config.host)
+
+
+def test_the_request_example_is_the_golden_body() -> None:
+    judge = (DOCS / "judge.md").read_text()
+    shown = _json_after(judge, "## The request")
+    sent = json.loads((ROOT / "tests/judge/golden/request.openai.json").read_text())
+    assert shown == sent
