@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from functools import cache
@@ -236,3 +237,54 @@ def test_the_request_example_is_the_golden_body() -> None:
     shown = _json_after(judge, "## The request")
     sent = json.loads((ROOT / "tests/judge/golden/request.openai.json").read_text())
     assert shown == sent
+
+
+def test_the_judge_transcript_runs_against_the_fake_server(tmp_path: Path) -> None:
+    from tests.judge.support import FakeServer
+
+    text = (DOCS / "judge.md").read_text()
+    text = text[text.index("Try it with no key and no network"):]
+    block = text[text.index("```\n") + 4:text.index("\n```", text.index("```\n") + 4)]
+    steps = transcripts(f"```console\n{block}\n```\n")
+    assert len(steps) >= 5
+    shutil.copytree(ROOT / "data" / "samples", tmp_path / "data" / "samples")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+               PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", NO_COLOR="1", COLUMNS="80")
+    server = FakeServer()
+    try:
+        port = str(server.port)
+        for command, shown in steps:
+            if command.endswith("&"):
+                assert "tests.judge.fake_server --port 8765" in command  # started above
+                continue
+            done = subprocess.run(["bash", "-c", command.replace("8765", port) + " 2>&1"],
+                                  cwd=tmp_path, env=env, capture_output=True, text=True,
+                                  timeout=120)
+            printed = done.stdout.splitlines()
+            assert matches([line.replace("8765", port) for line in shown], printed), (
+                f"docs/judge.md: `{command}` printed:\n{done.stdout}")
+    finally:
+        server.stop()
+
+
+def test_the_view_server_prints_what_docs_show(tmp_path: Path) -> None:
+    text = (DOCS / "view.md").read_text()
+    (command, shown), = [t for t in transcripts(text.replace("```\n$ python -m evalstream view",
+                                                             "```console\n$ python -m evalstream view"))
+                         if "--export" not in t[0]]
+    # The port is the first free one and the token random: both are read as `...`.
+    shown = [re.sub(r"127\.0\.0\.1:\d+/\?token=\S+", "127.0.0.1:.../?token=...", line)
+             for line in shown]
+    shutil.copytree(ROOT / "data" / "samples", tmp_path / "data" / "samples")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
+    argv = [sys.executable, *command.split()[1:], "--no-browser", "--port", "0"]
+    server = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        assert server.stdout is not None
+        printed = [server.stdout.readline().rstrip("\n") for _ in shown]
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=60)
+    assert matches(shown, printed), printed
