@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import count, fraction, helps, path, share, size, text
+from evalstream.cli.common import add_force, count, fraction, helps, path, share, size, text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,6 +45,7 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-unscored-rate", type=share, metavar="R",
                    help="exit 1 when more than this share of a verdict file's verdicts are "
                         "unscored (e.g. 0.02); the rate is reported either way")
+    add_force(p)
     p.add_argument("--view", type=path, metavar="DIR",
                    help="a folder written by `evalstream view --export`: each listed id links "
                         "to its check page there (in the HTML and markdown, and as `pages` in "
@@ -89,8 +90,10 @@ def run(args: argparse.Namespace) -> int:
 
     check_paths([("verdicts", args.verdicts), ("cases", args.cases)],
                 [("output", args.output or "-"), ("html", args.html), ("rejects", args.rejects)])
+    check_replacing(args)
     report = agree.run(agree.AgreeOptions(
         verdicts=args.verdicts, cases=args.cases, by=args.by, rejects=args.rejects,
+        force=args.force,
         max_ids=args.max_ids, confidence=args.confidence, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields,
         max_unscored_rate=args.max_unscored_rate, view=args.view),
@@ -105,6 +108,15 @@ def check_paths(inputs: list[tuple[str, str]], outputs: list[tuple[str, str | No
     from evalstream.files.outputs import check_targets
 
     check_targets(inputs, outputs)
+
+
+def check_replacing(args: argparse.Namespace) -> None:
+    """Raise UsageError when -o or --html names a file evalstream did not write as such
+    (``files.replace``), unless --force."""
+    from evalstream.files.replace import check_replaceable
+
+    check_replaceable([("output", args.output, "json" if args.format == "json" else "text"),
+                       ("html", args.html, "html")], args.force)
 
 
 def outputs(args: argparse.Namespace, encode: Callable[[Any], bytes],

@@ -9,6 +9,7 @@ from typing import Any
 
 from evalstream.cli.common import (
     add_engine,
+    add_force,
     add_reading,
     add_tokenizer,
     helps,
@@ -59,6 +60,7 @@ def register(sub: Any) -> None:
                         "byte-identical for any N")
     add_engine(b)
     add_reading(b)
+    add_force(b)
     b.set_defaults(func=_build)
 
     v = sub.add_parser(
@@ -83,6 +85,7 @@ def register(sub: Any) -> None:
                         "cluster (default 1)")
     add_engine(v)
     add_reading(v)
+    add_force(v)
     v.set_defaults(func=_validate)
 
 
@@ -99,7 +102,7 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
         tokenizer=getattr(args, "tokenizer", "o200k_base"),
         exact_tokens=getattr(args, "exact_tokens", False),
         max_line_bytes=args.max_line_bytes, allow_unknown_fields=args.allow_unknown_fields,
-        workers=getattr(args, "workers", 1))
+        workers=getattr(args, "workers", 1), force=args.force)
     json_rejects = getattr(args, "format", None) == "json"
     if json_rejects:
         if opts.rejects not in (None, "-"):

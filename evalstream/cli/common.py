@@ -104,6 +104,14 @@ def amount(text: str) -> float:
     return value
 
 
+def add_force(p: argparse.ArgumentParser) -> None:
+    """``--force``, for every command that writes files."""
+    p.add_argument("--force", action="store_true",
+                   help="replace a target that holds something evalstream did not write there "
+                        "(cases, another command's output, your own file); by default that is "
+                        "refused, before anything is read")
+
+
 def add_tokenizer(p: argparse.ArgumentParser) -> None:
     """``--tokenizer``, for every command that counts tokens."""
     p.add_argument("--tokenizer", choices=TOKENIZERS, default=TOKENIZERS[0],

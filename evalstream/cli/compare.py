@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
              (2, "also: a (case_id, rubric_id) repeated in a run")]))
     p.add_argument("run_a", type=path, metavar="run-a", help="the first (baseline) run's verdicts")
     p.add_argument("run_b", type=path, metavar="run-b", help="the second run's verdicts")
-    p.add_argument("--force", action="store_true",
+    p.add_argument("--include-incomparable", action="store_true",
                    help="include pairs that are not comparable in the statistics (they are "
                         "still counted as not comparable)")
     add_output_options(p)
@@ -39,15 +39,17 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``compare``; return the exit code (1 when some line was rejected)."""
-    from evalstream.cli.agree import check_paths, outputs, show
+    from evalstream.cli.agree import check_paths, check_replacing, outputs, show
     from evalstream.render import agree_html
     from evalstream.render import compare as compare_view
     from evalstream.verdicts import compare
 
     check_paths([("run-a", args.run_a), ("run-b", args.run_b)],
                 [("output", args.output or "-"), ("html", args.html), ("rejects", args.rejects)])
+    check_replacing(args)
     report = compare.run(compare.CompareOptions(
-        run_a=args.run_a, run_b=args.run_b, force=args.force, rejects=args.rejects,
+        run_a=args.run_a, run_b=args.run_b, include_incomparable=args.include_incomparable,
+        force=args.force, rejects=args.rejects,
         max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
         allow_unknown_fields=args.allow_unknown_fields,
         max_unscored_rate=args.max_unscored_rate, view=args.view),

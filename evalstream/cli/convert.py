@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from evalstream.cli.common import helps, path, size, text
+from evalstream.cli.common import add_force, helps, path, size, text
 
 
 def register(subparsers: Any) -> None:
@@ -65,6 +65,7 @@ def register(subparsers: Any) -> None:
                    help="the CSV separator (default , for csv and a tab for tsv)")
     p.add_argument("--no-quoting", action="store_true",
                    help="read quote characters as text (TSV written without quoting)")
+    add_force(p)
     p.add_argument("--rejects", type=path, metavar="FILE",
                    help="where rejected rows go (JSONL); default: next to the output "
                         "(cases.rejects.jsonl)")
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         sets=args.set, values=args.values, id_from=args.id_from, parse_json=args.parse_json,
         keep_unmapped=args.keep_unmapped, tool_failure_when=args.tool_failure_when,
         split=args.split, separator=args.separator, quoting=not args.no_quoting,
-        rejects=args.rejects, report=args.report,
+        rejects=args.rejects, report=args.report, force=args.force,
         max_line_bytes=args.max_line_bytes))
     if not args.quiet:
         render_summary(report, sys.stderr)

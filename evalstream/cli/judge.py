@@ -15,6 +15,7 @@ def register(subparsers: Any) -> None:
     """Add the ``judge`` subcommand."""
     from evalstream.cli.common import (
         TOKENIZERS,
+        add_force,
         count,
         helps,
         path,
@@ -110,6 +111,7 @@ def register(subparsers: Any) -> None:
                        help="print the exact request body for one judge state and exit")
     store.add_argument("--max-unscored-rate", type=share, metavar="R",
                        help="exit 1 when more than this share of the verdicts are unscored")
+    add_force(store)
     store.add_argument("--rejects", type=path, metavar="FILE",
                        help="where rejected lines go (default verdicts.rejects.jsonl)")
     store.add_argument("--report", type=path, metavar="FILE",
@@ -136,7 +138,7 @@ def options(args: argparse.Namespace) -> Any:
         timeout=args.timeout, rpm=args.rpm, tpm=args.tpm, max_cost=args.max_cost,
         max_requests=args.max_requests, price_in=args.price_in, price_out=args.price_out,
         retry_unscored=args.retry_unscored, max_unscored_rate=args.max_unscored_rate,
-        max_line_bytes=args.max_line_bytes, tokenizer=args.tokenizer)
+        max_line_bytes=args.max_line_bytes, tokenizer=args.tokenizer, force=args.force)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,12 +11,23 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalstream.cli.common import TOKENIZERS, add_engine, helps, path, positive, size, text
+from evalstream.cli.common import (
+    TOKENIZERS,
+    add_engine,
+    add_force,
+    helps,
+    path,
+    positive,
+    size,
+    text,
+)
 
 if TYPE_CHECKING:
     from evalstream.checks.report import RunReport
     from evalstream.dataset.stats import DatasetStats
 
+# The stats sections (render.stats.SECTIONS, here to keep --help cheap: a test keeps them equal).
+SECTIONS = ("overview", "groups", "sizes", "labels", "coverage", "checks", "metadata")
 FORMATS = ("table", "json", "markdown")
 REPORT_BYTES = 64 << 20  # a .json input larger than this is not read as a report
 TEXT_WIDTH = 100  # the width of a table written to a file with -o
@@ -62,6 +73,15 @@ def register(subparsers: Any) -> None:
                    help="the judge's encoding for every token count (all exact): o200k_base "
                         "(GPT-4o, GPT-4.1, o-series, GPT-5) or cl100k_base (GPT-4, GPT-3.5); "
                         "default o200k_base")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--full", action="store_true",
+                       help="the table format: every section (by default one screen: groups, "
+                            "labels per rubric, checks and the first warnings); markdown and "
+                            "json are always complete")
+    shown.add_argument("--section", action="append", choices=SECTIONS, metavar="NAME",
+                       help=f"the table format: only these sections (repeatable): "
+                            f"{', '.join(SECTIONS)}")
+    add_force(p)
     p.add_argument("--rejects", type=path, metavar="FILE",
                    help="also write the rejected lines here (JSONL); by default they are only "
                         "counted")
@@ -87,6 +107,7 @@ def _usage(message: str) -> Exception:
 def run(args: argparse.Namespace) -> int:
     """Run ``stats``; return the exit code (1 when the dataset had rejected lines)."""
     from evalstream.files.outputs import check_targets
+    from evalstream.files.replace import check_replaceable
 
     arguments = args.input
     args.input = " ".join(arguments)
@@ -95,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
                    *(("rubrics", f) for f in args.rubrics or [])],
                   [("output", args.output or "-"), ("html", args.html),
                    ("rejects", args.rejects)])
+    check_replaceable([("output", args.output, "json" if args.format == "json" else "text"),
+                       ("html", args.html, "html"), ("rejects", args.rejects, "rejects")],
+                      args.force)
     loaded = _load_rendered(args.input) if not args.inputs else None
     if loaded is not None:
         dataset_only = [flag for flag, value in (
@@ -124,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
                 page.write(html_page(result).encode())
             if report is not None:
-                report.write(render(result, args.format))
+                report.write(render(result, args.format, sections=_sections(args)))
             return [out for out in (report, page) if out is not None]
 
         if loaded is not None:
@@ -136,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             from evalstream.render.stats import blocks
             from evalstream.render.tables import print_blocks
 
-            print_blocks(blocks(result), sys.stdout)
+            print_blocks(blocks(result, _sections(args)), sys.stdout)
     except BaseException:
         for target in (page, report):
             if target is not None:
@@ -238,7 +262,8 @@ def _collect(args: argparse.Namespace, write: Any) -> DatasetStats:
     opts = StatsOptions(input=args.input, by=by,
                         rubric_files=args.rubrics or [], rejects=args.rejects,
                         allow_unknown_fields=args.allow_unknown_fields, workers=args.workers,
-                        inputs=args.inputs, engine=args.engine, scheduler=args.scheduler)
+                        inputs=args.inputs, engine=args.engine, scheduler=args.scheduler,
+                        force=args.force)
     if args.max_tokens is not None:
         opts.max_tokens = args.max_tokens
     if args.tokenizer is not None:
@@ -256,8 +281,17 @@ def _collect(args: argparse.Namespace, write: Any) -> DatasetStats:
                                                                  total=total), write)
 
 
-def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH) -> bytes:
-    """The report as bytes in one of FORMATS (a table as plain text ``width`` wide)."""
+def _sections(args: argparse.Namespace) -> list[str] | None:
+    """The sections of the table format: all (--full), those named, or the summary ([])."""
+    if args.format != "table" or args.full:
+        return None
+    return args.section or []
+
+
+def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH,
+           sections: list[str] | None = None) -> bytes:
+    """The report as bytes in one of FORMATS (a table as plain text ``width`` wide; only
+    ``sections`` of a stats result: see ``render.stats.blocks``)."""
     if fmt == "json":
         import msgspec
 
@@ -268,6 +302,6 @@ def render(result: DatasetStats | RunReport, fmt: str, width: int = TEXT_WIDTH) 
     from evalstream.render.stats import blocks
     from evalstream.render.tables import render_format
 
-    return render_format(blocks(result), fmt, width)
+    return render_format(blocks(result, sections), fmt, width)
 
 

@@ -32,6 +32,7 @@ from evalstream.files.outputs import (
     escape_line_breaks,
     sidecar,
 )
+from evalstream.files.replace import check_replaceable
 
 FIRST_REJECTS_KEPT = 20
 TABLES = ("csv", "tsv", "parquet", "json", "jsonl", "hf")
@@ -56,6 +57,7 @@ class Options:
     quoting: bool = True
     rejects: str | None = None
     report: str | None = None
+    force: bool = False  # replace targets that hold something else
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 
 
@@ -120,6 +122,8 @@ def _paths(opts: Options) -> tuple[str, str]:
     report = opts.report or sidecar(opts.output, ".report.json")
     check_targets([("input", opts.input)],
                   [("output", opts.output), ("rejects", rejects), ("report", report)])
+    check_replaceable([("output", opts.output, "cases"), ("rejects", rejects, "rejects"),
+                       ("report", report, "json")], opts.force)
     return rejects, report
 
 

@@ -64,6 +64,7 @@ from evalstream.files.outputs import (
     commit_all,
     escape_line_breaks,
 )
+from evalstream.files.replace import check_replaceable
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 from evalstream.files.store import InputFile, is_url, needs_resolving, open_file, resolve
 
@@ -239,6 +240,7 @@ class StatsOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     rejects: str | None = None  # write rejects here (JSONL); None: count them only
+    force: bool = False  # replace a rejects target that holds something else
     workers: int | None = None  # None: the CPUs available (for a plain file over 128 MiB)
     inputs: list[str] = field(default_factory=list)  # several inputs, read in order as one
     engine: str = "local"  # or "dask"
@@ -294,6 +296,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     inputs = [f.url for f in files] if files is not None else [opts.input]
     check_targets([*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
                   [("rejects", opts.rejects)])
+    check_replaceable([("rejects", opts.rejects, "rejects")], opts.force)
     rubric_set = load_rubrics(opts.rubric_files)
     if files is not None:
         for f in files:

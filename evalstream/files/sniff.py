@@ -285,6 +285,11 @@ ACCEPTS = {"cases": ("cases",), "verdicts": ("verdicts", "judge states"),
            "judge states": ("judge states", "verdicts"), "batch results": ("batch results",)}
 
 
+def said(kind: str) -> str:
+    """A kind of ``jsonl_kind`` said for people: ``a cases file``."""
+    return _SAID.get(kind, kind)
+
+
 def jsonl_kind(head: bytes) -> str | None:
     """Which evalstream JSONL the first JSON-object line of ``head`` plainly is (``cases``,
     ``verdicts``, ``judge states``, ``rejects``), or None when no line tells."""

@@ -33,6 +33,7 @@ from evalstream.files.outputs import (
     escape_line_breaks,
     sidecar,
 )
+from evalstream.files.replace import check_replaceable
 from evalstream.files.sniff import check_input
 from evalstream.judge import answer, inputs, tokens, verdict
 from evalstream.judge.limits import Concurrency, TokenBucket
@@ -66,6 +67,7 @@ class Options:
     config: JudgeConfig
     rejects: str | None = None
     report: str | None = None
+    force: bool = False  # replace targets that hold something else
     cache: str | None = None  # the answer store; default beside the output
     api_key_env: str | None = None  # default OPENAI_API_KEY / ANTHROPIC_API_KEY
     max_connections: int = DEFAULT_MAX_CONNECTIONS
@@ -127,11 +129,12 @@ def check(opts: Options) -> None:
                          "(it is kept beside the output otherwise).")
     # The answer store is read and written: it may be neither an input nor another target.
     default = opts.output != "-"
-    check_targets([("input", opts.input)], [
-        ("output", opts.output),
-        ("rejects", opts.rejects or (sidecar(opts.output, ".rejects.jsonl") if default else None)),
-        ("report", opts.report or (sidecar(opts.output, ".report.json") if default else None)),
-        ("cache", store_path(opts))])
+    rejects = opts.rejects or (sidecar(opts.output, ".rejects.jsonl") if default else None)
+    report = opts.report or (sidecar(opts.output, ".report.json") if default else None)
+    check_targets([("input", opts.input)], [("output", opts.output), ("rejects", rejects),
+                                            ("report", report), ("cache", store_path(opts))])
+    check_replaceable([("output", opts.output, "verdicts"), ("rejects", rejects, "rejects"),
+                       ("report", report, "json")], opts.force)
 
 
 def store_path(opts: Options) -> str:

@@ -42,6 +42,7 @@ from evalstream.files.outputs import (
     sidecar,
 )
 from evalstream.files.parts import is_directory
+from evalstream.files.replace import check_replaceable
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 from evalstream.files.store import InputFile, is_url, needs_resolving, open_file, resolve
 from evalstream.pipeline.records import RecordEncoder
@@ -69,6 +70,7 @@ class Options:
     inputs: list[str] = field(default_factory=list)
     engine: str = "local"  # or "dask"
     scheduler: str | None = None  # a Dask scheduler's address; None: a local cluster
+    force: bool = False  # replace targets that hold something else (cases, another kind)
 
     def arguments(self) -> list[str]:
         """The input arguments as given."""
@@ -270,6 +272,8 @@ def _plan(opts: Options, inputs: list[str]) -> tuple[str | None, str | None]:
         report = report or sidecar(out, ".report.json")
     check_targets([*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
                   [("output", out), ("rejects", rejects), ("report", report)])
+    check_replaceable([("output", out, "judge states"), ("rejects", rejects, "rejects"),
+                       ("report", report, "json")], opts.force)
     return rejects, report
 
 

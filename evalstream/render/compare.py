@@ -26,8 +26,8 @@ def comparability_line(report: CompareReport) -> str:
         return (f"{s.checked:,} of {s.paired:,} pairs are checked comparable (same rubric, "
                 f"state and exposure).{unchecked}")
     reasons = ", ".join(f"{n:,} {h.replace('_', ' ')}" for h, n in s.differs.items() if n)
-    verb = ("included anyway (--force)" if report.force
-            else "left out of the statistics (use --force to include them)")
+    verb = ("included anyway (--include-incomparable)" if report.include_incomparable
+            else "left out of the statistics (use --include-incomparable to include them)")
     return (f"{s.not_comparable:,} of {s.paired:,} pairs are not comparable: the judge did not "
             f"see the same thing (differs: {reasons}); {verb}.{unchecked}")
 

@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 from html import escape
 
+from evalstream.render.names import cut_names
 from evalstream.render.tables import Block, Column, Heading, Link, Paragraph, Table
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
@@ -182,17 +183,15 @@ def _cell(text: str, value: object) -> str:
 
 
 # -- charts --------------------------------------------------------------------------------------
-def _label(text: str) -> str:
-    """A label short enough for the chart's margin (the tooltip keeps the full text): cut
-    in the middle, since names that share a long prefix differ at their end."""
-    if len(text) <= MAX_LABEL_CHARS:
-        return text
-    head = (MAX_LABEL_CHARS - 1) // 2
-    return text[:head] + "…" + text[-(MAX_LABEL_CHARS - 1 - head):]
+def _labels(texts: Sequence[str]) -> dict[str, str]:
+    """Labels short enough for the chart's margin, never two alike (``render.names``: cut at
+    the end, numbered when cuts would read alike); the tooltips keep the full text."""
+    return cut_names(texts, MAX_LABEL_CHARS)
 
 
 def _margin(labels: Sequence[str]) -> int:
-    return min(MAX_LABEL_CHARS, max((len(_label(t)) for t in labels), default=4)) * CHAR_WIDTH + 16
+    longest = max((len(shown) for shown in _labels(labels).values()), default=4)
+    return min(MAX_LABEL_CHARS, longest) * CHAR_WIDTH + 16
 
 
 def _svg(kind: str, title: str, height: int, body: list[str]) -> str:
@@ -211,6 +210,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, title: str,
               color: str = PALETTE[0], fmt: Callable[[float], str] = _plain) -> str:
     """Horizontal bars, one per label, longest scale at the largest value."""
     margin = _margin(labels)
+    names = _labels(labels)
     top = 26
     room = CHART_WIDTH - margin - 70
     peak = max(values, default=0) or 1
@@ -220,7 +220,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, title: str,
         w = max(0.0, value / peak * room)
         shown = escape(fmt(value))
         body.append(
-            f'<text x="{margin - 8}" y="{y + 15}" text-anchor="end">{escape(_label(label))}</text>'
+            f'<text x="{margin - 8}" y="{y + 15}" text-anchor="end">{escape(names[label])}</text>'
             f'<rect class="bar" x="{margin}" y="{y + 3}" width="{w:.1f}" height="{ROW_HEIGHT - 6}" '
             f'fill="{color}"><title>{escape(label)}: {shown}</title></rect>'
             f'<text class="muted" x="{margin + w + 6:.1f}" y="{y + 15}">{shown}</text>')
@@ -238,6 +238,8 @@ def stacked_bar_chart(labels: Sequence[str], segments: Sequence[str],
     one; ``normalize`` draws every bar at full width (shares instead of counts).
     """
     margin = _margin(labels)
+    names = _labels(labels)
+    group_names = _labels(groups or [])
     legend_y = 34
     body = []
     x = margin
@@ -258,14 +260,14 @@ def stacked_bar_chart(labels: Sequence[str], segments: Sequence[str],
     for i, (label, row) in enumerate(zip(labels, values, strict=True)):
         group = groups[i] if groups is not None else None
         if group is not None and group != previous_group:
-            body.append(f'<text x="0" y="{y + 16}" font-weight="600">{escape(_label(group))}'
+            body.append(f'<text x="0" y="{y + 16}" font-weight="600">{escape(group_names[group])}'
                         "</text>")
             y += ROW_HEIGHT
             previous_group = group
         total = totals[i]
         scale = (room / total if total else 0) if normalize else room / peak
         body.append(f'<text x="{margin - 8}" y="{y + 15}" text-anchor="end">'
-                    f"{escape(_label(label))}</text>")
+                    f"{escape(names[label])}</text>")
         x0 = float(margin)
         for k, (name, value) in enumerate(zip(segments, row, strict=True)):
             if value <= 0:
@@ -332,6 +334,7 @@ def range_chart(labels: Sequence[str], rows: Sequence[tuple[float | None, float 
     box from the median to the 95th percentile, a dot at the median and a tick at the max.
     ``rows`` are (median, p95, max); a row with None draws nothing."""
     margin = _margin(labels)
+    names = _labels(labels)
     top = 44
     room = CHART_WIDTH - margin - 70
     known = [r for r in rows if None not in r]
@@ -361,7 +364,7 @@ def range_chart(labels: Sequence[str], rows: Sequence[tuple[float | None, float 
         y = top + i * ROW_HEIGHT
         mid = y + ROW_HEIGHT / 2
         body.append(f'<text x="{margin - 8}" y="{y + 15}" text-anchor="end">'
-                    f"{escape(_label(label))}</text>")
+                    f"{escape(names[label])}</text>")
         if median is None or p95 is None or most is None:
             body.append(f'<text class="muted" x="{margin}" y="{y + 15}">-</text>')
             continue

@@ -188,6 +188,7 @@ class AgreeOptions:
     cases: str
     by: str | None = None
     rejects: str | None = None
+    force: bool = False  # replace a rejects target that holds something else
     max_ids: int = DEFAULT_MAX_IDS
     confidence: float = agreement.DEFAULT_CONFIDENCE
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
@@ -469,6 +470,7 @@ def run(opts: AgreeOptions,
     """
     from evalstream.errors import UsageError
     from evalstream.files.outputs import check_targets
+    from evalstream.files.replace import check_replaceable
 
     if opts.verdicts == "-" and opts.cases == "-":
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
@@ -487,6 +489,7 @@ def run(opts: AgreeOptions,
     check_unscored_rate(opts.max_unscored_rate)
     check_targets([("verdicts", opts.verdicts), ("cases", opts.cases)],
                   [("rejects", opts.rejects)])
+    check_replaceable([("rejects", opts.rejects, "rejects")], opts.force)
     check_view(opts.view)
     rubrics, groups = Codes(MAX_RUBRICS), Codes()
     sink = RejectSink(opts.rejects)

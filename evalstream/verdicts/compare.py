@@ -5,10 +5,11 @@ hashes of ``rubric_hash``, ``state_hash`` and the exposure's ``shown`` names) an
 with Polars. A pair is comparable when the judge saw the same thing in both runs: the same
 rubric, the same state and the same exposure (a field absent from both verdicts counts as
 the same; absent from one only, as different). Pairs that are not comparable are counted
-by reason and left out of the statistics unless ``force``. Per rubric:
+by reason and left out of the statistics unless ``include_incomparable``. Per rubric:
 
     keys = only_a + only_b + paired;  paired = not_comparable + comparable
-    compared = comparable (+ not_comparable with force) = scored + pairs with an unscored side
+    compared = comparable (+ not_comparable with include_incomparable)
+             = scored + pairs with an unscored side
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ class CompareReport(Struct):
     evalstream: str
     run_a: VerdictFileSummary
     run_b: VerdictFileSummary
-    force: bool
+    include_incomparable: bool
     max_ids: int
     max_unscored_rate: float | None
     view: str | None  # the view export the example ids link to
@@ -154,8 +155,9 @@ class CompareOptions:
 
     run_a: str
     run_b: str
-    force: bool = False
+    include_incomparable: bool = False
     rejects: str | None = None
+    force: bool = False  # replace a rejects target that holds something else
     max_ids: int = DEFAULT_MAX_IDS
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
@@ -298,6 +300,7 @@ def run(opts: CompareOptions,
     """
     from evalstream.errors import UsageError
     from evalstream.files.outputs import check_targets
+    from evalstream.files.replace import check_replaceable
     from evalstream.verdicts.agree import check_unscored_rate, check_view, over_unscored_rate
 
     if opts.run_a == "-" and opts.run_b == "-":
@@ -311,6 +314,7 @@ def run(opts: CompareOptions,
         raise UsageError("--max-ids must be 0 or more.")
     check_unscored_rate(opts.max_unscored_rate)
     check_targets([("run-a", opts.run_a), ("run-b", opts.run_b)], [("rejects", opts.rejects)])
+    check_replaceable([("rejects", opts.rejects, "rejects")], opts.force)
     check_view(opts.view)
     rubrics = Codes(MAX_RUBRICS)
     sink = RejectSink(opts.rejects)
@@ -320,7 +324,7 @@ def run(opts: CompareOptions,
                                allow_unknown_fields=opts.allow_unknown_fields)
                  for path in (opts.run_a, opts.run_b)]
         rows, example_rows = _count_rows(_joined(files[0].frame, files[1].frame), opts.max_ids,
-                                         opts.force)
+                                         opts.include_incomparable)
         lines_a = {a for listed in example_rows.values() for _, a, _ in listed if a is not None}
         lines_b = {b for listed in example_rows.values() for _, _, b in listed if b is not None}
         rationales = (rationales_at(opts.run_a, lines_a, opts.max_line_bytes),
@@ -328,8 +332,8 @@ def run(opts: CompareOptions,
         tallies: dict[int, _Tally] = {}
         whole = _Tally()
         for row in rows:
-            tallies.setdefault(row["rubric"], _Tally()).add(row, opts.force)
-            whole.add(row, opts.force)
+            tallies.setdefault(row["rubric"], _Tally()).add(row, opts.include_incomparable)
+            whole.add(row, opts.include_incomparable)
         results = [_comparison(rubrics.names[r], tallies[r],
                                {k: ids for (rubric, k), ids in example_rows.items()
                                 if rubric == r},
@@ -339,7 +343,8 @@ def run(opts: CompareOptions,
         too_many = any(over_unscored_rate(f.summary, opts.max_unscored_rate) for f in files)
         report = CompareReport(
             command="compare", evalstream=__version__, run_a=files[0].summary,
-            run_b=files[1].summary, force=opts.force, max_ids=opts.max_ids,
+            run_b=files[1].summary, include_incomparable=opts.include_incomparable,
+            max_ids=opts.max_ids,
             max_unscored_rate=opts.max_unscored_rate, view=opts.view, summary=whole.counts(),
             rubrics=results, rejects=opts.rejects,
             exit_code=1 if rejected or too_many else 0)

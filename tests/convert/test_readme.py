@@ -1,4 +1,4 @@
-"""The README's `convert` transcripts are real: each `$ command` in the section runs, from a
+"""The `convert` transcripts of docs/convert.md are real: each `$ command` in it runs, from a
 folder that sees the repository's data/, and prints exactly the lines shown under it."""
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from tests.helpers import ROOT
 
 
 def _transcripts() -> list[tuple[str, list[str]]]:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## convert\n"):text.index("\n## build\n")]
+    section = (ROOT / "docs" / "convert.md").read_text()
     found: list[tuple[str, list[str]]] = []
     for block in re.findall(r"```\n(.*?)```", section, re.S):
         lines = block.splitlines()

@@ -157,7 +157,7 @@ def test_stdin_and_stdout() -> None:
 def test_no_color_and_terminal_width(tmp_path: Path) -> None:
     # A real run with a narrow COLUMNS: every table fits, nothing is dropped.
     env = {**os.environ, "COLUMNS": "60", "NO_COLOR": "1"}
-    done = subprocess.run([sys.executable, "-m", "evalstream", "stats", CASES], env=env,
+    done = subprocess.run([sys.executable, "-m", "evalstream", "stats", CASES, "--full"], env=env,
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "\x1b[" not in done.stdout

@@ -106,7 +106,7 @@ def test_another_users_file_in_a_sticky_folder(tmp_path: Path) -> None:
     try:
         sticky.chmod(0o1777)
         for name in NAMES:
-            (sticky / name).write_bytes(b"OLD\n")  # owned by root
+            (sticky / name).write_bytes(b"")  # owned by root; empty: a run may write it
             (sticky / name).chmod(0o666)  # even writable by all: still not replaceable
 
         # The interpreter lives where `nobody` may not read (/root): the child starts as
@@ -122,6 +122,6 @@ def test_another_users_file_in_a_sticky_folder(tmp_path: Path) -> None:
         assert done.returncode == 2, done.stderr
         assert (b"cannot replace states.jsonl: it belongs to another user, in a folder where "
                 b"only a file's owner may replace it") in done.stderr
-        assert _contents(sticky) == dict.fromkeys(NAMES, b"OLD\n")
+        assert _contents(sticky) == dict.fromkeys(NAMES, b"")
     finally:
         shutil.rmtree(sticky)

@@ -212,9 +212,13 @@ def test_a_failed_run_writes_nothing(tmp_path: Path, dask_cluster: str,
     (tmp_path / "table.jsonl").write_text("id,input,output\n1,a,b\n2,c,d\n")
     (tmp_path / "one.jsonl").write_text("an earlier output\n")
     inputs = [str(SAMPLES / "cases.jsonl"), str(tmp_path / "table.jsonl")]
-    with pytest.raises(WrongFileError, match="table.jsonl is a CSV table"):
+    with pytest.raises(UsageError, match="give --force to replace it"):
         run(_options(inputs, str(tmp_path / "one.jsonl"), engine="dask",
-                     scheduler=dask_cluster))
+                     scheduler=dask_cluster))  # refused before the cluster is asked
+    with pytest.raises(WrongFileError, match="table.jsonl is a CSV table"):
+        # --force: the earlier file is not build's output, and must survive all the same.
+        run(_options(inputs, str(tmp_path / "one.jsonl"), engine="dask",
+                     scheduler=dask_cluster, force=True))
     assert (tmp_path / "one.jsonl").read_text() == "an earlier output\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "table.jsonl"]
     with pytest.raises(WrongFileError):

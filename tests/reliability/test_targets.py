@@ -121,7 +121,7 @@ def test_agree_writes_its_rejects_and_results_together_or_not_at_all(folder: Pat
 
 def test_stats_writes_rejects_report_and_page_together_or_not_at_all(folder: Path) -> None:
     (folder / "c.jsonl").write_text((folder / "c.jsonl").read_text() + "not a case\n")
-    (folder / "page.html").write_text("OLD")
+    (folder / "page.html").write_text("<title>evalstream stats</title> OLD")  # an earlier page
     if subprocess.run(["chattr", "+i", str(folder / "page.html")],
                       capture_output=True).returncode != 0:
         pytest.skip("chattr +i is not allowed here")
@@ -133,4 +133,4 @@ def test_stats_writes_rejects_report_and_page_together_or_not_at_all(folder: Pat
     assert done.returncode == 2, done.stderr
     assert b"cannot replace page.html: it is immutable" in done.stderr
     assert not (folder / "r.jsonl").exists() and not (folder / "s.json").exists()
-    assert (folder / "page.html").read_text() == "OLD"
+    assert (folder / "page.html").read_text() == "<title>evalstream stats</title> OLD"

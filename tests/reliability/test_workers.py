@@ -35,6 +35,9 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+OLD = b'{"case_id":"old","rubric_id":"r","question":"Q?","state":{}}\n'  # an earlier run's
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -91,7 +94,7 @@ def _gone(pids: list[int], within: float = 5) -> None:
 
 
 def test_a_killed_worker_ends_the_run_cleanly(tmp_path: Path, big: Path) -> None:
-    (tmp_path / "states.jsonl").write_bytes(b"OLD\n")
+    (tmp_path / "states.jsonl").write_bytes(OLD)
     started = time.monotonic()
     proc, workers = _start(tmp_path, big)
     os.kill(workers[0], signal.SIGKILL)
@@ -102,7 +105,7 @@ def test_a_killed_worker_ends_the_run_cleanly(tmp_path: Path, big: Path) -> None
                           "working on bytes "), err
     assert f"of {big}; nothing was written." in err and "Traceback" not in err
     _gone(workers)
-    assert (tmp_path / "states.jsonl").read_bytes() == b"OLD\n"
+    assert (tmp_path / "states.jsonl").read_bytes() == OLD
     assert _leftovers(tmp_path) == []  # no temporary file, no part folder
 
 

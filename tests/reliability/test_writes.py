@@ -22,8 +22,10 @@ import pytest
 from .support import ROOT, cli, cli_env
 
 SAMPLES = ROOT / "data" / "samples" / "cases.jsonl"
-OLD = {"states.jsonl": b"OLD STATES\n", "states.rejects.jsonl": b"OLD REJECTS\n",
-       "states.report.json": b"OLD REPORT\n"}
+# An earlier run's outputs (of the kinds written there: a run may replace them).
+OLD = {"states.jsonl": b'{"case_id":"old","rubric_id":"r","question":"Q?","state":{}}\n',
+       "states.rejects.jsonl": b'{"line":1,"offset":0,"error":"old","raw":"x"}\n',
+       "states.report.json": b'{"command":"build","evalstream":"0.0.1"}\n'}
 
 
 def _many_cases(copies: int) -> bytes:
@@ -296,7 +298,7 @@ def test_a_pipe_or_device_output_is_written_in_place_not_replaced(tmp_path: Path
 
 
 def test_a_symlinked_output_keeps_its_link(tmp_path: Path) -> None:
-    (tmp_path / "real.jsonl").write_bytes(b"OLD\n")
+    (tmp_path / "real.jsonl").write_bytes(OLD["states.jsonl"])
     (tmp_path / "link.jsonl").symlink_to("real.jsonl")
     done = cli("build", str(SAMPLES), "link.jsonl", "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -1,5 +1,5 @@
 """compare end to end: flips, comparability, pass rates and McNemar against a plain-Python
-pairing and statsmodels; --force; goldens; exit codes."""
+pairing and statsmodels; --include-incomparable; goldens; exit codes."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def check_report(report: CompareReport, a_text: str, b_text: str, force: bool) -
 
 @pytest.mark.parametrize("force", [False, True])
 def test_sample_runs_against_plain_pairing(force: bool) -> None:
-    report = run(CompareOptions(str(RUN_A), str(RUN_B), force=force))
+    report = run(CompareOptions(str(RUN_A), str(RUN_B), include_incomparable=force))
     check_report(report, RUN_A.read_text(), RUN_B.read_text(), force)
     assert report.exit_code == 0
 
@@ -97,7 +97,7 @@ def test_sample_known_facts() -> None:
     assert r["booking-succeeded"].counts.absent_on_both["state_hash"] == 11
     # case-12 flipped fail (B) after pass (A) but is not comparable: not a flip unless forced.
     assert "case-12" not in r["claim-support"].examples.fail_to_pass
-    forced = run(CompareOptions(str(RUN_A), str(RUN_B), force=True))
+    forced = run(CompareOptions(str(RUN_A), str(RUN_B), include_incomparable=True))
     fr = {x.rubric: x for x in forced.rubrics}
     assert fr["claim-support"].examples.pass_to_fail == ["case-12"]
     assert fr["claim-support"].examples.not_comparable == ["case-12"]  # still reported
@@ -168,7 +168,7 @@ def test_any_runs_against_plain_pairing(tmp_path: Path, a: dict[Any, Any], b_cha
     pa, pb = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     pa.write_text("".join(x + "\n" for x in a_lines))
     pb.write_text("".join(x + "\n" for x in b_lines))
-    report = run(CompareOptions(str(pa), str(pb), force=force, max_ids=max_ids))
+    report = run(CompareOptions(str(pa), str(pb), include_incomparable=force, max_ids=max_ids))
     check_report(report, pa.read_text(), pb.read_text(), force)
 
 
@@ -200,7 +200,7 @@ def test_cli_table_and_html(tmp_path: Path, capsys: Any) -> None:
     assert main(["compare", str(RUN_A), str(RUN_B), "--html", str(tmp_path / "c.html")]) == 0
     out = " ".join(capsys.readouterr().out.split())  # the terminal width wraps lines
     assert "3 of 110 pairs are not comparable" in out
-    assert "use --force" in out
+    assert "use --include-incomparable" in out
     assert (tmp_path / "c.html").read_text().count('class="flip pass-to-fail"') == 5
 
 

@@ -1,4 +1,4 @@
-"""The README's `batch` transcript is real: each `$ command` of it runs, from a folder that sees
+"""The `batch` transcript of docs/batch.md is real: each `$ command` of it runs, from a folder that sees
 the repository's data/, against a fresh fake server, and prints exactly the lines shown."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ README_PORT = "8765"
 
 
 def _transcript() -> list[tuple[str, list[str]]]:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("\n## batch\n"):text.index("\n### The folder `prepare` writes")]
+    text = (ROOT / "docs" / "batch.md").read_text()
+    section = text[:text.index("\n## The folder `prepare` writes")]
     block = next(b for b in re.findall(r"```\n(.*?)```", section, re.S) if "\n$ " in b)
     found: list[tuple[str, list[str]]] = []
     for line in block.splitlines():
