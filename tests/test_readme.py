@@ -178,7 +178,7 @@ def test_the_readme_links_every_page_of_docs() -> None:
     assert {p.name for p in DOCS.glob("*.md")} <= {
         Path(t.partition("#")[0]).name for t in links(readme) if t.startswith("docs/")}
     # The package index shows the README without the repository: say where the docs are.
-    assert "the `docs/` folder of the source repository" in readme
+    assert "The reference lives in the `docs/` folder of the source repository" in readme
 
 
 def test_the_set_up_commands_are_the_ones_ci_runs() -> None:
