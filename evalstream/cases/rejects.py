@@ -334,7 +334,7 @@ def _explain_invalid(what: str, path: str, line: bytes,
         return f"{path}.{name}", f"`{path}` is missing its required field `{name}`."
     if what.startswith("Invalid enum value"):
         value = what[len("Invalid enum value "):]
-        allowed = shape.allowed.get(shape.pattern(path), "see the formats in the README")
+        allowed = shape.allowed.get(shape.pattern(path), "see docs/formats.md")
         return path, f"`{path}` is {value}; allowed values are: {allowed}."
     if what in _OUT_OF_RANGE:
         return path, (f"The number at `{path}` is out of range; integers must fit in 64 bits and "

@@ -7,7 +7,7 @@ zstd-compressed, method 93, in newer ones); a ``.json`` log is one JSON object w
 ``samples`` array is streamed with ijson. One sample is in memory at a time, and only the
 fields a case needs are decoded (the events, usually most of a sample, are skipped).
 
-Mapping (the README's ``inspect`` table): ``id`` the sample id (``<id>.epoch-<n>`` when the
+Mapping (docs/convert.md, the ``inspect`` table): ``id`` the sample id (``<id>.epoch-<n>`` when
 eval ran more than one epoch); ``input`` the sample input (its last user message when the
 input is a list of messages); ``output`` the model output's completion, else the last
 assistant message with text; ``messages`` the sample's messages with ids ``m1``, ``m2``...

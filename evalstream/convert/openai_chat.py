@@ -1,6 +1,6 @@
 """OpenAI chat transcripts -> case fields: messages, tool events, input and output.
 
-Rules (the README's ``openai-chat`` table says the same):
+Rules (the ``openai-chat`` table of docs/convert.md says the same):
 
 - ``output`` is the last assistant message with text; ``input`` the last user message
   with text before it. ``messages`` is the whole transcript, in order.

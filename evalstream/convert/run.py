@@ -135,8 +135,8 @@ def _check_options(opts: Options, fmt: str) -> None:
             ("--parse-json", opts.parse_json), ("--keep-unmapped", opts.keep_unmapped)) if value]
         if given:
             raise UsageError(f"{', '.join(given)} apply to tables (--from "
-                             f"{', '.join(TABLES)}); {fmt} has its own fixed mapping (see the "
-                             "README).")
+                             f"{', '.join(TABLES)}); {fmt} has its own fixed mapping (see "
+                             "docs/convert.md).")
     if fmt == "inspect" and opts.id_from:
         raise UsageError("--id-from does not apply to inspect logs: a case's id is its "
                          "sample id.")

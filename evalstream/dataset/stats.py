@@ -7,7 +7,7 @@ is counted exactly in the run's tokenizer (``build`` decides the same checks, mo
 byte bound: a state that fits in bytes fits in tokens), so every token figure here is an
 exact count.
 Here the rows are aggregated with Polars into ``DatasetStats``: a msgspec Struct with a
-stable JSON shape (documented in the README). It holds no timings, so the same input
+stable JSON shape (documented in docs/stats.md). It holds no timings, so the same input
 gives the same bytes, whatever the number of workers.
 
 Memory: the rows take about 40 bytes per case (build's id index takes 36-72, and is freed

@@ -11,7 +11,7 @@ from evalstream.render.names import cut_names, key_note
 from evalstream.render.tables import Block, Column, Heading, Paragraph, Table
 
 MAX_TABLE_GROUPS = 50  # rows of group tables in the terminal and markdown; JSON has all
-GROUP_WIDTH = 32  # a group name longer than this is cut, with the full name in a key
+GROUP_WIDTH = 24  # a group name longer than this is cut, with the full name in a key
 # The sections of the tables, in order. The terminal shows SUMMARY (one screen: the
 # largest groups, labels per rubric, the first warnings); --full or --section the rest.
 SECTIONS = ("overview", "groups", "sizes", "labels", "coverage", "checks", "metadata")

@@ -102,14 +102,19 @@ Block = Heading | Paragraph | Table
 
 
 # -- rich ----------------------------------------------------------------------------------------
+FIRST_WIDTH = 24
+
+
 def _widths(table: Table, rows: list[list[str]]) -> list[int]:
     """The narrowest each column can be: figures never wrap, headers wrap only between words,
-    text keeps up to 16 characters on a line."""
+    text keeps up to 16 characters on a line, the first column (which names the row) up to
+    FIRST_WIDTH: a name cut to fit (``render.names``) is never wrapped again."""
     widths = []
     for i, column in enumerate(table.columns):
         longest = max((len(row[i]) for row in rows), default=1)
         word = max((len(w) for w in column.name.split()), default=1)
-        widths.append(max(word, longest if column.numeric else min(longest, 16)))
+        keep = FIRST_WIDTH if i == 0 else 16
+        widths.append(max(word, longest if column.numeric else min(longest, keep)))
     return widths
 
 

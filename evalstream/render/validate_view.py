@@ -31,4 +31,6 @@ def print_problems(report: RunReport, first: list[Reject], file: TextIO,
                   f"{c.blank:,} blank.")
     if c.rejected:
         kinds = ", ".join(f"{k} {v:,}" for k, v in report.rejected_by_kind.items())
-        console.print(literal(f"Rejected by kind: {kinds}. All rejects: {report.rejects}"))
+        where = (f"All rejects: {report.rejects}." if report.rejects
+                 else "Give --rejects FILE (or --format json) for every rejected line.")
+        console.print(literal(f"Rejected by kind: {kinds}. {where}"))

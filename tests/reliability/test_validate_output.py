@@ -106,3 +106,12 @@ def test_messages_cut_very_long_field_names(tmp_path: Path) -> None:
     assert reject["path"] == f"$.{name}"  # the path stays exact, for scripts
     assert f"Unknown field `{'q' * 80}... (100,000 characters)` in the case." in reject["error"]
     assert len(reject["error"]) < 400
+
+
+def test_without_rejects_file_the_table_says_how_to_get_every_reject(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = _dataset(tmp_path)
+    assert main(["validate", str(src), "-q"]) == 1
+    out = " ".join(capsys.readouterr().out.split())  # as wrapped at any width
+    assert out.endswith("Give --rejects FILE (or --format json) for every rejected line.")
+    assert "None" not in out
