@@ -32,19 +32,23 @@ def register(sub: Any) -> None:
                 "--engine dask the work runs on a Dask cluster and OUTPUT may be a URL or a "
                 "directory of parts (a name ending in /), byte-identical either way.",
                 ["evalstream build cases.jsonl states.jsonl",
+                 "evalstream build shards/*.jsonl -o states.jsonl",
                  "evalstream build cases.jsonl states.jsonl --rubrics builtin --rubrics "
                  "mine.toml --max-tokens 16000",
                  "evalstream build big.jsonl states.jsonl.zst --workers 2",
                  "evalstream build 'shards/*.jsonl' states/ --engine dask --scheduler "
                  "tcp://10.0.0.5:8786"],
                 [(0, "clean"), (1, "finished, some lines rejected (or no line is a case)")]))
-    b.add_argument("input", type=path, nargs="+",
+    # `build IN OUT` as documented, or `build IN... -o OUT`: with a shell glob the output
+    # is then never one of the inputs (and a file that holds cases is refused anyway).
+    b.add_argument("paths", type=path, nargs="+", metavar="INPUT... OUTPUT",
                    help="cases: a .jsonl path, .gz or .zst, or - for stdin; several paths, "
-                        "globs or URLs (s3://...) are read in order as one input")
-    b.add_argument("output", type=path,
-                   help="judge states: a .jsonl path, .gz or .zst, or - for stdout; "
-                        "with --engine dask also a URL, or a directory of parts "
-                        "(a name ending in /)")
+                        "globs or URLs (s3://...) are read in order as one input; the last "
+                        "path is the output (judge states: a .jsonl path, .gz or .zst, or - "
+                        "for stdout; with --engine dask also a URL, or a directory of parts, "
+                        "a name ending in /) unless -o gives it")
+    b.add_argument("-o", "--output", type=path, metavar="OUTPUT", dest="output_option",
+                   help="the output; every path before it is then an input")
     b.add_argument("--rubrics", type=path, action="append", default=[], metavar="FILE",
                    help="a TOML rubric file; repeatable; replaces the built-in rubrics "
                         "(`--rubrics builtin --rubrics mine.toml` adds to them)")
@@ -134,7 +138,17 @@ def _run(args: argparse.Namespace, output: str | None) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    return _run(args, args.output)
+    paths = list(args.paths)
+    if args.output_option is not None:
+        args.input, output = paths, args.output_option
+    elif len(paths) < 2:
+        from evalstream.errors import UsageError
+
+        raise UsageError("build needs an input and an output: `evalstream build IN OUT` or "
+                         "`evalstream build IN... -o OUT`.")
+    else:
+        args.input, output = paths[:-1], paths[-1]
+    return _run(args, output)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -50,7 +50,7 @@ def test_rejects_exit_1(tmp_path: Path) -> None:
      "not valid TOML"),
     (["build", "{samples}/cases.jsonl", "{samples}/cases.jsonl"], "the input and output paths are the same file"),
     (["build", "{samples}/cases.jsonl", "{tmp}/s.jsonl", "--max-tokens", "0"], "must be positive"),
-    (["build", "{samples}/cases.jsonl"], "the following arguments are required: output"),
+    (["build", "{samples}/cases.jsonl"], "build needs an input and an output"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_usage_and_io_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:

@@ -100,3 +100,18 @@ def test_the_library_refuses_too_and_force_allows() -> None:
     check_replaceable([("output", "/dev/null", "judge states"), ("output", "-", "text"),
                        ("output", None, "json")])
     assert json.loads((SAMPLES / "cases.jsonl").read_text().splitlines()[0])["id"]
+
+
+def test_build_o_reads_every_path_as_input(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    shards = [tmp_path / "part-1.jsonl", tmp_path / "part-2.jsonl"]
+    lines = (SAMPLES / "cases.jsonl").read_bytes().splitlines(keepends=True)
+    shards[0].write_bytes(b"".join(lines[:20]))
+    shards[1].write_bytes(b"".join(lines[20:]))
+    out = tmp_path / "states.jsonl"
+    assert main(["build", *map(str, shards), "-o", str(out), "-q"]) == 0
+    whole = tmp_path / "whole.jsonl"
+    assert main(["build", str(SAMPLES / "cases.jsonl"), str(whole), "-q"]) == 0
+    assert out.read_bytes() == whole.read_bytes()  # both shards, in order, as one input
+    assert main(["build", str(shards[0])]) == 2
+    assert "build needs an input and an output" in capsys.readouterr().err
