@@ -33,7 +33,7 @@ class ConvertReport(msgspec.Struct):
     evalstream: str
     input: str
     output: str
-    rejects: str
+    rejects: str | None  # None: not written (the cases went to stdout)
     format: str
     inferred: str | None  # how the format was inferred; None when --from named it
     mapping: dict[str, str] | None

@@ -98,14 +98,14 @@ def run(opts: Options, on_row: Callable[[int], None] | None = None,
         try:
             out = AtomicOutput(opts.output)
             sinks.append(out)
-            rej_out = AtomicOutput(rejects_path)
-            sinks.append(rej_out)
-            report_out = AtomicOutput(report_path)
-            sinks.append(report_out)
+            rej_out = AtomicOutput(rejects_path) if rejects_path is not None else None
+            report_out = AtomicOutput(report_path) if report_path is not None else None
+            sinks += [s for s in (rej_out, report_out) if s is not None]
             converter = _Converter(source, opts.id_from, rej_out)
             converter.convert(out, on_row)
             report = converter.report(opts, fmt, inferred, table_map, rejects_path, started)
-            report_out.write(encode(report))
+            if report_out is not None:
+                report_out.write(encode(report))
             commit_all(sinks)
         except BaseException:
             for sink in sinks:
@@ -114,12 +114,13 @@ def run(opts: Options, on_row: Callable[[int], None] | None = None,
     return report, converter.first_rejects
 
 
-def _paths(opts: Options) -> tuple[str, str]:
-    if opts.output == "-" and (opts.rejects is None or opts.report is None):
-        raise UsageError("writing the cases to stdout leaves nowhere to put the rejects and "
-                         "report by default; give --rejects FILE and --report FILE.")
-    rejects = opts.rejects or sidecar(opts.output, ".rejects.jsonl")
-    report = opts.report or sidecar(opts.output, ".report.json")
+def _paths(opts: Options) -> tuple[str | None, str | None]:
+    """The rejects and report paths (None: not written): beside an output file by default;
+    with the cases on stdout, only those asked for (as build: the summary has the counts)."""
+    rejects, report = opts.rejects, opts.report
+    if opts.output != "-":
+        rejects = rejects or sidecar(opts.output, ".rejects.jsonl")
+        report = report or sidecar(opts.output, ".report.json")
     check_targets([("input", opts.input)],
                   [("output", opts.output), ("rejects", rejects), ("report", report)])
     check_replaceable([("output", opts.output, "cases"), ("rejects", rejects, "rejects"),
@@ -209,7 +210,8 @@ def _table_builder(table_map: mapping.Mapping, rules: list[openai_chat.FailureRu
 class _Converter:
     """The per-row loop and its counters."""
 
-    def __init__(self, source: _Source, id_from: str | None, rej_out: AtomicOutput) -> None:
+    def __init__(self, source: _Source, id_from: str | None,
+                 rej_out: AtomicOutput | None) -> None:
         self.source, self.id_from, self.rej_out = source, id_from, rej_out
         self.counts = ConvertCounts()
         self.rejected_by_kind: Counter[str] = Counter()
@@ -325,10 +327,11 @@ class _Converter:
                             problem.sentence, raw_text(raw))
         if len(self.first_rejects) < FIRST_REJECTS_KEPT:
             self.first_rejects.append(rej)
-        self.rej_out.write(escape_line_breaks(self._encode_reject(rej)) + b"\n")
+        if self.rej_out is not None:  # None: counted only (the cases went to stdout)
+            self.rej_out.write(escape_line_breaks(self._encode_reject(rej)) + b"\n")
 
     def report(self, opts: Options, fmt: str, inferred: str | None,
-               table_map: mapping.Mapping | None, rejects: str, started: float
+               table_map: mapping.Mapping | None, rejects: str | None, started: float
                ) -> ConvertReport:
         columns = self.source.columns
         seen = columns if columns is not None else list(self.keys_seen)

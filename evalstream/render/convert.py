@@ -22,7 +22,9 @@ def render_summary(report: ConvertReport, file: TextIO) -> None:
     if report.rejected_by_kind:
         lines.append("rejected: " + ", ".join(f"{k}: {v:,}" for k, v in
                                               report.rejected_by_kind.items()))
-    if c.rejected and report.rejects != "-":
+    if c.rejected and report.rejects is None:
+        lines.append("rejects: not written (give --rejects FILE)")
+    elif c.rejected and report.rejects != "-":
         lines.append(f"rejects written to {report.rejects}")
     lines += [f"warning: {w}" for w in report.warnings]
     file.write("".join(_printable(line) + "\n" for line in lines))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,18 @@ def test_stdin_to_stdout(tmp_path: Path) -> None:
     assert case["input"] == "x, y"
     done = _cli("-", str(tmp_path / "c.jsonl"), "--map", "input=q,output=a")
     assert done.returncode == 2 and b"give --from for stdin" in done.stderr
+
+
+
+def test_to_stdout_needs_no_flags_and_writes_no_file(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "evalstream", "convert", "-", "-", "--from",
+                           "csv", "--map", "input=q,output=a"], input=b"q,a\nx,y\nz,\n",
+                          capture_output=True, cwd=tmp_path, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1  # one row rejected: counted, said on stderr
+    assert [json.loads(x)["input"] for x in done.stdout.splitlines()] == ["x"]
+    assert b"rejects: not written (give --rejects FILE)" in done.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_outputs_are_atomic(tmp_path: Path) -> None:
