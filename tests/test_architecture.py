@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ROOT
 
 PACKAGE = ROOT / "evalstream"
@@ -54,6 +56,7 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 def test_lower_packages_never_import_higher_ones() -> None:
     modules = sorted(PACKAGE.rglob("*.py"))
     assert len(modules) > 30

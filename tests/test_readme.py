@@ -105,6 +105,7 @@ def test_the_transcript_reader() -> None:
                                  ("python -m evalstream d", [])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [p for p in PAGES if "```console" in p.read_text()], ids=_relative)
 def test_console_examples_print_what_is_shown(page: Path, tmp_path: Path) -> None:
     examples = transcripts(page.read_text())
@@ -239,6 +240,7 @@ def test_the_request_example_is_the_golden_body() -> None:
     assert shown == sent
 
 
+@pytest.mark.slow
 def test_the_judge_transcript_runs_against_the_fake_server(tmp_path: Path) -> None:
     from tests.judge.support import FakeServer
 
@@ -268,6 +270,7 @@ def test_the_judge_transcript_runs_against_the_fake_server(tmp_path: Path) -> No
         server.stop()
 
 
+@pytest.mark.slow
 def test_the_view_server_prints_what_docs_show(tmp_path: Path) -> None:
     text = (DOCS / "view.md").read_text()
     (command, shown), = [t for t in transcripts(text.replace("```\n$ python -m evalstream view",
@@ -308,6 +311,7 @@ def test_the_shell_glob_example_of_reliability_is_refused_as_shown(tmp_path: Pat
         ROOT / "data/samples/cases.jsonl").read_bytes()
 
 
+@pytest.mark.slow
 def test_the_python_api_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     import ast

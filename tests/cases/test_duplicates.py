@@ -3,6 +3,7 @@ and those a plain dict of ids finds, for any number of reducers and any grouping
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +46,7 @@ ids = st.lists(st.lists(st.sampled_from([f"c{i}" for i in range(12)] + ["x/y", "
                         max_size=15), max_size=8)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(tasks=ids, reducers=st.integers(1, 7), group=st.integers(1, 4))
 def test_reducers_find_what_one_index_finds(tasks: list[list[str]], reducers: int,

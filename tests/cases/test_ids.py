@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +14,7 @@ def id_hashes(ids: list[str]) -> tuple[list[int], list[int]]:
     return ([id_hash(i) & (1 << 64) - 1 | 1 for i in ids], [id_hash(i) >> 64 for i in ids])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(blocks=st.lists(st.lists(st.sampled_from([f"id-{i}" for i in range(40)] + ["é", "😀"]),
                                 max_size=30), max_size=8))
@@ -35,6 +37,7 @@ def test_index_matches_a_reference(blocks: list[list[str]]) -> None:
     assert index.size == len(first_seen)
 
 
+@pytest.mark.slow
 def test_bytes_per_case_stay_small() -> None:
     index = IdIndex()
     n = 200_000

@@ -233,6 +233,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | _text,
                      | st.dictionaries(_text, inner, max_size=3), max_leaves=12)
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(_json, _json), max_size=3), st.none() | st.dictionaries(_text, _json))
 def test_nested_text_is_found_as_an_independent_walk_finds_it(
         events: list[tuple[Any, Any]], metadata: Any) -> None:

@@ -31,6 +31,7 @@ ENCODINGS = encodings.ENCODINGS
 
 
 # -- what defines an encoding -------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ENCODINGS)
 def test_specs_are_tiktokens_own(name: str) -> None:
     enc = oracle(name)  # tiktoken's constructor: its pattern, specials and hash
@@ -153,6 +154,7 @@ def test_the_toktok_check_sample_holds_tiktokens_counts(name: str) -> None:
         assert len(oracle(name).encode_ordinary(row[0])) == row[column], row[0]
 
 
+@pytest.mark.slow
 def test_special_tokens_in_content_count_as_text() -> None:
     for name in ENCODINGS:
         assert encodings.count("<|endoftext|>", name) > 1
@@ -176,6 +178,7 @@ ascii_text = st.lists(st.one_of(
     st.text(st.characters(max_codepoint=127), max_size=12)), max_size=60).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(sample=text, name=st.sampled_from(ENCODINGS))
 def test_counts_equal_tiktokens(sample: str, name: str) -> None:
@@ -189,6 +192,7 @@ def _toktok(name: str) -> Callable[[str], int]:
     return counter
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(sample=ascii_text, name=st.sampled_from(ENCODINGS))
 def test_toktok_equals_tiktoken_on_ascii(sample: str, name: str) -> None:
@@ -235,6 +239,7 @@ class _FakeCore:
         return n + 1 if self.bad_count and "Hello" in text else n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fault", "why"), [
     ({"bad_count": True}, "it counts 'Hello world' as 3, not 2"),
     ({"bad_vocabulary": True}, "its vocabulary differs from the one tiktoken publishes"),

@@ -66,6 +66,7 @@ def states(draw: Any) -> tuple[bytes, list[str]]:
     return msgspec.json.encode(state), names
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES // 2, deadline=None)
 @given(sample=states(), name=st.sampled_from(ENCODINGS), item_min=st.sampled_from([1, 16, 1024]),
        part=st.sampled_from([4, 32, 1 << 15]))
@@ -93,6 +94,7 @@ def _cut_points(text: str) -> list[int]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(text=st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.sampled_from(
     ['"a', ',"b', "{'", "(x", "ab cd", "Ab Cd", "!?z", "))A", " '", '"\'s', "a b"])),
@@ -139,6 +141,7 @@ def test_build_cuts_only_where_the_rules_allow() -> None:
 
 
 # -- counting a state -----------------------------------------------------------------------
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(sample=states(), name=st.sampled_from(ENCODINGS))
 def test_a_state_counts_as_its_whole_text(sample: tuple[bytes, list[str]], name: str) -> None:
@@ -171,6 +174,7 @@ def test_dense_text_past_the_limit_has_a_true_lower_bound(unit: str, repeat: int
     assert n == whole(state, name) if exact else limit < n <= whole(state, name)
 
 
+@pytest.mark.slow
 def test_hostile_text_is_rejected_without_counting_it(monkeypatch: pytest.MonkeyPatch) -> None:
     counted: list[int] = []
     b = budget("o200k_base")
@@ -183,6 +187,7 @@ def test_hostile_text_is_rejected_without_counting_it(monkeypatch: pytest.Monkey
 
 
 # -- the cache --------------------------------------------------------------------------------
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(batch=st.lists(st.tuples(states(), st.one_of(st.none(), st.integers(1, 400))),
                       min_size=1, max_size=8),

@@ -34,6 +34,7 @@ def test_clean_build_exits_0(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl", "s.report.json"]
 
 
+@pytest.mark.slow
 def test_rejects_exit_1(tmp_path: Path) -> None:
     r = run_cli("build", str(SAMPLES / "bad.jsonl"), str(tmp_path / "s.jsonl"))
     assert r.returncode == 1
@@ -43,6 +44,7 @@ def test_rejects_exit_1(tmp_path: Path) -> None:
     assert clean.returncode == 0 and (tmp_path / "s.rejects.jsonl").read_bytes() == b""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "message"), [
     (["build", "missing.jsonl", "{tmp}/s.jsonl"], "evalstream: error: cannot read missing.jsonl"),
     (["build", "{samples}/cases.jsonl", "{tmp}/no/such/dir/s.jsonl"], "evalstream: error: cannot create"),
@@ -62,6 +64,7 @@ def test_usage_and_io_errors_exit_2(tmp_path: Path, args: list[str], message: st
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
 
 
+@pytest.mark.slow
 def test_validate_table_and_json(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes((SAMPLES / "bad.jsonl").read_bytes())
@@ -87,6 +90,7 @@ def test_stdin_to_stdout(tmp_path: Path) -> None:
     assert r.stdout == (ROOT / "tests" / "golden" / "samples.states.jsonl").read_bytes()
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_and_leaves_nothing(tmp_path: Path) -> None:
     # A pipe that never ends keeps build busy until it is interrupted.
     proc = subprocess.Popen([sys.executable, "-m", "evalstream", "build", "-",
@@ -144,6 +148,7 @@ def test_build_and_validate_never_import_polars_or_numpy(tmp_path: Path) -> None
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stderr
 
 
+@pytest.mark.slow
 def test_a_build_whose_states_fit_in_bytes_loads_no_tokenizer(tmp_path: Path) -> None:
     # o200k_base's tables cost ~75 MiB (tiktoken) and ~60 MiB (toktok): tiktoken loads at
     # the first count only (the sample's states all fit the default budget in bytes), and
@@ -162,6 +167,7 @@ def test_main_in_process_returns_codes(tmp_path: Path) -> None:
     assert main(["build", str(SAMPLES / "bad.jsonl"), str(tmp_path / "b.jsonl"), "-q"]) == 1
 
 
+@pytest.mark.slow
 def test_a_native_panic_is_an_internal_error(tmp_path: Path) -> None:
     # A run of ~1 M whitespace characters before a letter makes tiktoken's regex overflow
     # its stack: a Rust panic, which Python raises as pyo3's PanicException, a
@@ -182,6 +188,7 @@ def test_a_native_panic_is_an_internal_error(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["build", "validate", "stats"])
 def test_a_file_that_is_plainly_not_jsonl_gets_one_sentence_and_exit_4(
         command: str, tmp_path: Path) -> None:
@@ -225,6 +232,7 @@ def test_every_help_has_examples_and_exit_codes(capsys: pytest.CaptureFixture[st
     assert "the workflow" in top.format_help()
 
 
+@pytest.mark.slow
 def test_stdin_to_stdout_needs_no_flags_and_writes_no_file(tmp_path: Path) -> None:
     data = (SAMPLES / "bad.jsonl").read_bytes()
     r = subprocess.run([sys.executable, "-m", "evalstream", "build", "-", "-"], input=data,
@@ -239,6 +247,7 @@ def test_stdin_to_stdout_needs_no_flags_and_writes_no_file(tmp_path: Path) -> No
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_ends_the_run_quietly_with_a_complete_report(tmp_path: Path) -> None:
     big = tmp_path / "big.jsonl"
     line = (SAMPLES / "cases.jsonl").read_text().splitlines()[0]

@@ -86,6 +86,7 @@ def test_every_option_that_takes_a_value_is_validated() -> None:
     assert missing == [], "options without a validating type (cli.common)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "action", "label", "bad"), _cases(),
                          ids=lambda x: x if isinstance(x, str) else "")
 def test_a_bad_value_is_a_usage_error(command: str, action: Any, label: str, bad: str,

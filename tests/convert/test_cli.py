@@ -74,6 +74,7 @@ def test_summary_on_stderr(tmp_path: Path) -> None:
         "non-text content parts named by placeholders: image: 1"]
 
 
+@pytest.mark.slow
 def test_stdin_to_stdout(tmp_path: Path) -> None:
     data = gzip.compress(b'q,a\n"x, y",z\n')
     done = _cli("-", "-", "--from", "csv", "--map", "input=q,output=a", "--rejects",

@@ -50,6 +50,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_save_to_disk_golden(tmp_path: Path, saved: Path) -> None:
     result = convert(tmp_path, saved / "one", **MAP)
     golden_run("hf", result)

@@ -14,6 +14,9 @@ from evalstream.errors import InputError, UsageError
 from tests.convert.inspect_logs import write_logs_apart
 from tests.convert.support import convert, golden_run, validate_accepts
 
+# Slow as a module: inspect_ai writes the logs it reads: seconds to import and run.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:

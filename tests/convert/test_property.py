@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -46,6 +47,7 @@ def _check(rows: list[dict[str, Any]], cases: list[dict[str, Any]], out: Path) -
         assert case["metadata"] == {"tag": row["tag"], "score": row["score"]}
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(ROW, min_size=1, max_size=8), st.sampled_from(["parquet", "jsonl", "json"]))
 def test_every_row_becomes_a_case_holding_its_values(rows: list[dict[str, Any]], fmt: str) -> None:
@@ -63,6 +65,7 @@ def test_every_row_becomes_a_case_holding_its_values(rows: list[dict[str, Any]],
         _check(rows, result.cases, result.out)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(ROW, min_size=1, max_size=8))
 def test_csv_round_trip(rows: list[dict[str, Any]]) -> None:
@@ -84,6 +87,7 @@ def test_csv_round_trip(rows: list[dict[str, Any]]) -> None:
         _check(expected, result.cases, result.out)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(ROW, min_size=1, max_size=6))
 def test_rerun_gives_the_same_bytes_and_hash_ids(rows: list[dict[str, Any]]) -> None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ROOT
 
 
@@ -35,6 +37,7 @@ def _transcripts() -> list[tuple[str, list[str]]]:
     return found
 
 
+@pytest.mark.slow
 def test_readme_transcripts_run(tmp_path: Path) -> None:
     transcripts = _transcripts()
     assert len(transcripts) >= 5

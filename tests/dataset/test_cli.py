@@ -146,6 +146,7 @@ def test_a_stats_json_is_rendered_again(tmp_path: Path) -> None:
     assert again.read_bytes() == first.read_bytes()
 
 
+@pytest.mark.slow
 def test_stdin_and_stdout() -> None:
     done = subprocess.run([sys.executable, "-m", "evalstream", "stats", "-", "--format", "json"],
                           input=Path(CASES).read_bytes(), capture_output=True, cwd=ROOT,
@@ -154,6 +155,7 @@ def test_stdin_and_stdout() -> None:
     assert json.loads(done.stdout)["overview"]["cases"] == 48
 
 
+@pytest.mark.slow
 def test_no_color_and_terminal_width(tmp_path: Path) -> None:
     # A real run with a narrow COLUMNS: every table fits, nothing is dropped.
     env = {**os.environ, "COLUMNS": "60", "NO_COLOR": "1"}
@@ -241,6 +243,7 @@ def _mutations(report: Any, seed: int, n: int) -> list[Any]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["stats", "report"])
 def test_a_crafted_report_is_rendered_or_refused_never_a_crash(
         kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -282,6 +285,7 @@ def test_a_stats_json_with_missing_counts_is_a_usage_error(
     assert not (tmp_path / "p.html").exists()
 
 
+@pytest.mark.slow
 def test_another_commands_json_is_named_not_read_as_cases(tmp_path: Path) -> None:
     agree_json = tmp_path / "agree.json"
     done = subprocess.run([sys.executable, "-m", "evalstream", "agree", str(SAMPLES / "verdicts.jsonl"),

@@ -20,6 +20,9 @@ from tests.cluster import S3Server
 from tests.helpers import CORPUS, SAMPLES
 from tests.pipeline.test_cluster import hostile_files
 
+# Slow as a module: a real Dask cluster and moto's S3 server: seconds to start.
+pytestmark = pytest.mark.slow
+
 RANGE = 1024
 
 
@@ -50,13 +53,11 @@ def test_sample(tmp_path: Path, dask_cluster: str, small_ranges: None) -> None:
                         by=["scenario", "split"])
 
 
-@pytest.mark.slow
 def test_hostile_files(tmp_path: Path, dask_cluster: str, small_ranges: None) -> None:
     (tmp_path / "in").mkdir()
     same_as_one_process(tmp_path, hostile_files(tmp_path / "in"), dask_cluster, max_tokens=300)
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no corpus at {CORPUS}")
 def test_corpus(tmp_path: Path, dask_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cluster, "RANGE_BYTES", 1 << 20)

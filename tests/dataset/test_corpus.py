@@ -16,6 +16,7 @@ DATASETS = sorted(CORPUS.glob("*.jsonl"))
 pytestmark = pytest.mark.skipif(not DATASETS, reason=f"no corpus at {CORPUS}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataset", DATASETS, ids=[d.stem for d in DATASETS])
 def test_counts_add_up_and_agree_with_build(dataset: Path, tmp_path: Path) -> None:
     s = collect(StatsOptions(input=str(dataset)))
@@ -50,6 +51,7 @@ def test_counts_add_up_and_agree_with_build(dataset: Path, tmp_path: Path) -> No
         assert r.total.labelled <= r.total.applies
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataset", [*DATASETS[:2], CORPUS / "tau2bench.jsonl"],
                          ids=lambda d: d.stem)
 def test_a_tight_budget_agrees_with_build(dataset: Path, tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ def _threads() -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
 
 
+@pytest.mark.slow
 def test_fork_only_before_polars_is_loaded() -> None:
     import subprocess
     import sys
@@ -105,6 +106,7 @@ def test_only_plain_files_big_enough_are_split() -> None:
     assert not stats_parallel.worthwhile("-", None, 2)
 
 
+@pytest.mark.slow
 def test_capped_tables_are_the_same_for_any_number_of_workers(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch
                                                                ) -> None:

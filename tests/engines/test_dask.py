@@ -11,6 +11,9 @@ import pytest
 from evalstream.engines import dask as engine
 from evalstream.errors import InputError
 
+# Slow as a module: a real Dask cluster (scheduler and workers on 127.0.0.1): seconds to start.
+pytestmark = pytest.mark.slow
+
 
 def _init(settings: int) -> int:
     return settings

@@ -51,6 +51,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_results_come_back_in_task_order(tmp_path: Path) -> None:
     assert list(map_ordered(_pid_file, _square, str(tmp_path), list(range(50)), 3)) == \
         [n * n for n in range(50)]
@@ -100,6 +101,7 @@ def _dies_at_50(folder: str, task: int) -> int:
     return task
 
 
+@pytest.mark.slow
 def test_a_worker_dying_while_tasks_are_sent_is_still_a_dead_worker(tmp_path: Path) -> None:
     # The parent may be sending the dead worker its next task when it dies: a broken pipe
     # then, which must end the run as a dead worker, never pass for a closed stdout.

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -73,6 +74,7 @@ def test_long_line_keeps_its_head_for_the_reject() -> None:
     assert (item.size, item.head) == (100_000, b"z" * 8_000)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(data=st.lists(st.sampled_from([b"a", b"\n", b"\r", b"{}", b"\xef\xbb\xbf", b"\xff", b" "]),
                      max_size=60).map(b"".join),
@@ -119,6 +121,7 @@ def _reference_starts(data: bytes, range_bytes: int) -> list[int]:
     return sorted(starts)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 60), max_size=40), st.integers(1, 50), st.booleans())
 def test_ranges_are_line_aligned_contiguous_and_never_empty(

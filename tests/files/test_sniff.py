@@ -285,6 +285,7 @@ def test_diagnose_never_raises(data: bytes, name: str) -> None:
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
 
 
+@pytest.mark.slow
 @given(st.lists(st.fixed_dictionaries({"id": _TEXT, "input": _TEXT, "output": _TEXT,
                                        "metadata": st.dictionaries(_TEXT, _TEXT, max_size=3)}),
                 min_size=1, max_size=20),

@@ -8,6 +8,7 @@ import gzip
 import io
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +24,7 @@ def _lines_of(reader: TaskReader) -> list[tuple[int, bytes]]:
     return found
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(data=st.one_of(st.binary(max_size=300),
                       st.lists(st.sampled_from([b"\n", b"ab", b"{}", b"\xef\xbb\xbf", b"x" * 50]),

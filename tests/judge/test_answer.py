@@ -108,6 +108,7 @@ def test_http_error_detail() -> None:
     assert len(http_error_detail(500, b"x" * 10_000)) <= DETAIL_CHARS + 20
 
 
+@pytest.mark.slow
 @given(content=st.one_of(st.text(), st.binary().map(lambda b: b.decode("latin-1")),
                          st.builds(json.dumps, st.recursive(
                              st.none() | st.booleans() | st.integers() | st.text(),

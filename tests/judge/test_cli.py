@@ -20,6 +20,7 @@ def args(server: FakeServer, src: Path, out: Path, *extra: str) -> list[str]:
             *extra]
 
 
+@pytest.mark.slow
 def test_dry_run_sends_nothing_writes_nothing_and_counts_exactly(tmp_path: Path,
                                                                  server: FakeServer) -> None:
     src = states(tmp_path, ["a", "b", "b", "c"])
@@ -54,6 +55,7 @@ def test_dry_run_sends_nothing_writes_nothing_and_counts_exactly(tmp_path: Path,
     assert "give --price-in and --price-out" in r.stdout
 
 
+@pytest.mark.slow
 def test_show_request_prints_the_exact_body(tmp_path: Path, server: FakeServer) -> None:
     src = states(tmp_path, ["a", "b"])
     r = subprocess.run([sys.executable, "-m", "evalstream", *args(
@@ -72,6 +74,7 @@ def test_show_request_prints_the_exact_body(tmp_path: Path, server: FakeServer) 
     assert r2.returncode == 2 and "no judge state for case `c999`" in r2.stderr
 
 
+@pytest.mark.slow
 def test_stdin_is_spooled_and_judged_like_a_file(tmp_path: Path, server: FakeServer) -> None:
     src = states(tmp_path, ["a", "FAKE:fail", "c"])
     assert cli(*args(server, src, tmp_path / "file.jsonl", "-q")).returncode == 0
@@ -80,6 +83,7 @@ def test_stdin_is_spooled_and_judged_like_a_file(tmp_path: Path, server: FakeSer
     assert (tmp_path / "stdin.jsonl").read_bytes() == (tmp_path / "file.jsonl").read_bytes()
 
 
+@pytest.mark.slow
 def test_summary_on_stderr(tmp_path: Path, server: FakeServer) -> None:
     src = states(tmp_path, ["a", "FAKE:fail", "FAKE:notjson", "FAKE:na"])
     r = cli(*args(server, src, tmp_path / "v.jsonl", "--price-in", "1", "--price-out", "1"))
@@ -92,6 +96,7 @@ def test_summary_on_stderr(tmp_path: Path, server: FakeServer) -> None:
     assert report["exit_code"] == 0 and report["requests"]["sent"] == 4
 
 
+@pytest.mark.slow
 def test_max_requests_exit_3(tmp_path: Path, server: FakeServer) -> None:
     src = states(tmp_path, ["a", "b", "c"])
     r = cli(*args(server, src, tmp_path / "v.jsonl", "--max-requests", "1"))
@@ -100,6 +105,7 @@ def test_max_requests_exit_3(tmp_path: Path, server: FakeServer) -> None:
     assert len(lines(tmp_path / "v.jsonl")) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("extra", "message"), [
     (["--max-cost", "5"], "--max-cost needs --price-in and --price-out"),
     (["--base-url", "localhost:8000"], "--base-url must be an http:// or https:// URL"),
@@ -116,6 +122,7 @@ def test_usage_errors_exit_2(tmp_path: Path, server: FakeServer, extra: list[str
     assert not (tmp_path / "v.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_output_equal_to_input_and_missing_key(tmp_path: Path, server: FakeServer) -> None:
     src = states(tmp_path, ["a"])
     r = cli(*args(server, src, src))

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from evalstream.judge.limits import Concurrency, TokenBucket
 
 
+@pytest.mark.slow
 def test_bucket_waits_for_refill() -> None:
     async def go() -> float:
         bucket = TokenBucket(600)  # 10 a second, 100 at most (ten seconds' worth)

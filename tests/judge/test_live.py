@@ -81,6 +81,7 @@ def test_sample_states_one_verdict_each_in_order(tmp_path: Path, server: FakeSer
     assert server.stats()["requests"] == c.judge_states
 
 
+@pytest.mark.slow
 def test_every_fault_is_its_status_and_cause(tmp_path: Path, server: FakeServer) -> None:
     markers = list(FAULTS)
     path = states(tmp_path, markers)
@@ -137,6 +138,7 @@ def test_rerun_asks_only_what_got_no_answer(tmp_path: Path, server: FakeServer) 
     assert report.requests.retried_unscored == len(unscored_answers)
 
 
+@pytest.mark.slow
 def test_max_connections_is_never_exceeded(tmp_path: Path, fake) -> None:  # type: ignore[no-untyped-def]
     server = fake("--key", FAKE_KEY, "--latency", "0.05")
     path = states(tmp_path, [f"n{i}" for i in range(40)])
@@ -257,6 +259,7 @@ def test_store_holds_answers_not_keys(tmp_path: Path, server: FakeServer) -> Non
         store.close()
 
 
+@pytest.mark.slow
 def test_rpm_and_tpm_pace_the_requests(tmp_path: Path, server: FakeServer) -> None:
     import time
 

@@ -57,6 +57,7 @@ def slow_server(fake: Callable[..., FakeServer]) -> FakeServer:
     return fake("--key", FAKE_KEY, "--latency", "0.03")
 
 
+@pytest.mark.slow
 def test_kill_9_then_rerun_pays_nothing_twice_and_ends_identical(
         tmp_path: Path, slow_server: FakeServer) -> None:
     src = states(tmp_path / "in", [f"state {i}" for i in range(N)])
@@ -92,6 +93,7 @@ def test_kill_9_then_rerun_pays_nothing_twice_and_ends_identical(
     assert sum(counts.values()) <= N + 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "code", "said"), [(signal.SIGINT, 130, "interrupted"),
                                                      (signal.SIGTERM, 143, "terminated"),
                                                      (signal.SIGHUP, 129, "hung up")])
@@ -118,6 +120,7 @@ def test_interrupted_run_keeps_answers_and_writes_no_output(
     assert slow_server.stats()["requests"] <= N + 8
 
 
+@pytest.mark.slow
 def test_the_api_key_is_in_no_output_store_report_or_log(tmp_path: Path,
                                                           server: FakeServer) -> None:
     markers = ["FAKE:pass", "FAKE:echokey", "FAKE:400", "FAKE:503x1", "FAKE:notjson",

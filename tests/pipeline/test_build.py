@@ -318,6 +318,7 @@ def cases(draw: Any, n: int) -> dict[str, Any]:
     return case
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_states_hold_exactly_what_the_rubric_shows(tmp_path: Path, data: Any) -> None:

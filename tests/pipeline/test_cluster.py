@@ -25,6 +25,9 @@ from evalstream.pipeline.run import Options, run
 from tests.cluster import DaskProcesses, S3Server
 from tests.helpers import CORPUS, SAMPLES
 
+# Slow as a module: a real Dask cluster and moto's S3 server: seconds to start.
+pytestmark = pytest.mark.slow
+
 RANGE = 1024  # tiny ranges: lines cross every boundary, long lines span several
 
 
@@ -120,7 +123,6 @@ def hostile_files(folder: Path) -> list[str]:
                                       "d.jsonl.zst")]
 
 
-@pytest.mark.slow
 def test_hostile_files(tmp_path: Path, dask_cluster: str, small_ranges: None) -> None:
     data = tmp_path / "in"
     data.mkdir()
@@ -135,7 +137,6 @@ def test_hostile_files(tmp_path: Path, dask_cluster: str, small_ranges: None) ->
     assert any(r["id"] == "c-0" for r in rejects)  # a .gz first use, a .zst duplicate
 
 
-@pytest.mark.slow
 def test_hostile_files_as_a_glob_and_line_limits(tmp_path: Path, dask_cluster: str,
                                                  small_ranges: None) -> None:
     data = tmp_path / "in"
@@ -170,7 +171,6 @@ def test_sample_in_small_ranges(tmp_path: Path, dask_cluster: str, small_ranges:
                         dask_cluster)
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no corpus at {CORPUS}")
 def test_corpus(tmp_path: Path, dask_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cluster, "RANGE_BYTES", 1 << 20)
@@ -315,7 +315,6 @@ def test_s3_inputs_and_outputs(tmp_path: Path, dask_cluster: str, s3: S3Server,
     assert not [p for p in fs.find(f"{s3.bucket}/out") if "evalstream-parts" in p]
 
 
-@pytest.mark.slow
 def test_s3_joins_large_parts_in_the_store(tmp_path: Path, dask_cluster: str, s3: S3Server,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     import fsspec
@@ -346,7 +345,6 @@ def test_s3_joins_large_parts_in_the_store(tmp_path: Path, dask_cluster: str, s3
 
 
 # -- fault tolerance -----------------------------------------------------------------------------
-@pytest.mark.slow
 def test_a_worker_killed_mid_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cluster, "RANGE_BYTES", 64 << 10)
     monkeypatch.setattr(duplicates, "REDUCER_BYTES", 1 << 20)

@@ -25,6 +25,7 @@ def _cut(data: bytes, suffix: str, fraction: float = 0.6) -> bytes:
     return packed[:int(len(packed) * fraction)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".gz", ".zst"])
 @pytest.mark.parametrize("command", ["build", "validate", "stats"])
 def test_a_cut_case_file_is_exit_2_and_nothing_is_written(tmp_path: Path, suffix: str,
@@ -42,6 +43,7 @@ def test_a_cut_case_file_is_exit_2_and_nothing_is_written(tmp_path: Path, suffix
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no target, no temporary
 
 
+@pytest.mark.slow
 def test_a_cut_verdict_file_is_exit_2_in_agree_and_compare(tmp_path: Path) -> None:
     verdicts = b"".join(json.dumps({"case_id": f"c{i}", "rubric_id": "helpfulness",
                                     "status": "pass"}).encode() + b"\n" for i in range(48))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,6 +41,7 @@ def test_escaped_json_reads_back_the_same(text: str) -> None:
         assert escaped is encoded  # nothing to escape: the same bytes object, no copy
 
 
+@pytest.mark.slow
 def test_every_output_of_every_command_keeps_one_record_per_line(tmp_path: Path) -> None:
     b = BREAKS
     case = {"id": "c1", "input": f"in{b}put", "output": f"out{b}", "policy": f"p{b}",

@@ -76,6 +76,7 @@ STREAMS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", SYMLINKED + INPUTS + STREAMS,
                          ids=lambda a: " ".join(a))
 def test_colliding_targets_are_refused_before_anything_is_written(folder: Path,
@@ -108,6 +109,7 @@ def test_stdout_redirected_to_a_named_target_is_refused(folder: Path) -> None:
     assert (folder / "out.txt").read_bytes() == b""
 
 
+@pytest.mark.slow
 def test_agree_writes_its_rejects_and_results_together_or_not_at_all(folder: Path) -> None:
     (folder / "v.jsonl").write_text((folder / "v.jsonl").read_text() + "not a verdict\n")
     (folder / "out.json").mkdir()  # -o cannot be written: found after the rejects were made
@@ -119,6 +121,7 @@ def test_agree_writes_its_rejects_and_results_together_or_not_at_all(folder: Pat
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_stats_writes_rejects_report_and_page_together_or_not_at_all(folder: Path) -> None:
     (folder / "c.jsonl").write_text((folder / "c.jsonl").read_text() + "not a case\n")
     (folder / "page.html").write_text("<title>evalstream stats</title> OLD")  # an earlier page

@@ -88,6 +88,7 @@ def _finish(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
     return code, err
 
 
+@pytest.mark.slow
 def test_kill_9_mid_run_leaves_the_targets_untouched(tmp_path: Path) -> None:
     _old_outputs(tmp_path)
     proc = _start_mid_run(tmp_path)
@@ -111,6 +112,7 @@ def test_kill_9_mid_run_leaves_the_targets_untouched(tmp_path: Path) -> None:
     assert _temp_files(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_live_runs_temporaries_are_never_removed(tmp_path: Path) -> None:
     proc = _start_mid_run(tmp_path)
     try:
@@ -127,6 +129,7 @@ def test_a_live_runs_temporaries_are_never_removed(tmp_path: Path) -> None:
         _finish(proc)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "code", "message"), [
     (signal.SIGINT, 130, "interrupted; no output was written."),
     (signal.SIGTERM, 143, "terminated; no output was written."),
@@ -238,6 +241,7 @@ def test_missing_folder_is_an_io_error(tmp_path: Path) -> None:
     assert b"cannot create no/such/dir/states.jsonl: No such file or directory" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["same", "dot", "symlink", "hardlink", "rejects", "report"])
 def test_output_that_is_the_input_is_refused_and_the_input_kept(tmp_path: Path,
                                                                   how: str) -> None:
@@ -306,6 +310,7 @@ def test_a_symlinked_output_keeps_its_link(tmp_path: Path) -> None:
     assert (tmp_path / "real.jsonl").read_bytes().count(b"\n") == 112
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["folder", "folder/", "missing/"])
 def test_a_folder_as_output_is_refused_before_reading(tmp_path: Path, target: str) -> None:
     (tmp_path / "folder").mkdir()

@@ -154,6 +154,7 @@ key = st.tuples(st.sampled_from([f"c{i}" for i in range(8)]),
                 st.sampled_from(["r1", "r2", "r3"]))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(labels=st.dictionaries(key, st.tuples(st.sampled_from(["pass", "fail", "na"]),

@@ -135,6 +135,7 @@ status = st.sampled_from(STATUSES)
 maybe_hash = st.sampled_from([None, "h1", "h2"])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(a=st.dictionaries(st.tuples(st.sampled_from([f"c{i}" for i in range(6)]),

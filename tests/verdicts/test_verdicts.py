@@ -178,6 +178,7 @@ def test_compressed_input(tmp_path: Path, suffix: str) -> None:
     assert read(path).frame["case_id"].to_list() == ["c1", "c2"]
 
 
+@pytest.mark.slow
 def test_columns_equal_a_plain_reading(tmp_path: Path) -> None:
     lines = []
     for i in range(2 * FLUSH_ROWS + 17):  # three frames

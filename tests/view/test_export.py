@@ -68,6 +68,7 @@ def test_every_link_resolves_inside_the_folder_and_nothing_leaves_it(tmp_path: P
         assert check_page(v["case_id"], v["rubric_id"]) in files
 
 
+@pytest.mark.slow
 def test_the_same_inputs_give_the_same_bytes(tmp_path: Path) -> None:
     assert export(tmp_path / "a") == 0
     assert export(tmp_path / "b") == 0
@@ -79,6 +80,7 @@ def test_the_same_inputs_give_the_same_bytes(tmp_path: Path) -> None:
     assert marker_a.pop("folder") != marker_b.pop("folder") and marker_a == marker_b
 
 
+@pytest.mark.slow
 def test_limit_keeps_the_first_entries_of_each_list_and_filter(tmp_path: Path) -> None:
     folder = tmp_path / "review"
     assert export(folder, "--limit", "3") == 0
@@ -95,6 +97,7 @@ def test_limit_keeps_the_first_entries_of_each_list_and_filter(tmp_path: Path) -
     assert linked == {n for n in files if n.startswith("checks/")}
 
 
+@pytest.mark.slow
 def test_the_folder_is_written_whole_or_not_at_all(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     mine = tmp_path / "mine"
@@ -141,6 +144,7 @@ def test_rejected_lines_are_listed_and_exit_1(tmp_path: Path) -> None:
     assert "Unexpected text after the JSON object" in page
 
 
+@pytest.mark.slow
 def test_agree_and_compare_link_their_examples_to_the_export(tmp_path: Path) -> None:
     folder = tmp_path / "review"
     assert export(folder) == 0

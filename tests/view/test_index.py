@@ -233,6 +233,7 @@ def _unique(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(cases=st.lists(case, max_size=10), run_a=st.lists(verdict, max_size=14),
@@ -317,6 +318,7 @@ def test_a_file_changed_after_indexing_is_never_read_at_a_stale_offset(tmp_path:
             s.source.case_id(0)
 
 
+@pytest.mark.slow
 def test_the_index_holds_a_few_dozen_bytes_a_line(tmp_path: Path) -> None:
     cases, verdicts = tmp_path / "cases.jsonl", tmp_path / "verdicts.jsonl"
     with open(cases, "w") as c, open(verdicts, "w") as v:

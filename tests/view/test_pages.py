@@ -156,6 +156,7 @@ def test_the_state_from_states_is_checked_against_the_verdict(tmp_path: Path) ->
         assert "as build wrote it (line" in html
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", ["pages", "lists"])
 def test_hostile_text_is_inert_everywhere(tmp_path: Path, make: str) -> None:
     paths = hostile_dataset(tmp_path)

@@ -18,6 +18,7 @@ from tests.view.support import CASES, VERDICTS, VERDICTS_B, no_proxy, server
 no_proxy()
 
 
+@pytest.mark.slow
 def test_nothing_is_served_without_the_token(tmp_path: Path) -> None:
     with server(str(VERDICTS), "--cases", str(CASES)) as s:
         for path in ("/", "/list/disagreements", "/check?case=case-02&rubric=tool-backed-claims",
@@ -32,6 +33,7 @@ def test_nothing_is_served_without_the_token(tmp_path: Path) -> None:
         assert s.get("/")[0] == 200
 
 
+@pytest.mark.slow
 def test_the_token_url_sets_a_cookie_and_redirects_without_it() -> None:
     import http.client
     from urllib.parse import urlsplit
@@ -50,6 +52,7 @@ def test_the_token_url_sets_a_cookie_and_redirects_without_it() -> None:
         connection.close()
 
 
+@pytest.mark.slow
 def test_pages_headers_and_refusals() -> None:
     with server(str(VERDICTS), "--cases", str(CASES), "--compare", str(VERDICTS_B)) as s:
         s.login()
@@ -78,6 +81,7 @@ def test_pages_headers_and_refusals() -> None:
         assert s.get("/favicon.ico")[0] == 204
 
 
+@pytest.mark.slow
 def test_filters_and_pages_by_url() -> None:
     with server(str(VERDICTS), "--cases", str(CASES)) as s:
         s.login()
@@ -113,6 +117,7 @@ def test_filters_and_pages_by_url() -> None:
         assert status == 200 and b"No rejected line." in body
 
 
+@pytest.mark.slow
 def test_raw_records_are_plain_text_at_known_offsets_only() -> None:
     with server(str(VERDICTS), "--cases", str(CASES)) as s:
         s.login()
@@ -128,6 +133,7 @@ def test_raw_records_are_plain_text_at_known_offsets_only() -> None:
             assert s.get(bad)[0] == 404, bad
 
 
+@pytest.mark.slow
 def test_a_file_changed_under_the_server_is_said_not_misread(tmp_path: Path) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_bytes(CASES.read_bytes())
@@ -183,6 +189,7 @@ def test_options_that_do_not_apply_are_usage_errors(args: list[str], message: st
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_without_a_port_the_next_free_one_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 

@@ -20,6 +20,7 @@ def test_help_has_examples_and_exit_codes(sub: str) -> None:
     assert f"evalstream batch {sub}" in r.stdout
 
 
+@pytest.mark.slow
 def test_prepare_then_collect_exit_codes_and_summaries(tmp_path: Path) -> None:
     src = states(tmp_path / "in", ["FAKE:pass", "FAKE:fail", "lost"])
     folder = tmp_path / "b"
@@ -70,6 +71,7 @@ def test_prepare_reads_stdin(tmp_path: Path) -> None:
     assert len((tmp_path / "b" / "requests-00001.jsonl").read_text().splitlines()) == 2
 
 
+@pytest.mark.slow
 def test_a_folder_that_is_not_a_batch_is_named(tmp_path: Path) -> None:
     for sub in ("submit", "status"):
         r = cli("batch", sub, str(tmp_path))
@@ -78,6 +80,7 @@ def test_a_folder_that_is_not_a_batch_is_named(tmp_path: Path) -> None:
     assert r.returncode == 2 and "holds no manifest.sqlite" in r.stderr
 
 
+@pytest.mark.slow
 def test_collect_to_stdout_needs_the_side_files(tmp_path: Path) -> None:
     src = states(tmp_path / "in", ["FAKE:pass"])
     folder = tmp_path / "b"
@@ -92,6 +95,7 @@ def test_collect_to_stdout_needs_the_side_files(tmp_path: Path) -> None:
     assert r.returncode == 0 and json.loads(r.stdout)["status"] == "pass"
 
 
+@pytest.mark.slow
 def test_a_missing_key_for_the_public_endpoint_is_a_usage_error(tmp_path: Path) -> None:
     src = states(tmp_path / "in", ["a"])
     assert cli("batch", "prepare", str(src), str(tmp_path / "b"), "--model", "m",
@@ -100,6 +104,7 @@ def test_a_missing_key_for_the_public_endpoint_is_a_usage_error(tmp_path: Path) 
     assert r.returncode == 2 and "set OPENAI_API_KEY in the environment" in r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "text", "said"), [
     ("cases.jsonl", '{"id": "c1", "input": "i", "output": "o"}\n', "looks like a cases file"),
     ("table.csv", "id,input,output\nc1,i,o\n", "CSV"),
@@ -112,6 +117,7 @@ def test_prepare_says_when_the_input_is_plainly_not_judge_states(tmp_path: Path,
     assert r.stderr.count("\n") == 1 and not (tmp_path / "b").exists()
 
 
+@pytest.mark.slow
 def test_collect_says_when_a_result_file_is_plainly_not_results(tmp_path: Path) -> None:
     src = states(tmp_path / "in", ["a"])
     assert cli("batch", "prepare", str(src), str(tmp_path / "b"), "--model", "m",

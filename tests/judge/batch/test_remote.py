@@ -50,6 +50,7 @@ def batches(fake: Callable[..., FakeServer]) -> FakeServer:
     return fake("--key", FAKE_KEY, "--batch-polls", "2")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_a_batch_verdict_is_the_live_verdict_but_for_usage_and_request_id(
         tmp_path: Path, batches: FakeServer, provider: str) -> None:
@@ -102,6 +103,7 @@ def test_ids_are_saved_and_a_second_submit_or_status_repeats_nothing(
     assert names == [f"requests-0000{n}.{kind}.jsonl" for n in (1, 2, 3)]
 
 
+@pytest.mark.slow
 def test_a_lost_create_reply_is_found_again_not_created_twice(
         tmp_path: Path, fake: Callable[..., FakeServer]) -> None:
     server = fake("--key", FAKE_KEY, "--lose-create", "2", "--batch-polls", "1")
@@ -187,6 +189,7 @@ def test_a_batch_that_fails_validation_says_why(tmp_path: Path, batches: FakeSer
     assert (done.counts.missing, done.counts.verdicts, done.exit_code) == (2, 0, 3)
 
 
+@pytest.mark.slow
 def test_a_wrong_key_stops_with_exit_2_and_keeps_what_was_saved(
         tmp_path: Path, batches: FakeServer) -> None:
     src = states(tmp_path / "in", ["a"])
@@ -210,6 +213,7 @@ def test_a_changed_request_file_is_not_sent(tmp_path: Path, batches: FakeServer)
     assert batches.stats()["batches_created"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_the_api_key_is_in_no_file_and_no_log(tmp_path: Path, batches: FakeServer,
                                               provider: str) -> None:
