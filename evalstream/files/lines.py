@@ -232,16 +232,38 @@ def _long_line(line_no: int, offset: int, head: bytes, used: int, ended: bool) -
     return LongLine(line_no, offset, size, head[:min(HEAD_BYTES, size)], ended)
 
 
-def open_range(fd: int, start: int, end: int) -> io.BufferedReader:
-    """Bytes [start, end) of the open file ``fd`` as a buffered stream (``fd`` stays open)."""
-    return io.BufferedReader(RangeReader(fd, start, end), BLOCK_SIZE)
+# -- byte ranges: a part of a file, read by position -----------------------------------------
+# One mechanism for both engines: a worker process reads a shared file descriptor with
+# ``pread`` (no shared file position), a cluster task an fsspec file with ``seek`` and
+# ``readinto`` (files/store.py). Everything below takes either as ``source``.
+Source = int | BinaryIO
+_SCAN = 1 << 16
+
+
+def _reads(source: Source) -> Callable[[memoryview, int], int]:
+    """Fills a view from a file offset and returns the bytes read (0 at the end)."""
+    if isinstance(source, int):
+        return lambda view, at: os.preadv(source, [view], at)
+
+    def read_into(view: memoryview, at: int) -> int:
+        source.seek(at)
+        data = source.read(len(view))
+        view[:len(data)] = data
+        return len(data)
+    return read_into
+
+
+def open_range(source: Source, start: int, end: int,
+               buffer_size: int = BLOCK_SIZE) -> io.BufferedReader:
+    """Bytes [start, end) of ``source`` as a buffered stream (``source`` stays open)."""
+    return io.BufferedReader(RangeReader(source, start, end), buffer_size)
 
 
 class RangeReader(io.RawIOBase):
-    """Reads bytes [start, end) of a file with ``os.pread``, for workers that share one file."""
+    """Reads bytes [start, end) of ``source`` (a file descriptor or a seekable file)."""
 
-    def __init__(self, fd: int, start: int, end: int) -> None:
-        self._fd, self._pos, self._end = fd, start, end
+    def __init__(self, source: Source, start: int, end: int) -> None:
+        self._read_into, self._pos, self._end = _reads(source), start, end
 
     def readable(self) -> bool:
         return True
@@ -251,13 +273,9 @@ class RangeReader(io.RawIOBase):
         if size <= 0:
             return 0
         with memoryview(buffer) as view:
-            got = os.preadv(self._fd, [view[:size]], self._pos)
+            got = self._read_into(view[:size], self._pos)
         self._pos += got
         return got
-
-
-# -- byte ranges, for worker processes that each read their own part of a file --------------
-_SCAN = 1 << 16
 
 
 def range_tasks(fd: int, size: int, range_bytes: int) -> list[tuple[int, int, int]]:
@@ -284,37 +302,26 @@ def range_tasks(fd: int, size: int, range_bytes: int) -> list[tuple[int, int, in
     return [(i, a, b) for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))]
 
 
-def line_start(fd: int, pos: int, size: int) -> int:
-    """The start of the first line that begins at or after ``pos``."""
+def line_start(source: Source, pos: int, limit: int) -> int:
+    """The start of the first line that begins at or after ``pos`` and before ``limit``, or
+    ``limit`` when none does. Never reads past ``limit``, and holds one block at a time
+    however long the line it crosses."""
     if pos <= 0:
         return 0
     at = pos - 1
-    while at < size:
-        block = os.pread(fd, _SCAN, at)
-        if not block:
-            break
-        nl = block.find(b"\n")
-        if nl >= 0:
-            return at + nl + 1
-        at += len(block)
-    return size
+    with open_range(source, at, limit, _SCAN) as stream:
+        while piece := stream.readline(_SCAN):
+            at += len(piece)
+            if piece.endswith(b"\n"):
+                return at
+    return limit
 
 
-def read_line_at(fd: int, offset: int, limit: int) -> bytes:
+def read_line_at(source: Source, offset: int, limit: int) -> bytes:
     """The line at ``offset`` (without its newline), at most ``limit`` bytes of it."""
-    pieces: list[bytes] = []
-    got = 0
-    while got < limit:
-        block = os.pread(fd, min(_SCAN, limit - got), offset + got)
-        if not block:
-            break
-        nl = block.find(b"\n")
-        if nl >= 0:
-            pieces.append(block[:nl])
-            break
-        pieces.append(block)
-        got += len(block)
-    return b"".join(pieces)
+    with open_range(source, offset, offset + limit, _SCAN) as stream:
+        line = stream.readline()
+    return line[:-1] if line.endswith(b"\n") else line
 
 
 def chunks_of(lines: Iterable[bytes | str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,

@@ -11,7 +11,7 @@ file is read either whole (``.gz``/``.zst``: one task) or in byte ranges with ev
 own line rule (a range owns the lines whose first byte lies in it), never with fsspec's
 block splitting. The ranges of a local file are line-aligned once, in the client
 (``files.lines.range_tasks``, as ``--workers`` does); those of a URL by each task from its
-own bytes (``range_start``), see ``tasks_of``.
+own bytes (``files.lines.line_start``), see ``tasks_of``.
 """
 
 from __future__ import annotations
@@ -24,10 +24,17 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from evalstream.errors import InputError, OutputError, UsageError
+from evalstream.files.lines import (
+    Chunk,
+    line_start,
+    open_range,
+    range_tasks,
+    read_chunks,
+    read_line_at,
+)
 
 EXTRA = "pip install 'evalstream[dask]'"
 COMPRESSED = (".gz", ".zst")
-_SCAN = 1 << 16
 _GLOB = "*?["
 
 
@@ -202,73 +209,6 @@ def read_head(path: str, size: int) -> bytes:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-class RangeReader(io.RawIOBase):
-    """Bytes [start, end) of an open seekable file (``seek`` and ``read``)."""
-
-    def __init__(self, f: BinaryIO, start: int, end: int) -> None:
-        self._f, self._pos, self._end = f, start, end
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        size = min(len(buffer), self._end - self._pos)
-        if size <= 0:
-            return 0
-        self._f.seek(self._pos)
-        data = self._f.read(size)
-        buffer[:len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-
-def range_start(f: BinaryIO, pos: int, limit: int) -> int:
-    """The start of the first line that begins at or after ``pos`` and before ``limit``, or
-    ``limit`` when none does (the range [pos, limit) then owns no line).
-
-    The search never reads past ``limit``: a task whose range lies inside one long line
-    reads only its own range, so a line longer than many ranges is scanned once in all."""
-    if pos <= 0:
-        return 0
-    at = pos - 1
-    while at < limit:
-        f.seek(at)
-        block = f.read(min(_SCAN, limit - at))
-        if not block:
-            break
-        nl = block.find(b"\n")
-        if nl >= 0:
-            return min(at + nl + 1, limit)
-        at += len(block)
-    return limit
-
-
-def line_end(f: BinaryIO, pos: int, size: int) -> int:
-    """The start of the first line that begins at or after ``pos`` (``size`` at the end):
-    where a range whose nominal end is ``pos`` stops."""
-    if pos >= size:
-        return size
-    return range_start(f, pos, size) if pos > 0 else 0
-
-
-def read_line(f: BinaryIO, offset: int, limit: int) -> bytes:
-    """The line at ``offset`` (without its newline), at most ``limit`` bytes of it."""
-    f.seek(offset)
-    pieces: list[bytes] = []
-    got = 0
-    while got < limit:
-        block = f.read(min(_SCAN, limit - got))
-        if not block:
-            break
-        nl = block.find(b"\n")
-        if nl >= 0:
-            pieces.append(block[:nl])
-            break
-        pieces.append(block)
-        got += len(block)
-    return b"".join(pieces)
-
-
 # -- tasks: what one task of a cluster run reads -------------------------------------------------
 @dataclass(frozen=True)
 class Task:
@@ -314,8 +254,6 @@ def tasks_of(files: list[InputFile], range_bytes: int) -> list[Task]:
     task aligns its own (``TaskReader``): reading every boundary from an object store in
     this process would cost a request per range before any task starts, and a task's
     search never reads past its own range, so a long line is still scanned once in all."""
-    from evalstream.files.lines import range_tasks
-
     tasks: list[Task] = []
     for f, file in enumerate(files):
         if file.compressed:
@@ -353,13 +291,15 @@ class TaskReader:
                 self.start, self._stream = 0, self._f
             elif task.aligned:
                 self.start = task.start
-                self._stream = io.BufferedReader(RangeReader(self._f, task.start, task.end),
-                                                 1 << 18)
+                self._stream = open_range(self._f, task.start, task.end)
             else:
-                self.start = range_start(self._f, task.start, task.end)
-                end = line_end(self._f, task.end, task.size) if self.start < task.end \
+                # Each task finds its own first line, never reading past its range (a line
+                # longer than many ranges is scanned once in all), and reads on to the
+                # first line start at or after its end.
+                self.start = line_start(self._f, task.start, task.end)
+                end = line_start(self._f, task.end, task.size) if self.start < task.end \
                     else self.start
-                self._stream = io.BufferedReader(RangeReader(self._f, self.start, end), 1 << 18)
+                self._stream = open_range(self._f, self.start, end)
         except BaseException:
             self._f.close()
             raise
@@ -386,11 +326,9 @@ _HEAD = 1 << 16
 def lines_at(task: Task, offsets: list[int], max_line_bytes: int) -> list[bytes]:
     """The lines at ``offsets`` of a task's file (at most ``max_line_bytes + 1`` bytes of
     each; a whole compressed file is read once from its start, it cannot seek)."""
-    from evalstream.files.lines import Chunk, read_chunks
-
     with open_file(task.url) as f:
         if not task.whole:
-            return [read_line(f, at, max_line_bytes + 1) for at in offsets]
+            return [read_line_at(f, at, max_line_bytes + 1) for at in offsets]
         wanted, found = set(offsets), {}
         for item in read_chunks(f, max_line_bytes):
             if type(item) is Chunk:

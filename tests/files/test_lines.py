@@ -109,6 +109,32 @@ def test_range_reader_reads_only_its_range(tmp_path: object) -> None:
         os.close(fd)
 
 
+@settings(max_examples=300, deadline=None)
+@given(data=st.lists(st.sampled_from([b"ab", b"\n", b"c"]), max_size=30).map(b"".join),
+       pos=st.integers(0, 70), limit=st.integers(0, 70), size=st.integers(1, 70))
+def test_a_descriptor_and_a_file_object_find_the_same_lines(
+        tmp_path_factory: Any, data: bytes, pos: int, limit: int, size: int) -> None:
+    from evalstream.files.lines import line_start, read_line_at
+
+    # The reference: the first line start in [pos, limit), else limit; a line's first bytes.
+    starts = [i for i in range(max(pos, 0), min(limit, len(data) + 1))
+              if i == 0 or data[i - 1:i] == b"\n"]
+    expected_start = 0 if pos <= 0 else (starts[0] if starts else limit)
+    expected_line = data[pos:].split(b"\n")[0][:size]
+    path = tmp_path_factory.mktemp("positions") / "f"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with open(path, "rb") as f:
+            for source in (fd, f):
+                assert line_start(source, pos, limit) == expected_start
+                assert read_line_at(source, pos, size) == expected_line
+                with RangeReader(source, pos, limit) as r:
+                    assert r.read() == data[pos:limit]
+    finally:
+        os.close(fd)
+
+
 # -- byte ranges for workers ---------------------------------------------------------------------
 def _reference_starts(data: bytes, range_bytes: int) -> list[int]:
     """Range starts the obvious way: 0, and the first line start at or after each nominal
@@ -157,14 +183,14 @@ def test_ranges_over_a_long_line_read_each_byte_once(tmp_path: Path,
         f.seek(size - 6)  # a sparse hole of NUL bytes: no newline in it
         f.write(b"\nlast\n")
     read = []
-    pread = os.pread
+    preadv = os.preadv
 
-    def counted(fd: int, n: int, at: int) -> bytes:
-        block = pread(fd, n, at)
-        read.append(len(block))
-        return block
+    def counted(fd: int, buffers: list[memoryview], at: int) -> int:
+        got = preadv(fd, buffers, at)
+        read.append(got)
+        return got
 
-    monkeypatch.setattr(lines.os, "pread", counted)
+    monkeypatch.setattr(lines.os, "preadv", counted)
     fd = os.open(path, os.O_RDONLY)
     try:
         tasks = lines.range_tasks(fd, size, 1 << 20)
