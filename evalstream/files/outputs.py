@@ -4,6 +4,7 @@ renamed into place only when the whole run succeeded. ``-`` writes to stdout (no
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 import queue
@@ -21,6 +22,29 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# What copy_file_range answers where the kernel or the file system cannot copy for us
+# (another file system before Linux 5.3, FUSE, some network and overlay file systems): the
+# bytes are then copied through this process, as shutil does.
+_NO_KERNEL_COPY = {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP,
+                   errno.EPERM}
+
+
+def _copy_in_kernel(fd_in: int, fd_out: int, start: int, end: int) -> int:
+    """Copy bytes [start, end) of ``fd_in`` to ``fd_out``'s position with copy_file_range;
+    return where it stopped (``end``, or earlier where the kernel cannot copy)."""
+    while start < end:
+        try:
+            copied = os.copy_file_range(fd_in, fd_out, end - start, start)
+        except OSError as exc:
+            if exc.errno in _NO_KERNEL_COPY:
+                return start
+            raise
+        if copied == 0:
+            break
+        start += copied
+    return start
 
 
 class AtomicOutput:
@@ -106,12 +130,7 @@ class AtomicOutput:
             with open(path, "rb") as src:
                 if self._stream is self._raw and self._raw is not None:
                     self._raw.flush()
-                    fd_in, fd_out = src.fileno(), self._raw.fileno()
-                    while start < end:
-                        copied = os.copy_file_range(fd_in, fd_out, end - start, start)
-                        if copied == 0:
-                            break
-                        start += copied
+                    start = _copy_in_kernel(src.fileno(), self._raw.fileno(), start, end)
                     if start >= end:
                         return
                 src.seek(start)

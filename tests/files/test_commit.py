@@ -125,3 +125,46 @@ def test_another_users_file_in_a_sticky_folder(tmp_path: Path) -> None:
         assert _contents(sticky) == dict.fromkeys(NAMES, b"")
     finally:
         shutil.rmtree(sticky)
+
+
+@pytest.mark.parametrize("fails_after", [0, 1])
+def test_a_splice_the_kernel_cannot_copy_goes_through_this_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails_after: int) -> None:
+    # copy_file_range refuses some file systems (EXDEV, EINVAL, EOPNOTSUPP...): the part is
+    # then copied through Python from where the kernel stopped, the same bytes in the end.
+    part = tmp_path / "part"
+    part.write_bytes(b"".join(b"line %d\n" % i for i in range(5000)))
+    calls = []
+    copy = os.copy_file_range
+
+    def refusing(fd_in: int, fd_out: int, count: int, offset_src: int | None = None) -> int:
+        calls.append(count)
+        if len(calls) > fails_after:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return copy(fd_in, fd_out, min(count, 1000), offset_src)
+
+    monkeypatch.setattr(outputs.os, "copy_file_range", refusing)
+    out = AtomicOutput(str(tmp_path / "states.jsonl"))
+    out.write(b"head\n")
+    out.splice(str(part), 7, 30_000)
+    out.write(b"tail\n")
+    out.finish()
+    commit_all([out])
+    assert calls  # the kernel was asked first
+    assert (tmp_path / "states.jsonl").read_bytes() == \
+        b"head\n" + part.read_bytes()[7:30_000] + b"tail\n"
+
+
+def test_a_splice_that_fails_for_another_reason_is_a_write_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    part = tmp_path / "part"
+    part.write_bytes(b"x\n" * 100)
+
+    def full(fd_in: int, fd_out: int, count: int, offset_src: int | None = None) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(outputs.os, "copy_file_range", full)
+    out = AtomicOutput(str(tmp_path / "states.jsonl"))
+    with pytest.raises(OutputError, match="No space left on device"):
+        out.splice(str(part), 0, 200)
+    out.abort()
