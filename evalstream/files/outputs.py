@@ -145,6 +145,28 @@ class AtomicOutput:
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
 
+    @property
+    def rewindable(self) -> bool:
+        """Whether ``rewind`` can take written bytes back: a plain temporary file."""
+        return self.tmp is not None and self._stream is self._raw and not self._finished
+
+    def tell(self) -> int:
+        """Bytes written so far (a rewindable output only)."""
+        assert self.rewindable and self._raw is not None
+        self._drain()
+        return self._raw.tell()
+
+    def rewind(self, size: int) -> None:
+        """Cut the output back to its first ``size`` bytes: a run that wrote ahead and must
+        write part of it again (a rewindable output only)."""
+        assert self.rewindable and self._raw is not None
+        try:
+            self._drain()
+            self._raw.seek(size)
+            self._raw.truncate()
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+
     def finish(self) -> None:
         """Write out everything buffered and close the file; ``commit`` then only renames.
 

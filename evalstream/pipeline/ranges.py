@@ -138,12 +138,14 @@ class Merger:
         self._decode_reject = msgspec.json.Decoder(Reject).decode
         self._encode = msgspec.json.Encoder().encode
 
-    def add(self, part: Part, dups: list[Dup]) -> None:
-        """Take the next part, whose cases ``dups`` (in log order) repeat earlier ids."""
+    def add(self, part: Part, dups: list[Dup], written: bool = False) -> None:
+        """Take the next part, whose cases ``dups`` (in log order) repeat earlier ids;
+        ``written``: its records are in the output already (no duplicate among them)."""
         base = self.lines.lines
         self.bases.append(base)
         dup_rejects = [self._undo(part, d, base) for d in dups]
-        self._splice_output(part, dups)
+        if not written:
+            self._splice_output(part, dups)
         self._merge_rejects(part, base, dup_rejects)
         if part.checks is not None and self.checks is not None:
             listed = part.checks.over_budget

@@ -20,6 +20,7 @@ import zstandard
 from evalstream.cases import duplicates
 from evalstream.engines import dask as engine
 from evalstream.errors import InputError, UsageError, WrongFileError
+from evalstream.files import outputs
 from evalstream.pipeline import cluster
 from evalstream.pipeline.run import Options, run
 from tests.cluster import DaskProcesses, S3Server
@@ -135,6 +136,38 @@ def test_hostile_files(tmp_path: Path, dask_cluster: str, small_ranges: None) ->
     assert sum("already used" in k for k in kinds) >= 10  # across ranges and files
     assert any(r["id"] == "b-1" and "already used" in r["error"] for r in rejects)
     assert any(r["id"] == "c-0" for r in rejects)  # a .gz first use, a .zst duplicate
+
+
+@pytest.mark.parametrize("duplicate", ["none", "late", "first"])
+def test_a_file_output_joined_while_tasks_run_is_cut_back_at_the_first_duplicate(
+        tmp_path: Path, dask_cluster: str, small_ranges: None, monkeypatch: pytest.MonkeyPatch,
+        duplicate: str) -> None:
+    # The client joins a local output as parts arrive and, once the reducers have named the
+    # duplicates, cuts it back to where the first part holding one began.
+    # With a policy, two built-in rubrics apply: every case writes records.
+    lines = [_case(f"case-{i}", "q" * 40, policy="p") for i in range(200)]  # ~17 ranges
+    if duplicate == "late":
+        lines[-1] = _case("case-150", "q" * 40, policy="p")
+    elif duplicate == "first":
+        lines[1] = _case("case-0", policy="p")
+    (tmp_path / "in.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    rewinds: list[int] = []
+    rewind = outputs.AtomicOutput.rewind
+
+    def spy(self: outputs.AtomicOutput, size: int) -> None:
+        rewinds.append(size)
+        rewind(self, size)
+
+    monkeypatch.setattr(outputs.AtomicOutput, "rewind", spy)
+    same_as_one_process(tmp_path, [str(tmp_path / "in.jsonl")], dask_cluster)
+    one = (tmp_path / "one.jsonl").read_bytes()
+    assert one.count(b"\n") == 2 * (200 - (duplicate != "none"))
+    if duplicate == "none":
+        assert rewinds == []
+    elif duplicate == "late":  # the parts before the last stayed in place
+        assert len(rewinds) == 1 and 0 < rewinds[0] < len(one)
+    else:
+        assert rewinds == [0]
 
 
 def test_hostile_files_as_a_glob_and_line_limits(tmp_path: Path, dask_cluster: str,
