@@ -26,7 +26,6 @@ from evalstream.errors import OutputError
 from evalstream.files import store
 
 MIN_MERGE_PART = 5 << 20  # S3's least multipart part (the last may be smaller)
-COPY_BLOCK = 8 << 20
 MANIFEST = "manifest.json"
 MANIFEST_SHAPE = "evalstream.parts/1"
 
@@ -132,17 +131,9 @@ class StoreOutput:
                 return
             except (OSError, NotImplementedError):
                 pass  # streamed below instead
-        self._file = store.PartFile(self.tmp)
+        joined = self._file = store.PartFile(self.tmp)
         for path, a, b, _ in self._segments:
-            fs, inner = store.filesystem(path)
-            with fs.open(inner, "rb") as src:
-                src.seek(a)
-                while a < b:
-                    block = src.read(min(COPY_BLOCK, b - a))
-                    if not block:
-                        break
-                    self._file.write_all([block])
-                    a += len(block)
+            store.copy_range(path, a, b, lambda block: joined.write_all([block]))
         self.joined_by = "client"
 
     def check_replaceable(self) -> None:
@@ -211,10 +202,11 @@ class DirectoryOutput:
             _move(path, target)
         else:
             out = store.PartFile(target)
-            fs, inner = store.filesystem(path)
-            with fs.open(inner, "rb") as src:
-                src.seek(start)
-                out.write_all([src.read(end - start)])
+            try:
+                store.copy_range(path, start, end, lambda block: out.write_all([block]))
+            except BaseException:
+                out.abort()
+                raise
             out.commit()
         self._parts.append(name)
         self._bytes += end - start
@@ -324,15 +316,7 @@ class Streamed:
         if not store.is_url(path):
             self.output.splice(path, start, end)
             return
-        fs, inner = store.filesystem(path)
-        with fs.open(inner, "rb") as src:
-            src.seek(start)
-            while start < end:
-                block = src.read(min(COPY_BLOCK, end - start))
-                if not block:
-                    break
-                self.output.write(block)
-                start += len(block)
+        store.copy_range(path, start, end, self.output.write)
 
     def write(self, data: bytes | bytearray) -> None:
         self.output.write(data)

@@ -20,6 +20,7 @@ import glob
 import io
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -148,6 +149,25 @@ def needs_resolving(argument: str) -> bool:
 
 
 # -- reading -------------------------------------------------------------------------------------
+COPY_BLOCK = 8 << 20
+
+
+def copy_range(path: str, start: int, end: int, write: Callable[[bytes], object]) -> None:
+    """Hand bytes [start, end) of the file at ``path`` (a local path or URL) to ``write``,
+    ``COPY_BLOCK`` at a time: a part is never held whole. A file that ends before ``end``
+    is an OutputError (a part its writer said was longer), never a shorter output."""
+    fs, inner = filesystem(path)
+    with fs.open(inner, "rb") as src:
+        src.seek(start)
+        while start < end:
+            block = src.read(min(COPY_BLOCK, end - start))
+            if not block:
+                raise OutputError(f"cannot join {path}: it ends at byte {start:,}, before "
+                                  f"byte {end:,}; was it changed during the run?")
+            write(block)
+            start += len(block)
+
+
 def open_file(path: str) -> BinaryIO:
     """The file at ``path`` (a local path or URL) for reading, decompressed when its name
     ends in ``.gz`` or ``.zst``."""

@@ -24,6 +24,7 @@ from msgspec import Struct
 
 from evalstream import __version__
 from evalstream.cases.rejects import Reject
+from evalstream.cases.schema import group_value
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream.verdicts import agreement
 from evalstream.verdicts.links import MARKER, export_page, is_export
@@ -208,16 +209,6 @@ class CaseFile:
     cases: pl.DataFrame
 
 
-def _group_value(metadata: dict[str, Any] | None, path: tuple[str, ...]) -> str | None:
-    """The metadata value at a dotted path as text (JSON for non-strings), None when absent."""
-    value: Any = metadata
-    for key in path:
-        if not isinstance(value, dict) or key not in value:
-            return None
-        value = value[key]
-    return value if isinstance(value, str) else msgspec.json.encode(value).decode()
-
-
 def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
                 by: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                 allow_unknown_fields: bool = False) -> CaseFile:
@@ -250,7 +241,7 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
         c_ids.append(case.id)
         group = None
         if group_path is not None:
-            value = _group_value(case.metadata, group_path)
+            value = group_value(case.metadata, group_path)
             group = None if value is None else group_code(value)
         c_groups.append(group)
         if case.expected:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from evalstream.cases.ids import IdIndex
 from evalstream.cases.reading import RecordReader, case_kind
 from evalstream.cases.rejects import Reject
+from evalstream.cases.schema import group_value
 from evalstream.checks.checker import OVER_BUDGET, Checker
 from evalstream.checks.rubrics import RubricSet
 from evalstream.errors import InputError, UsageError
@@ -307,18 +308,6 @@ def key_of(row: int, rubric: int) -> int:
 
 def split_key(key: int) -> tuple[int, int]:
     return key >> 32, key & NONE
-
-
-def group_value(metadata: dict[str, Any] | None, path: tuple[str, ...]) -> str | None:
-    """The metadata value at a dotted path as text (JSON for non-strings), None if absent."""
-    import msgspec
-
-    value: Any = metadata
-    for key in path:
-        if not isinstance(value, dict) or key not in value:
-            return None
-        value = value[key]
-    return value if isinstance(value, str) else msgspec.json.encode(value).decode()
 
 
 # -- the passes ------------------------------------------------------------------------------------

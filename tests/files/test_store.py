@@ -88,3 +88,19 @@ def test_several_files_read_as_one(tmp_path: Path) -> None:
 def test_a_single_stream_is_unchanged() -> None:
     one = list(read_chunks(io.BufferedReader(io.BytesIO(b"\xef\xbb\xbfx\ny\n"))))
     assert one == [Chunk(1, 3, [b"x", b"y"])]
+
+
+def test_copy_range_streams_in_blocks_and_refuses_a_short_part(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalstream.errors import OutputError
+    from evalstream.files import store
+
+    part = tmp_path / "part"
+    part.write_bytes(bytes(range(256)) * 40)
+    monkeypatch.setattr(store, "COPY_BLOCK", 1000)
+    blocks: list[bytes] = []
+    store.copy_range(str(part), 7, 9000, blocks.append)
+    assert b"".join(blocks) == part.read_bytes()[7:9000]
+    assert max(map(len, blocks)) == 1000  # never the whole range at once
+    with pytest.raises(OutputError, match=r"ends at byte 10,240, before byte 20,000"):
+        store.copy_range(str(part), 0, 20_000, blocks.append)
