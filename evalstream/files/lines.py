@@ -234,8 +234,8 @@ def _long_line(line_no: int, offset: int, head: bytes, used: int, ended: bool) -
 
 # -- byte ranges: a part of a file, read by position -----------------------------------------
 # One mechanism for both engines: a worker process reads a shared file descriptor with
-# ``pread`` (no shared file position), a cluster task an fsspec file with ``seek`` and
-# ``readinto`` (files/store.py). Everything below takes either as ``source``.
+# ``preadv`` (no shared file position), a cluster task an fsspec file with ``seek`` and
+# ``read`` (files/store.py). Everything below takes either as ``source``.
 Source = int | BinaryIO
 _SCAN = 1 << 16
 

@@ -236,9 +236,10 @@ def _merge(cluster: Cluster, opts: Options, rubric_set: RubricSet | None,
         if on_progress is not None:
             on_progress(done, total)
     found = by_task(reductions())
-    if ahead is not None and found and min(found) in starts:
-        ahead.rewind(starts[min(found)])
-        starts = {i: at for i, at in starts.items() if i < min(found)}
+    first_duplicate = min(found, default=len(tasks))
+    if ahead is not None and first_duplicate in starts:
+        ahead.rewind(starts[first_duplicate])
+    written = {i for i in starts if i < first_duplicate}
     raw = duplicate_lines(found, tasks,
                           lambda jobs: cluster.read_lines(jobs, opts.max_line_bytes))
     sizes = getattr(out, "part_sizes", None)
@@ -250,7 +251,7 @@ def _merge(cluster: Cluster, opts: Options, rubric_set: RubricSet | None,
         if sizes is not None and part.out_path is not None:
             sizes[part.out_path] = part.out_size
         try:
-            merger.add(part, found.get(part.index, []), written=part.index in starts)
+            merger.add(part, found.get(part.index, []), written=part.index in written)
         except ReaderGone:  # `| head`: stop; the counts are of the ranges written
             return Outcome(merger.lines, merger.checks, merger.first_rejects, stopped=True)
     return Outcome(merger.lines, merger.checks, merger.first_rejects)
