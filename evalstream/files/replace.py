@@ -89,18 +89,21 @@ def holds(head: bytes, kind: str) -> str | None:
     return "data evalstream did not write"
 
 
-def _object_with(line: bytes, keys: tuple[str, ...]) -> bool:
+def _object(line: bytes) -> dict[str, object] | None:
+    """The JSON object on ``line``, or None."""
     try:
         value = json.loads(line)
     except (ValueError, RecursionError):
-        return False
-    return isinstance(value, dict) and all(k in value for k in keys)
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _object_with(line: bytes, keys: tuple[str, ...]) -> bool:
+    value = _object(line)
+    return value is not None and all(k in value for k in keys)
 
 
 def _exact_verdict(line: bytes) -> bool:
     """Whether ``line`` is an exact verdict as build writes it (``"kind": "exact"``)."""
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(value, dict) and value.get("kind") == "exact" and "status" in value
+    value = _object(line)
+    return value is not None and value.get("kind") == "exact" and "status" in value
