@@ -334,8 +334,12 @@ class RejectList:
         return np.flatnonzero(mask)
 
 
-def page_of(positions: np.ndarray, page: int, size: int = PAGE_SIZE) -> tuple[np.ndarray, int]:
-    """The positions on page ``page`` (1-based, clamped) and the number of pages."""
+def page_of(positions: np.ndarray, page: int, limit: int | None = None,
+            size: int = PAGE_SIZE) -> tuple[np.ndarray, int, int]:
+    """The positions shown on page ``page``, that page (1-based, clamped) and the number of
+    pages; with ``limit`` (the static export) the first ``limit`` positions, one page."""
+    if limit is not None:
+        return positions[:limit], 1, 1
     pages = max(1, -(-len(positions) // size))
     page = min(max(page, 1), pages)
-    return positions[(page - 1) * size:page * size], pages
+    return positions[(page - 1) * size:page * size], page, pages

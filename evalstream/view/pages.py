@@ -27,6 +27,7 @@ from evalstream.view.index import (
 from evalstream.view.links import Links
 from evalstream.view.lists import (
     DIMENSIONS,
+    PAGE_SIZE,
     SPECS,
     EntryList,
     Filters,
@@ -472,16 +473,11 @@ def list_page(site: Site, name: str, filters: Filters, page: int,
         html_page.paragraph("No entry: a filter names a value this list does not have (or an "
                             "id that is not a case of any file).")
         return html_page.html(), []
-    shown_positions: np.ndarray
-    if limit is not None:
-        shown_positions, page, pages = positions[:limit], 1, 1
-    else:
-        shown_positions, pages = page_of(positions, page)
-        page = min(max(page, 1), pages)
+    shown_positions, page, pages = page_of(positions, page, limit)
     shown = rows(site, entries, shown_positions)
     html_page.fragment(pager(site, name, filters, page, pages, len(positions), len(shown)))
     if shown:
-        first = 1 if limit is not None else (page - 1) * 50 + 1
+        first = (page - 1) * PAGE_SIZE + 1
         html_page.fragment(list_table(site, name, shown, first))
     else:
         html_page.paragraph("No entry.")
@@ -505,12 +501,7 @@ def rejects_page(site: Site, file: str | None, kind: str | None, page: int,
         html_page.paragraph("No rejected line." if positions is not None
                             else "No entry: a filter names a value no reject has.")
         return html_page.html()
-    shown: np.ndarray
-    if limit is not None:
-        shown, pages, page = positions[:limit], 1, 1
-    else:
-        shown, pages = page_of(positions, page)
-        page = min(max(page, 1), pages)
+    shown, page, pages = page_of(positions, page, limit)
     parts = [f'<p class="pager">{len(positions):,} rejected lines']
     if pages > 1 and site.links.forms:
         if page > 1:
