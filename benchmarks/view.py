@@ -19,7 +19,6 @@ reader that checks records), ``load-all`` keeps every record of both files in me
 
 from __future__ import annotations
 
-import http.cookiejar
 import json
 import os
 import re
@@ -137,10 +136,9 @@ def serve_once(cases: Path, verdicts: Path) -> dict[str, Any]:
             if found:
                 url = found[1]
         ready = time.perf_counter() - started
-        base = url.split("?")[0].rstrip("/")
-        opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-        opener.open(url, timeout=600).read()
+        base = url.rstrip("/")  # the site's root: its path holds the token
+        opener = urllib.request.build_opener()
+        opener.open(url, timeout=600).read()  # the start URL, as the browser opens it first
         timings: dict[str, float] = {}
         first_check = None
         for name, path in PAGES:
@@ -150,8 +148,9 @@ def serve_once(cases: Path, verdicts: Path) -> dict[str, Any]:
             body = opener.open(base + path, timeout=600).read()
             timings[name] = time.perf_counter() - t
             if first_check is None and name == "disagreements":
-                found = re.search(rb'href="(/check\?[^"]+)"', body)
-                first_check = found[1].decode().replace("&amp;", "&") if found else "/"
+                found = re.search(rb'href="\.\./(check\?[^"]+)"', body)
+                first_check = ("/" + found[1].decode().replace("&amp;", "&") if found
+                               else "/")
         rss = _vmhwm(process.pid)
     finally:
         process.send_signal(signal.SIGINT)

@@ -277,7 +277,7 @@ def test_the_view_server_prints_what_docs_show(tmp_path: Path) -> None:
                                                              "```console\n$ python -m evalstream view"))
                          if "--export" not in t[0]]
     # The port is the first free one and the token random: both are read as `...`.
-    shown = [re.sub(r"127\.0\.0\.1:\d+/\?token=\S+", "127.0.0.1:.../?token=...", line)
+    shown = [re.sub(r"127\.0\.0\.1:\d+/[\w-]+/", "127.0.0.1:.../.../", line)
              for line in shown]
     shutil.copytree(ROOT / "data" / "samples", tmp_path / "data" / "samples")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}

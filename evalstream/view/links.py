@@ -15,29 +15,38 @@ from evalstream.view.lists import Filters
 
 
 class Links:
-    """The server's links: absolute paths on its own origin."""
+    """The server's links: relative paths from a page ``depth`` folders below the site's
+    root. The server's root is a path holding its token (``/TOKEN/``), so a relative link
+    carries the token without any page naming it."""
 
     forms = True  # filters are a form sent with GET
 
+    def __init__(self, depth: int = 0) -> None:
+        self.up = "../" * depth
+
+    def at(self, depth: int) -> Links:
+        """The same links from a page ``depth`` folders down."""
+        return Links(depth)
+
     def home(self) -> str:
-        return "/"
+        return self.up or "./"
 
     def list(self, name: str, filters: Filters, page: int = 1) -> str | None:
         query = filters.items() + ([("page", str(page))] if page > 1 else [])
-        return f"/list/{quote(name)}" + (f"?{urlencode(query)}" if query else "")
+        return f"{self.up}list/{quote(name)}" + (f"?{urlencode(query)}" if query else "")
 
     def rejects(self, file: str | None = None, kind: str | None = None,
                 page: int = 1) -> str | None:
         query = [(k, v) for k, v in (("file", file), ("kind", kind)) if v is not None]
         if page > 1:
             query.append(("page", str(page)))
-        return "/rejects" + (f"?{urlencode(query)}" if query else "")
+        return f"{self.up}rejects" + (f"?{urlencode(query)}" if query else "")
 
     def check(self, case_id: str, rubric_id: str) -> str | None:
-        return "/check?" + urlencode([("case", case_id), ("rubric", rubric_id)])
+        return f"{self.up}check?" + urlencode([("case", case_id), ("rubric", rubric_id)])
 
     def raw(self, role: str, offset: int) -> str | None:
-        return f"/raw/{quote(role)}/{offset}"
+        return f"{self.up}raw/{quote(role)}/{offset}"
 
 
 class ExportLinks(Links):
@@ -48,7 +57,7 @@ class ExportLinks(Links):
 
     def __init__(self, depth: int, checks: set[str], lists: dict[tuple[str, str, str], str],
                  rejects: dict[tuple[str, str], str]) -> None:
-        self.up = "../" * depth
+        super().__init__(depth)
         self.checks = checks  # file names (checks/HASH.html) of the check pages written
         self.lists = lists  # (list, dimension, value) -> file name; ("", "") for all
         self.reject_pages = rejects  # (dimension, value) -> file name

@@ -5,9 +5,16 @@ What it guards against, since every page shows data from files someone else wrot
 - It binds 127.0.0.1 unless told otherwise, and on a loopback address it answers only
   requests whose ``Host`` is that address (or ``localhost``) and its port: a web page that
   rebinds its own domain name to 127.0.0.1 gets nothing (DNS rebinding).
-- Every request needs the access token printed at start: in the first URL (``?token=``),
-  which sets a cookie for this port and redirects to the same page without it. Other users
-  of the machine, and pages in other tabs, cannot read the data.
+- Every page lives under a path that holds the access token (``/TOKEN/``), printed at
+  start; links are relative, so they carry it, and nothing outside that path answers
+  (403, a body that does not name it). The token never travels as a cookie: a browser
+  sends the cookies of 127.0.0.1 to every server on 127.0.0.1, whatever its port (RFC
+  6265, 8.5), and two ports of one address are one site to it, so no cookie attribute
+  (``SameSite``, ``HttpOnly``, a name with the port) keeps another local server (a
+  notebook, a dev server, another user's) from receiving it and replaying it. A path is
+  sent only to this server, and ``Referrer-Policy: no-referrer`` keeps it out of the
+  ``Referer`` of any link followed. Other users of the machine, and pages in other tabs,
+  cannot read the data.
 - Every HTML response carries the strict Content-Security-Policy of the pages (no script,
   nothing loaded, no framing), ``nosniff``, no referrer and no caching; a raw record is
   ``text/plain`` in a sandbox.
@@ -24,11 +31,11 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from http import HTTPStatus
-from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from urllib.parse import parse_qsl, unquote
 
 from evalstream.errors import EvalstreamError, UsageError
 from evalstream.render.html import BASE_CSS, strict_csp
@@ -54,7 +61,6 @@ def _policy() -> str:
 HTML_HEADERS = {
     "Content-Type": "text/html; charset=utf-8",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
@@ -63,7 +69,7 @@ HTML_HEADERS = {
 
 
 class ViewServer(ThreadingHTTPServer):
-    """Serves one site; ``token`` is the secret every request must show."""
+    """Serves one site; ``token`` is the secret every request's path must start with."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -90,12 +96,20 @@ class ViewServer(ThreadingHTTPServer):
             self.hosts |= {f"127.0.0.1:{self.port}", f"localhost:{self.port}",
                            f"[::1]:{self.port}"}
         self.url = f"http://{shown}:{self.port}/"
-        self.cookie = f"evalstream-view-{self.port}"
 
     @property
     def start_url(self) -> str:
-        """The URL to open first: it carries the token."""
-        return f"{self.url}?{urlencode({'token': self.token})}"
+        """The URL to open first, the site's root: its path holds the token."""
+        return f"{self.url}{self.token}/"
+
+    def inside(self, path: str) -> str | None:
+        """The page ``path`` asks for below the token's folder (``/TOKEN/list/x`` ->
+        ``/list/x``, ``/TOKEN`` -> ``""``), or None when it is not below it."""
+        folder, slash, rest = path[1:].partition("/")
+        if not path.startswith("/") or not hmac.compare_digest(folder.encode(),
+                                                               self.token.encode()):
+            return None
+        return slash + rest
 
 
 def _is_loopback(host: str) -> bool:
@@ -109,6 +123,7 @@ def _is_loopback(host: str) -> bool:
 
 class _Handler(BaseHTTPRequestHandler):
     server: ViewServer
+    site: Site | None = None  # this request's site, once its path holds the token
     server_version = "evalstream-view"
     sys_version = ""
     protocol_version = "HTTP/1.1"
@@ -135,6 +150,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _respond(self, head: bool) -> None:
         server = self.server
         self.head = head
+        # One handler serves every request of a kept-alive connection: a request earns the
+        # site (its pages' navigation) only once its path holds the token.
+        self.site = None
         if len(self.path) > MAX_URL:
             return self._page(HTTPStatus.REQUEST_URI_TOO_LONG, "Too long",
                               "The address is too long.")
@@ -142,22 +160,25 @@ class _Handler(BaseHTTPRequestHandler):
             # A page on another site whose name now points here (DNS rebinding).
             return self._page(HTTPStatus.MISDIRECTED_REQUEST, "Wrong address",
                               f"This server answers at {server.url} only.")
-        url = urlsplit(self.path)
-        params = dict(parse_qsl(url.query, keep_blank_values=True))
-        given = params.pop("token", None)
-        if given is not None and hmac.compare_digest(given.encode(), server.token.encode()):
-            rest = f"?{urlencode(params)}" if params else ""
-            return self._send(HTTPStatus.SEE_OTHER, b"", {
-                "Location": url.path + rest, "Cache-Control": "no-store",
-                "Set-Cookie": f"{server.cookie}={server.token}; Path=/; HttpOnly; "
-                              "SameSite=Strict"})
-        if not self._has_token():
+        # The token is the first folder of the path, never a query or a cookie: a path is
+        # sent to this server only (see the module's docstring).
+        path, _, query = self.path.partition("?")
+        page = server.inside(path)
+        if page is None:
             return self._page(HTTPStatus.FORBIDDEN, "Open the address evalstream printed",
                               "This page needs the access token: open the address that "
-                              "`evalstream view` printed when it started (it ends in "
-                              "?token=...).")
+                              "`evalstream view` printed when it started (the token is "
+                              "part of its path).")
+        if page == "":  # relative links need the folder's slash
+            return self._send(HTTPStatus.SEE_OTHER, b"", {
+                "Location": f"{path}/", "Cache-Control": "no-store"})
+        # Links are relative to the page's own folder (the raw path, as the browser
+        # resolves them), so every link stays below the token's folder.
+        site = self.site = replace(server.site,
+                                   links=server.site.links.at(page.count("/") - 1))
+        params = dict(parse_qsl(query, keep_blank_values=True))
         try:
-            self._route(url.path, params)
+            self._route(site, page, params)
         except FileChanged as exc:
             self._page(HTTPStatus.CONFLICT, "A file changed", str(exc))
         except EvalstreamError as exc:
@@ -170,22 +191,10 @@ class _Handler(BaseHTTPRequestHandler):
                        "evalstream view failed on this page (a bug: please report it with "
                        "the message printed where view runs).")
 
-    def _has_token(self) -> bool:
-        try:
-            cookies = SimpleCookie(self.headers.get("Cookie", ""))
-        except CookieError:
-            return False
-        morsel = cookies.get(self.server.cookie)
-        return morsel is not None and hmac.compare_digest(morsel.value.encode(),
-                                                          self.server.token.encode())
-
-    def _route(self, path: str, params: dict[str, str]) -> None:
-        site = self.server.site
+    def _route(self, site: Site, path: str, params: dict[str, str]) -> None:
         value: Callable[[str], str | None] = lambda name: params.get(name) or None  # noqa: E731
         if path == "/":
             return self._html(overview(site))
-        if path == "/favicon.ico":
-            return self._send(HTTPStatus.NO_CONTENT, b"", {"Cache-Control": "max-age=86400"})
         if path.startswith("/list/"):
             name = unquote(path[len("/list/"):])
             if name in site.lists.available():
@@ -207,17 +216,17 @@ class _Handler(BaseHTTPRequestHandler):
         elif path.startswith("/raw/"):
             parts = path.split("/")
             if len(parts) == 4 and parts[2] in site.index.files and parts[3].isdigit():
-                return self._raw(parts[2], int(parts[3]))
+                return self._raw(site, parts[2], int(parts[3]))
         self._page(HTTPStatus.NOT_FOUND, "Not found", "There is no page at this address.")
 
-    def _raw(self, role: str, offset: int) -> None:
-        if not _is_record_offset(self.server.site, role, offset):
+    def _raw(self, site: Site, role: str, offset: int) -> None:
+        if not _is_record_offset(site, role, offset):
             return self._page(HTTPStatus.NOT_FOUND, "Not found", "No line starts there.")
-        line = self.server.site.source.line(role, offset)
+        line = site.source.line(role, offset)
         self._send(HTTPStatus.OK, line + b"\n", {
             "Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": "default-src 'none'; sandbox",
-            "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
+            "Cache-Control": "no-store"})
 
     # -- the response ----------------------------------------------------------------------
     def _html(self, html: str, status: HTTPStatus = HTTPStatus.OK) -> None:
@@ -226,12 +235,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, html.encode("utf-8", "replace"), headers)
 
     def _page(self, status: HTTPStatus, title: str, message: str) -> None:
-        site = self.server.site if status not in (HTTPStatus.FORBIDDEN,
-                                                  HTTPStatus.MISDIRECTED_REQUEST) else None
-        self._html(message_page(site, title, message), status)
+        """A message page; with the site's navigation only below the token's folder."""
+        self._html(message_page(self.site, title, message), status)
 
     def _send(self, status: HTTPStatus, body: bytes, headers: dict[str, str]) -> None:
         self.send_response(status)
+        # On every response: a link followed from any page never carries its address (the
+        # token) in a Referer.
+        self.send_header("Referrer-Policy", "no-referrer")
         for name, value in headers.items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))

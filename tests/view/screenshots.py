@@ -32,8 +32,7 @@ def make(folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     shots = []
     with server(str(VERDICTS), "--cases", str(CASES), "--compare", str(VERDICTS_B)) as s:
-        token = s.start_url.split("?", 1)[1]
-        with open_tab(f"{s.base}list/disagreements?{token}", width=WIDTH, height=HEIGHT) as tab:
+        with open_tab(f"{s.base}list/disagreements", width=WIDTH, height=HEIGHT) as tab:
             shots.append(_save(tab.screenshot(), folder / "view-list.png"))
             tab.navigate(f"{s.base}list/verdicts")
             tab.follow("""(() => { const form = document.querySelector('form.filters');

@@ -3,7 +3,6 @@ real ``evalstream view`` server process on 127.0.0.1."""
 
 from __future__ import annotations
 
-import http.cookiejar
 import os
 import re
 import signal
@@ -17,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from evalstream.view.index import Options, split_key
 from evalstream.view.lists import Filters
@@ -51,27 +51,42 @@ def entries(s: Site, name: str, filters: Filters | None = None) -> list[tuple[st
 
 @dataclass
 class Server:
-    """A running ``evalstream view`` process and a client that keeps its cookie."""
+    """A running ``evalstream view`` process: the address it printed (its pages live under
+    it: ``base``) and the origin it listens on."""
 
     process: subprocess.Popen[bytes]
     start_url: str
-    base: str
-    opener: urllib.request.OpenerDirector
+    base: str  # the start URL: every page is under it (it holds the token)
+    origin: str  # http://127.0.0.1:PORT/: the server's root, outside the token's path
 
     def get(self, path: str, headers: dict[str, str] | None = None,
             method: str = "GET") -> tuple[int, dict[str, str], bytes]:
-        request = urllib.request.Request(self.base + path.lstrip("/"), headers=headers or {},
-                                         method=method)
-        try:
-            with self.opener.open(request, timeout=30) as response:
-                return response.status, dict(response.headers), response.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, dict(exc.headers), exc.read()
+        """Request ``path`` under ``base`` (a page of the view)."""
+        return fetch(self.base + path.lstrip("/"), headers, method)
 
-    def login(self) -> None:
-        """Open the start URL (with the token): the cookie is kept for later requests."""
-        status, _, _ = self.get(self.start_url[len(self.base):])
-        assert status == 200
+    def outside(self, path: str, headers: dict[str, str] | None = None,
+                method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+        """Request ``path`` from the server's root, without the token's path."""
+        return fetch(self.origin + path.lstrip("/"), headers, method)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any) -> None:
+        return None  # a redirect is an answer to look at, not to follow
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect())
+
+
+def fetch(url: str, headers: dict[str, str] | None = None,
+          method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+    """One request, no cookie jar, no redirect followed: (status, headers, body)."""
+    request = urllib.request.Request(url, headers=headers or {}, method=method)
+    try:
+        with _OPENER.open(request, timeout=30) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
 
 
 @contextmanager
@@ -94,10 +109,8 @@ def server(*args: str) -> Iterator[Server]:
             if found:
                 url = found[1].decode()
         assert url is not None, f"view did not start: {seen.decode()}"
-        base = url.split("?")[0]
-        jar = http.cookiejar.CookieJar()
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-        yield Server(process, url, base, opener)
+        parts = urlsplit(url)
+        yield Server(process, url, url, f"{parts.scheme}://{parts.netloc}/")
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)

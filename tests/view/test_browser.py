@@ -6,9 +6,12 @@ field) on every page, where nothing may run, load or overflow, and the page stay
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlencode
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
@@ -21,6 +24,7 @@ from tests.view.support import (
     VERDICTS,
     VERDICTS_B,
     Server,
+    fetch,
     hostile_dataset,
     no_proxy,
     server,
@@ -59,12 +63,6 @@ def samples() -> Iterator[Server]:
         yield s
 
 
-def opened(s: Server, path: str) -> str:
-    """The address that opens ``path`` with the token (the server redirects to ``path``)."""
-    joiner = "&" if "?" in path else "?"
-    return s.base + path.lstrip("/") + joiner + s.start_url.split("?", 1)[1]
-
-
 def check_inert(tab: Tab) -> dict[str, object]:
     state = json.loads(tab.evaluate(INERT))
     assert tab.errors == [], tab.errors
@@ -76,11 +74,11 @@ def check_inert(tab: Tab) -> dict[str, object]:
 
 
 def test_lists_and_a_check_page_in_chromium(samples: Server) -> None:
-    with open_tab(opened(samples, "/"), width=1280, height=900) as tab:
+    with open_tab(samples.base, width=1280, height=900) as tab:
         check_inert(tab)
-        assert tab.evaluate("location.search") == ""  # the token left the address bar
+        assert tab.evaluate("document.cookie") == ""  # the token is the path, never a cookie
         assert tab.evaluate("document.querySelectorAll('.cards .card').length") == 7
-        tab.follow("document.querySelector('nav.top a[href=\"/list/disagreements\"]').click()")
+        tab.follow("document.querySelector('nav.top a[href=\"list/disagreements\"]').click()")
         check_inert(tab)
         rows = json.loads(tab.evaluate(ROWS))
         assert [r[0] for r in rows] == ["case-02", "case-04", "case-12", "case-21", "case-20",
@@ -104,8 +102,70 @@ def test_lists_and_a_check_page_in_chromium(samples: Server) -> None:
             "case-02 · booking-succeeded"
 
 
+class _Neighbour(BaseHTTPRequestHandler):
+    """Another server on 127.0.0.1 (a notebook, a dev server, another user's): it keeps every
+    request a browser sends it, and its page loads an image from itself."""
+
+    seen: list[tuple[str, dict[str, str]]]
+
+    def do_GET(self) -> None:
+        self.seen.append((self.path, dict(self.headers)))
+        body = b'<!doctype html><title>neighbour</title><img src="/pixel.png">'
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_another_server_on_127_0_0_1_learns_nothing_that_opens_the_view(
+        samples: Server) -> None:
+    # Browsers scope cookies by host, not port (RFC 6265, 8.5), and 127.0.0.1 on two ports
+    # is one site: whatever the view keeps in the browser for 127.0.0.1 goes to every other
+    # server there. Browse the view, follow a link from it to the other server, open that
+    # server's page; then replay every header the other server got against the view.
+    seen: list[tuple[str, dict[str, str]]] = []
+    neighbour = ThreadingHTTPServer(("127.0.0.1", 0), type("N", (_Neighbour,), {"seen": seen}))
+    threading.Thread(target=neighbour.serve_forever, daemon=True).start()
+    other = f"http://127.0.0.1:{neighbour.server_address[1]}/"
+    try:
+        with open_tab(samples.start_url, width=1280, height=900) as tab:
+            tab.follow("document.querySelector('nav.top a[href$=\"list/disagreements\"]')"
+                       ".click()")
+            tab.follow("document.querySelector('table.list a').click()")
+            assert tab.evaluate("document.querySelector('h1').textContent") == \
+                "case-02 · tool-backed-claims"
+            tab.follow(f"""(() => {{ const a = document.createElement('a');
+              a.href = {json.dumps(other + "followed")}; document.body.append(a);
+              a.click(); }})()""")
+            tab.navigate(other + "typed")
+            tab.browser.drain(0.5)  # the image of the neighbour's page
+    finally:
+        neighbour.shutdown()
+        neighbour.server_close()
+    assert {path for path, _ in seen} >= {"/followed", "/typed", "/pixel.png"}, seen
+    start = urlsplit(samples.start_url)
+    token = (parse_qs(start.query).get("token") or [start.path.strip("/")])[0]
+    assert len(token) >= 20
+    view_host = start.netloc
+    for path, headers in seen:
+        assert token not in path and token not in json.dumps(headers), (path, headers)
+        replayed = {k: v for k, v in headers.items() if k.lower() not in ("host", "connection")}
+        replayed["Host"] = view_host  # the view's own, so only the token decides
+        targets = {path, "/", "/list/disagreements",
+                   "/check?case=case-02&rubric=tool-backed-claims",
+                   urlsplit(headers.get("Referer", "")).path or "/"}
+        for target in targets:
+            status, answer, body = fetch(samples.origin + target.lstrip("/"), replayed)
+            assert status in (403, 404), (target, replayed, status)
+            assert b"case-02" not in body and "Set-Cookie" not in answer
+
+
 def test_the_filter_form_in_chromium(samples: Server) -> None:
-    with open_tab(opened(samples, "/list/verdicts"), width=1280, height=900) as tab:
+    with open_tab(samples.base + "list/verdicts", width=1280, height=900) as tab:
         check_inert(tab)
         tab.follow("""(() => {
           const form = document.querySelector('form.filters');
@@ -157,7 +217,7 @@ def test_hostile_data_runs_nothing_and_pages_stay_usable(tmp_path: Path) -> None
                  "/list/disagreements?" + urlencode({"group": ID_PAYLOADS[0]})]
         pages += ["/check?" + urlencode({"case": case_id, "rubric": rubric})
                   for case_id in ID_PAYLOADS for rubric in ID_PAYLOADS[:2]]
-        with open_tab(opened(s, "/"), width=1280, height=900) as tab:
+        with open_tab(s.base, width=1280, height=900) as tab:
             for path in pages:
                 tab.navigate(s.base + path.lstrip("/"))
                 state = check_inert(tab)

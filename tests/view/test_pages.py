@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -90,12 +91,13 @@ def samples(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def test_sample_pages_golden(samples: Any) -> None:
+    lists = replace(samples, links=samples.links.at(1))  # served one folder down: list/NAME
     pages = {
         "overview.html": overview(samples, timings=False),
-        "disagreements.html": list_page(samples, "disagreements", Filters(), 1)[0],
-        "flips-tool-backed-claims.html": list_page(samples, "flips",
+        "disagreements.html": list_page(lists, "disagreements", Filters(), 1)[0],
+        "flips-tool-backed-claims.html": list_page(lists, "flips",
                                               Filters(rubric="tool-backed-claims"), 1)[0],
-        "skipped-page-2.html": list_page(samples, "skipped", Filters(), 2)[0],
+        "skipped-page-2.html": list_page(lists, "skipped", Filters(), 2)[0],
         "check-case-02-tool-backed-claims.html": check_page(samples, "case-02", "tool-backed-claims"),
         "check-case-26-policy-compliance.html": check_page(samples, "case-26",
                                                            "policy-compliance"),
@@ -124,7 +126,7 @@ def test_a_check_page_shows_what_the_judge_saw_and_said(samples: Any) -> None:
     assert ("Input (user)", "shown") in tags and ("Tool events", "shown") in tags
     assert ("Metadata", "never") in tags and ("Expected labels", "never") in tags
     # The case's other checks are linked, each with its verdict or why it has none.
-    assert "requires reference_material" in text and 'href="/check?case=case-02&amp;rubric=' \
+    assert "requires reference_material" in text and 'href="check?case=case-02&amp;rubric=' \
         "booking-succeeded" in html
     assert check_page(samples, "no-such-case", "tool-backed-claims") is None
     assert check_page(samples, "case-02", "no-such-rubric") is None
@@ -201,7 +203,7 @@ def test_a_record_too_large_to_show_whole_is_cut_and_says_so(tmp_path: Path) -> 
         text = " ".join(structure(html).text)
         assert "each text is cut at 20,000 characters" in text
         assert "180,000 more characters are not shown" in text
-        assert 'href="/raw/cases/0"' in html
+        assert 'href="raw/cases/0"' in html
 
 
 def test_a_case_with_many_checks_links_the_first_hundred_and_counts_the_rest(

@@ -1,6 +1,6 @@
-"""The server as a real process on 127.0.0.1 (``evalstream view ... --port 0``): the token,
-the Host check, the headers, GET only, the pages and filters by URL, the raw records, a
-file changed under it, and Ctrl-C."""
+"""The server as a real process on 127.0.0.1 (``evalstream view ... --port 0``): the token
+in the path (never a cookie), the Host check, the headers, GET only, the pages and filters
+by URL, the raw records, a file changed under it, and Ctrl-C."""
 
 from __future__ import annotations
 
@@ -19,43 +19,87 @@ no_proxy()
 
 
 @pytest.mark.slow
-def test_nothing_is_served_without_the_token(tmp_path: Path) -> None:
+def test_nothing_is_served_outside_the_tokens_path() -> None:
     with server(str(VERDICTS), "--cases", str(CASES)) as s:
+        token = s.base[len(s.origin):].strip("/")
         for path in ("/", "/list/disagreements", "/check?case=case-02&rubric=tool-backed-claims",
-                     "/raw/cases/0", "/?token=wrong"):
-            status, headers, body = s.get(path)
-            assert status == 403, path
-            assert b"open the address that `evalstream view` printed" in body
-            assert b"case-02" not in body and b"teeth" not in body
-        status, headers, _ = s.get("/", headers={"Cookie": "evalstream-view-1=x; a=b"})
-        assert status == 403
-        s.login()  # the start URL: a cookie for this port, and a redirect without the token
+                     "/raw/cases/0", "/favicon.ico", f"/?token={token}", "/wrong/",
+                     f"/{token}x/", f"/{token[:-1]}/", f"/x/{token}/",
+                     f"/{token.upper()}/", f"/%2F{token}/"):
+            for method in ("GET", "HEAD"):
+                status, headers, body = s.outside(path, method=method)
+                assert status == 403, path
+                assert "Set-Cookie" not in headers and headers["Referrer-Policy"] == "no-referrer"
+                assert token.encode() not in body and b"case-02" not in body
+                assert b"teeth" not in body and b"Disagreements" not in body  # no navigation
+            assert b"open the address that `evalstream view` printed" in s.outside(path)[2]
+        # A cookie or any header holding the token opens nothing: only the path does.
+        for header in ({"Cookie": f"evalstream-view-1={token}; token={token}"},
+                       {"Referer": s.base}, {"Authorization": f"Bearer {token}"}):
+            assert s.outside("/", headers=header)[0] == 403
         assert s.get("/")[0] == 200
 
 
 @pytest.mark.slow
-def test_the_token_url_sets_a_cookie_and_redirects_without_it() -> None:
-    import http.client
-    from urllib.parse import urlsplit
+def test_the_token_is_a_path_never_a_cookie_and_no_page_names_it(tmp_path: Path) -> None:
+    # Browsers send a cookie of 127.0.0.1 to every port of it (RFC 6265, 8.5): another local
+    # server would receive and replay it. No response sets one; no page names the token
+    # (links are relative), so it travels only in the path of requests to this server.
+    from html.parser import HTMLParser
+    from urllib.parse import urljoin, urlsplit
 
-    with server(str(VERDICTS), "--cases", str(CASES)) as s:
-        parts = urlsplit(s.start_url)
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-        connection.request("GET", f"/list/verdicts?{parts.query}&kind=fail")
-        response = connection.getresponse()
-        assert response.status == 303
-        assert response.getheader("Location") == "/list/verdicts?kind=fail"
-        cookie = response.getheader("Set-Cookie") or ""
-        assert cookie.startswith(f"evalstream-view-{parts.port}=")
-        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-        response.read()
-        connection.close()
+    class Links(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.found += [v for k, v in attrs if k in ("href", "action") and v is not None]
+
+    cases = tmp_path / "cases.jsonl"  # with a rejected line: the rejects link to raw lines
+    cases.write_bytes(CASES.read_bytes() + b'{"id": "bad"}\n')
+    with server(str(VERDICTS), "--cases", str(cases), "--compare", str(VERDICTS_B)) as s:
+        token = s.base[len(s.origin):].strip("/")
+        assert s.start_url == f"{s.origin}{token}/" and len(token) >= 24
+        status, headers, _ = s.outside(token)  # without the folder's slash
+        assert status == 303 and headers["Location"] == f"/{token}/"
+        # Every kind of page the overview leads to (each list, a check page, a raw line):
+        # each link resolves below the token's folder, no response sets a cookie or names
+        # the token.
+        kinds: set[str] = set()
+        queue = [s.base]
+        while queue:
+            url = queue.pop(0)
+            kind = urlsplit(url).path.rstrip("0123456789")
+            if kind in kinds:
+                continue
+            kinds.add(kind)
+            status, headers, body = s.get(url[len(s.base):])
+            assert status == 200, url
+            assert "Set-Cookie" not in headers and headers["Referrer-Policy"] == "no-referrer"
+            assert token.encode() not in body, url
+            if headers["Content-Type"].startswith("text/html"):
+                parser = Links()
+                parser.feed(body.decode())
+                for link in parser.found:
+                    target = urljoin(url, link)
+                    assert target.startswith(s.base), (url, link)
+                    queue.append(target)
+        assert {kind[len(urlsplit(s.base).path):] for kind in kinds} >= {
+            "", "list/disagreements", "list/flips", "list/verdicts", "rejects", "check",
+            "raw/cases/"}, kinds
+        for path in ("nowhere", "list/nowhere", "list/flips/deeper/still"):
+            status, headers, body = s.get(path)  # a page's navigation from any depth
+            assert status == 404 and "Set-Cookie" not in headers and token.encode() not in body
+            parser = Links()
+            parser.feed(body.decode())
+            assert parser.found and all(urljoin(s.base + path, link).startswith(s.base)
+                                        for link in parser.found)
 
 
 @pytest.mark.slow
 def test_pages_headers_and_refusals() -> None:
     with server(str(VERDICTS), "--cases", str(CASES), "--compare", str(VERDICTS_B)) as s:
-        s.login()
         status, headers, body = s.get("/")
         assert status == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
         policy = headers["Content-Security-Policy"]
@@ -68,29 +112,28 @@ def test_pages_headers_and_refusals() -> None:
         # Another site whose name resolves here (DNS rebinding) gets nothing.
         status, _, body = s.get("/", headers={"Host": "evil.example:80"})
         assert status == 421 and b"case-02" not in body
-        port = s.base.rsplit(":", 1)[1].rstrip("/")
+        port = s.origin.rsplit(":", 1)[1].rstrip("/")
         assert s.get("/", headers={"Host": f"localhost:{port}"})[0] == 200
         for method in ("POST", "PUT", "DELETE"):
             status, headers, _ = s.get("/", method=method)
             assert status == 405 and headers["Allow"] == "GET, HEAD"
+            assert headers["Referrer-Policy"] == "no-referrer"
         assert s.get("/", method="HEAD")[0] == 200
         assert s.get("/nowhere")[0] == 404
         assert s.get("/list/nowhere")[0] == 404
         assert s.get("/check?case=case-02&rubric=nowhere")[0] == 404
         assert s.get("/check?case=case-02")[0] == 404
-        assert s.get("/favicon.ico")[0] == 204
 
 
 @pytest.mark.slow
 def test_filters_and_pages_by_url() -> None:
     with server(str(VERDICTS), "--cases", str(CASES)) as s:
-        s.login()
 
         def ids(path: str) -> list[str]:
             status, _, body = s.get(path)
             assert status == 200
             return [m.decode() for m in
-                    re.findall(rb'<td class="key"><a href="/check\?case=([^&]+)&', body)]
+                    re.findall(rb'<td class="key"><a href="\.\./check\?case=([^&]+)&', body)]
 
         assert ids("/list/disagreements") == ["case-02", "case-04", "case-12", "case-21",
                                               "case-20", "case-27", "case-30"]
@@ -112,7 +155,7 @@ def test_filters_and_pages_by_url() -> None:
         assert ids("/list/verdicts?page=x") == verdicts[:50]
         status, _, body = s.get("/list/verdicts?page=2")
         assert b"page 2 of 3 (111 entries)" in body
-        assert b'href="/list/verdicts?page=3"' in body and b'href="/list/verdicts"' in body
+        assert b'href="../list/verdicts?page=3"' in body and b'href="../list/verdicts"' in body
         status, _, body = s.get("/rejects")
         assert status == 200 and b"No rejected line." in body
 
@@ -120,7 +163,6 @@ def test_filters_and_pages_by_url() -> None:
 @pytest.mark.slow
 def test_raw_records_are_plain_text_at_known_offsets_only() -> None:
     with server(str(VERDICTS), "--cases", str(CASES)) as s:
-        s.login()
         first = CASES.read_bytes().split(b"\n")[0]
         status, headers, body = s.get("/raw/cases/0")
         assert status == 200 and body == first + b"\n"
@@ -138,7 +180,6 @@ def test_a_file_changed_under_the_server_is_said_not_misread(tmp_path: Path) -> 
     cases = tmp_path / "cases.jsonl"
     cases.write_bytes(CASES.read_bytes())
     with server(str(VERDICTS), "--cases", str(cases)) as s:
-        s.login()
         assert s.get("/check?case=case-02&rubric=tool-backed-claims")[0] == 200
         cases.write_bytes(b"\n" + CASES.read_bytes())
         os.utime(cases, ns=(1, 1))
@@ -148,7 +189,6 @@ def test_a_file_changed_under_the_server_is_said_not_misread(tmp_path: Path) -> 
 
 def test_ctrl_c_stops_the_server_with_exit_0() -> None:
     with server(str(VERDICTS), "--cases", str(CASES)) as s:
-        s.login()
         s.process.send_signal(signal.SIGINT)
         assert s.process.wait(timeout=10) == 0
         assert s.process.stderr is not None
