@@ -620,20 +620,23 @@ def replace_folder(tmp: str, path: str) -> None:
     run of ``path`` removes it (``files.temporaries``)."""
     import shutil
 
-    old = None
+    if not os.path.isdir(path):
+        os.rename(tmp, path)
+        return
+    old = temp_dir(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.", ".old")
+    earlier = os.path.join(old, "folder")
     try:
-        if os.path.isdir(path):
-            old = temp_dir(os.path.dirname(os.path.abspath(path)),
-                           f".{os.path.basename(path)}.", ".old")
-            os.rename(path, os.path.join(old, "folder"))
+        os.rename(path, earlier)
+    except OSError:
+        os.rmdir(old)
+        raise
+    try:
         os.rename(tmp, path)
     except OSError:
-        if old is not None and not os.path.exists(path):
-            os.rename(os.path.join(old, "folder"), path)  # put the earlier one back
+        os.rename(earlier, path)  # put the earlier one back
+        os.rmdir(old)
         raise
-    finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 class AtomicFolder:
