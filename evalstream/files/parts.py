@@ -48,12 +48,13 @@ def parts_folder(anchor: str, run_id: str) -> str:
             raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
         return folder
     from evalstream.files.outputs import _umask
-    from evalstream.files.temporaries import temp_dir
+    from evalstream.files.temporaries import PARTS_SUFFIX, temp_dir
 
     try:
-        # Named for this run (``files.temporaries``): a later run removes what a killed one
-        # left here. An object store's folder above is named for the run's id instead.
-        folder = temp_dir(parent, f".{name}.evalstream-parts-", "")
+        # Named for this run and its target (``files.temporaries``): the next run of the
+        # target removes what a killed one left here. An object store's folder above is named
+        # for the run's id instead: no run can tell whether another machine's client lives.
+        folder = temp_dir(parent, f".{name}.", PARTS_SUFFIX)
         # As a folder made by mkdir (mkdtemp's is private): workers may write into it, and
         # a directory target is this folder renamed.
         os.chmod(folder, 0o777 & ~_umask())

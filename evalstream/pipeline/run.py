@@ -45,6 +45,7 @@ from evalstream.files.parts import is_directory
 from evalstream.files.replace import check_replaceable
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 from evalstream.files.store import InputFile, is_url, needs_resolving, open_file, resolve
+from evalstream.files.temporaries import remove_stale_shared
 from evalstream.pipeline.records import RecordEncoder
 
 FLUSH_BYTES = 1 << 18  # output handed to the writer in pieces of about this size
@@ -139,6 +140,7 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
         files = resolve(arguments)
     rejects_path, report_path = _plan(opts, [f.url for f in files] if files is not None
                                       else [opts.input])
+    remove_stale_shared()  # what killed runs left in /tmp, whether this run needs it or not
     if files is not None:
         for f in files:
             if opts.engine == "local" and not is_url(f.url):
