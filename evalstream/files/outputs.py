@@ -556,16 +556,20 @@ def check_folder_target(inputs: Sequence[Named], name: str, folder: str) -> None
             try:
                 found = os.stat(here)
                 if (found.st_dev, found.st_ino) == place:
-                    raise UsageError(
-                        f"the {role} {path} is inside the {name} folder {folder}, which this "
-                        f"run replaces whole (deleting the {role}); choose another {name} "
-                        f"folder, or move the {role} out of it.")
+                    raise UsageError(inside(role, path, name, folder))
             except FileNotFoundError:
                 pass
             up = os.path.dirname(here)
             if up == here:
                 break
             here = up
+
+
+def inside(role: str, path: str, name: str, folder: str) -> str:
+    """The sentence for an input inside a folder target."""
+    return (f"the {role} {path} is inside the {name} folder {folder}, which this run replaces "
+            f"whole (deleting the {role}); choose another {name} folder, or move the {role} "
+            "out of it.")
 
 
 def folder_files(folder: str) -> list[str]:

@@ -41,7 +41,7 @@ from evalstream.files.outputs import (
     escape_line_breaks,
     sidecar,
 )
-from evalstream.files.parts import is_directory
+from evalstream.files.parts import check_directory, is_directory
 from evalstream.files.replace import check_replaceable
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 from evalstream.files.store import InputFile, is_url, needs_resolving, open_file, resolve
@@ -272,8 +272,10 @@ def _plan(opts: Options, inputs: list[str]) -> tuple[str | None, str | None]:
             (is_url(out) or os.path.isfile(out) or not os.path.exists(out)):
         rejects = rejects or sidecar(out, ".rejects.jsonl")
         report = report or sidecar(out, ".report.json")
-    check_targets([*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
-                  [("output", out), ("rejects", rejects), ("report", report)])
+    read = [*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)]
+    check_targets(read, [("output", out), ("rejects", rejects), ("report", report)])
+    if out is not None and is_directory(out):
+        check_directory(out, read, opts.force)  # replaced whole: what else it holds
     check_replaceable([("output", out, "judge states"), ("rejects", rejects, "rejects"),
                        ("report", report, "json")], opts.force)
     return rejects, report

@@ -240,6 +240,54 @@ def test_directory_of_parts(tmp_path: Path, dask_cluster: str, small_ranges: Non
     assert not list(tmp_path.glob(".*evalstream-parts*"))
 
 
+def test_a_directory_is_replaced_only_as_an_earlier_output_holding_nothing_else(
+        tmp_path: Path, dask_cluster: str) -> None:
+    states = str(tmp_path / "states") + "/"
+    run(_options([str(SAMPLES / "cases.jsonl")], states, engine="dask", scheduler=dask_cluster))
+    first = sorted(os.listdir(tmp_path / "states"))
+    (tmp_path / "states" / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match=r"holds notes\.txt, which the earlier output there did "
+                       r"not write"):
+        run(_options([str(SAMPLES / "cases.jsonl")], states, engine="dask",
+                     scheduler=dask_cluster))
+    assert sorted(os.listdir(tmp_path / "states")) == sorted([*first, "notes.txt"])
+    run(_options([str(SAMPLES / "cases.jsonl")], states, engine="dask", scheduler=dask_cluster,
+                 force=True))
+    assert sorted(os.listdir(tmp_path / "states")) == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["states"]  # no temporary left
+
+
+def test_an_object_store_prefix_is_replaced_only_as_an_earlier_output(
+        tmp_path: Path, dask_cluster: str, s3: S3Server) -> None:
+    import fsspec
+
+    fs = fsspec.filesystem("s3")
+    cases = _put(s3, "prefix/in/cases.jsonl", (SAMPLES / "cases.jsonl").read_bytes())
+    notes = _put(s3, "prefix/mine/notes.txt", b"keep me")
+    with pytest.raises(UsageError, match=r"holds notes\.txt, which no directory output wrote"):
+        run(_options([cases], f"s3://{s3.bucket}/prefix/mine/", engine="dask",
+                     scheduler=dask_cluster))
+    # The run's own input inside the prefix: refused, even with --force.
+    for force in (False, True):
+        with pytest.raises(UsageError, match=r"the input s3://.*/in/cases\.jsonl is inside the "
+                           r"output folder"):
+            run(_options([f"s3://{s3.bucket}/prefix/in/*.jsonl"], f"s3://{s3.bucket}/prefix/",
+                         engine="dask", scheduler=dask_cluster, force=force))
+    assert fs.cat(notes) == b"keep me"
+    assert fs.cat(cases) == (SAMPLES / "cases.jsonl").read_bytes()
+    out = f"s3://{s3.bucket}/prefix/out/"
+    run(_options([cases], out, engine="dask", scheduler=dask_cluster))
+    first = sorted(fs.find(out))
+    run(_options([cases], out, engine="dask", scheduler=dask_cluster))  # replaced
+    assert sorted(fs.find(out)) == first
+    extra = _put(s3, "prefix/out/extra/notes.txt", b"mine")
+    with pytest.raises(UsageError, match=r"holds extra/notes\.txt, which the earlier output"):
+        run(_options([cases], out, engine="dask", scheduler=dask_cluster))
+    assert fs.cat(extra) == b"mine"
+    run(_options([cases], out, engine="dask", scheduler=dask_cluster, force=True))
+    assert sorted(fs.find(out)) == first
+
+
 def test_a_failed_run_writes_nothing(tmp_path: Path, dask_cluster: str,
                                      small_ranges: None) -> None:
     (tmp_path / "table.jsonl").write_text("id,input,output\n1,a,b\n2,c,d\n")
