@@ -293,7 +293,8 @@ def batch_collect(folder: str | os.PathLike[str], output: str | os.PathLike[str]
     ``folder``, from the result files (default ``folder/results/*.jsonl``), every answer kept
     in the live judge's store. Options as the command's: ``cache``, ``missing``,
     ``price_in``, ``price_out``, ``max_unscored_rate``, ``rejects``, ``report``,
-    ``max_line_bytes``. Returns the report (``exit_code`` 3: judge states still missing)."""
+    ``max_line_bytes``, ``force``. Returns the report (``exit_code`` 3: judge states still
+    missing)."""
     from evalstream.judge.batch.collect import Options, run
 
     return run(Options(folder=os.fspath(folder), output=os.fspath(output),
