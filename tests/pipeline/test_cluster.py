@@ -288,6 +288,22 @@ def test_an_object_store_prefix_is_replaced_only_as_an_earlier_output(
     assert sorted(fs.find(out)) == first
 
 
+def test_an_object_holding_something_else_is_refused(tmp_path: Path, s3: S3Server) -> None:
+    import fsspec
+
+    fs = fsspec.filesystem("s3")
+    cases = (SAMPLES / "cases.jsonl").read_bytes()
+    target = _put(s3, "objects/cases.jsonl", cases)  # a shell glob named the data as output
+    with pytest.raises(UsageError, match=r"objects/cases\.jsonl holds a cases file, and this "
+                       r"run would replace it with judge states .*--force"):
+        run(_options([str(SAMPLES / "cases.jsonl")], target, engine="dask"))
+    report = _put(s3, "objects/states.report.json", b'{"my": "notes"}')
+    with pytest.raises(UsageError, match=r"states\.report\.json holds"):
+        run(_options([str(SAMPLES / "cases.jsonl")], f"s3://{s3.bucket}/objects/states.jsonl",
+                     engine="dask"))
+    assert fs.cat(target) == cases and fs.cat(report) == b'{"my": "notes"}'
+
+
 def test_a_failed_run_writes_nothing(tmp_path: Path, dask_cluster: str,
                                      small_ranges: None) -> None:
     (tmp_path / "table.jsonl").write_text("id,input,output\n1,a,b\n2,c,d\n")
