@@ -27,6 +27,7 @@ from evalstream.errors import InputError, OutputError, UsageError
 from evalstream.files import store
 from evalstream.files.outputs import (
     Named,
+    _umask,
     check_folder,
     check_folder_target,
     folder_files,
@@ -111,7 +112,6 @@ def parts_folder(anchor: str, run_id: str) -> str:
         except OSError as exc:
             raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
         return folder
-    from evalstream.files.outputs import _umask
     from evalstream.files.temporaries import PARTS_SUFFIX, temp_dir
 
     try:

@@ -30,7 +30,8 @@ _NAME = re.compile(r"(\d+)-([0-9a-f]{8})\.[a-z0-9_]{8}")
 # Prefixes of the temporaries of no target, in the system's temporary folder: the part files
 # of `stats` workers, and of `build`/`validate` workers writing to stdout (or nowhere).
 SHARED_PARTS = ".evalstream-parts-"
-SHARED = ("evalstream-stats-", SHARED_PARTS)
+STATS_PARTS = "evalstream-stats-"
+SHARED = (STATS_PARTS, SHARED_PARTS)
 PARTS_SUFFIX = ".evalstream-parts"  # a folder of part files beside its target
 
 
