@@ -604,6 +604,7 @@ def check_folder(path: str, refusal: Refusal, force: bool | None = None) -> None
     """Raise when the folder ``path`` exists and may not be replaced: a file of that name
     (OutputError), or a folder that is not empty and of which ``refusal`` says what this run
     did not write (UsageError, unless ``force``; ``None``: the command has no ``--force``)."""
+    path = path.rstrip(os.sep) or path  # `review/` names a symlink as `review` does
     if not os.path.lexists(path):
         return
     if not os.path.isdir(path) or os.path.islink(path):
