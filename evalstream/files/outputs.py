@@ -607,7 +607,10 @@ def check_folder(path: str, refusal: Refusal, force: bool | None = None) -> None
     path = path.rstrip(os.sep) or path  # `review/` names a symlink as `review` does
     if not os.path.lexists(path):
         return
-    if not os.path.isdir(path) or os.path.islink(path):
+    if os.path.islink(path):
+        raise OutputError(f"cannot write the folder {path}: it is a symlink (replacing it would "
+                          "not replace the folder it names); give that folder's own path.")
+    if not os.path.isdir(path):
         raise OutputError(f"cannot write the folder {path}: a file of that name exists; "
                           "choose another name.")
     if force or not os.listdir(path):
