@@ -293,7 +293,8 @@ def batch_collect(folder: str | os.PathLike[str], output: str | os.PathLike[str]
     ``folder``, from the result files (default ``folder/results/*.jsonl``), every answer kept
     in the live judge's store. Options as the command's: ``cache``, ``missing``,
     ``price_in``, ``price_out``, ``max_unscored_rate``, ``rejects``, ``report``,
-    ``max_line_bytes``. Returns the report (``exit_code`` 3: judge states still missing)."""
+    ``max_line_bytes``, ``force``. Returns the report (``exit_code`` 3: judge states still
+    missing)."""
     from evalstream.judge.batch.collect import Options, run
 
     return run(Options(folder=os.fspath(folder), output=os.fspath(output),
@@ -314,16 +315,18 @@ def _view_options(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str
 
 
 def export_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
-                folder: str | os.PathLike[str], *, limit: int = 100,
+                folder: str | os.PathLike[str], *, limit: int = 100, force: bool = False,
                 **options: Any) -> ExportReport:
     """Write the pages of ``evalstream view`` as a static folder (``--export``): the lists
     with their first ``limit`` entries, a page for each, from ``file://``. Options as the
     command's: ``states``, ``compare``, ``rubric_files``, ``max_tokens``, ``by``,
     ``max_line_bytes``, ``allow_unknown_fields``. Returns the report (``exit_code`` 1 when
-    lines were rejected); the folder appears only if the whole export succeeds."""
+    lines were rejected); the folder appears only if the whole export succeeds, and replaces
+    only an earlier export holding nothing else (``force``: any folder without an input)."""
     from evalstream.view.run import export_view as export
 
-    return export(_view_options(verdicts, cases, options), os.fspath(folder), limit)
+    return export(_view_options(verdicts, cases, options), os.fspath(folder), limit,
+                  force=force)
 
 
 def serve_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str], *,

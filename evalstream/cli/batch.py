@@ -148,7 +148,7 @@ def _status(sub: Any) -> None:
 
 
 def _collect(sub: Any) -> None:
-    from evalstream.cli.common import amount, helps, path, share, size
+    from evalstream.cli.common import add_force, amount, helps, path, share, size
 
     p = sub.add_parser(
         "collect", help="turn result files into verdicts, one per judge state",
@@ -194,6 +194,7 @@ def _collect(sub: Any) -> None:
     p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
                    help="reject longer result lines without reading them whole (default "
                         "256MiB)")
+    add_force(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     p.set_defaults(func=_run_collect)
 
@@ -255,7 +256,7 @@ def _run_collect(args: argparse.Namespace) -> int:
         folder=args.folder, output=args.output, results=args.results, cache=args.cache,
         missing=args.missing, price_in=args.price_in, price_out=args.price_out,
         max_unscored_rate=args.max_unscored_rate, rejects=args.rejects, report=args.report,
-        max_line_bytes=args.max_line_bytes))
+        max_line_bytes=args.max_line_bytes, force=args.force))
     if not args.quiet:
         _print(collect_lines(report), sys.stderr)
     return report.exit_code

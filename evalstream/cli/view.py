@@ -7,7 +7,16 @@ import argparse
 import sys
 from typing import Any
 
-from evalstream.cli.common import count, helps, path, positive, progress_bar, size, text
+from evalstream.cli.common import (
+    add_force,
+    count,
+    helps,
+    path,
+    positive,
+    progress_bar,
+    size,
+    text,
+)
 
 DEFAULT_LIMIT = 100
 DEFAULT_PORT = 8765
@@ -56,7 +65,8 @@ def register(subparsers: Any) -> None:
                         "nested metadata)")
     p.add_argument("--export", type=path, metavar="DIR",
                    help="write a static site to this folder instead of serving (plain HTML, "
-                        "no script, works from file://); an earlier export there is replaced")
+                        "no script, works from file://); an earlier export there is replaced, "
+                        "a folder holding anything else is refused (see --force)")
     p.add_argument("--limit", type=positive, metavar="N",
                    help=f"with --export: entries of each list (and of each filter value) with "
                         f"a page of their own (default {DEFAULT_LIMIT})")
@@ -73,6 +83,7 @@ def register(subparsers: Any) -> None:
                         "rejecting the line")
     p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
                    help="reject longer lines without reading them whole (default 256MiB)")
+    add_force(p)
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar and no summary on stderr")
     p.set_defaults(func=run)
@@ -90,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
         if given:
             raise UsageError(f"{', '.join(given)} apply to the server; --export writes files "
                              "and serves nothing.")
-    elif args.limit is not None:
-        raise UsageError("--limit applies to --export (the server shows every entry).")
+    elif args.limit is not None or args.force:
+        raise UsageError(f"{'--limit' if args.limit is not None else '--force'} applies to "
+                         "--export (the server writes nothing and shows every entry).")
     opts = Options(verdicts=args.verdicts, cases=args.cases, states=args.states,
                    compare=args.compare, rubrics=load_rubrics(args.rubrics or None),
                    max_tokens=args.max_tokens, by=args.by, max_line_bytes=args.max_line_bytes,
@@ -119,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             from evalstream.view.run import export_view
 
             report: Any = export_view(opts, args.export, args.limit or DEFAULT_LIMIT,
-                                      on_progress, on_index)
+                                      on_progress, on_index, force=args.force)
             if not args.quiet:
                 print(f"view: wrote {report.files:,} files to {args.export} ({report.checks:,} "
                       f"check pages, the first {report.limit:,} entries of each list and "

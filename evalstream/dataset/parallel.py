@@ -35,7 +35,7 @@ from evalstream.engines.local import map_ordered, range_bytes
 from evalstream.errors import OutputError
 from evalstream.files.lines import Readable, open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput, escape_line_breaks
-from evalstream.files.temporaries import temp_folder
+from evalstream.files.temporaries import STATS_PARTS, temp_folder
 
 WORTHWHILE_BYTES = 128 << 20  # below this one process is as fast
 
@@ -223,7 +223,7 @@ def run(collector: Collector, settings: Settings, workers: int, size: int,
         on_progress: Callable[[int, int | None], None] | None) -> Merger:
     """Read the input with ``workers`` processes into ``collector``; return the merger with
     the line counts, the check tally and the first rejects."""
-    with temp_folder(tempfile.gettempdir(), "evalstream-stats-") as parts_dir:
+    with temp_folder(tempfile.gettempdir(), STATS_PARTS) as parts_dir:
         if rejects_out is not None:
             settings.parts_dir = parts_dir
         fd = os.open(settings.path, os.O_RDONLY)

@@ -67,6 +67,7 @@ from evalstream.files.outputs import (
 from evalstream.files.replace import check_replaceable
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 from evalstream.files.store import InputFile, is_url, needs_resolving, open_file, resolve
+from evalstream.files.temporaries import remove_stale_shared
 
 if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
     import polars as pl
@@ -297,6 +298,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     check_targets([*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
                   [("rejects", opts.rejects)])
     check_replaceable([("rejects", opts.rejects, "rejects")], opts.force)
+    remove_stale_shared()  # what killed runs left in /tmp, whether this run needs it or not
     rubric_set = load_rubrics(opts.rubric_files)
     if files is not None:
         for f in files:

@@ -532,20 +532,133 @@ def _collision(first: tuple[str, str], second: tuple[str, str], place: tuple[Any
             f"the other: choose a different {name_b} name.")
 
 
+# -- folder targets ------------------------------------------------------------------------------
+# What an existing folder holds that forbids replacing it (a sentence's middle: "holds
+# notes.txt, which no earlier export wrote"), or None when it may be replaced.
+Refusal = Callable[[str], "str | None"]
+
+
+def check_folder_target(inputs: Sequence[Named], name: str, folder: str) -> None:
+    """Refuse (UsageError) a folder target that holds one of the run's inputs: replacing the
+    folder whole would delete it, ``--force`` or not. Each input's folders are compared with
+    the target by the folder they name (device and inode), whatever the spelling (``../``,
+    a symlinked folder, a symlink to a file inside); URLs are never inside a local folder."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return  # a new folder holds nothing
+    place = (st.st_dev, st.st_ino)
+    for role, path in inputs:
+        if path is None or path == "-" or "://" in path:
+            continue
+        here = os.path.realpath(path)
+        while True:
+            try:
+                found = os.stat(here)
+                if (found.st_dev, found.st_ino) == place:
+                    raise UsageError(inside(role, path, name, folder))
+            except FileNotFoundError:
+                pass
+            up = os.path.dirname(here)
+            if up == here:
+                break
+            here = up
+
+
+def inside(role: str, path: str, name: str, folder: str) -> str:
+    """The sentence for an input inside a folder target."""
+    return (f"the {role} {path} is inside the {name} folder {folder}, which this run replaces "
+            f"whole (deleting the {role}); choose another {name} folder, or move the {role} "
+            "out of it.")
+
+
+def folder_files(folder: str) -> list[str]:
+    """Everything in ``folder``, by its name relative to it (``/`` between folders), sorted:
+    each file, symlink or other entry, and each empty folder (ending in ``/``). Symlinks are
+    not followed; OSError when a folder cannot be listed."""
+    found: list[str] = []
+    pending = [""]
+    while pending:
+        inner = pending.pop()
+        with os.scandir(os.path.join(folder, inner)) as it:
+            entries = list(it)
+        if inner and not entries:
+            found.append(inner)
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(f"{inner}{entry.name}/")
+            else:
+                found.append(inner + entry.name)
+    return sorted(found)
+
+
+def some_names(names: Sequence[str], shown: int = 5) -> str:
+    """The first ``shown`` names for a sentence (``a, b and c``), and how many more."""
+    more = len(names) - shown
+    if more > 0:
+        return f"{', '.join(names[:shown])} and {more:,} more"
+    return _names(list(names))
+
+
+def check_folder(path: str, refusal: Refusal, force: bool | None = None) -> None:
+    """Raise when the folder ``path`` exists and may not be replaced: a file of that name
+    (OutputError), or a folder that is not empty and of which ``refusal`` says what this run
+    did not write (UsageError, unless ``force``; ``None``: the command has no ``--force``)."""
+    path = path.rstrip(os.sep) or path  # `review/` names a symlink as `review` does
+    if not os.path.lexists(path):
+        return
+    if os.path.islink(path):
+        raise OutputError(f"cannot write the folder {path}: it is a symlink (replacing it would "
+                          "not replace the folder it names); give that folder's own path.")
+    if not os.path.isdir(path):
+        raise OutputError(f"cannot write the folder {path}: a file of that name exists; "
+                          "choose another name.")
+    if force or not os.listdir(path):
+        return
+    why = refusal(path)
+    if why is not None:
+        fix = "" if force is None else ", or give --force to replace it whole"
+        raise UsageError(f"{path} exists and {why}; choose a new folder{fix}.")
+
+
+def replace_folder(tmp: str, path: str) -> None:
+    """Rename the finished folder ``tmp`` to ``path``, replacing (and then removing) a folder
+    there; OSError leaves ``path`` as it was. The earlier folder is moved into a temporary
+    named for this run first, so a run killed before removing it leaves it where the next
+    run of ``path`` removes it (``files.temporaries``)."""
+    import shutil
+
+    if not os.path.isdir(path):
+        os.rename(tmp, path)
+        return
+    old = temp_dir(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.", ".old")
+    earlier = os.path.join(old, "folder")
+    try:
+        os.rename(path, earlier)
+    except OSError:
+        os.rmdir(old)
+        raise
+    try:
+        os.rename(tmp, path)
+    except OSError:
+        os.rename(earlier, path)  # put the earlier one back
+        os.rmdir(old)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
 class AtomicFolder:
     """A folder of files that appears under its name only on ``commit``, whole; ``abort``
-    leaves no trace. ``replaceable(path)`` says which existing folder may be replaced (an
-    empty one, or one this kind of output wrote before); any other is an error."""
+    leaves no trace. An existing folder is replaced only when it is empty, when ``refusal``
+    finds nothing in it this kind of output did not write, or with ``force``
+    (``check_folder``); checked again just before the rename. ``written`` names the files
+    written, in order."""
 
-    def __init__(self, path: str, replaceable: Callable[[str], bool]) -> None:
+    def __init__(self, path: str, refusal: Refusal, force: bool | None = None) -> None:
         self.path = path.rstrip(os.sep) or path
-        if os.path.lexists(self.path):
-            if not os.path.isdir(self.path) or os.path.islink(self.path):
-                raise OutputError(f"cannot write the folder {path}: a file of that name "
-                                  "exists; choose another name.")
-            if os.listdir(self.path) and not replaceable(self.path):
-                raise OutputError(f"{path} exists and holds other files; choose a new folder "
-                                  "(only an earlier folder of the same kind is replaced).")
+        self._refusal, self._force = refusal, force
+        check_folder(self.path, refusal, force)
+        self.written: list[str] = []
         parent = os.path.dirname(os.path.abspath(self.path))
         try:
             self.tmp: str | None = temp_dir(parent, f".{os.path.basename(self.path)}.", ".tmp")
@@ -564,28 +677,22 @@ class AtomicFolder:
         except OSError as exc:
             raise OutputError(f"cannot write {os.path.join(self.path, name)}: "
                               f"{exc.strerror or exc}") from exc
+        self.written.append(name)
 
     def commit(self) -> None:
         """Move the folder to its name, replacing an earlier one there."""
-        import shutil
-
         assert self.tmp is not None
-        old = None
         try:
-            if os.path.isdir(self.path):
-                old = temp_dir(os.path.dirname(self.tmp), f".{os.path.basename(self.path)}.",
-                               ".old")
-                os.rename(self.path, os.path.join(old, "folder"))
-            os.rename(self.tmp, self.path)
+            # Again: files may have been added to the folder while this run worked.
+            check_folder(self.path, self._refusal, self._force)
+            replace_folder(self.tmp, self.path)
             self.tmp = None
         except OSError as exc:
-            if old is not None and not os.path.exists(self.path):
-                os.rename(os.path.join(old, "folder"), self.path)  # put the earlier one back
             self.abort()
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
-        finally:
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            self.abort()
+            raise
 
     def abort(self) -> None:
         """Remove the temporary folder; the target and any earlier folder are untouched."""

@@ -18,12 +18,23 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
-from evalstream.errors import OutputError
+from evalstream.errors import InputError, OutputError, UsageError
 from evalstream.files import store
+from evalstream.files.outputs import (
+    Named,
+    _umask,
+    check_folder,
+    check_folder_target,
+    folder_files,
+    inside,
+    replace_folder,
+    some_names,
+)
 
 MIN_MERGE_PART = 5 << 20  # S3's least multipart part (the last may be smaller)
 MANIFEST = "manifest.json"
@@ -33,6 +44,60 @@ MANIFEST_SHAPE = "evalstream.parts/1"
 def is_directory(target: str | None) -> bool:
     """Whether ``target`` asks for a directory of parts (its name ends in ``/``)."""
     return target is not None and target not in ("-",) and target.endswith("/")
+
+
+def check_directory(target: str, inputs: Sequence[Named], force: bool = False) -> None:
+    """Refuse (UsageError), before anything is read, a directory target that holds one of the
+    run's ``inputs`` (even with ``force``: replacing the directory would delete it), or that
+    exists and holds anything an earlier directory output did not write (unless ``force``):
+    an earlier one is known by its ``manifest.json``, which lists every file it wrote."""
+    folder = target.rstrip("/")
+    if not store.is_url(folder):
+        check_folder_target(inputs, "output", folder)
+        check_folder(folder, _not_written, force)
+        return
+    fs, inner = store.filesystem(folder)
+    for role, path in inputs:
+        if path is not None and store.is_url(path):
+            fs_in, inner_in = store.filesystem(path)
+            if fs_in.protocol == fs.protocol and inner_in.startswith(inner + "/"):
+                raise UsageError(inside(role, path, "output", target))
+    why = None if force else _not_written(folder)
+    if why is not None:
+        raise UsageError(f"{target} exists and {why}; choose a new folder, or give --force to "
+                         "replace it whole.")
+
+
+def _not_written(folder: str) -> str | None:
+    """What the directory ``folder`` (a path or URL) holds that no earlier directory output
+    wrote, said for people; None when it is new, empty or such an output as it was."""
+    try:
+        if store.is_url(folder):
+            fs, inner = store.filesystem(folder)
+            names = sorted(p[len(inner) + 1:] for p in fs.find(inner))
+        else:
+            names = folder_files(folder)
+    except OSError as exc:
+        return f"cannot be listed whole ({exc.strerror or exc})"
+    if not names:
+        return None
+    if MANIFEST not in names:
+        return (f"holds {some_names(names)}, which no directory output wrote (there is no "
+                f"{MANIFEST})")
+    try:
+        with store.open_file(f"{folder}/{MANIFEST}") as f:
+            manifest: Manifest | None = msgspec.json.decode(f.read(), type=Manifest)
+    except (OSError, InputError, msgspec.DecodeError):
+        manifest = None
+    if manifest is None or manifest.shape != MANIFEST_SHAPE:
+        return (f"holds {some_names(names)}, and its {MANIFEST} is not a directory output's "
+                f"(`\"shape\": \"{MANIFEST_SHAPE}\"` and the files it wrote)")
+    written = {MANIFEST, *manifest.parts, *(n for n in (manifest.rejects, manifest.report) if n)}
+    others = [n for n in names if n not in written]
+    if others:
+        return (f"holds {some_names(others)}, which the earlier output there did not write (its "
+                f"{MANIFEST} lists every file it wrote)")
+    return None
 
 
 def parts_folder(anchor: str, run_id: str) -> str:
@@ -47,13 +112,13 @@ def parts_folder(anchor: str, run_id: str) -> str:
         except OSError as exc:
             raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
         return folder
-    from evalstream.files.outputs import _umask
-    from evalstream.files.temporaries import temp_dir
+    from evalstream.files.temporaries import PARTS_SUFFIX, temp_dir
 
     try:
-        # Named for this run (``files.temporaries``): a later run removes what a killed one
-        # left here. An object store's folder above is named for the run's id instead.
-        folder = temp_dir(parent, f".{name}.evalstream-parts-", "")
+        # Named for this run and its target (``files.temporaries``): the next run of the
+        # target removes what a killed one left here. An object store's folder above is named
+        # for the run's id instead: no run can tell whether another machine's client lives.
+        folder = temp_dir(parent, f".{name}.", PARTS_SUFFIX)
         # As a folder made by mkdir (mkdtemp's is private): workers may write into it, and
         # a directory target is this folder renamed.
         os.chmod(folder, 0o777 & ~_umask())
@@ -175,9 +240,10 @@ class DirectoryOutput:
     made in the run's parts folder; ``commit`` moves it to the target name (a local rename
     of the folder; on an object store, a copy of each object, the manifest last)."""
 
-    def __init__(self, target: str, folder: str) -> None:
+    def __init__(self, target: str, folder: str, force: bool = False) -> None:
         self.path = target
         self.folder = folder  # the parts folder beside the target
+        self.force = force  # replace a directory of other files (check_directory)
         self.members: dict[str, Member] = {}
         self.part_sizes: dict[str, int] = {}  # given by the run: a whole part is moved
         self._parts: list[str] = []
@@ -228,12 +294,10 @@ class DirectoryOutput:
         self._finished = True
 
     def check_replaceable(self) -> None:
-        """Raise OutputError when a local target name holds a file (not a directory): found
-        before any target of the run is renamed."""
-        target = self.path.rstrip("/")
-        if not store.is_url(target) and os.path.lexists(target) and not os.path.isdir(target):
-            raise OutputError(f"cannot write {self.path}: a file of that name exists; "
-                              "remove it or give another directory name.")
+        """Raise before any target of the run is replaced when the directory may not be:
+        a file of that name (OutputError), or files no earlier directory output wrote,
+        perhaps added while this run worked (UsageError, unless ``force``)."""
+        check_directory(self.path, (), self.force)
 
     def commit(self) -> None:
         self.finish()
@@ -254,16 +318,10 @@ class DirectoryOutput:
             for name in os.listdir(self.folder):  # part files not used by the output
                 if name not in keep:
                     os.unlink(os.path.join(self.folder, name))
-            old = None
-            if os.path.lexists(target):
-                if not os.path.isdir(target):
-                    raise OutputError(f"cannot write {self.path}: a file of that name exists; "
-                                      "remove it or give another directory name.")
-                old = f"{target}.{os.urandom(4).hex()}.old"
-                os.rename(target, old)
-            os.rename(self.folder, target)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+            if os.path.lexists(target) and not os.path.isdir(target):
+                raise OutputError(f"cannot write {self.path}: a file of that name exists; "
+                                  "remove it or give another directory name.")
+            replace_folder(self.folder, target)
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 

@@ -18,7 +18,8 @@ import stat
 from collections.abc import Sequence
 
 from evalstream.errors import UsageError
-from evalstream.files.sniff import decompressed_head, diagnose, jsonl_kind, read_head, said
+from evalstream.files import store
+from evalstream.files.sniff import HEAD_BYTES, decompressed_head, diagnose, jsonl_kind, said
 
 # What a target is about to hold (the third item of a target), said for people.
 WRITES = {
@@ -40,16 +41,10 @@ def check_replaceable(targets: Sequence[Target], force: bool = False) -> None:
     if force:
         return
     for role, path, kind in targets:
-        if path is None or path == "-":
+        if path is None or path == "-" or not _holds_data(path):
             continue
         try:
-            st = os.stat(path)
-        except OSError:
-            continue  # a new name (or one the write will report on)
-        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
-            continue
-        try:
-            content = decompressed_head(read_head(path), path)
+            content = decompressed_head(store.read_head(path, HEAD_BYTES), path)
         except Exception:  # unreadable or not the compression its name says: not ours
             content = b"\0"
         held = holds(content, kind)
@@ -57,6 +52,21 @@ def check_replaceable(targets: Sequence[Target], force: bool = False) -> None:
             raise UsageError(
                 f"{path} holds {held}, and this run would replace it with {WRITES[kind]} (its "
                 f"{role}); choose another {role} name, or give --force to replace it.")
+
+
+def _holds_data(path: str) -> bool:
+    """Whether ``path`` (a local path, or a URL: an object store's objects are checked as
+    files are) names a regular file or object that is not empty; False for a new name (or
+    one the write will report on), a FIFO or a device."""
+    try:
+        if store.is_url(path):
+            fs, inner = store.filesystem(path)
+            info = fs.info(inner)
+            return info.get("type") == "file" and bool(info.get("size"))
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size > 0
 
 
 def holds(head: bytes, kind: str) -> str | None:

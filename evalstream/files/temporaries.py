@@ -7,6 +7,13 @@ A temporary's name carries the process id of its run and a tag of the machine an
 is this machine's and this boot's and no process has that id: a run on another machine
 sharing the folder (NFS), or before a reboot, is never mistaken for a dead one of ours,
 and a process id reused by another program only keeps a stale file a little longer.
+
+Every temporary that belongs to a target starts with the target's hidden name, whatever it
+is (the file being written ``.tmp``, a folder replaced ``.old``, the workers' part files
+``.evalstream-parts``): the next run of that target, with or without workers, removes every
+one a dead run left (``remove_stale`` matches any suffix). Those of no target live in the
+system's temporary folder under ``SHARED`` prefixes, and every build, validate and stats
+run removes the dead ones there (``remove_stale_shared``).
 """
 
 from __future__ import annotations
@@ -20,6 +27,12 @@ from contextlib import contextmanager
 from functools import cache
 
 _NAME = re.compile(r"(\d+)-([0-9a-f]{8})\.[a-z0-9_]{8}")
+# Prefixes of the temporaries of no target, in the system's temporary folder: the part files
+# of `stats` workers, and of `build`/`validate` workers writing to stdout (or nowhere).
+SHARED_PARTS = ".evalstream-parts-"
+STATS_PARTS = "evalstream-stats-"
+SHARED = (STATS_PARTS, SHARED_PARTS)
+PARTS_SUFFIX = ".evalstream-parts"  # a folder of part files beside its target
 
 
 @cache
@@ -53,10 +66,11 @@ def _dead(pid: int) -> bool:
     return False
 
 
-def remove_stale(folder: str, prefix: str, suffix: str = "") -> list[str]:
-    """Remove the temporaries ``prefix`` + tag + random + ``suffix`` in ``folder`` that runs
-    on this machine left when they died; return their names. Nothing else is touched, and a
-    folder that cannot be listed or a file that cannot be removed is left as it is."""
+def remove_stale(folder: str, *prefixes: str) -> list[str]:
+    """Remove the temporaries in ``folder`` that runs on this machine left when they died:
+    named one of ``prefixes`` + tag + random, with any suffix (``.tmp``, ``.old``, ...);
+    return their names. Nothing else is touched, and a folder that cannot be listed or a
+    file that cannot be removed is left as it is."""
     removed: list[str] = []
     machine = _machine()
     try:
@@ -65,10 +79,13 @@ def remove_stale(folder: str, prefix: str, suffix: str = "") -> list[str]:
         return removed
     for entry in entries:
         name = entry.name
-        if not (name.startswith(prefix) and name.endswith(suffix)):
+        prefix = next((p for p in prefixes if name.startswith(p)), None)
+        if prefix is None:
             continue
-        found = _NAME.fullmatch(name[len(prefix):len(name) - len(suffix)])
-        if found is None or found[2] != machine or not _dead(int(found[1])):
+        rest = name[len(prefix):]
+        found = _NAME.match(rest)
+        if (found is None or rest[found.end():found.end() + 1] not in ("", ".")
+                or found[2] != machine or not _dead(int(found[1]))):
             continue
         try:
             if entry.is_dir(follow_symlinks=False):
@@ -81,24 +98,30 @@ def remove_stale(folder: str, prefix: str, suffix: str = "") -> list[str]:
     return removed
 
 
+def remove_stale_shared() -> list[str]:
+    """Remove what dead runs left in the system's temporary folder (``SHARED``); called by
+    every run that may make such a temporary, so a run without workers removes them too."""
+    return remove_stale(tempfile.gettempdir(), *SHARED)
+
+
 def temp_file(folder: str, prefix: str, suffix: str = ".tmp") -> tuple[int, str]:
     """A new temporary file in ``folder`` (``os.open`` descriptor and path), named for this
-    run, after removing those of the same ``prefix`` dead runs left."""
-    remove_stale(folder, prefix, suffix)
+    run, after removing every temporary of the same ``prefix`` dead runs left."""
+    remove_stale(folder, prefix)
     return tempfile.mkstemp(dir=folder, prefix=prefix + tag(), suffix=suffix)
 
 
 def temp_dir(folder: str, prefix: str, suffix: str = ".tmp") -> str:
-    """A new temporary folder in ``folder``, named for this run, after removing those of the
-    same ``prefix`` and ``suffix`` dead runs left; the caller moves or removes it."""
-    remove_stale(folder, prefix, suffix)
+    """A new temporary folder in ``folder``, named for this run, after removing every
+    temporary of the same ``prefix`` dead runs left; the caller moves or removes it."""
+    remove_stale(folder, prefix)
     return tempfile.mkdtemp(dir=folder, prefix=prefix + tag(), suffix=suffix)
 
 
 @contextmanager
-def temp_folder(folder: str, prefix: str) -> Iterator[str]:
+def temp_folder(folder: str, prefix: str, suffix: str = "") -> Iterator[str]:
     """A new temporary folder in ``folder``, named for this run and removed with everything
-    in it at the end, after removing those of the same ``prefix`` dead runs left."""
+    in it at the end, after removing every temporary of the same ``prefix`` dead runs left."""
     remove_stale(folder, prefix)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=prefix + tag()) as path:
+    with tempfile.TemporaryDirectory(suffix, prefix + tag(), folder) as path:
         yield path

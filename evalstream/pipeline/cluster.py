@@ -193,7 +193,7 @@ def _targets(opts: Options, folder: str | None, rejects_path: str | None,
     """The output, rejects and report targets (None: not written)."""
     if is_directory(opts.output):
         assert folder is not None and opts.output is not None
-        directory = DirectoryOutput(opts.output, folder)
+        directory = DirectoryOutput(opts.output, folder, opts.force)
         inside = opts.output
         rej = directory.member(rejects_path[len(inside):]) \
             if rejects_path and rejects_path.startswith(inside) else _target(rejects_path)

@@ -33,7 +33,7 @@ from evalstream.errors import OutputError, ReaderGone
 from evalstream.files.lines import Readable, open_range, range_tasks, read_chunks, read_line_at
 from evalstream.files.outputs import AtomicOutput, escape_line_breaks, write_all
 from evalstream.files.store import open_file
-from evalstream.files.temporaries import temp_folder
+from evalstream.files.temporaries import PARTS_SUFFIX, SHARED_PARTS, temp_folder
 from evalstream.pipeline.run import Options, Outcome, Progress, checker_for, process
 
 WORTHWHILE_BYTES = 16 << 20  # smaller inputs run in one process
@@ -232,9 +232,13 @@ class Merger:
 def run(opts: Options, rubric_set: RubricSet | None, size: int, out: AtomicOutput | None,
         rejects: AtomicOutput | None, on_progress: Progress | None) -> Outcome:
     """Build (or validate) with ``opts.workers`` processes."""
-    directory = os.path.dirname(os.path.abspath(opts.output or opts.input))
-    if opts.output in (None, "-"):
-        directory = tempfile.gettempdir()
+    # Beside the output file, named for it (the next run of that output removes the folder
+    # a killed run left, with or without workers); else in the temporary folder, where
+    # every run removes what dead runs left (files.temporaries).
+    if out is not None and out.tmp is not None:
+        where = (os.path.dirname(out.tmp), f".{os.path.basename(out.path)}.", PARTS_SUFFIX)
+    else:
+        where = (tempfile.gettempdir(), SHARED_PARTS, "")
     fd = os.open(opts.input, os.O_RDONLY)
     limit = opts.max_line_bytes + 1
     merger = Merger(opts, rubric_set, out, rejects,
@@ -243,7 +247,7 @@ def run(opts: Options, rubric_set: RubricSet | None, size: int, out: AtomicOutpu
     index = ParentIndex()
     stopped = False
     try:
-        with temp_folder(directory, ".evalstream-parts-") as parts:
+        with temp_folder(*where) as parts:
             settings = Settings(opts, rubric_set, parts)
             for part in map_ordered(_init, _run_range, settings,
                                     range_tasks(fd, size, range_bytes(size, opts.workers)),

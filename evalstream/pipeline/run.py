@@ -41,10 +41,11 @@ from evalstream.files.outputs import (
     escape_line_breaks,
     sidecar,
 )
-from evalstream.files.parts import is_directory
+from evalstream.files.parts import check_directory, is_directory
 from evalstream.files.replace import check_replaceable
 from evalstream.files.sniff import check_cases_input, check_cases_stream
 from evalstream.files.store import InputFile, is_url, needs_resolving, open_file, resolve
+from evalstream.files.temporaries import remove_stale_shared
 from evalstream.pipeline.records import RecordEncoder
 
 FLUSH_BYTES = 1 << 18  # output handed to the writer in pieces of about this size
@@ -139,6 +140,7 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
         files = resolve(arguments)
     rejects_path, report_path = _plan(opts, [f.url for f in files] if files is not None
                                       else [opts.input])
+    remove_stale_shared()  # what killed runs left in /tmp, whether this run needs it or not
     if files is not None:
         for f in files:
             if opts.engine == "local" and not is_url(f.url):
@@ -270,8 +272,10 @@ def _plan(opts: Options, inputs: list[str]) -> tuple[str | None, str | None]:
             (is_url(out) or os.path.isfile(out) or not os.path.exists(out)):
         rejects = rejects or sidecar(out, ".rejects.jsonl")
         report = report or sidecar(out, ".report.json")
-    check_targets([*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
-                  [("output", out), ("rejects", rejects), ("report", report)])
+    read = [*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)]
+    check_targets(read, [("output", out), ("rejects", rejects), ("report", report)])
+    if out is not None and is_directory(out):
+        check_directory(out, read, opts.force)  # replaced whole: what else it holds
     check_replaceable([("output", out, "judge states"), ("rejects", rejects, "rejects"),
                        ("report", report, "json")], opts.force)
     return rejects, report

@@ -6,22 +6,30 @@ source, a ``--by`` group among the 50 largest, a kind) with its first ``limit`` 
 the rejected lines likewise, and the check page of every entry listed. Check pages are
 named by the hash of their key (``verdicts.links.check_page``), so ``agree`` and
 ``compare`` can link to them. The folder is written whole under a temporary name and
-renamed (an earlier export of the same name is replaced); the same inputs give the same
-bytes.
+renamed; the same inputs give the same bytes.
+
+A folder that exists is replaced only when it is an earlier export, known by its full
+manifest (``evalstream-view.json`` decodes as an export's report whose ``written`` lists
+every file it wrote), and holds nothing that manifest does not list: any other file is
+named and refused, unless ``--force``. No input of the run may lie inside the folder, even
+with ``--force`` (``check_folder``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, replace
 
 import msgspec
 
 from evalstream import __version__
-from evalstream.files.outputs import AtomicFolder
-from evalstream.verdicts.links import MARKER, check_page, is_export
+from evalstream.checks.rubrics import BUILTIN
+from evalstream.files.outputs import AtomicFolder, check_folder_target, folder_files, some_names
+from evalstream.files.outputs import check_folder as check_replaceable_folder
+from evalstream.verdicts.links import MARKER, check_page
 from evalstream.view.check import check_page as render_check
-from evalstream.view.index import ROLES, split_key
+from evalstream.view.index import ROLES, Options, split_key
 from evalstream.view.links import ExportLinks
 from evalstream.view.lists import DIMENSIONS, Filters
 from evalstream.view.pages import Site, list_page, overview, rejects_page
@@ -55,6 +63,8 @@ class ExportReport(msgspec.Struct, omit_defaults=True):
     rejected_lines: int
     exit_code: int
     seconds: float = 0.0
+    # Every file written but the marker, sorted: how a later export knows what it may replace.
+    written: list[str] = msgspec.field(default_factory=list)
 
 
 @dataclass
@@ -109,18 +119,54 @@ def _plan(site: Site, limit: int) -> _Plan:
     return plan
 
 
-def export(site: Site, folder: str, limit: int = DEFAULT_LIMIT) -> ExportReport:
-    """Write the export to ``folder``; OutputError when it cannot (nothing is left then)."""
+def check_folder(opts: Options, folder: str, force: bool = False) -> None:
+    """Refuse (UsageError), before anything is read, an export folder that holds one of the
+    inputs (even with ``force``) or exists holding files no earlier export wrote (unless
+    ``force``)."""
+    rubrics = opts.rubrics.sources if opts.rubrics is not None else ()
+    check_folder_target([("verdicts file", opts.verdicts), ("cases file", opts.cases),
+                         ("states file", opts.states), ("--compare file", opts.compare),
+                         *(("rubric file", r) for r in rubrics if r != BUILTIN)],
+                        "export", folder)
+    check_replaceable_folder(folder, unexported, force)
+
+
+def unexported(folder: str) -> str | None:
+    """What ``folder`` holds that no earlier export wrote, said for people; None when its
+    marker is an export's full manifest and lists everything in it."""
+    try:
+        names = folder_files(folder)
+    except OSError as exc:
+        return f"cannot be listed whole ({exc.strerror or exc})"
+    if MARKER not in names:
+        return f"holds {some_names(names)}, which no export wrote (there is no {MARKER})"
+    try:
+        with open(os.path.join(folder, MARKER), "rb") as f:
+            manifest: ExportReport | None = msgspec.json.decode(f.read(), type=ExportReport)
+    except (OSError, msgspec.DecodeError):
+        manifest = None
+    if manifest is None or manifest.command != "view" or not manifest.written:
+        return (f"holds {some_names(names)}, and its {MARKER} is not an export's list of the "
+                "files it wrote (an export by an earlier version, or not an export)")
+    others = [n for n in names if n not in {*manifest.written, MARKER}]
+    if others:
+        return (f"holds {some_names(others)}, which the earlier export there did not write (its "
+                f"{MARKER} lists every file it wrote)")
+    return None
+
+
+def export(site: Site, folder: str, limit: int = DEFAULT_LIMIT,
+           force: bool = False) -> ExportReport:
+    """Write the export to ``folder``; OutputError when it cannot (nothing is left then).
+    ``force`` replaces a folder of other files (``check_folder``)."""
     started = time.perf_counter()
     ix = site.index
     plan = _plan(site, limit)
     links = ExportLinks(0, set(plan.keys.values()), plan.lists, plan.rejects)
     top, below = replace(site, links=links), replace(site, links=links.at(1))
-    out = AtomicFolder(folder, is_export)
-    files = 0
+    out = AtomicFolder(folder, unexported, force)
     try:
         out.write("index.html", overview(top, timings=False).encode())
-        files += 1
         counts: dict[str, ListExport] = {}
         for name in site.lists.available():
             written = 0
@@ -141,13 +187,13 @@ def export(site: Site, folder: str, limit: int = DEFAULT_LIMIT) -> ExportReport:
             check = render_check(below, case_id, rubric_id)
             assert check is not None  # every listed key has a page
             out.write(plan.keys[key], check.encode("utf-8", "replace"))
-        files += sum(c.pages for c in counts.values()) + len(plan.rejects) + len(plan.keys) + 1
         rejected = sum(f.rejected for f in ix.files.values())
         report = ExportReport(
             command="view", evalstream=__version__, folder=folder, verdicts=ix.options.verdicts,
             cases=ix.options.cases, compare=ix.options.compare, states=ix.options.states,
             limit=limit, lists=counts, rejects=len(plan.rejects), checks=len(plan.keys),
-            files=files, rejected_lines=rejected, exit_code=1 if rejected else 0)
+            files=len(out.written) + 1, rejected_lines=rejected, exit_code=1 if rejected else 0,
+            written=sorted(out.written))
         out.write(MARKER, msgspec.json.format(msgspec.json.encode(
             replace_seconds(report)), indent=2) + b"\n")
         out.commit()

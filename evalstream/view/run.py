@@ -35,16 +35,19 @@ def open_site(opts: Options, on_progress: ProgressFn | None = None) -> Iterator[
 
 
 def export_view(opts: Options, folder: str, limit: int, on_progress: ProgressFn | None = None,
-                on_index: Callable[[Index], None] | None = None) -> ExportReport:
-    """Index, then write the static export; returns the ``ExportReport``."""
-    from evalstream.view.export import export
+                on_index: Callable[[Index], None] | None = None,
+                force: bool = False) -> ExportReport:
+    """Index, then write the static export; returns the ``ExportReport``. The folder is
+    checked first (``view.export.check_folder``): ``force`` replaces one of other files."""
+    from evalstream.view.export import check_folder, export
 
     if limit < 1:
         raise UsageError("--limit must be 1 or more.")
+    check_folder(opts, folder, force)
     with open_site(opts, on_progress) as site:
         if on_index is not None:
             on_index(site.index)
-        return export(site, folder, limit)
+        return export(site, folder, limit, force)
 
 
 def serve_view(opts: Options, host: str = "127.0.0.1", port: int | None = None,

@@ -67,7 +67,7 @@ def same_as_one_process(tmp_path: Path, inputs: list[str], address: str,
                          scheduler=address, **more))
     assert (tmp_path / "v2.jsonl").read_bytes() == (tmp_path / "v1.jsonl").read_bytes()
     assert v2.counts == v1.counts and v2.rejected_by_kind == v1.rejected_by_kind
-    assert not list(tmp_path.glob(".*evalstream-parts-*")), "the parts folder is left"
+    assert not list(tmp_path.glob(".*evalstream-parts*")), "the parts folder is left"
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -237,7 +237,71 @@ def test_directory_of_parts(tmp_path: Path, dask_cluster: str, small_ranges: Non
     assert again["rejects"] is None  # none: no empty rejects file, as one process
     assert sorted(os.listdir(tmp_path / "states")) == sorted(
         [*again["parts"], "manifest.json", "report.json"])
-    assert not list(tmp_path.glob(".*evalstream-parts-*"))
+    assert not list(tmp_path.glob(".*evalstream-parts*"))
+
+
+def test_a_directory_is_replaced_only_as_an_earlier_output_holding_nothing_else(
+        tmp_path: Path, dask_cluster: str) -> None:
+    states = str(tmp_path / "states") + "/"
+    run(_options([str(SAMPLES / "cases.jsonl")], states, engine="dask", scheduler=dask_cluster))
+    first = sorted(os.listdir(tmp_path / "states"))
+    (tmp_path / "states" / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match=r"holds notes\.txt, which the earlier output there did "
+                       r"not write"):
+        run(_options([str(SAMPLES / "cases.jsonl")], states, engine="dask",
+                     scheduler=dask_cluster))
+    assert sorted(os.listdir(tmp_path / "states")) == sorted([*first, "notes.txt"])
+    run(_options([str(SAMPLES / "cases.jsonl")], states, engine="dask", scheduler=dask_cluster,
+                 force=True))
+    assert sorted(os.listdir(tmp_path / "states")) == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["states"]  # no temporary left
+
+
+def test_an_object_store_prefix_is_replaced_only_as_an_earlier_output(
+        tmp_path: Path, dask_cluster: str, s3: S3Server) -> None:
+    import fsspec
+
+    fs = fsspec.filesystem("s3")
+    cases = _put(s3, "prefix/in/cases.jsonl", (SAMPLES / "cases.jsonl").read_bytes())
+    notes = _put(s3, "prefix/mine/notes.txt", b"keep me")
+    with pytest.raises(UsageError, match=r"holds notes\.txt, which no directory output wrote"):
+        run(_options([cases], f"s3://{s3.bucket}/prefix/mine/", engine="dask",
+                     scheduler=dask_cluster))
+    # The run's own input inside the prefix: refused, even with --force.
+    for force in (False, True):
+        with pytest.raises(UsageError, match=r"the input s3://.*/in/cases\.jsonl is inside the "
+                           r"output folder"):
+            run(_options([f"s3://{s3.bucket}/prefix/in/*.jsonl"], f"s3://{s3.bucket}/prefix/",
+                         engine="dask", scheduler=dask_cluster, force=force))
+    assert fs.cat(notes) == b"keep me"
+    assert fs.cat(cases) == (SAMPLES / "cases.jsonl").read_bytes()
+    out = f"s3://{s3.bucket}/prefix/out/"
+    run(_options([cases], out, engine="dask", scheduler=dask_cluster))
+    first = sorted(fs.find(out))
+    run(_options([cases], out, engine="dask", scheduler=dask_cluster))  # replaced
+    assert sorted(fs.find(out)) == first
+    extra = _put(s3, "prefix/out/extra/notes.txt", b"mine")
+    with pytest.raises(UsageError, match=r"holds extra/notes\.txt, which the earlier output"):
+        run(_options([cases], out, engine="dask", scheduler=dask_cluster))
+    assert fs.cat(extra) == b"mine"
+    run(_options([cases], out, engine="dask", scheduler=dask_cluster, force=True))
+    assert sorted(fs.find(out)) == first
+
+
+def test_an_object_holding_something_else_is_refused(tmp_path: Path, s3: S3Server) -> None:
+    import fsspec
+
+    fs = fsspec.filesystem("s3")
+    cases = (SAMPLES / "cases.jsonl").read_bytes()
+    target = _put(s3, "objects/cases.jsonl", cases)  # a shell glob named the data as output
+    with pytest.raises(UsageError, match=r"objects/cases\.jsonl holds a cases file, and this "
+                       r"run would replace it with judge states .*--force"):
+        run(_options([str(SAMPLES / "cases.jsonl")], target, engine="dask"))
+    report = _put(s3, "objects/states.report.json", b'{"my": "notes"}')
+    with pytest.raises(UsageError, match=r"states\.report\.json holds"):
+        run(_options([str(SAMPLES / "cases.jsonl")], f"s3://{s3.bucket}/objects/states.jsonl",
+                     engine="dask"))
+    assert fs.cat(target) == cases and fs.cat(report) == b'{"my": "notes"}'
 
 
 def test_a_failed_run_writes_nothing(tmp_path: Path, dask_cluster: str,

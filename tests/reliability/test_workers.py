@@ -118,11 +118,15 @@ def test_a_killed_parent_takes_its_workers_and_the_next_run_cleans_up(tmp_path: 
     assert code == -signal.SIGKILL
     _gone(workers)  # PR_SET_PDEATHSIG
     stale = _leftovers(tmp_path)
-    assert any(name.startswith(".evalstream-parts-") for name in stale), stale
-    assert any(name.startswith(".states.jsonl.") for name in stale), stale
-    done = cli("build", str(SAMPLES), "states.jsonl", "-q", cwd=tmp_path)
+    # Beside the output, each named for it and for the dead run: the parts folder too.
+    whose = f".states.jsonl.{proc.pid}-"
+    assert any(n.startswith(whose) and n.endswith(".evalstream-parts") for n in stale), stale
+    assert any(n.startswith(whose) and n.endswith(".tmp") for n in stale), stale
+    done = cli("build", str(SAMPLES), "other.jsonl", "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    done = cli("build", str(big), "states.jsonl", "--workers", "2", "-q", cwd=tmp_path)
+    assert _leftovers(tmp_path) == stale  # another output's run leaves them
+    # The next normal run of the same output (one process, no workers) removes them all.
+    done = cli("build", str(SAMPLES), "states.jsonl", "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert _leftovers(tmp_path) == []
 

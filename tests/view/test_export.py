@@ -4,6 +4,7 @@ same bytes on a rerun, ``--limit``, the folder written whole or not at all, and 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -177,3 +178,122 @@ def test_agree_and_compare_link_their_examples_to_the_export(tmp_path: Path) -> 
     targets = re.findall(r"\]\(<([^>]+)>\)", md)
     assert targets and all((out / t).resolve().is_file() for t in targets)
     assert main(["agree", str(VERDICTS), str(CASES), "--view", str(tmp_path)]) == 2
+
+
+# -- what an export may replace (issue 23, item 3) ---------------------------------------------
+def _refused(capsys: pytest.CaptureFixture[str], folder: Path, *args: str) -> str:
+    """The sentence of an export that must be refused (exit 2)."""
+    capsys.readouterr()
+    assert export(folder, "--limit", "1", *args) == 2
+    return capsys.readouterr().err
+
+
+def test_a_folder_is_an_earlier_export_only_by_its_full_manifest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    claimed = tmp_path / "claimed"
+    claimed.mkdir()
+    (claimed / "evalstream-view.json").write_text("")  # the marker's name is not enough
+    (claimed / "notes.txt").write_text("keep me")
+    err = _refused(capsys, claimed)
+    assert "evalstream-view.json" in err and "--force" in err and "Traceback" not in err
+    assert tree(claimed) == {"evalstream-view.json": b"", "notes.txt": b"keep me"}
+    # An export's own manifest, copied beside other files, lists files the folder lacks and
+    # not those it holds: still refused, naming them.
+    assert export(tmp_path / "review", "--limit", "1") == 0
+    (claimed / "evalstream-view.json").write_bytes(
+        (tmp_path / "review" / "evalstream-view.json").read_bytes())
+    assert "notes.txt" in _refused(capsys, claimed)
+    assert (claimed / "notes.txt").read_text() == "keep me"
+
+
+def test_files_an_earlier_export_did_not_write_are_never_deleted_silently(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    review = tmp_path / "review"
+    assert export(review, "--limit", "1") == 0
+    first = tree(review)
+    assert json.loads(first["evalstream-view.json"])["written"] == sorted(
+        n for n in first if n != "evalstream-view.json")
+    assert export(review, "--limit", "1") == 0  # an earlier export, as it was: replaced
+    assert tree(review) == first
+    (review / "notes.txt").write_text("mine")
+    (review / "lists" / "annotated.html").write_text("mine too")
+    (review / "drafts").mkdir()
+    err = _refused(capsys, review)
+    assert "notes.txt" in err and "lists/annotated.html" in err and "drafts/" in err
+    assert "--force" in err
+    assert tree(review) == {**first, "notes.txt": b"mine", "lists/annotated.html": b"mine too"}
+    assert export(review, "--limit", "1", "--force") == 0  # --force replaces it whole
+    assert tree(review) == first and not (review / "drafts").exists()
+
+
+@pytest.mark.parametrize("role", ["--cases", "--states", "--compare", "--rubrics", "verdicts"])
+def test_no_input_may_lie_in_the_export_folder_even_with_force(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], role: str) -> None:
+    from tests.helpers import SAMPLES
+
+    review = tmp_path / "review"
+    review.mkdir()
+    if role == "--states":
+        assert main(["build", str(CASES), str(tmp_path / "states.jsonl"), "-q"]) == 0
+    source = {"--cases": CASES, "--states": tmp_path / "states.jsonl",
+              "--compare": VERDICTS_B, "--rubrics": SAMPLES / "rubrics.toml",
+              "verdicts": VERDICTS}[role]
+    inside = review / "sub" / source.name
+    inside.parent.mkdir()
+    inside.write_bytes(source.read_bytes())
+    (review / "evalstream-view.json").write_text("")  # as the issue found it: still refused
+    (tmp_path / "link").symlink_to(review)
+    for spelling, force in itertools.product(
+            (inside, tmp_path / "link" / "sub" / source.name,
+             review / ".." / "review" / "sub" / source.name), ([], ["--force"])):
+        args = {"--cases": str(CASES), "verdicts": str(VERDICTS)}
+        if role == "verdicts":
+            args["verdicts"] = str(spelling)
+        else:
+            args[role] = str(spelling)
+        argv = ["view", args.pop("verdicts"), *(x for kv in args.items() for x in kv),
+                "--export", str(review), *force, "-q"]
+        capsys.readouterr()
+        assert main(argv) == 2, spelling
+        err = capsys.readouterr().err
+        assert "inside the export folder" in err and str(spelling) in err, err
+        assert inside.read_bytes() == source.read_bytes()
+
+
+def test_force_applies_to_the_export_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["view", str(VERDICTS), "--cases", str(CASES), "--force"]) == 2
+    assert "--force applies to --export" in capsys.readouterr().err
+
+
+def test_the_api_takes_force(tmp_path: Path) -> None:
+    import evalstream
+    from evalstream.errors import UsageError
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match=r"holds notes\.txt, which no export wrote"):
+        evalstream.export_view(VERDICTS, CASES, mine, limit=1)
+    report = evalstream.export_view(VERDICTS, CASES, mine, limit=1, force=True)
+    assert report.files == len(report.written) + 1 == len(tree(mine))
+
+
+def test_a_file_added_while_the_export_runs_is_not_deleted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from evalstream.files import outputs
+
+    review = tmp_path / "review"
+    assert export(review, "--limit", "1") == 0
+    first = tree(review)
+    write = outputs.AtomicFolder.write
+
+    def meanwhile(self: outputs.AtomicFolder, name: str, data: bytes) -> None:
+        (review / "notes.txt").write_text("written during the export")
+        write(self, name, data)
+
+    monkeypatch.setattr(outputs.AtomicFolder, "write", meanwhile)
+    assert export(review, "--limit", "1") == 2
+    assert "notes.txt" in capsys.readouterr().err
+    assert tree(review) == {**first, "notes.txt": b"written during the export"}
+    assert sorted(os.listdir(tmp_path)) == ["review"]  # no temporary left

@@ -38,7 +38,8 @@ from evalstream.cases.reading import RecordReader
 from evalstream.cases.rejects import Reject, raw_text
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
-from evalstream.files.outputs import AtomicOutput, commit_all, sidecar
+from evalstream.files.outputs import AtomicOutput, check_targets, commit_all, sidecar
+from evalstream.files.replace import check_replaceable
 from evalstream.files.sniff import check_input
 from evalstream.judge import answer, verdict
 from evalstream.judge.batch import formats, results
@@ -88,6 +89,7 @@ class Options:
     rejects: str | None = None
     report: str | None = None
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    force: bool = False  # replace targets that hold something else (cases, build's states)
 
 
 def result_paths(opts: Options) -> tuple[list[str], list[str]]:
@@ -120,22 +122,6 @@ def _paths(opts: Options, manifest: Manifest) -> tuple[str, str, str]:
     report = opts.report or sidecar(out, ".report.json")
     store = opts.cache or manifest.meta.get("store") or sidecar(out, ".judge.sqlite")
     return rejects, report, store
-
-
-def _check_distinct(named: list[tuple[str, str]]) -> None:
-    for i, (name_a, a) in enumerate(named):
-        for name_b, b in named[i + 1:]:
-            if "-" in (a, b):
-                continue
-            same = os.path.abspath(a) == os.path.abspath(b)
-            if not same:
-                try:
-                    same = os.path.samefile(a, b)
-                except OSError:
-                    same = False
-            if same:
-                raise UsageError(f"the {name_a} and {name_b} paths are the same file ({a}); "
-                                 "choose a different name.")
 
 
 class _Failures:
@@ -340,10 +326,14 @@ def run(opts: Options) -> CollectReport:
                 f"results), or run `evalstream batch status {opts.folder}` to download them into "
                 f"{os.path.join(opts.folder, RESULTS_FOLDER)}.")
         rejects_path, report_path, store_path = _paths(opts, manifest)
-        _check_distinct([("output", opts.output), ("rejects", rejects_path),
-                         ("report", report_path), ("store", store_path),
-                         ("manifest", manifest.path)]
-                        + [(f"result file {p}", p) for p in paths])
+        # The shared checks, as every command's: no target is an input or another target,
+        # whatever the spelling; each replaces only its own kind of output, unless --force.
+        check_targets([("manifest", manifest.path), *(("result file", p) for p in paths)],
+                      [("output", opts.output), ("rejects", rejects_path),
+                       ("report", report_path), ("cache", store_path)])
+        check_replaceable([("output", opts.output, "verdicts"),
+                           ("rejects", rejects_path, "rejects"), ("report", report_path, "json")],
+                          opts.force)
         store = Store(store_path, cache_mib=STORE_CACHE_MIB)
         try:
             outputs = [AtomicOutput(opts.output), AtomicOutput(rejects_path),

@@ -209,7 +209,8 @@ def run(opts: Options) -> PrepareReport:
     check_input(opts.input, "judge states", USAGE.format(input=opts.input))
     store_path, warnings = consulted_store(opts)
     # The folder appears whole or not at all (files.outputs.AtomicFolder, as view's export).
-    out = AtomicFolder(opts.folder, replaceable=lambda _: False)
+    # Never over a folder that holds anything: a batch prepared there keeps its ids.
+    out = AtomicFolder(opts.folder, lambda _: "is not empty (prepare writes a new folder)")
     assert out.tmp is not None
     try:
         report = _fill(opts, out.tmp, limit, store_path, warnings, started)

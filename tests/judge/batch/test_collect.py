@@ -278,3 +278,69 @@ def test_paths_may_not_collide(tmp_path: Path) -> None:
         collected(tmp_path / "b", files[0], files)
     with pytest.raises(UsageError, match="same file"):
         collected(tmp_path / "b", tmp_path / "v.jsonl", files, report=str(tmp_path / "v.jsonl"))
+
+
+# -- what collect may write over (issue 23, item 5) ------------------------------------------------
+def _ready(tmp_path: Path) -> list[Path]:
+    src = states(tmp_path / "in", ["FAKE:pass", "FAKE:fail"])
+    prepared(src, tmp_path / "b")
+    return write_split([r for _, r in results(tmp_path / "b")], tmp_path / "r", parts=1)
+
+
+def test_two_targets_naming_one_new_file_through_a_symlinked_folder_are_refused(
+        tmp_path: Path) -> None:
+    files = _ready(tmp_path)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    for more in ({"report": str(tmp_path / "link" / "v.jsonl")},
+                 {"rejects": str(tmp_path / "link" / "v.jsonl")},
+                 {"cache": str(tmp_path / "link" / "v.jsonl")}):
+        with pytest.raises(UsageError, match="are the same file"):
+            collected(tmp_path / "b", tmp_path / "real" / "v.jsonl", files, **more)
+        assert list((tmp_path / "real").iterdir()) == []
+    # A result file named as a target through the link: an input, refused as one.
+    (tmp_path / "real" / "results.jsonl").write_bytes(files[0].read_bytes())
+    with pytest.raises(UsageError, match="would replace its own input"):
+        collected(tmp_path / "b", tmp_path / "link" / "results.jsonl",
+                  [tmp_path / "real" / "results.jsonl"])
+
+
+@pytest.mark.parametrize("role", ["output", "rejects", "report"])
+def test_a_target_holding_something_else_is_refused_unless_force(tmp_path: Path,
+                                                                 role: str) -> None:
+    files = _ready(tmp_path)
+    held = {"output": tmp_path / "in" / "cases.jsonl",  # cases, with their labels
+            "rejects": tmp_path / "in" / "states.jsonl",  # build's judge states
+            "report": tmp_path / "notes.json"}[role]  # a user's JSON
+    if role == "report":
+        held.write_text('{"my": "notes"}\n')
+    before = held.read_bytes()
+    paths = {"output": tmp_path / "v.jsonl", "rejects": tmp_path / "v.rejects.jsonl",
+             "report": tmp_path / "v.report.json", role: held}
+    kw = {k: str(v) for k, v in paths.items() if k != "output"}
+    with pytest.raises(UsageError, match=rf"{held.name} holds .* give --force to replace it"):
+        collected(tmp_path / "b", paths["output"], files, **kw)
+    assert held.read_bytes() == before
+    assert not (tmp_path / "v.jsonl").exists() or role == "output"
+    done = collected(tmp_path / "b", paths["output"], files, force=True, **kw)
+    assert done.exit_code == 0 and held.read_bytes() != before
+
+
+def test_a_second_collect_replaces_its_own_outputs(tmp_path: Path) -> None:
+    files = _ready(tmp_path)
+    first = collected(tmp_path / "b", tmp_path / "v.jsonl", files)
+    data = (tmp_path / "v.jsonl").read_bytes()
+    again = collected(tmp_path / "b", tmp_path / "v.jsonl", files)
+    assert again.exit_code == first.exit_code == 0
+    assert (tmp_path / "v.jsonl").read_bytes() == data
+
+
+def test_the_command_line_takes_force(tmp_path: Path) -> None:
+    from evalstream.cli import main
+
+    files = _ready(tmp_path)
+    cases = tmp_path / "in" / "cases.jsonl"
+    before = cases.read_bytes()
+    args = ["batch", "collect", str(tmp_path / "b"), str(cases), *map(str, files), "-q"]
+    assert main(args) == 2 and cases.read_bytes() == before
+    assert main([*args, "--force"]) == 0 and cases.read_bytes() != before
