@@ -17,7 +17,8 @@ the key it was created with in the error's message). ``FAKE:<fault>xN``
 markers (failures a provider retries) are answered normally; ``FAKE:400`` and ``FAKE:echokey``
 are errored requests (``echokey`` repeating the key it was created with); ``FAKE:echoescaped``
 answers ``pass`` with that key JSON-escaped in its reason; a batch with a ``FAKE:redirect``
-answers its results (Anthropic) or output file (OpenAI) with a 302 to another origin; the
+answers its results (Anthropic) or output file (OpenAI) with a 302 to another origin, one with
+a ``FAKE:deepbatch`` is shown as JSON nested 100,000 deep when it is asked for; the
 live server's other hostile markers are answered ``pass``. With ``--lose-create N`` the first
 N create calls make the batch but cut the connection before answering.
 """
@@ -39,7 +40,8 @@ from tests.judge.fake_server import _content as content
 from tests.judge.fake_server import _openai as openai_completion
 from tests.judge.fake_server import escaped
 
-_BATCH_ONLY = {"batcherror", "expired", "canceled", "vllmerror", "batchfail", "echofail"}
+_BATCH_ONLY = {"batcherror", "expired", "canceled", "vllmerror", "batchfail", "echofail",
+               "deepbatch"}
 _LIVE_ONLY = {"cut", "slow", "429", "500", "503", "429zone", "redirect", "huge", "deep",
               "deeperror"}  # a batch provider retries these, or they are about one response
 
@@ -175,6 +177,8 @@ class Batches:
         if batch is None:
             return 404, _error("no such batch"), False
         batch["_polls"] += 1
+        if any(b"FAKE:deepbatch" in bytes(line.params or line.body) for line in batch["_lines"]):
+            return 200, b'{"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}", False
         if batch["_polls"] >= self.polls:
             self._end(batch, port)
         elif batch["_provider"] == "openai":

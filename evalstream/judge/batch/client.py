@@ -174,6 +174,9 @@ class BatchClient:
         except msgspec.DecodeError as exc:
             raise OutputError(f"{method} {url} answered with something that is not JSON: "
                               f"{excerpt(data)}") from exc
+        except RecursionError:
+            raise OutputError(f"{method} {url} answered JSON nested too deeply to read: "
+                              f"{excerpt(data)}; is --base-url the provider's API?") from None
         if not isinstance(value, dict):
             raise OutputError(f"{method} {url} answered {excerpt(data)}, not a JSON object.")
         return value

@@ -318,3 +318,16 @@ def test_the_key_echoed_escaped_in_results_or_a_batch_error_is_kept_nowhere(
                                       "[redacted] (line 2)")
     held = [p.name for p in tmp_path.rglob("*") if p.is_file() and holds_key(p.read_bytes())]
     assert held == [] and not store_holds_key(tmp_path / "v.judge.sqlite")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_batch_answer_nested_past_the_parser_is_a_sentence(tmp_path: Path,
+                                                             batches: FakeServer,
+                                                             provider: str) -> None:
+    """It was a RecursionError: exit 70 with a traceback."""
+    src = states(tmp_path / "in", ["FAKE:deepbatch"])
+    folder = tmp_path / "b"
+    prepared(src, folder, provider, batches.url)
+    remote.submit(opts(folder))
+    with pytest.raises(OutputError, match=r"answered JSON nested too deeply to read"):
+        remote.status(opts(folder))
