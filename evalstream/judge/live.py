@@ -49,7 +49,7 @@ from evalstream.judge.report import (
 from evalstream.judge.report import encode as encode_report
 from evalstream.judge.request import JudgeConfig, Request, build, system_text
 from evalstream.judge.store import Store
-from evalstream.judge.transport import Reply, Transport, key_from_environment
+from evalstream.judge.transport import Reply, Transport, answer_bytes, key_from_environment
 from evalstream.verdicts.records import JudgeInfo, TokenUsage
 
 DEFAULT_MAX_CONNECTIONS = 16
@@ -196,6 +196,7 @@ class Asker:
         # an error in a request's task (the store failed; a bug): stop paying for answers
         self.broken: Exception | None = None
         self.usage_unknown = 0  # answers without usable token counts: charged their worst case
+        self.oversized = 0  # answers longer than the transport reads: stored cut, unscored
         self.concurrency = Concurrency(opts.max_connections)
         self.in_flight: set[str] = set()  # keys sent and not yet finished
         self.counter = tokens.counter(self.config.provider, self.config.model,
@@ -330,6 +331,8 @@ class Asker:
             if reply.fatal and self.fatal is None:
                 self.fatal = reply.detail
             return
+        if not reply.whole:
+            self.oversized += 1
         parsed = answer.parse(self.config.provider, reply.body)
         usage = parsed.usage
         self.store.put(req.key, self.config.provider, self.config.model, reply.body,
@@ -546,10 +549,15 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
     warnings = []
     if asker.counter is not None and not asker.counter.exact:
         warnings.append(f"token counts for --tpm/--max-cost: {asker.counter.note}")
+    if asker.oversized:
+        limit = answer_bytes(opts.config.max_output_tokens)
+        warnings.append(f"answers longer than an answer of --max-output-tokens can be ({limit:,} "
+                        "bytes), read no further, stored cut there and unscored (bad_response): "
+                        f"{asker.oversized:,}")
     if asker.usage_unknown:
-        warnings.append(f"{asker.usage_unknown:,} answers came without usable token counts "
-                        "(none, or negative ones): each is counted in cost_usd at its worst "
-                        "case (its input estimate and --max-output-tokens)")
+        warnings.append("answers without usable token counts (none, or negative ones), each "
+                        "counted in cost_usd at its worst case (its input estimate and "
+                        f"--max-output-tokens): {asker.usage_unknown:,}")
     return JudgeReport(
         command="judge", evalstream=__version__, input=opts.input, output=opts.output,
         rejects=rejects, store=store, judge=writer.info, counts=c,

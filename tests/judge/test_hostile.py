@@ -85,6 +85,9 @@ def test_a_huge_answer_is_read_no_further_than_an_answer_can_be(
     sizes = [n for (n,) in db.execute("SELECT length(body) FROM answers")]
     db.close()
     assert max(sizes) == answer_bytes(16) and report.counts.verdicts == 2
+    assert report.warnings == [f"answers longer than an answer of --max-output-tokens can be "
+                               f"({answer_bytes(16):,} bytes), read no further, stored cut "
+                               "there and unscored (bad_response): 1"]
     # Stored: the same command again pays nothing, and writes the same verdicts.
     first = out.read_bytes()
     server.reset()
@@ -152,7 +155,8 @@ def test_negative_usage_counts_nothing_and_max_cost_still_stops(tmp_path: Path,
     assert 0 < report.requests.sent < 6
     assert report.usage.input_tokens == report.usage.output_tokens == 0
     assert all(v["status"] == "pass" and v["usage"] is None for v in lines(out))
-    assert any("without usable token counts" in w for w in report.warnings)
+    assert report.warnings[-1].startswith("answers without usable token counts") and \
+        report.warnings[-1].endswith(f": {report.requests.sent}")
 
 
 def test_a_key_with_a_carriage_return_is_a_sentence(tmp_path: Path,
