@@ -181,7 +181,8 @@ def check_base_url(url: str) -> str:
     if not url.isprintable() or any(c.isspace() for c in url):
         raise UsageError(f"--base-url {shown} holds a space or an invisible character; give the "
                          f"URL alone, {example}.")
-    if "@" in url:  # before parsing: a URL that cannot be parsed may still hold a password
+    authority = (url.split("//", 1)[1] if "//" in url else url).split("/", 1)[0]
+    if "@" in authority:  # before parsing: a URL that cannot be parsed may hold a password
         raise UsageError(f"--base-url {shown} must not carry a user or password: API keys are "
                          "read from the environment only (--api-key-env).")
     try:

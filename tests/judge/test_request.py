@@ -157,7 +157,8 @@ def test_a_bad_base_url_is_one_sentence_that_repeats_no_secret(url: str, message
 
 
 @pytest.mark.parametrize("url", ["http://[::1]:8000/v1", "https://b\u00fccher.example/v1",
-                                 "http://localhost:65535", "http://a.b./v1"])
+                                 "http://localhost:65535", "http://a.b./v1",
+                                 "http://h/v1/@models"])
 def test_good_base_urls_are_kept(url: str) -> None:
     config = JudgeConfig(model="m", base_url=url)
     assert config.base_url == url.rstrip("/") and config.host
