@@ -43,7 +43,7 @@ from tests.judge.fake_server import escaped
 _BATCH_ONLY = {"batcherror", "expired", "canceled", "vllmerror", "batchfail", "echofail",
                "deepbatch"}
 _LIVE_ONLY = {"cut", "slow", "429", "500", "503", "429zone", "redirect", "huge", "deep",
-              "deeperror"}  # a batch provider retries these, or they are about one response
+              "deeperror", "hugeheader", "manyheaders"}  # a batch provider retries these, or they are about one response
 
 
 class _Line(msgspec.Struct):

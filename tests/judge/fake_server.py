@@ -19,7 +19,8 @@
   holds it escaped once; no request-id header), ``huge`` (a 200 of ``--huge-bytes``, streamed
   until the client hangs up: ``huge_sent`` in the stats), ``429zone`` (a 429 whose
   ``Retry-After`` date has an absurd zone), ``negusage`` (a ``pass`` with negative token
-  counts), ``deep`` (a 200 nested 100,000 deep), ``deeperror`` (a 500 nested as deep).
+  counts), ``deep`` (a 200 nested 100,000 deep), ``deeperror`` (a 500 nested as deep),
+  ``hugeheader`` (a 200 with a 100 KB header), ``manyheaders`` (a 200 with 100,000 headers).
 - The batch endpoints (OpenAI files and batches, Anthropic message batches): see
   ``fake_batches.py``; ``--batch-polls N`` (a batch ends when asked for the Nth time) and
   ``--lose-create N`` (the first N creates are made but not answered).
@@ -189,6 +190,10 @@ class Server:
             return await self.send(writer, 200 if fault == "deep" else 500, data, extra)
         if fault == "huge":
             return await self.huge(writer, extra)
+        if fault == "hugeheader":
+            extra["x-absurd"] = "a" * 100_000
+        elif fault == "manyheaders":
+            extra.update({f"x-absurd-{i}": "a" for i in range(100_000)})
         if fault == "echokey":
             return await self.send(writer, 400, _error(f"bad request from key {sent_key}",
                                                        "invalid_request_error"), extra)
@@ -275,7 +280,8 @@ def escaped(text: str) -> str:
 def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | None, str]:
     """The answer text and OpenAI finish reason for a fault (or a status); ``key``: what
     ``echoescaped`` echoes."""
-    if fault in ("pass", "fail", "na", "cut", "echoheader", "negusage"):
+    if fault in ("pass", "fail", "na", "cut", "echoheader", "negusage", "hugeheader",
+                 "manyheaders"):
         status = fault if fault in ("fail", "na") else "pass"
         return json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"}), "stop"
     if fault == "echoescaped":

@@ -108,14 +108,16 @@ def test_an_absurd_retry_after_date_is_retried_like_none(tmp_path: Path,
     assert report.requests.retried == {"http 429": 1} and report.exit_code == 0
 
 
-def test_bodies_nested_past_the_parser_are_unscored(tmp_path: Path,
-                                                    server: FakeServer) -> None:
+def test_bodies_nested_past_the_parser_and_absurd_headers_are_unscored(
+        tmp_path: Path, server: FakeServer) -> None:
     """A 200 or an error body nested 100,000 deep raised RecursionError in the task."""
-    path = states(tmp_path, ["FAKE:deep", "FAKE:deeperror", "FAKE:pass"])
+    path = states(tmp_path, ["FAKE:deep", "FAKE:deeperror", "FAKE:hugeheader",
+                             "FAKE:manyheaders", "FAKE:pass"])
     out = tmp_path / "v.jsonl"
     live.run(options(server, path, out, max_attempts=1))
     got = [(v["status"], (v.get("error") or {}).get("cause")) for v in lines(out)]
-    assert got == [("unscored", "bad_response"), ("unscored", "http_error"), ("pass", None)]
+    assert got == [("unscored", "bad_response"), ("unscored", "http_error"),
+                   ("unscored", "connection"), ("unscored", "connection"), ("pass", None)]
 
 
 def test_an_exception_in_a_request_task_is_never_lost(tmp_path: Path, server: FakeServer,
