@@ -84,18 +84,21 @@ def key_from_environment(config: JudgeConfig, api_key_env: str | None,
 
 def check_key(name: str, key: str) -> None:
     """Raise UsageError unless every character of the key in variable ``name`` is visible
-    ASCII, as keys are and as an HTTP header can carry. A key is refused, not stripped: one
-    pasted with a carriage return or a line break may hold more than the key. The sentence
-    names the character and where it is, never the key."""
+    ASCII other than a quote or a backslash, as keys are and as an HTTP header can carry (and
+    as ``Secret`` finds in every escaped form). A key is refused, not stripped: one pasted
+    with a carriage return or a line break may hold more than the key. The sentence names the
+    character and where it is, never the key."""
     for i, c in enumerate(key):
-        if "!" <= c <= "~":
+        if "!" <= c <= "~" and c not in '"\\':
             continue
         what = {"\r": "a carriage return (CR)", "\n": "a line feed (LF)", " ": "a space",
-                "\t": "a tab"}.get(c, f"the character U+{ord(c):04X}")
+                "\t": "a tab", '"': "a double quote", "\\": "a backslash"}.get(
+                    c, f"the character U+{ord(c):04X}")
         where = "at its end" if i == len(key) - 1 else f"at character {i + 1} of {len(key)}"
         raise UsageError(
-            f"{name} holds {what} {where}; an API key is visible ASCII only (a line copied from "
-            f"a Windows file ends with CR): set {name} to the key alone.")
+            f"{name} holds {what} {where}; an API key is visible ASCII without quotes or "
+            f"backslashes (a line copied from a Windows file ends with CR): set {name} to the "
+            "key alone.")
 
 
 class Secret:
@@ -105,8 +108,11 @@ class Secret:
     by one RE2 pattern: linear in the data, whatever the server sends.
 
     A match takes the whole run of backslashes before it (RE2 finds the leftmost match), so
-    the JSON around ``[redacted]`` stays valid and a verdict is still read from it. Under a
-    longer run the key is replaced all the same, but the JSON may not stay readable."""
+    the JSON around ``[redacted]`` stays valid and a verdict is still read from it. The key
+    is replaced all the same, but the JSON may not stay readable (the answer is then
+    unscored), under a longer run, or where a match starts inside a ``\\u`` escape: a key that
+    begins with a hex digit or ``u`` and is echoed right after an escape whose last digits
+    repeat its first ones. Keys hold no quote or backslash (``check_key``)."""
 
     def __init__(self, key: str | None) -> None:
         self.key = key or None
