@@ -105,7 +105,18 @@ _FENCE = re.compile(r"^```[A-Za-z]*\s*\n(?P<inner>.*)\n\s*```$", re.S)
 
 def parse(provider: str, body: bytes) -> Parsed:
     """Read a provider's 200 response body."""
-    return (_parse_anthropic if provider == "anthropic" else _parse_openai)(body)
+    try:
+        return (_parse_anthropic if provider == "anthropic" else _parse_openai)(body)
+    except RecursionError:  # msgspec, skipping a value nested deeper than it can go
+        return unscored("bad_response", f"nested too deeply to read: {excerpt(body)}")
+
+
+def _usage(input_tokens: int, output_tokens: int) -> TokenUsage | None:
+    """The provider's token counts, or None (not known) when they cannot be true: a negative
+    count would make spend negative and ``--max-cost`` never stop (issue 23)."""
+    if input_tokens < 0 or output_tokens < 0:
+        return None
+    return TokenUsage(input_tokens, output_tokens)
 
 
 def _parse_openai(body: bytes) -> Parsed:
@@ -114,8 +125,8 @@ def _parse_openai(body: bytes) -> Parsed:
     except msgspec.DecodeError as exc:
         return unscored("bad_response", f"not an OpenAI chat completion ({exc}): "
                         f"{excerpt(body)}")
-    usage = None if r.usage is None else TokenUsage(r.usage.prompt_tokens,
-                                                    r.usage.completion_tokens)
+    usage = None if r.usage is None else _usage(r.usage.prompt_tokens,
+                                                r.usage.completion_tokens)
     if not r.choices or r.choices[0].message is None:
         return unscored("bad_response", f"no choices[0].message: {excerpt(body)}", usage, r.id)
     choice = r.choices[0]
@@ -137,7 +148,7 @@ def _parse_anthropic(body: bytes) -> Parsed:
         r = _anthropic.decode(body)
     except msgspec.DecodeError as exc:
         return unscored("bad_response", f"not an Anthropic message ({exc}): {excerpt(body)}")
-    usage = None if r.usage is None else TokenUsage(r.usage.input_tokens, r.usage.output_tokens)
+    usage = None if r.usage is None else _usage(r.usage.input_tokens, r.usage.output_tokens)
     if r.type not in (None, "message"):
         return unscored("bad_response", f"type {r.type!r}: {excerpt(body)}", usage, r.id)
     text = "".join(b.text or "" for b in r.content if b.type == "text")
@@ -185,7 +196,7 @@ def http_error_detail(status: int, body: bytes) -> str:
     """``HTTP 400: <the error message, or the body's start>``."""
     try:
         message = msgspec.json.decode(body).get("error", {}).get("message")
-    except (msgspec.DecodeError, AttributeError):
+    except (msgspec.DecodeError, AttributeError, RecursionError):
         message = None
     return f"HTTP {status}: {excerpt(message if isinstance(message, str) else body)}"
 

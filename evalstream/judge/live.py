@@ -49,7 +49,7 @@ from evalstream.judge.report import (
 from evalstream.judge.report import encode as encode_report
 from evalstream.judge.request import JudgeConfig, Request, build, system_text
 from evalstream.judge.store import Store
-from evalstream.judge.transport import Reply, Transport, key_from_environment
+from evalstream.judge.transport import Reply, Transport, answer_bytes, key_from_environment
 from evalstream.verdicts.records import JudgeInfo, TokenUsage
 
 DEFAULT_MAX_CONNECTIONS = 16
@@ -193,7 +193,10 @@ class Asker:
         self.usage = [0, 0]
         self.stopped_by: str | None = None
         self.fatal: str | None = None
-        self.broken: Exception | None = None  # the store failed: stop paying for answers
+        # an error in a request's task (the store failed; a bug): stop paying for answers
+        self.broken: Exception | None = None
+        self.usage_unknown = 0  # answers without usable token counts: charged their worst case
+        self.oversized = 0  # answers longer than the transport reads: stored cut, unscored
         self.concurrency = Concurrency(opts.max_connections)
         self.in_flight: set[str] = set()  # keys sent and not yet finished
         self.counter = tokens.counter(self.config.provider, self.config.model,
@@ -303,19 +306,22 @@ class Asker:
 
     async def _ask(self, req: Request, estimate: int, transport: Transport) -> None:
         try:
-            reply = await transport.send(req.body, estimate + self.config.max_output_tokens)
-        finally:
-            self.concurrency.release()
-            if self.opts.max_cost is not None:
-                self.reserved -= self._worst_cost(estimate)
-        try:
-            self._record(req, reply)
-        except Exception as exc:  # an answer that cannot be stored: send nothing more
+            try:
+                reply = await transport.send(req.body, estimate + self.config.max_output_tokens)
+            finally:
+                self.concurrency.release()
+                if self.opts.max_cost is not None:
+                    self.reserved -= self._worst_cost(estimate)
+            self._record(req, reply, estimate)
+        except Exception as exc:
+            # Never lost with its task (asyncio would only log it at exit, and the state would
+            # get no verdict): the first error stops sending, and pass 1 raises it once the
+            # requests in flight are stored, however early or late its task ended.
             if self.broken is None:
                 self.broken = exc
         self.in_flight.discard(req.key)
 
-    def _record(self, req: Request, reply: Reply) -> None:
+    def _record(self, req: Request, reply: Reply, estimate: int) -> None:
         self.progress.done += 1
         if reply.body is None:
             assert reply.cause is not None and reply.detail is not None
@@ -325,6 +331,8 @@ class Asker:
             if reply.fatal and self.fatal is None:
                 self.fatal = reply.detail
             return
+        if not reply.whole:
+            self.oversized += 1
         parsed = answer.parse(self.config.provider, reply.body)
         usage = parsed.usage
         self.store.put(req.key, self.config.provider, self.config.model, reply.body,
@@ -340,7 +348,12 @@ class Asker:
             self.usage[1] += usage.output_tokens
             self.progress.input_tokens += usage.input_tokens
             self.progress.output_tokens += usage.output_tokens
-        cost = self._cost(usage)
+        if usage is None and self.opts.price_in is not None and self.opts.price_out is not None:
+            # No usable counts (none, or impossible ones): never free against --max-cost.
+            self.usage_unknown += 1
+            cost = self._worst_cost(estimate)
+        else:
+            cost = self._cost(usage)
         self.spent += cost
         self.progress.cost += cost
 
@@ -536,6 +549,15 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
     warnings = []
     if asker.counter is not None and not asker.counter.exact:
         warnings.append(f"token counts for --tpm/--max-cost: {asker.counter.note}")
+    if asker.oversized:
+        limit = answer_bytes(opts.config.max_output_tokens)
+        warnings.append(f"answers longer than an answer of --max-output-tokens can be ({limit:,} "
+                        "bytes), read no further, stored cut there and unscored (bad_response): "
+                        f"{asker.oversized:,}")
+    if asker.usage_unknown:
+        warnings.append("answers without usable token counts (none, or negative ones), each "
+                        "counted in cost_usd at its worst case (its input estimate and "
+                        f"--max-output-tokens): {asker.usage_unknown:,}")
     return JudgeReport(
         command="judge", evalstream=__version__, input=opts.input, output=opts.output,
         rejects=rejects, store=store, judge=writer.info, counts=c,

@@ -114,16 +114,8 @@ class JudgeConfig:
             raise UsageError("--max-output-tokens must be positive.")
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise UsageError(f"--temperature must be between 0 and 2, not {self.temperature}.")
-        if not self.base_url:
-            object.__setattr__(self, "base_url", DEFAULT_BASE_URL[self.provider])
-        object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
-        parts = urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(f"--base-url must be an http:// or https:// URL such as "
-                             f"http://127.0.0.1:8000/v1, not {self.base_url!r}.")
-        if parts.username or parts.password or parts.query or parts.fragment:
-            raise UsageError("--base-url must not carry a user, password, query or fragment; "
-                             "API keys are read from the environment only.")
+        object.__setattr__(self, "base_url",
+                           check_base_url(self.base_url or DEFAULT_BASE_URL[self.provider]))
 
     @property
     def url(self) -> str:
@@ -171,6 +163,66 @@ class JudgeConfig:
             max_completion_tokens=self.max_output_tokens if official else None,
             max_tokens=None if official else self.max_output_tokens,
             response_format=_RESPONSE_FORMAT))
+
+
+def check_base_url(url: str) -> str:
+    """``url`` without its trailing slashes, once it is known to be usable: http or https, a
+    host whose name can be looked up, a port from 1 to 65535, no user, password, query or
+    fragment, no space or invisible character. Raises UsageError otherwise, with a sentence
+    that never repeats a user, password, query or fragment (any of them may hold a secret).
+
+    This is the one check of a base URL, where it is read (``JudgeConfig``: judge, batch
+    prepare, a batch's manifest): the port, the brackets of an IPv6 address and the host
+    name are otherwise read only when the first request is sent, as an exception in it.
+    """
+    url = url.rstrip("/")
+    shown = shown_url(url)
+    example = "such as http://127.0.0.1:8000/v1"
+    if not url.isprintable() or any(c.isspace() for c in url):
+        raise UsageError(f"--base-url {shown} holds a space or an invisible character; give the "
+                         f"URL alone, {example}.")
+    authority = (url.split("//", 1)[1] if "//" in url else url).split("/", 1)[0]
+    if "@" in authority:  # before parsing: a URL that cannot be parsed may hold a password
+        raise UsageError(f"--base-url {shown} must not carry a user or password: API keys are "
+                         "read from the environment only (--api-key-env).")
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError:
+        raise UsageError(f"--base-url {shown} is not a URL (an IPv6 address is written in "
+                         f"brackets, [::1]); give one {example}.") from None
+    if parts.scheme not in ("http", "https") or not hostname:
+        raise UsageError(f"--base-url must be an http:// or https:// URL {example}, not "
+                         f"{shown}.")
+    if parts.query or parts.fragment:
+        raise UsageError(f"--base-url {shown} must not carry a query or fragment: API keys are "
+                         "read from the environment only (--api-key-env).")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0 or parts.netloc.endswith(":"):
+        raise UsageError(f"--base-url {shown}: the port must be a number from 1 to 65535.")
+    if not parts.netloc.startswith("["):
+        try:
+            hostname.encode("idna")  # what the connection does with it
+        except UnicodeError:
+            raise UsageError(f"--base-url {shown} has no usable host name (a part of it is "
+                             "empty or longer than 63 characters).") from None
+    return url
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message may repeat it: quoted, without what a secret may hide in (anything
+    before the last ``@`` but the scheme, the query, the fragment), cut to 200 characters.
+    Works on text that is not a URL at all."""
+    scheme, sep, rest = url.partition("//") if "//" in url else ("", "", url)
+    if "@" in rest:
+        rest = "\u2026@" + rest.rsplit("@", 1)[1]
+    text = (scheme + sep + rest).split("?", 1)[0].split("#", 1)[0]
+    if len(text) > 200:
+        text = text[:199] + "\u2026"
+    return repr(text)
 
 
 class Request(NamedTuple):

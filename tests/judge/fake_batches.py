@@ -12,11 +12,15 @@ A batch ends at the ``--batch-polls``-th time it is asked for (1: at once). Its 
 back sorted by ``custom_id``, not in request order. Batch-only markers: ``FAKE:batcherror``
 (an errored request: OpenAI an error-file line with status 500, Anthropic ``errored``),
 ``FAKE:expired``, ``FAKE:canceled``, ``FAKE:vllmerror`` (a vLLM-style inline error, a plain
-string), ``FAKE:batchfail`` (OpenAI: the whole batch fails validation). ``FAKE:<fault>xN``
+string), ``FAKE:batchfail`` (OpenAI: the whole batch fails validation; ``FAKE:echofail``: with
+the key it was created with in the error's message). ``FAKE:<fault>xN``
 markers (failures a provider retries) are answered normally; ``FAKE:400`` and ``FAKE:echokey``
-are errored requests (``echokey`` repeating the key it was created with). With
-``--lose-create N`` the first N create calls make the batch but cut the connection before
-answering.
+are errored requests (``echokey`` repeating the key it was created with); ``FAKE:echoescaped``
+answers ``pass`` with that key JSON-escaped in its reason; a batch with a ``FAKE:redirect``
+answers its results (Anthropic) or output file (OpenAI) with a 302 to another origin, one with
+a ``FAKE:deepbatch`` is shown as JSON nested 100,000 deep when it is asked for; the
+live server's other hostile markers are answered ``pass``. With ``--lose-create N`` the first
+N create calls make the batch but cut the connection before answering.
 """
 
 from __future__ import annotations
@@ -34,8 +38,12 @@ from tests.judge.fake_server import _MARK as MARK
 from tests.judge.fake_server import _anthropic as anthropic_message
 from tests.judge.fake_server import _content as content
 from tests.judge.fake_server import _openai as openai_completion
+from tests.judge.fake_server import escaped
 
-_BATCH_ONLY = {"batcherror", "expired", "canceled", "vllmerror", "batchfail"}
+_BATCH_ONLY = {"batcherror", "expired", "canceled", "vllmerror", "batchfail", "echofail",
+               "deepbatch"}
+_LIVE_ONLY = {"cut", "slow", "429", "500", "503", "429zone", "redirect", "huge", "deep",
+              "deeperror", "hugeheader", "manyheaders"}  # a batch provider retries these, or they are about one response
 
 
 class _Line(msgspec.Struct):
@@ -59,6 +67,8 @@ class Batches:
         self.order: list[str] = []
         self.calls: Counter[str] = Counter()
         self.created = 0
+        self.redirected: set[str] = set()  # batches and files answered with a redirect
+        self.foreign_port = 0
 
     def stats(self) -> dict[str, Any]:
         return {"batch_calls": dict(self.calls), "batches_created": self.created,
@@ -89,6 +99,8 @@ class Batches:
         if method == "GET" and len(segments) == 4 and segments[:2] == ["v1", "files"] \
                 and segments[3] == "content":
             data = self.files.get(segments[2])
+            if segments[2] in self.redirected:
+                return 302, b"", False
             return (200, data, False) if data is not None else (404, _error("no such file"),
                                                                  False)
         if method == "POST" and parts.path == "/v1/batches":
@@ -106,6 +118,8 @@ class Batches:
             batch = self.batches.get(segments[3])
             if batch is None or batch["processing_status"] != "ended":
                 return 404, _error("no results yet"), False
+            if segments[3] in self.redirected:
+                return 302, b"", False
             return 200, batch["_results"], False
         return 404, _error("no such route"), False
 
@@ -163,6 +177,8 @@ class Batches:
         if batch is None:
             return 404, _error("no such batch"), False
         batch["_polls"] += 1
+        if any(b"FAKE:deepbatch" in bytes(line.params or line.body) for line in batch["_lines"]):
+            return 200, b'{"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}", False
         if batch["_polls"] >= self.polls:
             self._end(batch, port)
         elif batch["_provider"] == "openai":
@@ -193,13 +209,16 @@ class Batches:
         anthropic = batch["_provider"] == "anthropic"
         out, errors = [], []
         counts: Counter[str] = Counter()
+        redirect = False
         for i, line in enumerate(batch["_lines"]):
             body = bytes(line.params if anthropic else line.body)
             fault = _fault(body)
-            if fault == "batchfail" and not anthropic:
+            redirect = redirect or fault == "redirect"
+            if fault in ("batchfail", "echofail") and not anthropic:
+                message = "fake validation failure" + (
+                    f" for key {batch['_key']}" if fault == "echofail" else "")
                 batch.update(status="failed", errors={"object": "list", "data": [
-                    {"code": "invalid_request", "message": "fake validation failure",
-                     "line": i + 1}]})
+                    {"code": "invalid_request", "message": message, "line": i + 1}]})
                 return
             result, kind = _answer(anthropic, line.custom_id, body, fault, batch["_key"], i)
             counts[kind] += 1
@@ -212,7 +231,9 @@ class Batches:
                 "processing": 0, **{t: counts[t] for t in ("succeeded", "errored", "canceled",
                                                             "expired")}},
                 results_url=f"http://127.0.0.1:{port}/v1/messages/batches/{batch['id']}/results",
-                _results=_jsonl(out))
+                _results=_jsonl(out, batch["_key"]))
+            if redirect:
+                self.redirected.add(batch["id"])
             return
         status = "expired" if counts["expired"] else "cancelled" if counts["canceled"] else \
             "completed"
@@ -220,9 +241,11 @@ class Batches:
             "total": len(batch["_lines"]), "completed": counts["succeeded"],
             "failed": len(batch["_lines"]) - counts["succeeded"]})
         if out:
-            batch["output_file_id"] = self._save(_jsonl(out))
+            batch["output_file_id"] = self._save(_jsonl(out, batch["_key"]))
+            if redirect:
+                self.redirected.add(batch["output_file_id"])
         if errors:
-            batch["error_file_id"] = self._save(_jsonl(errors))
+            batch["error_file_id"] = self._save(_jsonl(errors, batch["_key"]))
 
     def _save(self, data: bytes) -> str:
         file_id = "file_" + hashlib.sha256(data).hexdigest()[:24] + f"{len(self.files):04x}"
@@ -244,7 +267,7 @@ def _answer(anthropic: bool, custom_id: str, body: bytes, fault: str, key: str |
             i: int) -> tuple[dict[str, Any], str]:
     digest = hashlib.sha256(body).hexdigest()
     rid = "breq_" + digest[:20]
-    if fault in ("cut", "slow", "429", "500", "503"):
+    if fault in _LIVE_ONLY:
         fault = "pass"  # transient for a live request; a batch provider retries it
     if fault in ("expired", "canceled"):
         if anthropic:
@@ -271,12 +294,15 @@ def _answer(anthropic: bool, custom_id: str, body: bytes, fault: str, key: str |
     if fault in _BATCH_ONLY:
         fault = "pass"
     request = json.loads(body)
-    text, finish = content(fault, digest)
+    text, finish = content(fault, digest, key)
     usage_in, usage_out = len(body) // 4, max(1, len(text or "") // 4)
+    if fault == "negusage":
+        usage_in, usage_out = -1_000_000, -1_000_000
     if anthropic:
         message = anthropic_message(request, fault, text, rid, usage_in, usage_out)
-        return {"custom_id": custom_id, "result": {"type": "succeeded",
-                                                   "message": message}}, "succeeded"
+        # the tool input holds the key decoded: written escaped (``_jsonl``)
+        return {"custom_id": custom_id, "result": {"type": "succeeded", "message": message},
+                **({"_escape_key": True} if fault == "echoescaped" else {})}, "succeeded"
     completion = openai_completion(request, fault, text, finish, rid, usage_in, usage_out)
     return {"id": f"batch_req_{i}", "custom_id": custom_id,
             "response": {"status_code": 200, "request_id": rid, "body": completion},
@@ -291,8 +317,15 @@ def _public(batch: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in batch.items() if not k.startswith("_")}
 
 
-def _jsonl(rows: list[dict[str, Any]]) -> bytes:
-    return b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+def _jsonl(rows: list[dict[str, Any]], key: str | None = None) -> bytes:
+    """The rows as JSON lines; in a row marked ``_escape_key``, the key JSON-escaped."""
+    out = []
+    for row in rows:
+        line = json.dumps({k: v for k, v in row.items() if k != "_escape_key"}).encode()
+        if row.get("_escape_key") and key:
+            line = line.replace(key.encode(), escaped(key).encode())
+        out.append(line + b"\n")
+    return b"".join(out)
 
 
 def _error(message: str) -> bytes:

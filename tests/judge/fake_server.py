@@ -12,12 +12,21 @@
   (answers after ``--slow`` seconds, past the client's timeout), ``notjson``, ``wrongshape``,
   ``refusal``, ``length`` (``finish_reason: length`` / ``stop_reason: max_tokens``), ``echokey``
   (a 400 whose body repeats the credentials it was sent). Without a marker: ``pass``.
+- Hostile answers (issue 23): ``redirect`` (a 307 to the same path on a second port, another
+  origin, which counts what reaches it: ``foreign`` in the stats), ``echoheader`` (a ``pass``
+  whose request-id header is the key it was sent), ``echoescaped`` (a ``pass`` whose reason
+  holds the key with every character JSON-escaped inside the answer's JSON, and whose ``id``
+  holds it escaped once; no request-id header), ``huge`` (a 200 of ``--huge-bytes``, streamed
+  until the client hangs up: ``huge_sent`` in the stats), ``429zone`` (a 429 whose
+  ``Retry-After`` date has an absurd zone), ``negusage`` (a ``pass`` with negative token
+  counts), ``deep`` (a 200 nested 100,000 deep), ``deeperror`` (a 500 nested as deep),
+  ``hugeheader`` (a 200 with a 100 KB header), ``manyheaders`` (a 200 with 100,000 headers).
 - The batch endpoints (OpenAI files and batches, Anthropic message batches): see
   ``fake_batches.py``; ``--batch-polls N`` (a batch ends when asked for the Nth time) and
   ``--lose-create N`` (the first N creates are made but not answered).
 - ``GET /stats``: ``{"requests", "max_in_flight", "by_body": {sha256 of body: count},
-  "by_status": {code: n}, "batch_calls": {route: n}, "batches_created", "files_uploaded"}``;
-  ``POST /reset`` zeroes them.
+  "by_status": {code: n}, "huge_sent", "foreign": {"requests", "credentials"}, "batch_calls":
+  {route: n}, "batches_created", "files_uploaded"}``; ``POST /reset`` zeroes them.
 
 Answers are deterministic functions of the request body (request id, usage, reason), so two
 runs of the same states get the same bytes. With ``--key`` a request without that key
@@ -38,8 +47,11 @@ from collections import Counter
 from typing import Any
 
 _MARK = re.compile(rb"FAKE:([a-z0-9]+?)(?:x(\d+))?(?![a-z0-9])")
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
-            429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {200: "OK", 302: "Found", 307: "Temporary Redirect", 400: "Bad Request",
+            401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
+            500: "Internal Server Error", 503: "Service Unavailable"}
+ABSURD_DATE = "Wed, 21 Oct 2015 07:28:00 +99999999999999"  # parsedate: OverflowError
+DEEP = 100_000
 
 
 class Stats:
@@ -51,15 +63,18 @@ class Stats:
         self.max_in_flight = 0
         self.by_body: Counter[str] = Counter()
         self.by_status: Counter[int] = Counter()
+        self.huge_sent = 0  # bytes of ``huge`` bodies written before the client hung up
+        self.foreign = {"requests": 0, "credentials": 0}  # what reached the other origin
 
     def json(self) -> bytes:
         return json.dumps({"requests": self.requests, "max_in_flight": self.max_in_flight,
-                           "by_body": self.by_body, "by_status": self.by_status}).encode()
+                           "by_body": self.by_body, "by_status": self.by_status,
+                           "huge_sent": self.huge_sent, "foreign": self.foreign}).encode()
 
 
 class Server:
     def __init__(self, latency: float, slow: float, key: str | None, retry_after: str,
-                 batch_polls: int = 2, lose_create: int = 0) -> None:
+                 batch_polls: int = 2, lose_create: int = 0, huge_bytes: int = 64 << 20) -> None:
         from tests.judge.fake_batches import Batches
 
         self.latency = latency
@@ -69,7 +84,24 @@ class Server:
         self.stats = Stats()
         self.attempts: Counter[str] = Counter()
         self.batches = Batches(batch_polls, lose_create)
+        self.huge_bytes = huge_bytes
         self.port = 0
+        self.foreign_port = 0  # another origin: a redirect's target
+
+    async def foreign(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """The other origin: counts each request, and those that carry a credential."""
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            names = {line.partition(b":")[0].strip().lower() for line in head.split(b"\r\n")}
+            self.stats.foreign["requests"] += 1
+            if names & {b"authorization", b"x-api-key", b"api-key"}:
+                self.stats.foreign["credentials"] += 1
+            writer.write(_head(200, 2, {}) + b"{}")
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            writer.close()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -107,6 +139,9 @@ class Server:
                 await asyncio.sleep(self.latency)
             code, data, cut = self.batches.route(method, path, headers, body, self.key,
                                                  self.port)
+            if code in (301, 302, 303, 307, 308):  # to the same path on the other origin
+                return await self.send(writer, code, data, {
+                    "location": f"http://127.0.0.1:{self.foreign_port}{path}"})
             if cut:
                 return False  # the caller closes the connection: no answer
             return await self.send(writer, code, data)
@@ -141,11 +176,24 @@ class Server:
                 fault = found[1].decode()
         rid = "req_" + digest[:20]
         extra = {"request-id" if anthropic else "x-request-id": rid}
-        if fault in ("429", "500", "503", "400", "401"):
-            code = int(fault)
+        if fault in ("429", "500", "503", "400", "401", "429zone"):
+            code = int(fault[:3])
             if code == 429:
-                extra["retry-after"] = self.retry_after
+                extra["retry-after"] = ABSURD_DATE if fault == "429zone" else self.retry_after
             return await self.send(writer, code, _error(f"fake {code}", "fake_error"), extra)
+        if fault == "redirect":
+            path = "/v1/messages" if anthropic else "/v1/chat/completions"
+            extra["location"] = f"http://127.0.0.1:{self.foreign_port}{path}"
+            return await self.send(writer, 307, b"", extra)
+        if fault in ("deep", "deeperror"):
+            data = b'{"x":' + b"[" * DEEP + b"]" * DEEP + b"}"
+            return await self.send(writer, 200 if fault == "deep" else 500, data, extra)
+        if fault == "huge":
+            return await self.huge(writer, extra)
+        if fault == "hugeheader":
+            extra["x-absurd"] = "a" * 100_000
+        elif fault == "manyheaders":
+            extra.update({f"x-absurd-{i}": "a" for i in range(100_000)})
         if fault == "echokey":
             return await self.send(writer, 400, _error(f"bad request from key {sent_key}",
                                                        "invalid_request_error"), extra)
@@ -153,19 +201,47 @@ class Server:
             await asyncio.sleep(self.slow)
             fault = "pass"
         request = json.loads(body)
-        text, finish = _content(fault, digest)
+        text, finish = _content(fault, digest, sent_key)
         usage_in, usage_out = len(body) // 4, max(1, len(text or "") // 4)
+        if fault == "negusage":
+            usage_in, usage_out = -1_000_000, -1_000_000
         if anthropic:
             payload = _anthropic(request, fault, text, rid, usage_in, usage_out)
         else:
             payload = _openai(request, fault, text, finish, rid, usage_in, usage_out)
         data = json.dumps(payload).encode()
+        if fault == "echoheader":
+            extra = {name: sent_key or "" for name in extra}
+        elif fault == "echoescaped":
+            extra = {}
+            # Escaped once in the body: the id (and Anthropic's tool input, which the body
+            # holds as JSON itself) read back as the key.
+            once = escaped(sent_key or "").encode()
+            data = data.replace(b"ECHOED-ID", once).replace((sent_key or "").encode(), once)
         if fault == "cut":
             head = _head(200, len(data), extra)
             writer.write(head + data[: len(data) // 2])
             await writer.drain()
             return False  # the caller closes the connection mid-answer
         return await self.send(writer, 200, data, extra)
+
+    async def huge(self, writer: asyncio.StreamWriter, extra: dict[str, str]) -> bool:
+        """A 200 of ``huge_bytes``: the start of a completion, then spaces, 1 MiB at a time,
+        until it is all written or the client hangs up."""
+        start = b'{"id": "chatcmpl-huge", "choices": [{"message": {"content": "'
+        writer.write(_head(200, self.huge_bytes, extra) + start)
+        left = self.huge_bytes - len(start)
+        block = b" " * (1 << 20)
+        try:
+            while left > 0:
+                part = block[:left]
+                writer.write(part)
+                await writer.drain()
+                self.stats.huge_sent += len(part)
+                left -= len(part)
+        except ConnectionError:
+            return False
+        return True
 
     async def send(self, writer: asyncio.StreamWriter, code: int, data: bytes,
                    extra: dict[str, str] | None = None) -> bool:
@@ -196,11 +272,22 @@ def _error(message: str, kind: str) -> bytes:
     return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
 
 
-def _content(fault: str, digest: str) -> tuple[str | None, str]:
-    """The answer text and OpenAI finish reason for a fault (or a status)."""
-    if fault in ("pass", "fail", "na", "cut"):
-        status = "pass" if fault == "cut" else fault
+def escaped(text: str) -> str:
+    """``text`` with every character written as a JSON ``\\u`` escape."""
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | None, str]:
+    """The answer text and OpenAI finish reason for a fault (or a status); ``key``: what
+    ``echoescaped`` echoes."""
+    if fault in ("pass", "fail", "na", "cut", "echoheader", "negusage", "hugeheader",
+                 "manyheaders"):
+        status = fault if fault in ("fail", "na") else "pass"
         return json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"}), "stop"
+    if fault == "echoescaped":
+        # The key escaped inside the answer's JSON: escaped once more in the response body.
+        reason = json.dumps(f"fake pass {digest[:8]}, key ")[:-1] + escaped(key or "") + '"'
+        return '{"status": "pass", "reason": ' + reason + "}", "stop"
     if fault == "notjson":
         return "I think the assistant did fine, so: pass.", "stop"
     if fault == "wrongshape":
@@ -217,7 +304,8 @@ def _openai(request: dict[str, Any], fault: str, text: str | None, finish: str, 
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
     if fault == "refusal":
         message["refusal"] = "I'm sorry, I can't help with that."
-    return {"id": "chatcmpl-" + rid[4:], "object": "chat.completion", "created": 0,
+    return {"id": "ECHOED-ID" if fault == "echoescaped" else "chatcmpl-" + rid[4:],
+            "object": "chat.completion", "created": 0,
             "model": request.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish,
                          "logprobs": None}],
@@ -240,17 +328,21 @@ def _anthropic(request: dict[str, Any], fault: str, text: str | None, rid: str, 
         assert text is not None
         content = [{"type": "tool_use", "id": "toolu_" + rid[4:], "name": tool,
                     "input": json.loads(text)}]
-    return {"id": "msg_" + rid[4:], "type": "message", "role": "assistant",
+    return {"id": "ECHOED-ID" if fault == "echoescaped" else "msg_" + rid[4:],
+            "type": "message", "role": "assistant",
             "model": request.get("model"), "content": content, "stop_reason": stop,
             "stop_sequence": None, "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}
 
 
 async def serve(args: argparse.Namespace) -> None:
     server = Server(args.latency, args.slow, args.key, args.retry_after, args.batch_polls,
-                    args.lose_create)
+                    args.lose_create, args.huge_bytes)
     listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024,
                                           limit=1 << 24)
     port = server.port = listener.sockets[0].getsockname()[1]
+    foreign = await asyncio.start_server(server.foreign, "127.0.0.1", 0)
+    server.foreign_port = foreign.sockets[0].getsockname()[1]
+    server.batches.foreign_port = server.foreign_port
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(signum, stop.set)
@@ -271,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="a batch ends when it is asked for this many times")
     p.add_argument("--lose-create", type=int, default=0,
                    help="make the first N batches but cut the connection before answering")
+    p.add_argument("--huge-bytes", type=int, default=64 << 20,
+                   help="the size of a `huge` answer")
     args = p.parse_args(argv)
     try:
         asyncio.run(serve(args))

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +104,49 @@ def cli(*args: str, env: dict[str, str] | None = None, **kw: Any) -> subprocess.
                "ANTHROPIC_API_KEY": FAKE_KEY, **(env or {})}
     return subprocess.run([sys.executable, "-m", "evalstream", *args], capture_output=True,
                           text=True, cwd=ROOT, env=environ, timeout=120, **kw)
+
+
+def holds_key(data: bytes, key: str = FAKE_KEY) -> bool:
+    """Whether ``data`` holds the key in any form a reader could take it from: its bytes, or
+    any string that JSON decodes from a line of it, or from JSON held in such a string
+    (a JSON answer in a JSON string), whatever was escaped."""
+    if key.encode() in data:
+        return True
+
+    def strings(value: Any, depth: int) -> Iterator[str]:
+        if isinstance(value, str):
+            yield value
+            if depth < 2:
+                try:
+                    yield from strings(json.loads(value), depth + 1)
+                except ValueError:
+                    pass
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                yield k
+                yield from strings(v, depth)
+        elif isinstance(value, list):
+            for v in value:
+                yield from strings(v, depth)
+
+    for line in data.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if any(key in s for s in strings(value, 0)):
+            return True
+    return False
+
+
+def store_holds_key(path: Path, key: str = FAKE_KEY) -> bool:
+    """Whether an answer store holds the key in a body or a request id, in any form."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT body, request_id FROM answers").fetchall()
+    finally:
+        db.close()
+    return any(holds_key(bytes(body), key) or key in (request_id or "")
+               for body, request_id in rows)

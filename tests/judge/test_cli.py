@@ -109,6 +109,10 @@ def test_max_requests_exit_3(tmp_path: Path, server: FakeServer) -> None:
 @pytest.mark.parametrize(("extra", "message"), [
     (["--max-cost", "5"], "--max-cost needs --price-in and --price-out"),
     (["--base-url", "localhost:8000"], "--base-url must be an http:// or https:// URL"),
+    # issue 23, item 17: these were exit 70 with a traceback, or echoed the password
+    (["--base-url", "http://127.0.0.1:99999/v1"], "the port must be a number from 1 to 65535"),
+    (["--base-url", "http://[::1/v1"], "is not a URL"),
+    (["--base-url", "ftp://user:pass@127.0.0.1/v1"], "'ftp://\u2026@127.0.0.1/v1' must not carry"),
     (["--temperature", "hot"], "is not a number (or `none`"),
     (["--max-connections", "0"], "must be positive"),
     (["--api-key-env", "NO_SUCH_VARIABLE_SET"], "set NO_SUCH_VARIABLE_SET in the environment"),
@@ -118,7 +122,7 @@ def test_usage_errors_exit_2(tmp_path: Path, server: FakeServer, extra: list[str
     src = states(tmp_path, ["a"])
     r = cli(*args(server, src, tmp_path / "v.jsonl"), *extra)
     assert r.returncode == 2, r.stderr
-    assert message in r.stderr and "Traceback" not in r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr and "pass@" not in r.stderr
     assert not (tmp_path / "v.jsonl").exists()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -90,8 +91,8 @@ def test_temperature_none_is_not_sent() -> None:
     ({"model": " "}, "--model must name a model"),
     ({"model": "m", "base_url": "ftp://x/v1"}, "--base-url must be an http"),
     ({"model": "m", "base_url": "127.0.0.1:8000/v1"}, "--base-url must be an http"),
-    ({"model": "m", "base_url": "https://user:pw@h/v1"}, "must not carry a user, password"),
-    ({"model": "m", "base_url": "https://h/v1?key=x"}, "must not carry a user, password"),
+    ({"model": "m", "base_url": "https://user:pw@h/v1"}, "must not carry a user or password"),
+    ({"model": "m", "base_url": "https://h/v1?key=x"}, "must not carry a query or fragment"),
     ({"model": "m", "temperature": 3.0}, "--temperature must be between 0 and 2"),
     ({"model": "m", "max_output_tokens": 0}, "--max-output-tokens must be positive"),
 ])
@@ -120,3 +121,44 @@ def test_any_text_reaches_the_judge_exactly(question: str, state: dict, provider
     system = body["system"] if provider == "anthropic" else body["messages"][0]["content"]
     assert system == f"{question}\n\n{ANSWER_INSTRUCTION}"
     assert body["messages"][-1] == {"role": "user", "content": state_text}
+
+
+# Issue 23, item 17: a URL that cannot be used is one sentence where --base-url is read (never
+# a traceback when the port, the brackets or the host are read later), and the sentence never
+# repeats a user, password, query or fragment (any of them may hold a secret).
+@pytest.mark.parametrize(("url", "message"), [
+    ("http://127.0.0.1:99999/v1", "port must be a number from 1 to 65535"),
+    ("http://127.0.0.1:abc/v1", "port must be a number from 1 to 65535"),
+    ("http://127.0.0.1:0/v1", "port must be a number from 1 to 65535"),
+    ("http://[::1]:99999/v1", "port must be a number from 1 to 65535"),
+    ("http://[::1/v1", "is not a URL"),
+    ("http://[::g]/v1", "is not a URL"),
+    ("http://\u2100/v1", "is not a URL"),
+    ("http://a..b/v1", "host name"),
+    ("http://" + "a" * 64 + ".example/v1", "host name"),
+    ("http://exa\u200bmple/v1", "space or an invisible character"),
+    ("http://example.com/v1 ", "space or an invisible character"),
+    ("http://example.com/\nv1", "space or an invisible character"),
+    ("http:///v1", "must be an http:// or https:// URL"),
+    ("ftp://user:SECRET-PW@example.com/v1", "must not carry a user or password"),
+    ("http://user:SECRET-PW@[::1/v1", "must not carry a user or password"),
+    ("https://user:SECRET-PW#x@h/v1", "must not carry a user or password"),
+    ("SECRET-PW@example.com/v1", "must not carry a user or password"),
+    ("http://[::1/v1?key=SECRET-PW", "is not a URL"),
+    ("http://127.0.0.1:99999/v1?key=SECRET-PW", "must not carry a query or fragment"),
+    ("https://h/v1?key=SECRET-PW", "must not carry a query or fragment"),
+    ("https://h/v1#SECRET-PW", "must not carry a query or fragment"),
+])
+def test_a_bad_base_url_is_one_sentence_that_repeats_no_secret(url: str, message: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(message)) as caught:
+        JudgeConfig(model="m", base_url=url)
+    said = str(caught.value)
+    assert "SECRET" not in said and said.startswith("--base-url") and said.endswith(".")
+
+
+@pytest.mark.parametrize("url", ["http://[::1]:8000/v1", "https://b\u00fccher.example/v1",
+                                 "http://localhost:65535", "http://a.b./v1",
+                                 "http://h/v1/@models"])
+def test_good_base_urls_are_kept(url: str) -> None:
+    config = JudgeConfig(model="m", base_url=url)
+    assert config.base_url == url.rstrip("/") and config.host

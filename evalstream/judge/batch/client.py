@@ -13,8 +13,12 @@ errors; ``Retry-After``; 0.5 s doubling to 8 s) for every call but the one that 
 batch: a create that timed out or failed with a 5xx may have created the batch, and sending it
 again could pay twice. Such a create is ``Unconfirmed``: for OpenAI, ``remote`` then looks for
 a batch made from the same uploaded file before creating one; Anthropic offers no such lookup.
-HTTP 401, 403 and 404 stop at once (a wrong key, model or URL). The key is sent in headers only
-and removed from anything echoed back.
+HTTP 401, 403 and 404 stop at once (a wrong key, model or URL). No redirect is followed, so
+that the key goes nowhere but the prepared base URL's host: a 3xx stops the command with a
+sentence naming where it pointed (as the live judge). The key is sent in headers only and
+removed, in every form ``transport.Secret`` finds, from anything the server sends back, before
+it is read, saved or shown. A JSON answer is read up to ``JSON_BYTES``, an error's body up to
+``transport.ERROR_BYTES``; result files are streamed to disk.
 """
 
 from __future__ import annotations
@@ -34,17 +38,21 @@ from evalstream.judge.answer import excerpt, http_error_detail
 from evalstream.judge.request import JudgeConfig
 from evalstream.judge.transport import (
     ANTHROPIC_VERSION,
+    ERROR_BYTES,
     FATAL_STATUSES,
     MAX_RETRY_AFTER,
-    REDACTED,
     RETRY_STATUSES,
+    Secret,
     backoff,
+    read_body,
+    redirect_detail,
     retry_after,
 )
 
 COMPLETION_WINDOW = "24h"
 OVERLOADED = 529  # Anthropic: overloaded, nothing was done
 DOWNLOAD_BLOCK = 1 << 20
+JSON_BYTES = 16 << 20  # a batch object or a page of 100 of them is a few hundred KB
 
 
 class Unconfirmed(Exception):
@@ -61,7 +69,7 @@ class BatchClient:
         self.timeout = timeout
         self.max_attempts = max_attempts
         self.anthropic = config.provider == "anthropic"
-        self._secret = api_key.encode() if api_key else None
+        self.secret = Secret(api_key)
         self._headers = {"user-agent": f"evalstream/{__version__}"}
         if self.anthropic:
             self._headers["anthropic-version"] = ANTHROPIC_VERSION
@@ -84,11 +92,6 @@ class BatchClient:
         if self._session is not None:
             await self._session.close()
 
-    def _redact(self, text: str) -> str:
-        if self._secret is None:
-            return text
-        return text.replace(self._secret.decode(), REDACTED)
-
     def _url(self, path: str) -> str:
         return self.base + path
 
@@ -108,33 +111,42 @@ class BatchClient:
             try:
                 async with self._session.request(
                         method, url, data=body() if body is not None else None,
-                        headers=headers) as response:
+                        headers=headers, allow_redirects=False) as response:
                     status = response.status
                     if status == 200 and save_to is not None:
                         sink = AtomicOutput(save_to)
-                        redact = _Redactor(self._secret)
+                        redact = _Redactor(self.secret)
                         async for block in response.content.iter_chunked(DOWNLOAD_BLOCK):
                             sink.write(redact(block))
                         sink.write(redact.rest())
                         sink.commit()
                         return b""
-                    data = await response.read()
+                    data, whole = await read_body(response,
+                                                  JSON_BYTES if status == 200 else ERROR_BYTES)
+                    data = self.secret.redact(data)
                     if status == 200:
-                        return bytes(data)
+                        if not whole:
+                            raise OutputError(f"{method} {url} answered more than "
+                                              f"{JSON_BYTES >> 20} MiB, more than any batch "
+                                              "object: is --base-url the provider's API?")
+                        return data
                     response_headers = response.headers
             except (asyncio.TimeoutError, TimeoutError, aiohttp.ClientError) as exc:
                 if sink is not None:
                     sink.abort()
+                reason = self.secret.redact_text(_failure(exc, self.timeout))
                 # No connection was made: nothing was sent, so a create may be sent again.
                 if creates and not isinstance(exc, aiohttp.ClientConnectorError):
-                    raise Unconfirmed(self._redact(_failure(exc, self.timeout))) from exc
-                reason = self._redact(_failure(exc, self.timeout))
+                    raise Unconfirmed(reason) from exc
             except BaseException:
                 if sink is not None:
                     sink.abort()
                 raise
             else:
-                reason = self._redact(http_error_detail(status, data))
+                if 300 <= status < 400:
+                    raise UsageError(f"{method} {url}: " + redirect_detail(
+                        status, response_headers.get("location"), self.secret) + ".")
+                reason = http_error_detail(status, data)
                 if status in FATAL_STATUSES:
                     raise UsageError(
                         f"the server refused {method} {url} ({reason}); check the API key "
@@ -161,7 +173,10 @@ class BatchClient:
             value = msgspec.json.decode(data)
         except msgspec.DecodeError as exc:
             raise OutputError(f"{method} {url} answered with something that is not JSON: "
-                              f"{excerpt(self._redact(data.decode('utf-8', 'replace')))}") from exc
+                              f"{excerpt(data)}") from exc
+        except RecursionError:
+            raise OutputError(f"{method} {url} answered JSON nested too deeply to read: "
+                              f"{excerpt(data)}; is --base-url the provider's API?") from None
         if not isinstance(value, dict):
             raise OutputError(f"{method} {url} answered {excerpt(data)}, not a JSON object.")
         return value
@@ -233,19 +248,19 @@ class BatchClient:
 
 
 class _Redactor:
-    """Removes the API key from a stream of blocks (a result file might echo it in an error),
-    including a copy cut in two by a block boundary: the last ``len(key) - 1`` bytes wait for
-    the next block."""
+    """Removes the API key, in every form ``Secret`` finds, from a stream of blocks (a result
+    file might echo it in an error or an answer), including a copy cut in two by a block
+    boundary: the last ``Secret.longest - 1`` bytes wait for the next block."""
 
-    def __init__(self, secret: bytes | None) -> None:
+    def __init__(self, secret: Secret) -> None:
         self.secret = secret
         self.tail = b""
 
     def __call__(self, block: bytes) -> bytes:
-        if not self.secret:
+        if self.secret.key is None:
             return block
-        data = (self.tail + block).replace(self.secret, REDACTED.encode())
-        cut = max(0, len(data) - (len(self.secret) - 1))
+        data = self.secret.redact(self.tail + block)
+        cut = max(0, len(data) - (self.secret.longest - 1))
         self.tail = data[cut:]
         return data[:cut]
 

@@ -24,7 +24,15 @@ from evalstream.judge.batch import remote
 from evalstream.judge.batch.client import _Redactor
 from tests.helpers import ROOT
 from tests.judge.batch.support import CONTENT_FAULTS, collected, lines, prepared
-from tests.judge.support import FAKE_KEY, FakeServer, cli, options, states
+from tests.judge.support import (
+    FAKE_KEY,
+    FakeServer,
+    cli,
+    holds_key,
+    options,
+    states,
+    store_holds_key,
+)
 
 ENV = {"OPENAI_API_KEY": FAKE_KEY, "ANTHROPIC_API_KEY": FAKE_KEY}
 # What may differ between a live verdict and a batch verdict of the same state.
@@ -236,19 +244,26 @@ def test_the_api_key_is_in_no_file_and_no_log(tmp_path: Path, batches: FakeServe
     assert not [log for log in logs if FAKE_KEY in log]
 
 
-@given(data=st.lists(st.sampled_from([b"sk-KEY-1234", b"x", b"sk-", b"\n", b"KEY"]),
+_ESCAPED = "".join(f"\\u{ord(c):04x}" for c in "sk-KEY-1234").encode()
+
+
+@given(data=st.lists(st.sampled_from([b"sk-KEY-1234", b"x", b"sk-", b"\n", b"KEY", b"\\",
+                                      b"\\u0073k-KEY-1234", _ESCAPED, b"\\" + _ESCAPED]),
                      max_size=30).map(b"".join),
-       cuts=st.lists(st.integers(0, 400), max_size=8))
+       cuts=st.lists(st.integers(0, 1200), max_size=8))
 def test_the_key_is_removed_even_when_a_block_boundary_cuts_it(data: bytes,
                                                               cuts: list[int]) -> None:
-    key = b"sk-KEY-1234"
-    redact = _Redactor(key)
+    from evalstream.judge.transport import Secret
+
+    secret = Secret("sk-KEY-1234")
+    redact = _Redactor(secret)
     out, start = b"", 0
     for cut in sorted(min(c, len(data)) for c in cuts) + [len(data)]:
         out += redact(data[start:cut])
         start = cut
     out += redact.rest()
-    assert out == data.replace(key, b"[redacted]")
+    assert out == secret.redact(data)  # as if read whole: every form of the key replaced
+    assert b"sk-KEY-1234" not in out and _ESCAPED[6:] not in out
 
 
 def test_status_wait_does_not_wait_for_files_never_submitted(tmp_path: Path,
@@ -259,3 +274,60 @@ def test_status_wait_does_not_wait_for_files_never_submitted(tmp_path: Path,
     summary = remote.status(opts(folder, wait=True))
     assert summary.exit_code == 3 and [e.status for e in summary.files] == ["not submitted"]
     assert batches.stats()["batch_calls"] == {}
+
+
+# -- issue 23: a hostile server ------------------------------------------------------------------
+@pytest.mark.slow  # a batch through submit and status (~0.6 s with OpenAI's upload)
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_redirect_of_the_results_is_not_followed(tmp_path: Path, batches: FakeServer,
+                                                   provider: str) -> None:
+    """A 302 from the results endpoint (Anthropic) or the file content (OpenAI) was followed
+    to another origin, with Anthropic's ``x-api-key``; docs/batch.md promised the results URL
+    "is followed only on the API's own host"."""
+    src = states(tmp_path / "in", ["a", "FAKE:redirect"])
+    folder = tmp_path / "b"
+    prepared(src, folder, provider, batches.url)
+    assert remote.submit(opts(folder)).exit_code == 0
+    with pytest.raises(UsageError, match=r"HTTP 302: a redirect to 'http://127\.0\.0\.1:\d+/v1/"
+                                         r".*', not followed") as caught:
+        remote.status(opts(folder, wait=True))
+    assert batches.stats()["foreign"] == {"requests": 0, "credentials": 0}
+    assert FAKE_KEY not in str(caught.value)
+    assert not list((folder / "results").glob("*.jsonl"))
+
+
+@pytest.mark.slow  # two batches through submit, status and collect (~0.7 s)
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_key_echoed_escaped_in_results_or_a_batch_error_is_kept_nowhere(
+        tmp_path: Path, batches: FakeServer, provider: str) -> None:
+    """Only the key's raw bytes were removed from downloads: escaped in an answer it was
+    decoded into the rationale; raw in a batch's error it went into the manifest and the
+    summary (the batch objects were not redacted at all)."""
+    src = states(tmp_path / "in", ["FAKE:pass", "FAKE:echoescaped", "FAKE:echokey"])
+    folder = run_batch(batches, src, tmp_path, provider)
+    out = tmp_path / "v.jsonl"
+    done = collected(folder, out, [])
+    assert done.counts.verdicts == 3
+    echoed = lines(out)[1]
+    assert echoed["status"] == "pass" and "[redacted]" in echoed["rationale"]
+    failing = tmp_path / "failing"
+    prepared(states(tmp_path / "in2", ["a", "FAKE:echofail"]), failing, "openai", batches.url)
+    remote.submit(opts(failing))
+    summary = remote.status(opts(failing, wait=True))
+    assert summary.files[0].error == ("invalid_request: fake validation failure for key "
+                                      "[redacted] (line 2)")
+    held = [p.name for p in tmp_path.rglob("*") if p.is_file() and holds_key(p.read_bytes())]
+    assert held == [] and not store_holds_key(tmp_path / "v.judge.sqlite")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_batch_answer_nested_past_the_parser_is_a_sentence(tmp_path: Path,
+                                                             batches: FakeServer,
+                                                             provider: str) -> None:
+    """It was a RecursionError: exit 70 with a traceback."""
+    src = states(tmp_path / "in", ["FAKE:deepbatch"])
+    folder = tmp_path / "b"
+    prepared(src, folder, provider, batches.url)
+    remote.submit(opts(folder))
+    with pytest.raises(OutputError, match=r"answered JSON nested too deeply to read"):
+        remote.status(opts(folder))
