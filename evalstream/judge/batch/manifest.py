@@ -283,6 +283,10 @@ class Manifest:
             key = bytes.fromhex(custom_id)
         except ValueError:
             return False
+        if key.hex() != custom_id:
+            # bytes.fromhex reads upper case too: such an id would be stored under a key no
+            # judge state has. A custom_id is exactly the lower-case hex prepare wrote.
+            return False
         return self._db.execute("SELECT 1 FROM requests WHERE custom_id = ?",
                                 (key,)).fetchone() is not None
 

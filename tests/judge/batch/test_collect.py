@@ -164,6 +164,31 @@ def test_the_store_is_the_live_judges_and_its_answer_is_kept(tmp_path: Path) -> 
     store.close()
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_custom_id_in_another_letter_case_is_unknown(tmp_path: Path, provider: str) -> None:
+    """``bytes.fromhex`` reads upper case: such an id passed the manifest, was stored under a
+    key no state has, and its state was then missing (issue 23). Now it is an unknown id."""
+    src = states(tmp_path / "in", ["FAKE:pass", "FAKE:fail", "FAKE:na"])
+    prepared(src, tmp_path / "b", provider)
+    rows = [r for _, r in results(tmp_path / "b")]
+    shouted = dict(rows[1], custom_id=rows[1]["custom_id"].upper())
+    cid = rows[2]["custom_id"]
+    at = next(i for i, c in enumerate(cid) if c in "abcdef")
+    mixed = dict(rows[2], custom_id=cid[:at] + cid[at].upper() + cid[at + 1:])  # one letter
+    files = write_split([rows[0], shouted, mixed], tmp_path / "r", parts=1)
+    report = collected(tmp_path / "b", tmp_path / "v.jsonl", files)
+    assert [v["case_id"] for v in lines(tmp_path / "v.jsonl")] == ["c000"]
+    assert [(m.case_id, m.reason) for m in report.missing] == [("c001", "no result"),
+                                                               ("c002", "no result")]
+    assert (report.results.unknown, report.results.answers, report.exit_code) == (2, 1, 3)
+    rejects = lines(tmp_path / "v.rejects.jsonl")
+    assert [r["path"] for r in rejects] == ["$.custom_id", "$.custom_id"]
+    assert all("differs from one of them in letter case only" in r["error"] for r in rejects)
+    store = Store(str(tmp_path / "v.judge.sqlite"), readonly=True)
+    assert store.count() == 1 and store.has(rows[0]["custom_id"])
+    store.close()
+
+
 def test_a_request_file_given_as_results_is_one_sentence(tmp_path: Path) -> None:
     src = states(tmp_path / "in", ["a", "b"])
     prepared(src, tmp_path / "b")
