@@ -11,6 +11,16 @@ when they are read (``answer.parse``), so a verdict always comes from the stored
 The requests of the current run (so that a duplicate is not sent twice) and the reasons of
 those that got no answer (timeouts, connection errors, HTTP errors) live in a temporary table
 that disappears with the connection: they are not answers, and the next run asks again.
+
+Whatever a server sends can be stored: a token count SQLite's 64-bit INTEGER cannot hold, or
+that is no count (negative), is stored as unknown (NULL; the body keeps what was said), and
+text that is not UTF-8 (a header decoded with surrogate escapes, latin-1 ``caf\xe9``) keeps
+its bytes as ``\xe9`` escapes. Both once crashed a run after the answer was paid for and
+before it was stored, so each re-run paid again.
+
+A store is checked on opening (its schema version and the columns of ``answers``) and on
+every read: a damaged file, or one another program changed (a renamed column, a NULL or TEXT
+body), is an ``OutputError`` naming the store, never a ``sqlite3`` traceback.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from contextlib import contextmanager
 from typing import NamedTuple
 
 from evalstream.errors import OutputError
+from evalstream.judge.sqlite import check_tables, reads, sql_type
 
 SCHEMA_VERSION = "1"
 _SCHEMA = """
@@ -46,6 +57,7 @@ CREATE TABLE IF NOT EXISTS answers (
     stored_at REAL NOT NULL        -- Unix time
 );
 """
+MAX_INTEGER = 2**63 - 1  # SQLite's INTEGER
 
 
 class Stored(NamedTuple):
@@ -99,18 +111,42 @@ class Store:
         if version is None or version[0] != SCHEMA_VERSION:
             raise OutputError(f"{path} is not an evalstream answer store of schema "
                               f"{SCHEMA_VERSION}; give another file with --cache.")
+        check_tables(self._db, _SCHEMA, self)
         if cache_mib is not None:
             self._db.execute(f"PRAGMA cache_size=-{int(cache_mib) * 1024}")
         self._checkpoints = None if readonly else _Checkpoints(path)
 
+    def damaged(self, what: str) -> OutputError:
+        return OutputError(
+            f"the answer store {self.path} {what}: it is damaged, or another program changed "
+            "it. Move it aside and run again (the answers it held are then asked again), or "
+            "give another file with --cache.")
+
+    def _unwritable(self, exc: Exception) -> OutputError:
+        if type(exc) is sqlite3.DatabaseError:  # "database disk image is malformed"
+            return self.damaged(f"cannot be written ({exc})")
+        return OutputError(f"cannot write the answer store {self.path}: {exc}")
+
+    @reads
     def get(self, key: str) -> Stored | None:
         """The answer stored for a request key, or None."""
         if self._db is None:
             return None
         row = self._db.execute("SELECT body, request_id, input_tokens, output_tokens FROM answers "
                                "WHERE key = ?", (key,)).fetchone()
-        return None if row is None else Stored(bytes(row[0]), row[1], row[2], row[3])
+        if row is None:
+            return None
+        body, request_id, input_tokens, output_tokens = row
+        if type(body) is not bytes or not (request_id is None or type(request_id) is str) or \
+                not all(n is None or type(n) is int for n in (input_tokens, output_tokens)):
+            names = ("body", "request_id", "input_tokens", "output_tokens")
+            found = ", ".join(f"{name} {sql_type(v)}" for name, v in zip(names, row,
+                                                                          strict=True))
+            raise self.damaged(f"holds an answer evalstream did not write (request {key}: "
+                               f"{found}; a body is a BLOB)")
+        return Stored(body, request_id, input_tokens, output_tokens)
 
+    @reads
     def has(self, key: str) -> bool:
         """Whether an answer is stored for this request key."""
         if self._db is None:
@@ -126,10 +162,10 @@ class Store:
         try:
             self._db.execute(
                 "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, provider, model, body, request_id, input_tokens, output_tokens,
-                 round(latency_ms, 3), attempts, time.time()))
-        except sqlite3.Error as exc:
-            raise OutputError(f"cannot write the answer store {self.path}: {exc}") from exc
+                (key, text(provider), text(model), body, text(request_id), count(input_tokens),
+                 count(output_tokens), round(latency_ms, 3), attempts, time.time()))
+        except (sqlite3.Error, ValueError, OverflowError) as exc:
+            raise self._unwritable(exc) from exc
 
     def add(self, key: str, provider: str, model: str, body: bytes, request_id: str | None,
             input_tokens: int | None, output_tokens: int | None) -> bool:
@@ -139,10 +175,10 @@ class Store:
         try:
             cursor = self._db.execute(
                 "INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?)",
-                (key, provider, model, body, request_id, input_tokens, output_tokens,
-                 time.time()))
-        except sqlite3.Error as exc:
-            raise OutputError(f"cannot write the answer store {self.path}: {exc}") from exc
+                (key, text(provider), text(model), body, text(request_id), count(input_tokens),
+                 count(output_tokens), time.time()))
+        except (sqlite3.Error, ValueError, OverflowError) as exc:
+            raise self._unwritable(exc) from exc
         return cursor.rowcount == 1
 
     @contextmanager
@@ -159,7 +195,7 @@ class Store:
             try:
                 db.execute(statement)
             except sqlite3.Error as exc:
-                raise OutputError(f"cannot write the answer store {self.path}: {exc}") from exc
+                raise self._unwritable(exc) from exc
 
         def commit_so_far() -> None:
             run("COMMIT")
@@ -192,7 +228,8 @@ class Store:
     def fail(self, key: str, cause: str, detail: str) -> None:
         """Note that this run's request for ``key`` got no answer (not kept across runs)."""
         assert self._db is not None
-        self._db.execute("INSERT OR REPLACE INTO asked VALUES (?, ?, ?)", (key, cause, detail))
+        self._db.execute("INSERT OR REPLACE INTO asked VALUES (?, ?, ?)",
+                         (key, cause, text(detail)))
         self._asked = True
 
     def failure(self, key: str) -> Failure | None:
@@ -206,6 +243,7 @@ class Store:
             return None
         return None if row is None else Failure(row[0], row[1])
 
+    @reads
     def count(self) -> int:
         """How many answers are stored."""
         if self._db is None:
@@ -250,6 +288,26 @@ class _Checkpoints:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def count(tokens: int | None) -> int | None:
+    """A token count as stored: None (unknown) for one SQLite cannot hold or that is no count."""
+    return tokens if tokens is not None and 0 <= tokens <= MAX_INTEGER else None
+
+
+def text(value: str | None) -> str | None:
+    """Text as SQLite can store it (UTF-8): bytes a header held that are not UTF-8 (decoded
+    with surrogate escapes) as ``\\xe9`` escapes, any other lone surrogate as ``\\udce9``."""
+    if value is None or value.isascii():
+        return value
+    try:
+        value.encode()
+        return value
+    except UnicodeEncodeError:
+        try:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode()
 
 
 def _quote(path: str) -> str:

@@ -131,3 +131,32 @@ def test_output_equal_to_input_and_missing_key(tmp_path: Path, server: FakeServe
             env={"OPENAI_API_KEY": ""})
     assert r.returncode == 2 and "set OPENAI_API_KEY in the environment" in r.stderr
     assert FAKE_KEY not in r.stderr
+
+
+@pytest.mark.slow  # four commands in subprocesses (~3 s)
+def test_a_damaged_store_is_exit_2_naming_it(tmp_path: Path, server: FakeServer) -> None:
+    """Damaged pages under an intact header, or a column another program renamed, were exit
+    70 with a sqlite3 traceback (issue 23)."""
+    from tests.judge.test_store import damage
+
+    src = states(tmp_path, ["a", "b"])
+    out, store = tmp_path / "v.jsonl", tmp_path / "v.judge.sqlite"
+    assert cli(*args(server, src, out, "-q")).returncode == 0
+    damage(store)
+    for extra in ([], ["--dry-run"]):
+        r = cli(*args(server, src, out, "-q", *extra))
+        assert r.returncode == 2, r.stderr
+        assert f"the answer store {store} cannot be read (database disk image is malformed): " \
+            "it is damaged" in r.stderr and "Traceback" not in r.stderr
+    renamed = tmp_path / "renamed.judge.sqlite"
+    assert cli(*args(server, src, out, "-q", "--cache", str(renamed))).returncode == 0
+    import sqlite3
+
+    db = sqlite3.connect(renamed)
+    db.execute("ALTER TABLE answers RENAME COLUMN request_id TO rid")
+    db.close()
+    for extra in ([], ["--dry-run"]):
+        r = cli(*args(server, src, out, "-q", "--cache", str(renamed), *extra))
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert f"the answer store {renamed} has the table answers with the columns (key, " \
+            "provider, model, body, rid, " in r.stderr

@@ -321,3 +321,35 @@ def test_the_python_api(tmp_path: Path, server: FakeServer,
     first = msgspec.json.decode((tmp_path / "v.jsonl").read_bytes().splitlines()[0],
                                 type=evalstream.JudgeVerdict)
     assert first.status == "fail" and first.judge.model == "fake-judge-1"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_answer_the_store_cannot_take_as_sent_is_stored_and_never_paid_again(
+        tmp_path: Path, server: FakeServer, provider: str) -> None:
+    """usage 2**63 (SQLite's INTEGER overflowed) and a request id header that is not UTF-8
+    crashed the run (exit 70) after the answer was paid for and before it was stored, so
+    every re-run paid again (issue 23)."""
+    path = states(tmp_path, ["FAKE:bigusage", "FAKE:latin1id", "FAKE:pass"])
+    out = tmp_path / "v.jsonl"
+    report = live.run(options(server, path, out, provider=provider))
+    assert report.exit_code == 0 and report.requests.answered == 3
+    got = lines(out)
+    assert [v["status"] for v in got] == ["pass", "pass", "pass"]
+    assert got[0]["usage"]["input_tokens"] == 2**63  # as the server said, in the verdict
+    assert got[1]["request_id"] == "caf\\xe9"  # the byte kept, as an escape
+    store = Store(str(tmp_path / "v.judge.sqlite"))
+    assert store.count() == 3
+    assert store.get(build(options(server, path, out, provider=provider).config,
+                           *_question_and_state(path, 0)).key).input_tokens is None  # type: ignore[union-attr]
+    store.close()
+    before, written = server.stats()["requests"], out.read_bytes()
+    again = live.run(options(server, path, out, provider=provider))
+    assert server.stats()["requests"] == before and again.requests.reused == 3
+    assert out.read_bytes() == written
+
+
+def _question_and_state(path: Path, n: int) -> tuple[str, str]:
+    from evalstream.judge import inputs
+
+    item = [x for x in inputs.read(str(path)) if isinstance(x, inputs.JudgeState)][n]
+    return item.question, item.state
