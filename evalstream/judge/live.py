@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -25,7 +23,7 @@ import msgspec
 
 from evalstream import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
-from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
+from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES, HeldInput
 from evalstream.files.outputs import (
     AtomicOutput,
     check_targets,
@@ -34,7 +32,7 @@ from evalstream.files.outputs import (
     sidecar,
 )
 from evalstream.files.replace import check_replaceable
-from evalstream.files.sniff import check_input
+from evalstream.files.sniff import HEAD_BYTES, check_head
 from evalstream.judge import answer, inputs, tokens, verdict
 from evalstream.judge.limits import Concurrency, TokenBucket
 from evalstream.judge.report import (
@@ -152,26 +150,17 @@ def api_key(opts: Options) -> str | None:
     return key_from_environment(opts.config, opts.api_key_env, opts.environ)
 
 
-class spooled:
-    """The input as a path that can be read twice: stdin is copied to a temporary file."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._tmp: str | None = None
-
-    def __enter__(self) -> str:
-        if self.path != "-":
-            return self.path
-        import sys
-
-        fd, self._tmp = tempfile.mkstemp(prefix="evalstream-judge-", suffix=".jsonl")
-        with os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
-        return self._tmp
-
-    def __exit__(self, *exc: object) -> None:
-        if self._tmp is not None:
-            os.unlink(self._tmp)
+def held(opts: Options) -> HeldInput:
+    """The input, held open for every reading of the run, after the wrong-file check (stdin
+    and other streams spooled to a temporary file that is gone as soon as it is opened)."""
+    source = HeldInput(opts.input)
+    try:
+        check_head(source.head(HEAD_BYTES), opts.input, "judge states",
+                   JUDGE_USAGE.format(input=opts.input))
+    except BaseException:
+        source.close()
+        raise
+    return source
 
 
 # -- pass 1: ask ---------------------------------------------------------------------------------
@@ -230,7 +219,7 @@ class Asker:
         self.requests.needed += 1
         return True
 
-    async def run(self, path: str) -> None:
+    async def run(self, source: HeldInput) -> None:
         rpm = TokenBucket(self.opts.rpm) if self.opts.rpm else None
         tpm = TokenBucket(self.opts.tpm) if self.opts.tpm else None
         transport = Transport(self.config, self.key, self.concurrency, timeout=self.opts.timeout,
@@ -239,7 +228,7 @@ class Asker:
         ticker = asyncio.create_task(self._tick()) if self.hook else None
         try:
             async with transport:
-                for i, (state, req) in enumerate(self._states(path)):
+                for i, (state, req) in enumerate(self._states(source)):
                     if i % 64 == 0:
                         # Let answers in flight be read while stored states stream past.
                         await asyncio.sleep(0)
@@ -293,9 +282,9 @@ class Asker:
             if self.hook:
                 self.hook(self.progress)
 
-    def _states(self, path: str) -> Iterator[tuple[inputs.JudgeState, Request]]:
+    def _states(self, source: HeldInput) -> Iterator[tuple[inputs.JudgeState, Request]]:
         reader = inputs.Reader(self.opts.max_line_bytes)
-        for item in reader.read(path):
+        for item in reader.read_held(source):
             self.progress.lines = reader.counts.lines
             if isinstance(item, inputs.JudgeState):
                 self.progress.states += 1
@@ -351,7 +340,7 @@ class Asker:
             await asyncio.sleep(0.25)
 
 
-def _ask_all(asker: Asker, path: str) -> None:
+def _ask_all(asker: Asker, source: HeldInput) -> None:
     """Run pass 1; a SIGTERM or SIGHUP cancels it cleanly and is then delivered again.
 
     A signal handler that raises (the CLI's) would otherwise raise inside whichever task is
@@ -381,7 +370,7 @@ def _ask_all(asker: Asker, path: str) -> None:
             except (ValueError, RuntimeError, NotImplementedError):
                 pass  # not the main thread: signals stay with whoever has them
         try:
-            await asker.run(path)
+            await asker.run(source)
         finally:
             for signum in installed:
                 loop.remove_signal_handler(signum)
@@ -437,11 +426,11 @@ class Writer:
             self.by_cause[v.error.cause] += 1
         return escape_line_breaks(self._encode(v)) + b"\n"
 
-    def write(self, path: str, out: AtomicOutput, rejects: AtomicOutput) -> None:
+    def write(self, source: HeldInput, out: AtomicOutput, rejects: AtomicOutput) -> None:
         c = self.counts
         pending: list[bytes] = []
         reader = inputs.Reader(self.opts.max_line_bytes)
-        for item in reader.read(path):
+        for item in reader.read_held(source):
             if isinstance(item, inputs.JudgeState):
                 c.judge_states += 1
                 line = self.verdict(item)
@@ -490,12 +479,11 @@ def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
         raise UsageError("with the verdicts on stdout, give --rejects and --report.")
     assert rejects_path is not None and report_path is not None
     path_of_store = store_path(opts)
-    with spooled(opts.input) as path:
-        check_input(path, "judge states", JUDGE_USAGE.format(input=opts.input))
+    with held(opts) as source:
         store = Store(path_of_store)
         try:
             asker = Asker(opts, store, key, hook)
-            _ask_all(asker, path)
+            _ask_all(asker, source)
             if asker.fatal is not None:
                 raise UsageError(
                     f"the server refused the request ({asker.fatal}); check the API key "
@@ -505,7 +493,8 @@ def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
                        AtomicOutput(report_path)]
             try:
                 writer = Writer(opts, store)
-                writer.write(path, outputs[0], outputs[1])
+                writer.write(source, outputs[0], outputs[1])
+                source.check_unchanged()  # pass 2 read what pass 1 asked about
                 report = _report(opts, asker, writer, path_of_store, rejects_path, started)
                 outputs[2].write(encode_report(report))
                 commit_all(outputs)
@@ -553,10 +542,10 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
         seconds=round(time.perf_counter() - started, 3), exit_code=exit_code)
 
 
-def first_state(path: str, case_id: str, rubric_id: str,
+def first_state(source: HeldInput, case_id: str, rubric_id: str,
                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> inputs.JudgeState | None:
     """The judge state for (case_id, rubric_id) in a build output, or None."""
-    for item in inputs.read(path, max_line_bytes):
+    for item in inputs.Reader(max_line_bytes).read_held(source):
         if isinstance(item, inputs.JudgeState) and (item.case_id, item.rubric_id) == (
                 case_id, rubric_id):
             return item

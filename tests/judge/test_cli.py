@@ -160,3 +160,23 @@ def test_a_damaged_store_is_exit_2_naming_it(tmp_path: Path, server: FakeServer)
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         assert f"the answer store {renamed} has the table answers with the columns (key, " \
             "provider, model, body, rid, " in r.stderr
+
+
+@pytest.mark.slow
+def test_a_stream_given_by_path_is_read_once(tmp_path: Path, server: FakeServer) -> None:
+    """``judge <(...)``: pass 2 opened the pipe again and read nothing, so no state got a
+    verdict (exit 0). A stream is copied once, as stdin is."""
+    import os
+    import shlex
+
+    src = states(tmp_path, ["a", "FAKE:fail", "c"])
+    assert cli(*args(server, src, tmp_path / "file.jsonl", "-q")).returncode == 0
+    judge = args(server, Path("SRC"), tmp_path / "pipe.jsonl", "-q")
+    command = " ".join([shlex.quote(sys.executable), "-m", "evalstream",
+                        *(f"<(cat {shlex.quote(str(src))})" if a == "SRC" else shlex.quote(a)
+                          for a in judge)])
+    env = {**os.environ, "NO_COLOR": "1", "OPENAI_API_KEY": FAKE_KEY}
+    r = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=ROOT,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "pipe.jsonl").read_bytes() == (tmp_path / "file.jsonl").read_bytes()

@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from evalstream.errors import UsageError
+from evalstream.errors import InputError, UsageError
 from evalstream.judge import live
 from evalstream.judge.request import build
 from evalstream.judge.store import Store
@@ -353,3 +353,56 @@ def _question_and_state(path: Path, n: int) -> tuple[str, str]:
 
     item = [x for x in inputs.read(str(path)) if isinstance(x, inputs.JudgeState)][n]
     return item.question, item.state
+
+
+def test_a_states_file_replaced_between_passes_is_not_read_in_its_place(
+        tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new build renamed over the input during the run: pass 2 read the other file and
+    wrote no verdict for any state asked about, exit 0 (issue 23). Both passes now read the
+    file the run opened."""
+    path = states(tmp_path / "a", [f"a{i}" for i in range(6)])
+    other = states(tmp_path / "b", [f"b{i}" for i in range(6)])
+    ask = live._ask_all
+
+    def ask_then_replace(*args: object) -> None:
+        ask(*args)  # type: ignore[arg-type]
+        other.replace(path)  # as `build` commits: a rename into place
+
+    monkeypatch.setattr(live, "_ask_all", ask_then_replace)
+    out = tmp_path / "v.jsonl"
+    report = live.run(options(server, path, out))
+    assert (report.counts.verdicts, report.counts.not_judged, report.exit_code) == (6, 0, 0)
+    assert [v["status"] for v in lines(out)] == ["pass"] * 6
+    assert server.stats()["requests"] == 6
+
+
+@pytest.mark.parametrize("when", ["between passes", "during pass 2"])
+def test_a_states_file_changed_in_place_stops_the_run(
+        tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch, when: str) -> None:
+    path = states(tmp_path / "a", [f"a{i}" for i in range(6)])
+    other = states(tmp_path / "b", [f"b{i}" for i in range(7)]).read_bytes()
+    if when == "between passes":
+        ask = live._ask_all
+
+        def ask_then_rewrite(*args: object) -> None:
+            ask(*args)  # type: ignore[arg-type]
+            path.write_bytes(other)  # `cat new > states.jsonl`: the same file, other bytes
+
+        monkeypatch.setattr(live, "_ask_all", ask_then_rewrite)
+    else:
+        write = live.Writer.write
+
+        def write_then_append(self: live.Writer, *args: object) -> None:
+            write(self, *args)  # type: ignore[arg-type]
+            with open(path, "ab") as f:
+                f.write(other[:100])
+
+        monkeypatch.setattr(live.Writer, "write", write_then_append)
+    out = tmp_path / "v.jsonl"
+    with pytest.raises(InputError, match=f"{path} changed while it was read .* rename it into "
+                       "place instead"):
+        live.run(options(server, path, out))
+    assert not out.exists()
+    store = Store(str(tmp_path / "v.judge.sqlite"))
+    assert store.count() == 6  # answers received are kept
+    store.close()

@@ -139,3 +139,34 @@ def test_the_api_key_is_in_no_output_store_report_or_log(tmp_path: Path,
     assert not [log for log in logs if FAKE_KEY in log]
     names = sorted(p.name for p in tmp_path.iterdir())
     assert "v.judge.sqlite" in names and "v.report.json" in names
+
+
+@pytest.mark.slow
+def test_kill_9_of_judge_on_stdin_leaves_no_copy_of_the_states(
+        tmp_path: Path, slow_server: FakeServer) -> None:
+    """``judge -`` killed with -9 left a full copy of the states in /tmp, never removed
+    (issue 23). The copy is removed as soon as it is opened; one a dead run of an older
+    version left under a run's name is removed by the next run."""
+    import os
+
+    from evalstream.files import temporaries
+
+    src = states(tmp_path / "in", [f"state {i}" for i in range(N)])
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    stale = tmp / f"evalstream-input-{dead}-{temporaries._machine()}.abcd_123.jsonl"
+    stale.write_bytes(src.read_bytes())
+    env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY, "TMPDIR": str(tmp)}
+    with open(src, "rb") as stdin:
+        proc = subprocess.Popen([sys.executable, "-m", "evalstream",
+                                 *judge_args(slow_server, Path("-"), tmp_path / "v.jsonl",
+                                             "-q", "--cache", str(tmp_path / "s.sqlite"))],
+                                cwd=ROOT, env=env, stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        wait_for(slow_server, 10, proc)
+        assert list(tmp.iterdir()) == []  # the stale copy went first, this run's at once
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    assert list(tmp.iterdir()) == []
