@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from functools import cache
 
 _NAME = re.compile(r"(\d+)-([0-9a-f]{8})\.[a-z0-9_]{8}")
+_RUN = re.compile(r"(\d+)-([0-9a-f]{8})\.")
 
 
 @cache
@@ -41,6 +42,14 @@ def tag() -> str:
     return f"{os.getpid()}-{_machine()}."
 
 
+def gone(run: str) -> bool:
+    """Whether the run that named something ``PID-MACHINE...`` (``tag``) is known to be dead:
+    it ran on this machine, since its last boot, and no process has its id. A run elsewhere,
+    or a name of another form, is never known dead."""
+    found = _RUN.match(run)
+    return found is not None and found[2] == _machine() and _dead(int(found[1]))
+
+
 def _dead(pid: int) -> bool:
     if pid == os.getpid():
         return False
@@ -58,7 +67,6 @@ def remove_stale(folder: str, prefix: str, suffix: str = "") -> list[str]:
     on this machine left when they died; return their names. Nothing else is touched, and a
     folder that cannot be listed or a file that cannot be removed is left as it is."""
     removed: list[str] = []
-    machine = _machine()
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -67,8 +75,8 @@ def remove_stale(folder: str, prefix: str, suffix: str = "") -> list[str]:
         name = entry.name
         if not (name.startswith(prefix) and name.endswith(suffix)):
             continue
-        found = _NAME.fullmatch(name[len(prefix):len(name) - len(suffix)])
-        if found is None or found[2] != machine or not _dead(int(found[1])):
+        run = name[len(prefix):len(name) - len(suffix)]
+        if _NAME.fullmatch(run) is None or not gone(run):
             continue
         try:
             if entry.is_dir(follow_symlinks=False):

@@ -46,7 +46,7 @@ from evalstream.judge.report import (
 )
 from evalstream.judge.report import encode as encode_report
 from evalstream.judge.request import JudgeConfig, Request, build, system_text
-from evalstream.judge.store import Store
+from evalstream.judge.store import ANSWERED, HELD, LEASE, Store
 from evalstream.judge.transport import Reply, Transport, key_from_environment
 from evalstream.verdicts.records import JudgeInfo, TokenUsage
 
@@ -54,6 +54,7 @@ DEFAULT_MAX_CONNECTIONS = 16
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_TIMEOUT = 120.0
 STORE_SUFFIX = ".judge.sqlite"
+WAIT_POLL = 0.1  # seconds between looks at the requests another run on the store is sending
 
 
 @dataclass
@@ -185,6 +186,10 @@ class Asker:
         self.broken: Exception | None = None  # the store failed: stop paying for answers
         self.concurrency = Concurrency(opts.max_connections)
         self.in_flight: set[str] = set()  # keys sent and not yet finished
+        # Requests another run on the store was sending when this one came to them.
+        self.waiting: dict[str, tuple[inputs.JudgeState, Request]] = {}
+        # With --retry-unscored an answer stored before this run is the one to replace.
+        self.answered_since = time.time() if opts.retry_unscored else 0.0
         self.counter = tokens.counter(self.config.provider, self.config.model,
                                       opts.tokenizer) if (
             opts.tpm or opts.max_cost) else None
@@ -202,7 +207,7 @@ class Asker:
 
     def needs(self, state: inputs.JudgeState, req: Request) -> bool:
         """Whether this state's request must be sent (counting it as needed or reused)."""
-        if req.key in self.in_flight:
+        if req.key in self.in_flight or req.key in self.waiting:
             return False  # a duplicate of a request on its way
         stored = self.store.get(req.key) if self.opts.retry_unscored else None
         if stored is not None and answer.parse(self.config.provider, stored.body).cause:
@@ -226,6 +231,7 @@ class Asker:
                               max_attempts=self.opts.max_attempts, rpm=rpm, tpm=tpm)
         tasks: set[asyncio.Task[None]] = set()
         ticker = asyncio.create_task(self._tick()) if self.hook else None
+        renewer = asyncio.create_task(self._renew())
         try:
             async with transport:
                 for i, (state, req) in enumerate(self._states(source)):
@@ -234,36 +240,15 @@ class Asker:
                         await asyncio.sleep(0)
                     if self.broken is not None:
                         break
-                    if not self.needs(state, req):
-                        continue
-                    if self.stopped_by or self.fatal:
-                        continue  # read on, to count what was needed
-                    if self.opts.max_requests is not None \
-                            and self.requests.sent >= self.opts.max_requests:
-                        self.stopped_by = "max-requests"
-                        continue
-                    estimate = 0
-                    if self.counter is not None:
-                        estimate = tokens.request_tokens(
-                            system_text(state.question), state.state, self.counter.encoding)
-                    if self.opts.max_cost is not None:
-                        worst = self._worst_cost(estimate)
-                        if self.spent + self.reserved + worst > self.opts.max_cost:
-                            self.stopped_by = "max-cost"
-                            continue
-                        self.reserved += worst
-                    await self.concurrency.acquire()
-                    if self.fatal:
-                        self.concurrency.release()
-                        continue
-                    if self.opts.retry_unscored:
-                        self.store.mark_asked(req.key)  # its new answer may be unscored too
-                    self.in_flight.add(req.key)
-                    self.requests.sent += 1
-                    self.progress.sent += 1
-                    task = asyncio.create_task(self._ask(req, estimate, transport))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
+                    if self.needs(state, req):
+                        await self._offer(state, req, transport, tasks)
+                while self.waiting and self.broken is None:
+                    # Wait for the answers of the other runs' requests; one whose claim ended
+                    # without an answer (that run got none, or died) is offered again here.
+                    await asyncio.sleep(WAIT_POLL)
+                    for key, (state, req) in list(self.waiting.items()):
+                        del self.waiting[key]
+                        await self._offer(state, req, transport, tasks)
                 if tasks:
                     await asyncio.gather(*tasks)
             if self.broken is not None:
@@ -273,6 +258,7 @@ class Asker:
                 task.cancel()
             if ticker is not None:
                 ticker.cancel()
+            renewer.cancel()
             self.requests.attempts = transport.tally.attempts
             self.requests.retries = transport.tally.retries
             self.requests.retried = dict(sorted(transport.tally.retried.items()))
@@ -281,6 +267,58 @@ class Asker:
             self.requests.lowest_concurrency = self.concurrency.lowest
             if self.hook:
                 self.hook(self.progress)
+
+    async def _offer(self, state: inputs.JudgeState, req: Request, transport: Transport,
+                     tasks: set[asyncio.Task[None]]) -> None:
+        """Send a needed request, within the limits, unless another run on the store is sending
+        it (then its answer is waited for) or has answered it since ``needs`` looked."""
+        if self.stopped_by or self.fatal:
+            return  # read on, to count what was needed
+        if self.opts.max_requests is not None and self.requests.sent >= self.opts.max_requests:
+            self.stopped_by = "max-requests"
+            return
+        claim = self.store.claim(req.key, self.answered_since)
+        if claim == HELD:
+            self.waiting[req.key] = (state, req)
+            return
+        if claim == ANSWERED:
+            self.requests.from_other_runs += 1
+            return
+        estimate = 0
+        if self.counter is not None:
+            estimate = tokens.request_tokens(system_text(state.question), state.state,
+                                             self.counter.encoding)
+        if self.opts.max_cost is not None:
+            worst = self._worst_cost(estimate)
+            if self.spent + self.reserved + worst > self.opts.max_cost:
+                self.stopped_by = "max-cost"
+                self.store.release(req.key)
+                return
+            self.reserved += worst
+        await self.concurrency.acquire()
+        if self.fatal:
+            self.concurrency.release()
+            self.store.release(req.key)
+            return
+        if self.opts.retry_unscored:
+            self.store.mark_asked(req.key)  # its new answer may be unscored too
+        self.in_flight.add(req.key)
+        self.requests.sent += 1
+        self.progress.sent += 1
+        task = asyncio.create_task(self._ask(req, estimate, transport))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def _renew(self) -> None:
+        """Keep this run's claims while it lives (a dead run's end with their lease)."""
+        while True:
+            await asyncio.sleep(LEASE / 4)
+            try:
+                self.store.renew()
+            except Exception as exc:  # the store failed: stop paying for answers
+                if self.broken is None:
+                    self.broken = exc
+                return
 
     def _states(self, source: HeldInput) -> Iterator[tuple[inputs.JudgeState, Request]]:
         reader = inputs.Reader(self.opts.max_line_bytes)

@@ -406,3 +406,20 @@ def test_a_states_file_changed_in_place_stops_the_run(
     store = Store(str(tmp_path / "v.judge.sqlite"))
     assert store.count() == 6  # answers received are kept
     store.close()
+
+
+def test_a_store_that_fails_to_renew_claims_stops_the_run(
+        tmp_path: Path, fake, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from evalstream.errors import OutputError
+
+    server = fake("--key", FAKE_KEY, "--latency", "0.05")
+    path = states(tmp_path, [f"n{i}" for i in range(20)])
+
+    def renew(self: Store) -> None:
+        raise OutputError("cannot write the answer store: disk full")
+
+    monkeypatch.setattr(live, "LEASE", 0.02)  # renewed every 5 ms
+    monkeypatch.setattr(Store, "renew", renew)
+    with pytest.raises(OutputError, match="disk full"):
+        live.run(options(server, path, tmp_path / "v.jsonl", max_connections=2))
+    assert server.stats()["requests"] <= 4

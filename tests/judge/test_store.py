@@ -180,3 +180,63 @@ def test_answers_survive_kill_9(tmp_path: Path) -> None:
     assert n >= 200
     assert all(store.has(f"k{i}") for i in range(n))  # committed in order, none lost
     store.close()
+
+
+def test_two_runs_opening_a_new_store_at_once(tmp_path: Path) -> None:
+    """The second switch to WAL was refused as "database is locked" at once (12 of 80 pairs
+    of processes), without SQLite's busy wait."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def open_and_put(path: Path, key: str) -> None:
+        try:
+            store = Store(str(path))
+            store.put(key, "openai", "m", b"{}", None, 1, 1, 1.0, 1)
+            store.close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    for i in range(40):
+        path = tmp_path / f"s{i}.sqlite"
+        threads = [threading.Thread(target=open_and_put, args=(path, k)) for k in "ab"]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
+
+
+def test_claims_between_two_runs_on_one_store(tmp_path: Path) -> None:
+    from evalstream.judge.store import ANSWERED, CLAIMED, HELD
+
+    path = str(tmp_path / "s.sqlite")
+    a, b = Store(path), Store(path)
+    assert a.claim("k") == CLAIMED and a.claim("k") == CLAIMED  # its own claim
+    assert b.claim("k") == HELD
+    a.put("k", "openai", "m", b"{}", None, 1, 1, 1.0, 1)
+    assert b.claim("k") == ANSWERED  # the answer ended the claim, for everyone
+    assert b.claim("k", answered_since=time.time() + 1) == CLAIMED  # --retry-unscored
+    b.release("k")
+    assert a.claim("gone") == CLAIMED
+    a.fail("gone", "timeout", "no answer")  # no answer: another run may ask
+    assert b.claim("gone") == CLAIMED
+    db = sqlite3.connect(path, isolation_level=None)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    here = b.owner.split("-")[1].split(".")[0]
+    far = time.time() + 600
+    db.executemany("INSERT INTO claims VALUES (?, ?, ?)", [
+        ("dead", f"{dead}-{here}.00000000", far),           # a dead run here: taken at once
+        ("elsewhere", f"{dead}-00000000.00000000", far),    # another machine: its lease holds
+        ("expired", f"{os.getppid()}-{here}.00000000", time.time() - 1)])  # lease ran out
+    assert [b.claim(k) for k in ("dead", "elsewhere", "expired")] == [CLAIMED, HELD, CLAIMED]
+    a.claim("mine")
+    db.execute("UPDATE claims SET until = 0 WHERE key = 'mine'")  # the lease ran out ...
+    a.renew()  # ... but a live run renews it
+    assert b.claim("mine") == HELD
+    a.close()  # a run's claims end with it
+    assert b.claim("mine") == CLAIMED
+    b.close()
+    assert db.execute("SELECT key FROM claims ORDER BY key").fetchall() == [("elsewhere",)]
+    db.close()
