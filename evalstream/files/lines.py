@@ -83,6 +83,7 @@ class HeldInput:
     even ``kill -9`` leaves it behind."""
 
     def __init__(self, path: str, spool_folder: str | None = None) -> None:
+        import errno
         import stat
 
         self.path = path
@@ -91,7 +92,11 @@ class HeldInput:
             fd = 0 if path == "-" else os.open(path, os.O_RDONLY)
         except OSError as exc:
             raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        if path == "-" or not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            os.close(fd)
+            raise InputError(f"cannot read {path}: {os.strerror(errno.EISDIR)}")
+        if path == "-" or not stat.S_ISREG(mode):
             fd = self._spool(fd, spool_folder)
         self.fd = fd
         self._identity = _identity(fd)

@@ -231,6 +231,11 @@ def test_a_held_input_reads_the_file_it_opened_every_time(tmp_path: Path, suffix
                 assert again.read() == data
 
 
+def test_a_folder_is_no_held_input(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=f"cannot read {tmp_path}: Is a directory"):
+        HeldInput(str(tmp_path))
+
+
 def test_a_held_input_changed_in_place_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "in.jsonl"
     path.write_bytes(b'{"n": 1}\n')
