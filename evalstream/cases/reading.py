@@ -16,7 +16,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import msgspec
 
@@ -136,6 +136,13 @@ class RecordReader(Generic[T]):
         finally:
             if path != "-":
                 stream.close()
+
+    def read_stream(self, stream: BinaryIO) -> Iterator[Record[T] | Reject]:
+        """``read`` over a stream opened for this reading, closed at its end."""
+        try:
+            yield from self.read(read_chunks(stream, self.max_line_bytes))
+        finally:
+            stream.close()
 
     def _rejected(self, rej: Reject, kind: str, size: int) -> Reject:
         counts = self.counts

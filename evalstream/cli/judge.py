@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
                  "to continue)")]))
     p.add_argument("input", type=path,
                    help="build's output (judge states and exact verdicts): a .jsonl path, .gz "
-                        "or .zst, or - for stdin (spooled to a temporary file: it is read twice)")
+                        "or .zst, or - for stdin (copied to a temporary file: it is read twice)")
     p.add_argument("output", type=path,
                    help="verdicts: a .jsonl path, .gz or .zst, or - for stdout")
     who = p.add_argument_group("the judge")
@@ -175,12 +175,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _show_request(opts: Any, case_id: str, rubric_id: str) -> int:
     from evalstream.errors import UsageError
-    from evalstream.judge.live import first_state, spooled
+    from evalstream.judge.live import first_state, held
     from evalstream.judge.request import build
     from evalstream.judge.transport import KEY_ENV
 
-    with spooled(opts.input) as path:
-        state = first_state(path, case_id, rubric_id, opts.max_line_bytes)
+    with held(opts) as source:
+        state = first_state(source, case_id, rubric_id, opts.max_line_bytes)
     if state is None:
         raise UsageError(f"no judge state for case `{case_id}` and rubric `{rubric_id}` in "
                          f"{opts.input}.")

@@ -69,6 +69,102 @@ def open_input(path: str) -> BinaryIO:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
+class HeldInput:
+    """An input read more than once (``judge``'s two passes), held open so that every reading
+    is of the same file, from the first byte.
+
+    Reading it again by path read whatever the path named then: a states file replaced during
+    a run (a new ``build`` renamed into place) gave pass 2 another file, and no state asked
+    about got a verdict. A regular file is opened once and each reading starts on that
+    descriptor; a file changed in place in between (its size or modification time) is an
+    ``InputError``, as is one changed by the end (``check_unchanged``). Stdin and other
+    streams (a FIFO, ``<(...)``) are copied once to a temporary file in ``spool_folder``,
+    named for the run (``files.temporaries``) and removed as soon as it is opened, so not
+    even ``kill -9`` leaves it behind."""
+
+    def __init__(self, path: str, spool_folder: str | None = None) -> None:
+        import errno
+        import stat
+
+        self.path = path
+        self.spooled = False
+        try:
+            fd = 0 if path == "-" else os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            os.close(fd)
+            raise InputError(f"cannot read {path}: {os.strerror(errno.EISDIR)}")
+        if path == "-" or not stat.S_ISREG(mode):
+            fd = self._spool(fd, spool_folder)
+        self.fd = fd
+        self._identity = _identity(fd)
+
+    def _spool(self, source: int, folder: str | None) -> int:
+        import shutil
+        import tempfile
+
+        from evalstream.files.temporaries import temp_file
+
+        folder = folder or tempfile.gettempdir()
+        fd, tmp = temp_file(folder, "evalstream-input-", ".jsonl")
+        os.unlink(tmp)  # read through the descriptor only: nothing left to remove, ever
+        self.spooled = True
+        stream = sys.stdin.buffer if source == 0 else open(source, "rb")  # noqa: SIM115
+        try:
+            with open(fd, "wb", closefd=False) as out:
+                shutil.copyfileobj(stream, out, 1 << 20)
+        except OSError as exc:
+            os.close(fd)
+            raise InputError(f"cannot copy {self.path} to a temporary file in {folder} (it is "
+                             f"read twice): {exc.strerror or exc}; set TMPDIR to a folder with "
+                             "room.") from exc
+        finally:
+            if source != 0:
+                stream.close()
+        return fd
+
+    def head(self, size: int) -> bytes:
+        """The first ``size`` bytes as stored (not decompressed)."""
+        return os.pread(self.fd, size, 0)
+
+    def open(self) -> BinaryIO:
+        """A new stream of the input from its first byte (``.gz``/``.zst`` decompressed);
+        the caller closes it."""
+        self.check_unchanged()
+        raw = open(os.dup(self.fd), "rb", buffering=0)  # noqa: SIM115 - the caller closes it
+        raw.seek(0)
+        if self.path.endswith((".gz", ".zst")):
+            from evalstream.files.compressed import open_compressed
+
+            return open_compressed(self.path, BLOCK_SIZE, raw)
+        return io.BufferedReader(raw, BLOCK_SIZE)
+
+    def check_unchanged(self) -> None:
+        """Raise InputError when the file was changed in place since it was opened."""
+        if _identity(self.fd) != self._identity:
+            raise InputError(
+                f"{self.path} changed while it was read (its size or modification time is not "
+                "what it was when the run began): a file is read twice, and both readings must "
+                "be of the same bytes. Write a new file and rename it into place instead (the "
+                "run then goes on with the file it opened); answers received are kept.")
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self) -> HeldInput:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_size, st.st_mtime_ns
+
+
 def input_size(path: str) -> int | None:
     """The size in bytes of a plain input file, or None when it cannot be known up front."""
     if path == "-" or path.endswith((".gz", ".zst")):

@@ -33,6 +33,7 @@ SHARED_PARTS = ".evalstream-parts-"
 STATS_PARTS = "evalstream-stats-"
 SHARED = (STATS_PARTS, SHARED_PARTS)
 PARTS_SUFFIX = ".evalstream-parts"  # a folder of part files beside its target
+_RUN = re.compile(r"(\d+)-([0-9a-f]{8})\.")
 
 
 @cache
@@ -54,6 +55,14 @@ def tag() -> str:
     return f"{os.getpid()}-{_machine()}."
 
 
+def gone(run: str) -> bool:
+    """Whether the run that named something ``PID-MACHINE...`` (``tag``) is known to be dead:
+    it ran on this machine, since its last boot, and no process has its id. A run elsewhere,
+    or a name of another form, is never known dead."""
+    found = _RUN.match(run)
+    return found is not None and found[2] == _machine() and _dead(int(found[1]))
+
+
 def _dead(pid: int) -> bool:
     if pid == os.getpid():
         return False
@@ -72,7 +81,6 @@ def remove_stale(folder: str, *prefixes: str) -> list[str]:
     return their names. Nothing else is touched, and a folder that cannot be listed or a
     file that cannot be removed is left as it is."""
     removed: list[str] = []
-    machine = _machine()
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -85,7 +93,7 @@ def remove_stale(folder: str, *prefixes: str) -> list[str]:
         rest = name[len(prefix):]
         found = _NAME.match(rest)
         if (found is None or rest[found.end():found.end() + 1] not in ("", ".")
-                or found[2] != machine or not _dead(int(found[1]))):
+                or not gone(rest)):
             continue
         try:
             if entry.is_dir(follow_symlinks=False):

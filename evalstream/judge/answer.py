@@ -10,19 +10,26 @@ Causes (the ``error.cause`` of an unscored verdict):
 - ``truncated``: the answer was cut at the output limit (``finish_reason`` ``length``;
   Anthropic ``stop_reason`` ``max_tokens``).
 - ``bad_response``: a 200 response that is not a chat completion (or message) at all.
+- ``ambiguous``: an answer two honest readers could read differently, never resolved by
+  picking one reading: a key given twice in the answer object (``{"status": "fail", ...,
+  "status": "pass"}``: msgspec, like most readers, keeps the last), two ``record_verdict``
+  tool calls, or more than one choice. This is what the model wrote (prompt injection in the
+  judged data can ask for it); the envelope around it is the server's serializer's, read as
+  msgspec reads it.
 - ``http_error``: an HTTP error status (after the last attempt, for retryable ones).
 - ``timeout``: no complete answer within the timeout, on every attempt.
 - ``connection``: the connection failed or was cut, on every attempt.
 - ``errored``, ``expired``, ``canceled``: a batch request the provider did not answer (an error
   result, the batch's window ran out, the batch was canceled before it ran).
 
-The first five come from an answer the provider gave (it is stored); the others from a
+The first six come from an answer the provider gave (it is stored); the others from a
 request that got none (nothing is stored: the next run asks again).
 """
 
 from __future__ import annotations
 
-import re
+import json
+import string
 from typing import Literal, NamedTuple
 
 import msgspec
@@ -31,8 +38,8 @@ from msgspec import Struct
 from evalstream.judge.request import TOOL_NAME
 from evalstream.verdicts.records import TokenUsage
 
-CAUSES = ("not_json", "wrong_shape", "refusal", "truncated", "bad_response", "http_error",
-          "timeout", "connection", "errored", "expired", "canceled")
+CAUSES = ("not_json", "wrong_shape", "refusal", "truncated", "bad_response", "ambiguous",
+          "http_error", "timeout", "connection", "errored", "expired", "canceled")
 DETAIL_CHARS = 200
 
 
@@ -100,7 +107,7 @@ class _AnthropicResponse(Struct, gc=False):
 _openai = msgspec.json.Decoder(_OpenAIResponse)
 _anthropic = msgspec.json.Decoder(_AnthropicResponse)
 _answer = msgspec.json.Decoder(JudgeAnswer)
-_FENCE = re.compile(r"^```[A-Za-z]*\s*\n(?P<inner>.*)\n\s*```$", re.S)
+_FENCE = "```"
 
 
 def parse(provider: str, body: bytes) -> Parsed:
@@ -129,6 +136,9 @@ def _parse_openai(body: bytes) -> Parsed:
                                                 r.usage.completion_tokens)
     if not r.choices or r.choices[0].message is None:
         return unscored("bad_response", f"no choices[0].message: {excerpt(body)}", usage, r.id)
+    if len(r.choices) > 1:
+        return unscored("ambiguous", f"{len(r.choices)} choices where one answer was asked for: "
+                        f"{excerpt(body)}", usage, r.id)
     choice = r.choices[0]
     message = choice.message
     assert message is not None
@@ -157,9 +167,12 @@ def _parse_anthropic(body: bytes) -> Parsed:
     if r.stop_reason == "max_tokens":
         return unscored("truncated", "stop_reason max_tokens (raise --max-output-tokens): "
                         f"{excerpt(text)}", usage, r.id)
-    for block in r.content:
-        if block.type == "tool_use" and block.name == TOOL_NAME:
-            return _read_json(bytes(block.input), usage, r.id)
+    calls = [b for b in r.content if b.type == "tool_use" and b.name == TOOL_NAME]
+    if len(calls) > 1:
+        return unscored("ambiguous", f"{len(calls)} {TOOL_NAME} tool calls where one verdict was "
+                        f"asked for: {excerpt(body)}", usage, r.id)
+    if calls:
+        return _read_json(bytes(calls[0].input), usage, r.id)
     # A compatible server that ignores forced tools may answer in text.
     return _read_text(text, usage, r.id)
 
@@ -168,10 +181,27 @@ def _read_text(content: str | None, usage: TokenUsage | None, response_id: str |
     text = (content or "").strip()
     if not text:
         return unscored("not_json", "the answer is empty", usage, response_id)
-    fenced = _FENCE.match(text)  # servers without structured output often fence their JSON
-    if fenced:
-        text = fenced["inner"].strip()
-    return _read_json(text.encode(), usage, response_id)
+    return _read_json(unfenced(text).encode(), usage, response_id)
+
+
+def unfenced(text: str) -> str:
+    """The inside of one Markdown code fence around the whole of ``text`` (stripped), else
+    ``text``: servers without structured output often fence their JSON.
+
+    A fence is what ``^```[A-Za-z]*\\s*\\n(.*)\\n\\s*```$`` (``re.S``) matches, found with
+    string operations in linear time: that pattern on Python's ``re`` backtracked cubically on an
+    opened fence followed by newlines (5,000 newlines: 327 s, on the event loop's thread)."""
+    if len(text) < 8 or not (text.startswith(_FENCE) and text.endswith(_FENCE)):
+        return text
+    inside = text[3:-3].lstrip(string.ascii_letters)  # the language tag, e.g. ```json
+    content = inside.strip()
+    if not content:  # only whitespace: an opening and a closing newline make an empty fence
+        return "" if inside.count("\n") >= 2 else text
+    before = inside[:len(inside) - len(inside.lstrip())]
+    after = inside[len(inside.rstrip()):]
+    if "\n" not in before or "\n" not in after:
+        return text  # the fence's lines must end before and begin after the content
+    return content
 
 
 def _read_json(data: bytes, usage: TokenUsage | None, response_id: str | None) -> Parsed:
@@ -182,7 +212,23 @@ def _read_json(data: bytes, usage: TokenUsage | None, response_id: str | None) -
                         f"\"reason\": string}}: {excerpt(data)}", usage, response_id)
     except msgspec.DecodeError:
         return unscored("not_json", excerpt(data), usage, response_id)
+    repeated = _repeated_key(data)
+    if repeated is not None:
+        return unscored("ambiguous", f"{repeated}: {excerpt(data)}", usage, response_id)
     return Parsed(answer.status, answer.reason, None, None, usage, response_id)
+
+
+def _repeated_key(data: bytes) -> str | None:
+    """Why an answer object msgspec read is ambiguous (a key given twice), or None.
+
+    The standard library's reader keeps every pair (msgspec keeps the last): ~5 us on an
+    answer of a few sentences, which is all an answer can be (``--max-output-tokens``)."""
+    try:
+        keys = [k for k, _ in json.loads(data, object_pairs_hook=list)]
+    except ValueError:  # never seen (msgspec is the stricter reader); fail closed all the same
+        return "the standard library's JSON reader cannot read the answer msgspec read"
+    twice = next((k for k in ("status", "reason") if keys.count(k) > 1), None)
+    return None if twice is None else f"`{twice}` is given {keys.count(twice)} times"
 
 
 def unscored(cause: str, detail: str, usage: TokenUsage | None = None,

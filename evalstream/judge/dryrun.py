@@ -12,9 +12,8 @@ import sqlite3
 
 from msgspec import Struct
 
-from evalstream.files.sniff import check_input
 from evalstream.judge import answer, inputs, tokens
-from evalstream.judge.live import JUDGE_USAGE, Options, spooled, store_path
+from evalstream.judge.live import Options, held, store_path
 from evalstream.judge.report import Prices
 from evalstream.judge.request import build, system_text
 from evalstream.judge.store import Store
@@ -57,9 +56,8 @@ def dry_run(opts: Options) -> DryRun:
     store = Store(path_of_store, readonly=True)
     reader = inputs.Reader(opts.max_line_bytes)
     try:
-        with spooled(opts.input) as path:
-            check_input(path, "judge states", JUDGE_USAGE.format(input=opts.input))
-            for item in reader.read(path):
+        with held(opts) as source:
+            for item in reader.read_held(source):
                 if isinstance(item, inputs.Exact):
                     exact += 1
                 elif not isinstance(item, inputs.JudgeState):

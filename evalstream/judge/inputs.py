@@ -22,7 +22,7 @@ from evalstream.cases.reading import LineCounts, Problem, RecordKind, RecordRead
 from evalstream.cases.rejects import Reject, raw_text
 from evalstream.cases.schema import CaseId
 from evalstream.checks.state import PREAMBLE
-from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES, LongLine, chunks_of
+from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES, HeldInput, LongLine, chunks_of
 from evalstream.verdicts.records import EXPOSURE_FIELDS, RubricId
 
 JUDGE_STATE_FIELDS = ("case_id", "rubric_id", "question", "state", "exposure", "rubric_hash",
@@ -161,6 +161,10 @@ class Reader:
     def read(self, path: str) -> Iterator[JudgeState | Exact | Reject]:
         """The file's items in line order (blank lines are only counted)."""
         return self._items(self._reader.read_file(path))
+
+    def read_held(self, source: HeldInput) -> Iterator[JudgeState | Exact | Reject]:
+        """The items of an input held open (read again from its first byte each time)."""
+        return self._items(self._reader.read_stream(source.open()))
 
     def read_lines(self, lines: list[bytes]) -> Iterator[JudgeState | Exact | Reject]:
         """The items of lines given one by one (tests)."""

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -25,7 +23,7 @@ import msgspec
 
 from evalstream import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
-from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES
+from evalstream.files.lines import DEFAULT_MAX_LINE_BYTES, HeldInput
 from evalstream.files.outputs import (
     AtomicOutput,
     check_targets,
@@ -34,7 +32,7 @@ from evalstream.files.outputs import (
     sidecar,
 )
 from evalstream.files.replace import check_replaceable
-from evalstream.files.sniff import check_input
+from evalstream.files.sniff import HEAD_BYTES, check_head
 from evalstream.judge import answer, inputs, tokens, verdict
 from evalstream.judge.limits import Concurrency, TokenBucket
 from evalstream.judge.report import (
@@ -48,7 +46,7 @@ from evalstream.judge.report import (
 )
 from evalstream.judge.report import encode as encode_report
 from evalstream.judge.request import JudgeConfig, Request, build, system_text
-from evalstream.judge.store import Store
+from evalstream.judge.store import ANSWERED, HELD, LEASE, Store
 from evalstream.judge.transport import Reply, Transport, answer_bytes, key_from_environment
 from evalstream.verdicts.records import JudgeInfo, TokenUsage
 
@@ -56,6 +54,7 @@ DEFAULT_MAX_CONNECTIONS = 16
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_TIMEOUT = 120.0
 STORE_SUFFIX = ".judge.sqlite"
+WAIT_POLL = 0.1  # seconds between looks at the requests another run on the store is sending
 
 
 @dataclass
@@ -152,26 +151,17 @@ def api_key(opts: Options) -> str | None:
     return key_from_environment(opts.config, opts.api_key_env, opts.environ)
 
 
-class spooled:
-    """The input as a path that can be read twice: stdin is copied to a temporary file."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._tmp: str | None = None
-
-    def __enter__(self) -> str:
-        if self.path != "-":
-            return self.path
-        import sys
-
-        fd, self._tmp = tempfile.mkstemp(prefix="evalstream-judge-", suffix=".jsonl")
-        with os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
-        return self._tmp
-
-    def __exit__(self, *exc: object) -> None:
-        if self._tmp is not None:
-            os.unlink(self._tmp)
+def held(opts: Options) -> HeldInput:
+    """The input, held open for every reading of the run, after the wrong-file check (stdin
+    and other streams spooled to a temporary file that is gone as soon as it is opened)."""
+    source = HeldInput(opts.input)
+    try:
+        check_head(source.head(HEAD_BYTES), opts.input, "judge states",
+                   JUDGE_USAGE.format(input=opts.input))
+    except BaseException:
+        source.close()
+        raise
+    return source
 
 
 # -- pass 1: ask ---------------------------------------------------------------------------------
@@ -199,6 +189,10 @@ class Asker:
         self.oversized = 0  # answers longer than the transport reads: stored cut, unscored
         self.concurrency = Concurrency(opts.max_connections)
         self.in_flight: set[str] = set()  # keys sent and not yet finished
+        # Requests another run on the store was sending when this one came to them.
+        self.waiting: dict[str, tuple[inputs.JudgeState, Request]] = {}
+        # With --retry-unscored an answer stored before this run is the one to replace.
+        self.answered_since = time.time() if opts.retry_unscored else 0.0
         self.counter = tokens.counter(self.config.provider, self.config.model,
                                       opts.tokenizer) if (
             opts.tpm or opts.max_cost) else None
@@ -216,7 +210,7 @@ class Asker:
 
     def needs(self, state: inputs.JudgeState, req: Request) -> bool:
         """Whether this state's request must be sent (counting it as needed or reused)."""
-        if req.key in self.in_flight:
+        if req.key in self.in_flight or req.key in self.waiting:
             return False  # a duplicate of a request on its way
         stored = self.store.get(req.key) if self.opts.retry_unscored else None
         if stored is not None and answer.parse(self.config.provider, stored.body).cause:
@@ -233,51 +227,31 @@ class Asker:
         self.requests.needed += 1
         return True
 
-    async def run(self, path: str) -> None:
+    async def run(self, source: HeldInput) -> None:
         rpm = TokenBucket(self.opts.rpm) if self.opts.rpm else None
         tpm = TokenBucket(self.opts.tpm) if self.opts.tpm else None
         transport = Transport(self.config, self.key, self.concurrency, timeout=self.opts.timeout,
                               max_attempts=self.opts.max_attempts, rpm=rpm, tpm=tpm)
         tasks: set[asyncio.Task[None]] = set()
         ticker = asyncio.create_task(self._tick()) if self.hook else None
+        renewer = asyncio.create_task(self._renew())
         try:
             async with transport:
-                for i, (state, req) in enumerate(self._states(path)):
+                for i, (state, req) in enumerate(self._states(source)):
                     if i % 64 == 0:
                         # Let answers in flight be read while stored states stream past.
                         await asyncio.sleep(0)
                     if self.broken is not None:
                         break
-                    if not self.needs(state, req):
-                        continue
-                    if self.stopped_by or self.fatal:
-                        continue  # read on, to count what was needed
-                    if self.opts.max_requests is not None \
-                            and self.requests.sent >= self.opts.max_requests:
-                        self.stopped_by = "max-requests"
-                        continue
-                    estimate = 0
-                    if self.counter is not None:
-                        estimate = tokens.request_tokens(
-                            system_text(state.question), state.state, self.counter.encoding)
-                    if self.opts.max_cost is not None:
-                        worst = self._worst_cost(estimate)
-                        if self.spent + self.reserved + worst > self.opts.max_cost:
-                            self.stopped_by = "max-cost"
-                            continue
-                        self.reserved += worst
-                    await self.concurrency.acquire()
-                    if self.fatal:
-                        self.concurrency.release()
-                        continue
-                    if self.opts.retry_unscored:
-                        self.store.mark_asked(req.key)  # its new answer may be unscored too
-                    self.in_flight.add(req.key)
-                    self.requests.sent += 1
-                    self.progress.sent += 1
-                    task = asyncio.create_task(self._ask(req, estimate, transport))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
+                    if self.needs(state, req):
+                        await self._offer(state, req, transport, tasks)
+                while self.waiting and self.broken is None:
+                    # Wait for the answers of the other runs' requests; one whose claim ended
+                    # without an answer (that run got none, or died) is offered again here.
+                    await asyncio.sleep(WAIT_POLL)
+                    for key, (state, req) in list(self.waiting.items()):
+                        del self.waiting[key]
+                        await self._offer(state, req, transport, tasks)
                 if tasks:
                     await asyncio.gather(*tasks)
             if self.broken is not None:
@@ -287,6 +261,7 @@ class Asker:
                 task.cancel()
             if ticker is not None:
                 ticker.cancel()
+            renewer.cancel()
             self.requests.attempts = transport.tally.attempts
             self.requests.retries = transport.tally.retries
             self.requests.retried = dict(sorted(transport.tally.retried.items()))
@@ -296,9 +271,61 @@ class Asker:
             if self.hook:
                 self.hook(self.progress)
 
-    def _states(self, path: str) -> Iterator[tuple[inputs.JudgeState, Request]]:
+    async def _offer(self, state: inputs.JudgeState, req: Request, transport: Transport,
+                     tasks: set[asyncio.Task[None]]) -> None:
+        """Send a needed request, within the limits, unless another run on the store is sending
+        it (then its answer is waited for) or has answered it since ``needs`` looked."""
+        if self.stopped_by or self.fatal:
+            return  # read on, to count what was needed
+        if self.opts.max_requests is not None and self.requests.sent >= self.opts.max_requests:
+            self.stopped_by = "max-requests"
+            return
+        claim = self.store.claim(req.key, self.answered_since)
+        if claim == HELD:
+            self.waiting[req.key] = (state, req)
+            return
+        if claim == ANSWERED:
+            self.requests.from_other_runs += 1
+            return
+        estimate = 0
+        if self.counter is not None:
+            estimate = tokens.request_tokens(system_text(state.question), state.state,
+                                             self.counter.encoding)
+        if self.opts.max_cost is not None:
+            worst = self._worst_cost(estimate)
+            if self.spent + self.reserved + worst > self.opts.max_cost:
+                self.stopped_by = "max-cost"
+                self.store.release(req.key)
+                return
+            self.reserved += worst
+        await self.concurrency.acquire()
+        if self.fatal:
+            self.concurrency.release()
+            self.store.release(req.key)
+            return
+        if self.opts.retry_unscored:
+            self.store.mark_asked(req.key)  # its new answer may be unscored too
+        self.in_flight.add(req.key)
+        self.requests.sent += 1
+        self.progress.sent += 1
+        task = asyncio.create_task(self._ask(req, estimate, transport))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def _renew(self) -> None:
+        """Keep this run's claims while it lives (a dead run's end with their lease)."""
+        while True:
+            await asyncio.sleep(LEASE / 4)
+            try:
+                self.store.renew()
+            except Exception as exc:  # the store failed: stop paying for answers
+                if self.broken is None:
+                    self.broken = exc
+                return
+
+    def _states(self, source: HeldInput) -> Iterator[tuple[inputs.JudgeState, Request]]:
         reader = inputs.Reader(self.opts.max_line_bytes)
-        for item in reader.read(path):
+        for item in reader.read_held(source):
             self.progress.lines = reader.counts.lines
             if isinstance(item, inputs.JudgeState):
                 self.progress.states += 1
@@ -364,7 +391,7 @@ class Asker:
             await asyncio.sleep(0.25)
 
 
-def _ask_all(asker: Asker, path: str) -> None:
+def _ask_all(asker: Asker, source: HeldInput) -> None:
     """Run pass 1; a SIGTERM or SIGHUP cancels it cleanly and is then delivered again.
 
     A signal handler that raises (the CLI's) would otherwise raise inside whichever task is
@@ -394,7 +421,7 @@ def _ask_all(asker: Asker, path: str) -> None:
             except (ValueError, RuntimeError, NotImplementedError):
                 pass  # not the main thread: signals stay with whoever has them
         try:
-            await asker.run(path)
+            await asker.run(source)
         finally:
             for signum in installed:
                 loop.remove_signal_handler(signum)
@@ -450,11 +477,11 @@ class Writer:
             self.by_cause[v.error.cause] += 1
         return escape_line_breaks(self._encode(v)) + b"\n"
 
-    def write(self, path: str, out: AtomicOutput, rejects: AtomicOutput) -> None:
+    def write(self, source: HeldInput, out: AtomicOutput, rejects: AtomicOutput) -> None:
         c = self.counts
         pending: list[bytes] = []
         reader = inputs.Reader(self.opts.max_line_bytes)
-        for item in reader.read(path):
+        for item in reader.read_held(source):
             if isinstance(item, inputs.JudgeState):
                 c.judge_states += 1
                 line = self.verdict(item)
@@ -503,12 +530,11 @@ def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
         raise UsageError("with the verdicts on stdout, give --rejects and --report.")
     assert rejects_path is not None and report_path is not None
     path_of_store = store_path(opts)
-    with spooled(opts.input) as path:
-        check_input(path, "judge states", JUDGE_USAGE.format(input=opts.input))
+    with held(opts) as source:
         store = Store(path_of_store)
         try:
             asker = Asker(opts, store, key, hook)
-            _ask_all(asker, path)
+            _ask_all(asker, source)
             if asker.fatal is not None:
                 raise UsageError(
                     f"the server refused the request ({asker.fatal}); check the API key "
@@ -518,7 +544,8 @@ def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
                        AtomicOutput(report_path)]
             try:
                 writer = Writer(opts, store)
-                writer.write(path, outputs[0], outputs[1])
+                writer.write(source, outputs[0], outputs[1])
+                source.check_unchanged()  # pass 2 read what pass 1 asked about
                 report = _report(opts, asker, writer, path_of_store, rejects_path, started)
                 outputs[2].write(encode_report(report))
                 commit_all(outputs)
@@ -575,10 +602,10 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
         seconds=round(time.perf_counter() - started, 3), exit_code=exit_code)
 
 
-def first_state(path: str, case_id: str, rubric_id: str,
+def first_state(source: HeldInput, case_id: str, rubric_id: str,
                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> inputs.JudgeState | None:
     """The judge state for (case_id, rubric_id) in a build output, or None."""
-    for item in inputs.read(path, max_line_bytes):
+    for item in inputs.Reader(max_line_bytes).read_held(source):
         if isinstance(item, inputs.JudgeState) and (item.case_id, item.rubric_id) == (
                 case_id, rubric_id):
             return item

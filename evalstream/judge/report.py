@@ -30,7 +30,8 @@ class Counts(Struct):
 class Requests(Struct):
     """What was asked this run. ``needed`` judge states had no stored answer (or, with
     --retry-unscored, an unscored one); ``sent`` of them were sent (the others were
-    duplicates of a request already asked, or stopped by a limit); each sent request was
+    duplicates of a request already asked, answered by another run on the same store while
+    this one ran: ``from_other_runs``, or stopped by a limit); each sent request was
     ``answered`` (stored) or ``failed`` (no answer: not stored)."""
 
     needed: int = 0
@@ -39,6 +40,7 @@ class Requests(Struct):
     failed: int = 0
     reused: int = 0  # judge states whose answer was already stored
     retried_unscored: int = 0  # of needed: stored unscored answers to ask again
+    from_other_runs: int = 0  # of needed: sent by another run on the store, its answer read
     attempts: int = 0  # HTTP attempts, retries included
     retries: int = 0
     retried: dict[str, int] = {}  # retries by reason: timeout, connection, http 429, ...

@@ -23,7 +23,9 @@ def lines(report: JudgeReport) -> list[str]:
                    f"not judged: {c.not_judged:,}")
     retried = ", ".join(f"{k}: {v:,}" for k, v in r.retried.items())
     out.append(f"requests: {r.sent:,} sent ({r.answered:,} answered, {r.failed:,} without an "
-               f"answer), {r.reused:,} answers reused from {report.store}; {r.retries:,} retries"
+               f"answer), {r.reused:,} answers reused from {report.store}"
+               + (f" ({r.from_other_runs:,} more sent by another run on it)"
+                  if r.from_other_runs else "") + f"; {r.retries:,} retries"
                + (f" ({retried})" if retried else "") + f"; at most {r.max_in_flight:,} in flight"
                + (f", concurrency lowered to {r.lowest_concurrency:,} by 429s"
                   if r.lowest_concurrency < r.max_in_flight else ""))

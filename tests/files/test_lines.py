@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,16 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.files.lines import BOM, Chunk, LongLine, RangeReader, open_input, read_chunks
+from evalstream.errors import InputError
+from evalstream.files.lines import (
+    BOM,
+    Chunk,
+    HeldInput,
+    LongLine,
+    RangeReader,
+    open_input,
+    read_chunks,
+)
 
 
 def flatten(data: bytes, max_line_bytes: int = 1 << 30, block_size: int = 1 << 20,
@@ -200,3 +211,55 @@ def test_ranges_over_a_long_line_read_each_byte_once(tmp_path: Path,
     assert [(a, b) for _, a, b in tasks] == [(0, size - 5), (size - 5, size)]
     # Linear: about the file once (a search per range was ~32 times the file here).
     assert sum(read) <= size + (1 << 16), sum(read)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz", ".jsonl.zst"])
+def test_a_held_input_reads_the_file_it_opened_every_time(tmp_path: Path, suffix: str) -> None:
+    data = b"".join(b'{"n": %d}\n' % i for i in range(50_000))
+    packed = {".jsonl": data, ".jsonl.gz": gzip.compress(data),
+              ".jsonl.zst": zstandard.ZstdCompressor().compress(data)}[suffix]
+    path = tmp_path / f"in{suffix}"
+    path.write_bytes(packed)
+    with HeldInput(str(path)) as held:
+        assert not held.spooled and held.head(4) == packed[:4]
+        with held.open() as first:
+            assert first.read(10) == data[:10]  # a reading left half-way
+        (tmp_path / "new").write_bytes(b"other\n")
+        (tmp_path / "new").replace(path)  # a new file renamed into place
+        for _ in range(2):
+            with held.open() as again:
+                assert again.read() == data
+
+
+def test_a_folder_is_no_held_input(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=f"cannot read {tmp_path}: Is a directory"):
+        HeldInput(str(tmp_path))
+
+
+def test_a_held_input_changed_in_place_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"n": 1}\n')
+    with HeldInput(str(path)) as held:
+        held.open().close()
+        with open(path, "ab") as f:
+            f.write(b'{"n": 2}\n')
+        with pytest.raises(InputError, match="in.jsonl changed while it was read"):
+            held.open()
+        with pytest.raises(InputError, match="changed while it was read"):
+            held.check_unchanged()
+
+
+def test_a_stream_is_held_as_a_copy_nobody_can_see(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    data = b'{"n": 1}\n' * 100_000
+    writer = subprocess.Popen([sys.executable, "-c", "import sys; open(sys.argv[1], 'wb')"
+                               ".write(b'{\"n\": 1}\\n' * 100_000)", str(fifo)])
+    with HeldInput(str(fifo), str(spool)) as held:
+        assert writer.wait(timeout=30) == 0
+        assert held.spooled and list(spool.iterdir()) == []
+        for _ in range(2):
+            with held.open() as stream:
+                assert stream.read() == data

@@ -11,7 +11,9 @@
   ``400``, ``401``, ``cut`` (the connection closes half-way through the answer), ``slow``
   (answers after ``--slow`` seconds, past the client's timeout), ``notjson``, ``wrongshape``,
   ``refusal``, ``length`` (``finish_reason: length`` / ``stop_reason: max_tokens``), ``echokey``
-  (a 400 whose body repeats the credentials it was sent). Without a marker: ``pass``.
+  (a 400 whose body repeats the credentials it was sent), ``bigusage`` (a pass whose usage
+  says 2**63 input tokens), ``latin1id`` (a pass whose request id header is latin-1
+  ``caf\xe9``, not UTF-8). Without a marker: ``pass``.
 - Hostile answers (issue 23): ``redirect`` (a 307 to the same path on a second port, another
   origin, which counts what reaches it: ``foreign`` in the stats), ``echoheader`` (a ``pass``
   whose request-id header is the key it was sent), ``echoescaped`` (a ``pass`` whose reason
@@ -200,11 +202,16 @@ class Server:
         if fault == "slow":
             await asyncio.sleep(self.slow)
             fault = "pass"
+        if fault == "latin1id":
+            for name in extra:  # the request id: b"caf\xe9" on the wire (surrogateescape)
+                extra[name] = "caf\udce9"
         request = json.loads(body)
         text, finish = _content(fault, digest, sent_key)
         usage_in, usage_out = len(body) // 4, max(1, len(text or "") // 4)
         if fault == "negusage":
             usage_in, usage_out = -1_000_000, -1_000_000
+        if fault == "bigusage":
+            usage_in = 2**63  # one past SQLite's INTEGER
         if anthropic:
             payload = _anthropic(request, fault, text, rid, usage_in, usage_out)
         else:
@@ -265,7 +272,7 @@ async def _chunked(reader: asyncio.StreamReader) -> bytes:
 def _head(code: int, length: int, extra: dict[str, str]) -> bytes:
     lines = [f"HTTP/1.1 {code} {_REASONS.get(code, 'Error')}", "content-type: application/json",
              f"content-length: {length}", *(f"{k}: {v}" for k, v in extra.items())]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8", "surrogateescape")
 
 
 def _error(message: str, kind: str) -> bytes:
@@ -281,7 +288,7 @@ def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | Non
     """The answer text and OpenAI finish reason for a fault (or a status); ``key``: what
     ``echoescaped`` echoes."""
     if fault in ("pass", "fail", "na", "cut", "echoheader", "negusage", "hugeheader",
-                 "manyheaders"):
+                 "manyheaders", "bigusage", "latin1id"):
         status = fault if fault in ("fail", "na") else "pass"
         return json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"}), "stop"
     if fault == "echoescaped":

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalstream.judge.answer import CAUSES, DETAIL_CHARS, http_error_detail, parse
+from evalstream.judge.answer import CAUSES, DETAIL_CHARS, http_error_detail, parse, unfenced
 
 
 def openai(content: Any = None, finish: str = "stop", refusal: Any = None,
@@ -33,6 +33,7 @@ def tool(answer: Any, name: str = "record_verdict") -> dict[str, Any]:
     return {"type": "tool_use", "id": "toolu_1", "name": name, "input": answer}
 
 
+FENCE = re.compile(r"^```[A-Za-z]*\s*\n(.*)\n\s*```$", re.S)  # the pattern fences follow
 GOOD = '{"status": "fail", "reason": "The booking failed (SLOT_UNAVAILABLE)."}'
 
 # (provider, body, status, cause)
@@ -77,6 +78,22 @@ CASES = [
     ("anthropic", b'{"type": "error", "error": {"type": "overloaded_error"}}', "unscored",
      "bad_response"),
     ("anthropic", b"[]", "unscored", "bad_response"),
+    # Ambiguous answers (issue 23): never resolved by picking one reading.
+    ("openai", openai('{"status":"fail","reason":"x","status":"pass"}'), "unscored",
+     "ambiguous"),
+    ("openai", openai('{"status":"pass","reason":"x","st\\u0061tus":"fail"}'), "unscored",
+     "ambiguous"),
+    ("openai", openai('{"status":"pass","reason":"a","reason":"b"}'), "unscored", "ambiguous"),
+    ("openai", openai('```json\n{"status":"na","status":"pass","reason":"x"}\n```'),
+     "unscored", "ambiguous"),
+    ("anthropic", anthropic([tool({"status": "fail", "reason": "x"}),
+                             tool({"status": "pass", "reason": "y"})]), "unscored", "ambiguous"),
+    ("anthropic", anthropic([tool({"status": "pass", "reason": "x"}),
+                             tool({"status": "pass", "reason": "x"})]), "unscored", "ambiguous"),
+    ("anthropic", anthropic([{"type": "text", "text": '{"status":"fail","reason":"x",'
+                              '"status":"pass"}'}], "end_turn"), "unscored", "ambiguous"),
+    ("anthropic", anthropic([tool({"status": "pass", "reason": "x"}, name="other"),
+                             tool({"status": "fail", "reason": "y"})]), "fail", None),
 ]
 
 
@@ -93,6 +110,24 @@ def test_answers(provider: str, body: bytes, status: str, cause: str | None) -> 
         assert parsed.usage is not None and parsed.usage.input_tokens == 100
 
 
+def test_a_tool_input_with_a_key_given_twice_is_ambiguous() -> None:
+    body = anthropic([tool({"status": "fail", "reason": "x"})]).replace(
+        b'"status": "fail"', b'"status": "fail", "status": "pass"')
+    parsed = parse("anthropic", body)
+    assert (parsed.status, parsed.cause) == ("unscored", "ambiguous")
+    assert parsed.detail is not None and parsed.detail.startswith("`status` is given 2 times")
+
+
+def test_more_than_one_choice_is_ambiguous() -> None:
+    body = json.loads(openai('{"status": "fail", "reason": "x"}'))
+    body["choices"].append({"index": 1, "message": {"role": "assistant",
+                                                    "content": '{"status": "pass", "reason": "y"}'},
+                            "finish_reason": "stop"})
+    parsed = parse("openai", json.dumps(body).encode())
+    assert (parsed.status, parsed.cause) == ("unscored", "ambiguous")
+    assert parsed.detail is not None and parsed.detail.startswith("2 choices")
+
+
 def test_usage_and_id() -> None:
     parsed = parse("openai", openai(GOOD))
     assert (parsed.usage.input_tokens, parsed.usage.output_tokens) == (100, 20)  # type: ignore[union-attr]
@@ -106,6 +141,12 @@ def test_http_error_detail() -> None:
     assert http_error_detail(502, b"<html>\n bad gateway </html>") == \
         "HTTP 502: <html> bad gateway </html>"
     assert len(http_error_detail(500, b"x" * 10_000)) <= DETAIL_CHARS + 20
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    if len({k for k, _ in pairs}) < len(pairs):
+        raise ValueError("a key given twice")
+    return dict(pairs)
 
 
 @pytest.mark.slow
@@ -126,9 +167,9 @@ def test_never_pass_without_a_valid_answer(content: str, finish: str | None,
                          {"length": "max_tokens", None: "end_turn"}.get(finish, "end_turn"))
     parsed = parse(provider, body)
     text = content.strip()
-    fenced = re.match(r"^```[A-Za-z]*\s*\n(.*)\n\s*```$", text, re.S)  # fences are allowed
-    try:
-        loaded = json.loads(fenced[1] if fenced else text)
+    fenced = FENCE.match(text)  # fences are allowed
+    try:  # a key given twice is no valid answer
+        loaded = json.loads(fenced[1] if fenced else text, object_pairs_hook=unique_keys)
     except ValueError:
         loaded = None
     valid = (isinstance(loaded, dict) and set(loaded) == {"status", "reason"}
@@ -145,3 +186,54 @@ def test_any_bytes_never_raise(body: bytes) -> None:
     for provider in ("openai", "anthropic"):
         parsed = parse(provider, body)
         assert parsed.status in ("pass", "fail", "na", "unscored")
+
+
+@given(st.lists(st.sampled_from(["`", "```", "\n", " ", "\t", "\x1c", "\u2028", "\xa0", "j",
+                                 "Z", "{", "}", "5", "\r"]), max_size=30).map("".join))
+def test_fences_are_read_as_the_pattern_reads_them(text: str) -> None:
+    """The linear reader finds exactly the fences the pattern finds (the pattern, on Python's
+    ``re``, is fine on such short texts)."""
+    text = text.strip()
+    fenced = FENCE.match(text)
+    assert unfenced(text) == (fenced[1].strip() if fenced else text)
+
+
+@pytest.mark.parametrize("text", [
+    "```json\n" + "\n" * 5_000 + "x",  # an opened fence and a run of newlines (issue 23)
+    "```json\n" + "\n" * 5_000 + "```x",
+    "```" + "\n" * 5_000 + '{"status":"pass","reason":"x"}\n```',
+    "```" + " \n" * 20_000 + "```",
+    "```json" + "\n" * 200_000,
+])
+def test_fences_take_linear_time(text: str) -> None:
+    import time
+
+    started = time.perf_counter()
+    for provider, body in (("openai", openai(text)),
+                           ("anthropic", anthropic([{"type": "text", "text": text}], "end_turn"))):
+        assert parse(provider, body).status in ("pass", "unscored")
+    assert time.perf_counter() - started < 0.25  # Python's re: 327 s for 5,000 newlines
+
+
+@given(st.lists(st.tuples(st.sampled_from(["status", "reason", "st\\u0061tus"]),
+                          st.sampled_from(["pass", "fail", "na", "x"])), min_size=1, max_size=4),
+       st.sampled_from(["openai", "anthropic"]))
+def test_an_answer_giving_a_key_twice_is_never_scored(pairs: list[tuple[str, str]],
+                                                      provider: str) -> None:
+    """Written key by key (a key may come twice, or spelled with an escape): scored exactly
+    when every key comes once, as the standard library's reader sees them."""
+    text = "{" + ",".join(f'"{k}":"{v}"' for k, v in pairs) + "}"
+    if provider == "openai":
+        parsed = parse(provider, openai(text))
+    else:
+        parsed = parse(provider, anthropic([tool({})]).replace(b'"input": {}',
+                                                                  b'"input": ' + text.encode()))
+    try:
+        loaded = json.loads(text, object_pairs_hook=unique_keys)
+    except ValueError:
+        loaded = None
+    valid = loaded is not None and set(loaded) == {"status", "reason"} and \
+        loaded["status"] in ("pass", "fail", "na")
+    assert parsed.status == (loaded["status"] if valid else "unscored")
+    if len({json.loads(f'"{k}"') for k, _ in pairs}) < len(pairs):
+        assert parsed.cause == "ambiguous" or parsed.cause == "wrong_shape"

@@ -135,3 +135,52 @@ def test_output_equal_to_input_and_missing_key(tmp_path: Path, server: FakeServe
             env={"OPENAI_API_KEY": ""})
     assert r.returncode == 2 and "set OPENAI_API_KEY in the environment" in r.stderr
     assert FAKE_KEY not in r.stderr
+
+
+@pytest.mark.slow  # four commands in subprocesses (~3 s)
+def test_a_damaged_store_is_exit_2_naming_it(tmp_path: Path, server: FakeServer) -> None:
+    """Damaged pages under an intact header, or a column another program renamed, were exit
+    70 with a sqlite3 traceback (issue 23)."""
+    from tests.judge.test_store import damage
+
+    src = states(tmp_path, ["a", "b"])
+    out, store = tmp_path / "v.jsonl", tmp_path / "v.judge.sqlite"
+    assert cli(*args(server, src, out, "-q")).returncode == 0
+    damage(store)
+    for extra in ([], ["--dry-run"]):
+        r = cli(*args(server, src, out, "-q", *extra))
+        assert r.returncode == 2, r.stderr
+        assert f"the answer store {store} cannot be read (database disk image is malformed): " \
+            "it is damaged" in r.stderr and "Traceback" not in r.stderr
+    renamed = tmp_path / "renamed.judge.sqlite"
+    assert cli(*args(server, src, out, "-q", "--cache", str(renamed))).returncode == 0
+    import sqlite3
+
+    db = sqlite3.connect(renamed)
+    db.execute("ALTER TABLE answers RENAME COLUMN request_id TO rid")
+    db.close()
+    for extra in ([], ["--dry-run"]):
+        r = cli(*args(server, src, out, "-q", "--cache", str(renamed), *extra))
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert f"the answer store {renamed} has the table answers with the columns (key, " \
+            "provider, model, body, rid, " in r.stderr
+
+
+@pytest.mark.slow
+def test_a_stream_given_by_path_is_read_once(tmp_path: Path, server: FakeServer) -> None:
+    """``judge <(...)``: pass 2 opened the pipe again and read nothing, so no state got a
+    verdict (exit 0). A stream is copied once, as stdin is."""
+    import os
+    import shlex
+
+    src = states(tmp_path, ["a", "FAKE:fail", "c"])
+    assert cli(*args(server, src, tmp_path / "file.jsonl", "-q")).returncode == 0
+    judge = args(server, Path("SRC"), tmp_path / "pipe.jsonl", "-q")
+    command = " ".join([shlex.quote(sys.executable), "-m", "evalstream",
+                        *(f"<(cat {shlex.quote(str(src))})" if a == "SRC" else shlex.quote(a)
+                          for a in judge)])
+    env = {**os.environ, "NO_COLOR": "1", "OPENAI_API_KEY": FAKE_KEY}
+    r = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=ROOT,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "pipe.jsonl").read_bytes() == (tmp_path / "file.jsonl").read_bytes()

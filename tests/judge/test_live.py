@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from evalstream.errors import UsageError
+from evalstream.errors import InputError, UsageError
 from evalstream.judge import live
 from evalstream.judge.request import build
 from evalstream.judge.store import Store
@@ -321,3 +321,105 @@ def test_the_python_api(tmp_path: Path, server: FakeServer,
     first = msgspec.json.decode((tmp_path / "v.jsonl").read_bytes().splitlines()[0],
                                 type=evalstream.JudgeVerdict)
     assert first.status == "fail" and first.judge.model == "fake-judge-1"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_answer_the_store_cannot_take_as_sent_is_stored_and_never_paid_again(
+        tmp_path: Path, server: FakeServer, provider: str) -> None:
+    """usage 2**63 (SQLite's INTEGER overflowed) and a request id header that is not UTF-8
+    crashed the run (exit 70) after the answer was paid for and before it was stored, so
+    every re-run paid again (issue 23)."""
+    path = states(tmp_path, ["FAKE:bigusage", "FAKE:latin1id", "FAKE:pass"])
+    out = tmp_path / "v.jsonl"
+    report = live.run(options(server, path, out, provider=provider))
+    assert report.exit_code == 0 and report.requests.answered == 3
+    got = lines(out)
+    assert [v["status"] for v in got] == ["pass", "pass", "pass"]
+    assert got[0]["usage"]["input_tokens"] == 2**63  # as the server said, in the verdict
+    assert got[1]["request_id"] == "caf\\xe9"  # the byte kept, as an escape
+    store = Store(str(tmp_path / "v.judge.sqlite"))
+    assert store.count() == 3
+    assert store.get(build(options(server, path, out, provider=provider).config,
+                           *_question_and_state(path, 0)).key).input_tokens is None  # type: ignore[union-attr]
+    store.close()
+    before, written = server.stats()["requests"], out.read_bytes()
+    again = live.run(options(server, path, out, provider=provider))
+    assert server.stats()["requests"] == before and again.requests.reused == 3
+    assert out.read_bytes() == written
+
+
+def _question_and_state(path: Path, n: int) -> tuple[str, str]:
+    from evalstream.judge import inputs
+
+    item = [x for x in inputs.read(str(path)) if isinstance(x, inputs.JudgeState)][n]
+    return item.question, item.state
+
+
+def test_a_states_file_replaced_between_passes_is_not_read_in_its_place(
+        tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new build renamed over the input during the run: pass 2 read the other file and
+    wrote no verdict for any state asked about, exit 0 (issue 23). Both passes now read the
+    file the run opened."""
+    path = states(tmp_path / "a", [f"a{i}" for i in range(6)])
+    other = states(tmp_path / "b", [f"b{i}" for i in range(6)])
+    ask = live._ask_all
+
+    def ask_then_replace(*args: object) -> None:
+        ask(*args)  # type: ignore[arg-type]
+        other.replace(path)  # as `build` commits: a rename into place
+
+    monkeypatch.setattr(live, "_ask_all", ask_then_replace)
+    out = tmp_path / "v.jsonl"
+    report = live.run(options(server, path, out))
+    assert (report.counts.verdicts, report.counts.not_judged, report.exit_code) == (6, 0, 0)
+    assert [v["status"] for v in lines(out)] == ["pass"] * 6
+    assert server.stats()["requests"] == 6
+
+
+@pytest.mark.parametrize("when", ["between passes", "during pass 2"])
+def test_a_states_file_changed_in_place_stops_the_run(
+        tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch, when: str) -> None:
+    path = states(tmp_path / "a", [f"a{i}" for i in range(6)])
+    other = states(tmp_path / "b", [f"b{i}" for i in range(7)]).read_bytes()
+    if when == "between passes":
+        ask = live._ask_all
+
+        def ask_then_rewrite(*args: object) -> None:
+            ask(*args)  # type: ignore[arg-type]
+            path.write_bytes(other)  # `cat new > states.jsonl`: the same file, other bytes
+
+        monkeypatch.setattr(live, "_ask_all", ask_then_rewrite)
+    else:
+        write = live.Writer.write
+
+        def write_then_append(self: live.Writer, *args: object) -> None:
+            write(self, *args)  # type: ignore[arg-type]
+            with open(path, "ab") as f:
+                f.write(other[:100])
+
+        monkeypatch.setattr(live.Writer, "write", write_then_append)
+    out = tmp_path / "v.jsonl"
+    with pytest.raises(InputError, match=f"{path} changed while it was read .* rename it into "
+                       "place instead"):
+        live.run(options(server, path, out))
+    assert not out.exists()
+    store = Store(str(tmp_path / "v.judge.sqlite"))
+    assert store.count() == 6  # answers received are kept
+    store.close()
+
+
+def test_a_store_that_fails_to_renew_claims_stops_the_run(
+        tmp_path: Path, fake, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from evalstream.errors import OutputError
+
+    server = fake("--key", FAKE_KEY, "--latency", "0.05")
+    path = states(tmp_path, [f"n{i}" for i in range(20)])
+
+    def renew(self: Store) -> None:
+        raise OutputError("cannot write the answer store: disk full")
+
+    monkeypatch.setattr(live, "LEASE", 0.02)  # renewed every 5 ms
+    monkeypatch.setattr(Store, "renew", renew)
+    with pytest.raises(OutputError, match="disk full"):
+        live.run(options(server, path, tmp_path / "v.jsonl", max_connections=2))
+    assert server.stats()["requests"] <= 4

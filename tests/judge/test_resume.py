@@ -18,7 +18,7 @@ import pytest
 from evalstream.judge import inputs
 from evalstream.judge.request import JudgeConfig, build, request_key
 from tests.helpers import ROOT
-from tests.judge.support import FAKE_KEY, FakeServer, cli, states
+from tests.judge.support import FAKE_KEY, FakeServer, cli, lines, states
 
 N = 120
 
@@ -139,3 +139,88 @@ def test_the_api_key_is_in_no_output_store_report_or_log(tmp_path: Path,
     assert not [log for log in logs if FAKE_KEY in log]
     names = sorted(p.name for p in tmp_path.iterdir())
     assert "v.judge.sqlite" in names and "v.report.json" in names
+
+
+@pytest.mark.slow
+def test_kill_9_of_judge_on_stdin_leaves_no_copy_of_the_states(
+        tmp_path: Path, slow_server: FakeServer) -> None:
+    """``judge -`` killed with -9 left a full copy of the states in /tmp, never removed
+    (issue 23). The copy is removed as soon as it is opened; one a dead run of an older
+    version left under a run's name is removed by the next run."""
+    import os
+
+    from evalstream.files import temporaries
+
+    src = states(tmp_path / "in", [f"state {i}" for i in range(N)])
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    stale = tmp / f"evalstream-input-{dead}-{temporaries._machine()}.abcd_123.jsonl"
+    stale.write_bytes(src.read_bytes())
+    env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY, "TMPDIR": str(tmp)}
+    with open(src, "rb") as stdin:
+        proc = subprocess.Popen([sys.executable, "-m", "evalstream",
+                                 *judge_args(slow_server, Path("-"), tmp_path / "v.jsonl",
+                                             "-q", "--cache", str(tmp_path / "s.sqlite"))],
+                                cwd=ROOT, env=env, stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        wait_for(slow_server, 10, proc)
+        assert list(tmp.iterdir()) == []  # the stale copy went first, this run's at once
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_two_runs_on_one_store_never_send_the_same_request(
+        tmp_path: Path, slow_server: FakeServer) -> None:
+    """Two judge runs at once on one store (a second terminal, overlapping cron jobs, two
+    datasets sharing --cache) each kept their own table of requests in flight, so both sent
+    nearly every request (issue 23). They now claim requests in the store."""
+    import json
+
+    src = states(tmp_path / "in", [f"state {i}" for i in range(N)])
+    cache = str(tmp_path / "shared.sqlite")
+    outs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    procs = [start(judge_args(slow_server, src, out, "--cache", cache)) for out in outs]
+    errs = []
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        errs.append(err.decode())
+    counts = slow_server.stats()["by_body"]
+    assert len(counts) == N and set(counts.values()) == {1}  # each request paid once
+    assert outs[0].read_bytes() == outs[1].read_bytes()
+    reports = [json.loads(out.with_suffix(".report.json").read_text())["requests"]
+               for out in outs]
+    assert sum(r["sent"] for r in reports) == N
+    # What one run did not send, it read: stored before it looked, or waited for.
+    assert all(r["sent"] + r["reused"] + r["from_other_runs"] == N for r in reports)
+    for r, err in zip(reports, errs, strict=True):  # the summary says so
+        said = f"({r['from_other_runs']:,} more sent by another run on it)"
+        assert (said in err) == (r["from_other_runs"] > 0), err
+
+
+@pytest.mark.slow
+def test_the_claims_of_a_run_killed_with_9_are_taken_at_once(
+        tmp_path: Path, fake: Callable[..., FakeServer]) -> None:
+    server = fake("--key", FAKE_KEY, "--latency", "0.5")
+    src = states(tmp_path / "in", [f"state {i}" for i in range(24)])
+    out = tmp_path / "v.jsonl"
+    proc = start(judge_args(server, src, out, "-q"))
+    wait_for(server, 4, proc)  # four requests in flight, claimed
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    db = sqlite3.connect(tmp_path / "v.judge.sqlite")
+    # The four in flight, and the next one, claimed while it waited for a connection.
+    assert db.execute("SELECT count(*) FROM claims").fetchone()[0] in (4, 5)
+    db.close()
+    started = time.monotonic()
+    r = cli(*judge_args(server, src, out, "-q"))
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - started < 15  # not the 60 s lease: the owner is known dead
+    assert len(lines(out)) == 24
+    db = sqlite3.connect(tmp_path / "v.judge.sqlite")
+    assert db.execute("SELECT count(*) FROM claims").fetchone()[0] == 0  # released at the end
+    db.close()

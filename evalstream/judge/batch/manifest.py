@@ -33,6 +33,7 @@ import msgspec
 
 from evalstream.errors import InputError, OutputError, UsageError
 from evalstream.judge.request import JudgeConfig
+from evalstream.judge.sqlite import check_tables, reads
 
 NAME = "manifest.sqlite"
 SCHEMA_VERSION = "1"
@@ -184,12 +185,20 @@ class Manifest:
             else:
                 db = sqlite3.connect(path, isolation_level=None, timeout=30)
             version = db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
+            if version is None or version[0] != SCHEMA_VERSION:
+                raise InputError(f"{path} is not an evalstream batch manifest of schema "
+                                 f"{SCHEMA_VERSION}.")
+            manifest = cls(db, path)
         except sqlite3.Error as exc:
             raise InputError(f"cannot read {path}: {exc}") from exc
-        if version is None or version[0] != SCHEMA_VERSION:
-            raise InputError(f"{path} is not an evalstream batch manifest of schema "
-                             f"{SCHEMA_VERSION}.")
-        return cls(db, path)
+        check_tables(db, _SCHEMA, manifest)
+        return manifest
+
+    def damaged(self, what: str) -> InputError:
+        return InputError(
+            f"the batch manifest {self.path} {what}: it is damaged, or another program changed "
+            "it. Restore it from a copy, or prepare the batch again (`evalstream batch "
+            "prepare`).")
 
     # -- what was prepared ----------------------------------------------------------------------
     @property
@@ -199,9 +208,14 @@ class Manifest:
     def config(self) -> JudgeConfig:
         """The judge config the requests were built for."""
         m = self.meta
-        temperature = msgspec.json.decode(m["temperature"])
-        return JudgeConfig(model=m["model"], provider=m["provider"], base_url=m["base_url"],
-                           temperature=temperature, max_output_tokens=int(m["max_output_tokens"]))
+        try:
+            temperature = msgspec.json.decode(m["temperature"])
+            return JudgeConfig(model=m["model"], provider=m["provider"],
+                               base_url=m["base_url"], temperature=temperature,
+                               max_output_tokens=int(m["max_output_tokens"]))
+        except (KeyError, ValueError, TypeError, msgspec.DecodeError) as exc:
+            raise self.damaged(f"holds no judge config evalstream can read ({exc!r} in its "
+                               "meta table)") from exc
 
     def set_meta(self, name: str, value: str) -> None:
         try:
@@ -275,6 +289,7 @@ class Manifest:
         self._db.execute("PRAGMA journal_mode=DELETE")
 
     # -- reading it (submit, status, collect) --------------------------------------------------
+    @reads
     def has_request(self, custom_id: str) -> bool:
         """Whether ``custom_id`` names a request line of this batch."""
         if len(custom_id) != 64:
@@ -283,19 +298,34 @@ class Manifest:
             key = bytes.fromhex(custom_id)
         except ValueError:
             return False
+        if key.hex() != custom_id:
+            # bytes.fromhex reads upper case too: such an id would be stored under a key no
+            # judge state has. A custom_id is exactly the lower-case hex prepare wrote.
+            return False
         return self._db.execute("SELECT 1 FROM requests WHERE custom_id = ?",
                                 (key,)).fetchone() is not None
 
+    @reads
     def files(self) -> list[BatchFile]:
         return [BatchFile(*row) for row in self._db.execute(
             "SELECT n, name, requests, bytes, xxh3 FROM files ORDER BY n")]
 
+    @reads
     def count(self, table: str) -> int:
         assert table in ("requests", "states", "exact", "files", "written")
         return int(self._db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
     def items(self) -> Iterator[State | Exact]:
         """Every judge state and exact verdict, in input line order."""
+        try:
+            yield from self._items()
+        except sqlite3.Error as exc:
+            raise self.damaged(f"cannot be read ({exc})") from exc
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a row's values
+            raise self.damaged(f"holds a judge state evalstream did not write ({exc!r})") \
+                from exc
+
+    def _items(self) -> Iterator[State | Exact]:
         rubrics = {n: (rid, rhash) for n, rid, rhash in self._db.execute(
             "SELECT n, rubric_id, rubric_hash FROM rubrics")}
         exact = self._db.cursor().execute("SELECT line, raw FROM exact ORDER BY line")
@@ -316,6 +346,7 @@ class Manifest:
             next_exact = exact.fetchone()
 
     # -- submissions ---------------------------------------------------------------------------
+    @reads
     def batch(self, file: int) -> dict[str, object] | None:
         cursor = self._db.execute("SELECT * FROM batches WHERE file = ?", (file,))
         row = cursor.fetchone()

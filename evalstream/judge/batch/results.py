@@ -49,11 +49,17 @@ def kind(provider: str, manifest: Manifest, folder: str) -> RecordKind[formats.R
         if wrong is not None:
             return Reject(line_no, 0, _shown(result.custom_id), wrong[0], wrong[1],
                           raw_text(line)), NOT_A_RESULT
-        if not manifest.has_request(result.custom_id):
-            return Reject(line_no, 0, _shown(result.custom_id), "$.custom_id", (
-                f"`custom_id` {_shown(result.custom_id)!r} is not a request of this batch "
-                f"({folder} holds {requests:,} requests); results are matched by custom_id, so "
-                "this one belongs to another batch (or was edited)."), raw_text(line)), UNKNOWN
+        custom_id = result.custom_id
+        if not manifest.has_request(custom_id):
+            why = ("so this one belongs to another batch (or was edited)"
+                   if custom_id == custom_id.lower() or not manifest.has_request(
+                       custom_id.lower()) else
+                   "exactly as prepare wrote them, in lower case: this one differs from one "
+                   "of them in letter case only (edited?)")
+            return Reject(line_no, 0, _shown(custom_id), "$.custom_id", (
+                f"`custom_id` {_shown(custom_id)!r} is not a request of this batch "
+                f"({folder} holds {requests:,} requests); results are matched by custom_id, "
+                f"{why}."), raw_text(line)), UNKNOWN
         return None
 
     return RecordKind(decode=msgspec.json.Decoder(formats.ResultLine).decode, reject=reject,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.errors import UsageError, WrongFileError
+from evalstream.errors import InputError, UsageError, WrongFileError
 from evalstream.judge import inputs
 from evalstream.judge.batch import collect
 from evalstream.judge.request import build
@@ -162,6 +162,79 @@ def test_the_store_is_the_live_judges_and_its_answer_is_kept(tmp_path: Path) -> 
     store = Store(str(tmp_path / "v.judge.sqlite"), readonly=True)
     assert all(store.has(r["custom_id"]) for r in rows) and store.count() == 2
     store.close()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_custom_id_in_another_letter_case_is_unknown(tmp_path: Path, provider: str) -> None:
+    """``bytes.fromhex`` reads upper case: such an id passed the manifest, was stored under a
+    key no state has, and its state was then missing (issue 23). Now it is an unknown id."""
+    src = states(tmp_path / "in", ["FAKE:pass", "FAKE:fail", "FAKE:na"])
+    prepared(src, tmp_path / "b", provider)
+    rows = [r for _, r in results(tmp_path / "b")]
+    shouted = dict(rows[1], custom_id=rows[1]["custom_id"].upper())
+    cid = rows[2]["custom_id"]
+    at = next(i for i, c in enumerate(cid) if c in "abcdef")
+    mixed = dict(rows[2], custom_id=cid[:at] + cid[at].upper() + cid[at + 1:])  # one letter
+    files = write_split([rows[0], shouted, mixed], tmp_path / "r", parts=1)
+    report = collected(tmp_path / "b", tmp_path / "v.jsonl", files)
+    assert [v["case_id"] for v in lines(tmp_path / "v.jsonl")] == ["c000"]
+    assert [(m.case_id, m.reason) for m in report.missing] == [("c001", "no result"),
+                                                               ("c002", "no result")]
+    assert (report.results.unknown, report.results.answers, report.exit_code) == (2, 1, 3)
+    rejects = lines(tmp_path / "v.rejects.jsonl")
+    assert [r["path"] for r in rejects] == ["$.custom_id", "$.custom_id"]
+    assert all("differs from one of them in letter case only" in r["error"] for r in rejects)
+    store = Store(str(tmp_path / "v.judge.sqlite"), readonly=True)
+    assert store.count() == 1 and store.has(rows[0]["custom_id"])
+    store.close()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_result_whose_usage_sqlite_cannot_hold_is_collected(tmp_path: Path,
+                                                              provider: str) -> None:
+    src = states(tmp_path / "in", ["FAKE:pass", "FAKE:fail"])
+    prepared(src, tmp_path / "b", provider)
+    rows = [r for _, r in results(tmp_path / "b")]
+    body = rows[1]["result"]["message"] if provider == "anthropic" else \
+        rows[1]["response"]["body"]
+    body["usage"]["input_tokens" if provider == "anthropic" else "prompt_tokens"] = 2**63 * 10
+    files = write_split(rows, tmp_path / "r", parts=1)
+    report = collected(tmp_path / "b", tmp_path / "v.jsonl", files)  # was exit 70
+    assert report.exit_code == 0 and report.results.answers == 2
+    got = lines(tmp_path / "v.jsonl")
+    assert [v["status"] for v in got] == ["pass", "fail"]
+    assert got[1]["usage"]["input_tokens"] == 2**63 * 10
+
+
+@pytest.mark.parametrize("edit", ["damaged pages", "ALTER TABLE states RENAME COLUMN digits TO d",
+                                  "UPDATE states SET custom_id = 'text'",
+                                  "DELETE FROM meta WHERE name = 'model'"])
+def test_a_damaged_manifest_is_a_sentence_naming_it(tmp_path: Path, edit: str) -> None:
+    """Pages damaged under an intact header, or a manifest another program changed, were
+    exit 70 with a traceback (issue 23)."""
+    import sqlite3
+
+    src = states(tmp_path / "in", ["FAKE:pass", "FAKE:fail"])
+    prepared(src, tmp_path / "b")
+    files = write_split([r for _, r in results(tmp_path / "b")], tmp_path / "r", parts=1)
+    manifest = tmp_path / "b" / "manifest.sqlite"
+    db = sqlite3.connect(manifest, isolation_level=None)
+    if edit == "damaged pages":
+        roots = [r for (r,) in db.execute("SELECT rootpage FROM sqlite_master WHERE tbl_name IN "
+                                          "('states', 'requests')")]
+        (size,) = db.execute("PRAGMA page_size").fetchone()
+        db.close()
+        with open(manifest, "r+b") as f:
+            for root in roots:
+                f.seek((root - 1) * size)
+                f.write(bytes(range(256)) * (size // 256))
+    else:
+        db.execute(edit)
+        db.close()
+    with pytest.raises(InputError, match=f"the batch manifest {manifest} .*: it is damaged, or "
+                       "another program changed it. Restore it from a copy"):
+        collected(tmp_path / "b", tmp_path / "v.jsonl", files)
+    assert not (tmp_path / "v.jsonl").exists()
 
 
 def test_a_request_file_given_as_results_is_one_sentence(tmp_path: Path) -> None:
