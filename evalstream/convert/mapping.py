@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from evalstream.cases import schema
 from evalstream.convert import openai_chat
 from evalstream.convert.rows import Built, CasePath, Notes, RowProblem, type_word
 from evalstream.errors import UsageError
@@ -112,6 +113,9 @@ def parse_field(text: str, option: str) -> Field:
     if head == "metadata" and len(parts) > 1 and all(parts[1:]):
         return Field(parts)
     if head == "expected" and len(parts) == 3 and parts[1] and parts[2] in ("status", "source"):
+        if not schema.is_id(parts[1]):  # else every row would be rejected for its label key
+            raise UsageError(f"{option} {text!r}: {parts[1]!r} is not a valid rubric id; "
+                             f"rubric ids must be {schema.ID_RULE}.")
         return Field(parts)
     near = difflib.get_close_matches(head, [t.split(".")[0] for t in TARGETS], n=1)
     hint = f" Did you mean `{near[0]}`?" if near and near[0] != head else ""
