@@ -380,8 +380,10 @@ def _passages(value: Any, column: str) -> list[dict[str, Any]]:
     out = []
     for i, item in enumerate(value):
         if isinstance(item, dict):
-            out.append({"id": item.get("id", f"c{i + 1}"), **{k: v for k, v in item.items()
-                                                                if k != "id"}})
+            # null is absent (a Parquet struct has every field in every row): generated too
+            given = item.get("id")
+            out.append({"id": f"c{i + 1}" if given is None else given,
+                        **{k: v for k, v in item.items() if k != "id"}})
         else:
             out.append({"id": f"c{i + 1}", "text": item})
     return out
