@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from evalstream.cases import schema
-from evalstream.convert import openai_chat
+from evalstream.convert import depth, openai_chat
 from evalstream.convert.rows import Built, CasePath, Notes, RowProblem, type_word
 from evalstream.errors import UsageError
 
@@ -24,6 +24,7 @@ LIST_FIELDS = ("context", "messages", "toolEvents")
 TARGETS = ("input", "output", "policy", "context", "messages", "toolEvents", "metadata",
            "metadata.KEY", "expected.RUBRIC.status", "expected.RUBRIC.source")
 _SPLIT = re.compile(r"(?<!\\),")
+MAX_KEYS = 33  # metadata.KEY... : 32 keys, far below the nesting convert reads (depth.py)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,9 @@ def parse_field(text: str, option: str) -> Field:
     if len(parts) == 1 and head in (*TEXT_FIELDS, *LIST_FIELDS, "metadata"):
         return Field(parts)
     if head == "metadata" and len(parts) > 1 and all(parts[1:]):
+        if len(parts) > MAX_KEYS:  # each key a level of the case: keep it far from the limit
+            raise UsageError(f"{option} {text[:80]!r}...: `metadata` keys nest at most "
+                             f"{MAX_KEYS - 1} levels here ({len(parts) - 1:,} given).")
         return Field(parts)
     if head == "expected" and len(parts) == 3 and parts[1] and parts[2] in ("status", "source"):
         if not schema.is_id(parts[1]):  # else every row would be rejected for its label key
@@ -302,7 +306,7 @@ def _parsed(values: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
         text = out.get(column)
         if isinstance(text, str):
             try:
-                out[column] = msgspec.json.decode(text)
+                out[column] = depth.loads(text, f"Column {column!r} (--parse-json)", column)
             except msgspec.DecodeError as exc:
                 raise RowProblem(f"Column {column!r} is not valid JSON ({exc}); --parse-json "
                                  "columns must hold JSON text.", column, kind="bad JSON cell"

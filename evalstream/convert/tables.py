@@ -20,8 +20,9 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from evalstream.cases.reading import RecordKind, RecordReader
+from evalstream.cases.reading import Problem, RecordKind, RecordReader
 from evalstream.cases.rejects import Reject, explain, long_line_reject, raw_text
+from evalstream.convert import depth
 from evalstream.convert.rows import Row, RowProblem, type_word
 from evalstream.errors import InputError, WrongFileError
 from evalstream.files.lines import LongLine, open_input, read_chunks
@@ -54,13 +55,42 @@ def _first_line(exc: BaseException) -> str:
 
 
 def scan_columns(scan: Any, name: str) -> list[str]:
-    """The column names of a lazy scan (reads only the header or the schema)."""
+    """The column names of a lazy scan (reads only the header or the schema), after
+    ``check_nesting``."""
     import polars as pl
 
     try:
-        return list(scan.collect_schema().names())
+        schema = scan.collect_schema()
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"cannot read {name}: {_first_line(exc)}") from exc
+    check_nesting(schema, name)
+    return list(schema.names())
+
+
+def check_nesting(schema: Any, name: str) -> None:
+    """An InputError when a column's type nests deeper than ``depth.MAX_DEPTH`` levels (the
+    row being level 1), before any row is read: Polars crashed with a stack overflow
+    reading a Parquet list nested ~370 levels, so such a file is refused, not read."""
+    for column, dtype in schema.items():
+        levels = 1 + _type_nesting(dtype)
+        if levels > depth.MAX_DEPTH:
+            raise InputError(f"cannot read {name}: column {column!r} holds values nested "
+                             f"{levels:,} levels deep; convert reads values nested at most "
+                             f"{depth.MAX_DEPTH:,} levels deep. Flatten the column, or store it "
+                             "as JSON text (and --parse-json it).")
+
+
+def _type_nesting(dtype: Any) -> int:
+    """How many lists, arrays and structs a Polars type nests (a text column: 0)."""
+    deepest, todo = 0, [(dtype, 0)]
+    while todo:  # iterative: the type may nest deeper than Python's stack
+        inner_type, level = todo.pop()
+        deepest = max(deepest, level)
+        inner = getattr(inner_type, "inner", None)  # List, Array
+        if inner is not None:
+            todo.append((inner, level + 1))
+        todo.extend((f.dtype, level + 1) for f in getattr(inner_type, "fields", None) or ())
+    return deepest
 
 
 @contextlib.contextmanager
@@ -107,15 +137,35 @@ def parquet_scan(paths: str | list[str]) -> Any:
 # -- JSON lines ------------------------------------------------------------------------------------
 class _ObjectLines:
     """How ``convert`` reads JSONL rows through the one line loop (``cases.reading``): any
-    JSON object is a row; the kind of the last reject is kept for the row's problem."""
+    JSON object nested at most ``depth.MAX_DEPTH`` levels is a row; the problem of the
+    last reject is kept for the row."""
 
     def __init__(self) -> None:
         self.last_kind = ""
+        self.last_column: str | None = None  # the column of the last reject, when known
         self.kind = RecordKind(decode=msgspec.json.Decoder(dict[str, Any]).decode,
-                               reject=self._reject, too_long=self._too_long)
+                               reject=self._reject, too_long=self._too_long, check=self._check)
+
+    def _check(self, value: dict[str, Any], line_no: int, line: bytes) -> Problem | None:
+        # A line with fewer opening brackets than the limit cannot nest deeper (a count in C,
+        # where a walk is Python).
+        if len(line) <= 2 * depth.MAX_DEPTH or \
+                line.count(b"[") + line.count(b"{") <= depth.MAX_DEPTH:
+            return None
+        path = depth.deep_path(value)
+        return None if path is None else self._deep(line_no, line, path)
+
+    def _deep(self, line_no: int, line: bytes, path: depth.Path) -> Problem:
+        # The same problem as a JSON array's element nested as deep (json_array_rows).
+        problem = depth.row_problem(path)
+        self.last_kind, self.last_column = problem.kind, problem.column
+        return Reject(line_no, 0, None, None, problem.sentence, raw_text(line)), self.last_kind
 
     def _reject(self, line_no: int, offset: int, line: bytes, exc: BaseException
                 ) -> tuple[Reject, str]:
+        if isinstance(exc, RecursionError):
+            return self._deep(line_no, line, depth.path_in(line))
+        self.last_column = None
         if isinstance(exc, msgspec.ValidationError) and _syntax_ok(line):
             value = msgspec.json.decode(line)
             self.last_kind = "not an object"
@@ -128,7 +178,7 @@ class _ObjectLines:
             self.last_kind
 
     def _too_long(self, item: LongLine, max_line_bytes: int) -> Reject:
-        self.last_kind = "line too long"
+        self.last_kind, self.last_column = "line too long", None
         return long_line_reject(item, max_line_bytes)
 
 
@@ -154,7 +204,7 @@ def jsonl_rows(stream: BinaryIO, max_line_bytes: int) -> Iterator[Row]:
             yield Row(seen, None, blank=True)
         seen = number
         if isinstance(item, Reject):
-            yield Row(number, None, RowProblem(item.error, None, item.path,
+            yield Row(number, None, RowProblem(item.error, lines.last_column, item.path,
                                                kind=lines.last_kind), raw=item.raw.encode())
         else:
             yield Row(number, item[3])
@@ -169,7 +219,8 @@ def _as_row(sentence: str) -> str:
 
 
 def json_array_rows(stream: BinaryIO, name: str) -> Iterator[Row]:
-    """The elements of a top-level JSON array, one row each (1-based element numbers)."""
+    """The elements of a top-level JSON array, one row each (1-based element numbers), each
+    built from ijson's parse events and held to ``depth.MAX_DEPTH`` as a JSONL line is."""
     import ijson
 
     head, stream = head_of(stream, 1 << 12)
@@ -180,15 +231,22 @@ def json_array_rows(stream: BinaryIO, name: str) -> Iterator[Row]:
                              "objects (for a list under a key: `jq -c '.KEY[]' FILE` and "
                              "--from jsonl).")
     number = 0
+    events = ijson.basic_parse(stream, use_float=True)
     try:
-        for value in ijson.items(stream, "item", use_float=True):
+        next(events)  # the array's start
+        for value in depth.elements(events):
             number += 1
-            if isinstance(value, dict):
+            if isinstance(value, depth.Deep):
+                yield Row(number, None, depth.row_problem(value.path),
+                          raw=msgspec.json.encode(value.partial))
+            elif isinstance(value, dict):
                 yield Row(number, value)
             else:
                 yield Row(number, None, RowProblem(
                     f"Element {number} is {type_word(value)}, not an object; each element of "
                     "the array must be one row object.", None, "$", kind="not an object"))
+        for _ in events:  # text after the array: ijson says it is not JSON
+            pass
     except ijson.JSONError as exc:
         raise InputError(f"cannot read {name} as a JSON array after element {number}: "
                          f"{_first_line(exc)}") from exc

@@ -217,6 +217,8 @@ def test_malformed_csv_is_an_input_error(tmp_path: Path) -> None:
     (dict(maps=["input=question,output=answer"], values=["metadata.x=a:b"]), "not mapped from a column"),
     (dict(maps=["input=question,output=answer"], values=["output=ab"]), "is not FROM:TO"),
     (dict(maps=["input question"]), "is not FIELD=COLUMN"),
+    (dict(maps=["input=question,output=answer,metadata." + ".".join(["a"] * 1000) + "=task"]),
+     "`metadata` keys nest at most 32 levels here"),
     (dict(maps=["input=question,output=answer"], sets=["context=x"]), "takes a column"),
     (dict(maps=["input=question,output=answer"], id_from="x{"), "each placeholder"),
     (dict(maps=["input=question,output=answer"], split="train"), "--split applies"),
