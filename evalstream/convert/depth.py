@@ -103,7 +103,9 @@ def build(first: str, events: Events, limit: int = MAX_DEPTH, skip_rest: bool = 
         if event == "start_map" or event == "start_array":
             stack.append(value)
             keys.append(None)
-    raise msgspec.DecodeError("the JSON ends inside a value")  # ijson raises first
+    import ijson
+
+    raise ijson.IncompleteJSONError("the JSON ends inside a value")  # ijson says it first
 
 
 def elements(events: Events) -> Iterator[Any]:
@@ -154,7 +156,7 @@ def path_in(data: bytes) -> Path:
             found = build(event, events, skip_rest=False)
             if isinstance(found, Deep):
                 return found.path
-    except (ijson.JSONError, StopIteration, msgspec.DecodeError):
+    except (ijson.JSONError, StopIteration):
         pass
     return ()
 

@@ -24,7 +24,8 @@ LIST_FIELDS = ("context", "messages", "toolEvents")
 TARGETS = ("input", "output", "policy", "context", "messages", "toolEvents", "metadata",
            "metadata.KEY", "expected.RUBRIC.status", "expected.RUBRIC.source")
 _SPLIT = re.compile(r"(?<!\\),")
-MAX_KEYS = 33  # metadata.KEY... : 32 keys, far below the nesting convert reads (depth.py)
+# metadata.KEY.KEY...: each key a level of the case, kept far below what convert reads (depth)
+MAX_METADATA_KEYS = 32
 
 
 @dataclass(frozen=True)
@@ -112,9 +113,9 @@ def parse_field(text: str, option: str) -> Field:
     if len(parts) == 1 and head in (*TEXT_FIELDS, *LIST_FIELDS, "metadata"):
         return Field(parts)
     if head == "metadata" and len(parts) > 1 and all(parts[1:]):
-        if len(parts) > MAX_KEYS:  # each key a level of the case: keep it far from the limit
+        if len(parts) - 1 > MAX_METADATA_KEYS:
             raise UsageError(f"{option} {text[:80]!r}...: `metadata` keys nest at most "
-                             f"{MAX_KEYS - 1} levels here ({len(parts) - 1:,} given).")
+                             f"{MAX_METADATA_KEYS} levels here ({len(parts) - 1:,} given).")
         return Field(parts)
     if head == "expected" and len(parts) == 3 and parts[1] and parts[2] in ("status", "source"):
         if not schema.is_id(parts[1]):  # else every row would be rejected for its label key

@@ -279,18 +279,19 @@ class _ObjectLines:
                 line.count(b"[") + line.count(b"{") <= depth.MAX_DEPTH:
             return None
         path = depth.deep_path(value)
-        return None if path is None else self._deep(line_no, line, path)
+        return None if path is None else self._deep(line_no, 0, line, path)  # offset: reader's
 
-    def _deep(self, line_no: int, line: bytes, path: depth.Path) -> Problem:
+    def _deep(self, line_no: int, offset: int, line: bytes, path: depth.Path) -> Problem:
         # The same problem as a JSON array's element nested as deep (json_array_rows).
         problem = depth.row_problem(path)
         self.last_kind, self.last_column = problem.kind, problem.column
-        return Reject(line_no, 0, None, None, problem.sentence, raw_text(line)), self.last_kind
+        return Reject(line_no, offset, None, None, problem.sentence, raw_text(line)), \
+            self.last_kind
 
     def _reject(self, line_no: int, offset: int, line: bytes, exc: BaseException
                 ) -> tuple[Reject, str]:
         if isinstance(exc, RecursionError):
-            return self._deep(line_no, line, depth.path_in(line))
+            return self._deep(line_no, offset, line, depth.path_in(line))
         self.last_column = None
         if isinstance(exc, msgspec.ValidationError) and _syntax_ok(line):
             value = msgspec.json.decode(line)
