@@ -8,9 +8,11 @@ time, CPU, peak RSS), runs interleaved:
 
 - ``polars-read``: ``pl.read_csv``/``pl.read_parquet`` of the whole file into one frame (no
   rows in Python; memory grows with the file): Polars' own speed.
-- ``polars-rows``: the same scan convert makes, collected in batches and every row turned
-  into a Python dict (``iter_rows(named=True)``), nothing else: the floor of any per-row
-  conversion in Python.
+- ``polars-rows``: a Polars scan collected in batches and every row turned into a Python
+  dict (``iter_rows(named=True)``), nothing else: the floor of any per-row conversion in
+  Python (for Parquet, the scan convert makes).
+- ``reader-rows`` (CSV): the reader convert uses for CSV (``convert.tables.csv_table``, which
+  makes a bad row one reject where Polars stopped the file), every row a dict, nothing else.
 - ``convert``: ``python -m evalstream convert`` with a mapping of every column (labels
   through ``--values``; the CSV's passages through ``--parse-json``).
 
@@ -48,6 +50,9 @@ _ROWS = {
                 "for b in pl.scan_parquet({path!r}).collect_batches(chunk_size=4096):\n"
                 "    for r in b.iter_rows(named=True): n += 1\n"),
 }
+_READER_ROWS = ("from evalstream.convert.tables import csv_table\n"
+                "from evalstream.files.lines import open_input\n"
+                "n = sum(1 for r in csv_table(open_input({path!r}), 'csv', ',')[1])\n")
 _MAP = ["--map", "input=question,output=answer,context=passages,metadata.scenario=scenario,"
         "expected.support.status=label", "--set", "expected.support.source=human",
         "--values", "expected.support.status=1:pass,0:fail", "--id-from", "id", "-q"]
@@ -115,6 +120,8 @@ def main(sizes: list[int], runs: int, cache: Path, seed: int, timeout: float) ->
             variants = {
                 "polars-read": [sys.executable, "-c", _READ[fmt].format(path=str(path))],
                 "polars-rows": [sys.executable, "-c", _ROWS[fmt].format(path=str(path))],
+                **({"reader-rows": [sys.executable, "-c", _READER_ROWS.format(path=str(path))]}
+                   if fmt == "csv" else {}),
                 "convert": [sys.executable, "-m", "evalstream", "convert", str(path),
                             str(cache / f"out-{fmt}.jsonl"), *_MAP,
                             *(["--parse-json", "passages"] if fmt == "csv" else [])],

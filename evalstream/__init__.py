@@ -112,6 +112,44 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
+def _checked(**values: Any) -> dict[str, Any]:
+    """The named arguments of an API call, each by its rule (``evalstream.options``)."""
+    from evalstream.options import check
+
+    return {name: check(name, value) for name, value in values.items()}
+
+
+def _path(name: str, value: Any) -> str:
+    """A path argument (``input``, ``output``, ``folder``...), checked as a path."""
+    from evalstream.options import check
+
+    return str(check(name, value))
+
+
+def _options(command: str, options_type: Any, given: dict[str, Any], *set_here: str,
+             **rules: Any) -> dict[str, Any]:
+    """The keyword options of ``command`` for its ``options_type`` (a dataclass), each
+    checked by its rule (``evalstream.options``; ``rules`` where the command reads one
+    otherwise): a bad value or an option the command does not take is a UsageError in the
+    command line's words, never a stray TypeError or an empty result."""
+    import dataclasses
+
+    from evalstream.options import check
+
+    fields = {f.name: f for f in dataclasses.fields(options_type) if f.name not in set_here}
+    checked = {}
+    for name, value in given.items():
+        if name not in fields:
+            from evalstream.cases.rejects import did_you_mean
+            from evalstream.errors import UsageError
+
+            raise UsageError(f"{command}() has no option {name!r}.{did_you_mean(name, fields)}"
+                             f" Its options: {', '.join(sorted(fields))}.")
+        # None passes where the option's default is None (not given: the command decides).
+        checked[name] = check(name, value, fields[name].default is None, rules.get(name))
+    return checked
+
+
 def read_cases(source: str | os.PathLike[str] | Iterable[bytes | str], *,
                allow_unknown_fields: bool = False,
                max_line_bytes: int = 256 << 20) -> Iterator[Case | Reject]:
@@ -120,8 +158,8 @@ def read_cases(source: str | os.PathLike[str] | Iterable[bytes | str], *,
     ``Reject`` (line, offset, id, JSON path, a sentence); blank lines are skipped."""
     from evalstream.cases.reading import read_cases as read
 
-    return read(source, allow_unknown_fields=allow_unknown_fields,
-                max_line_bytes=max_line_bytes)
+    return read(source, **_checked(allow_unknown_fields=allow_unknown_fields,
+                                   max_line_bytes=max_line_bytes))
 
 
 def load_rubrics(paths: Iterable[str | os.PathLike[str]] | None = None) -> RubricSet:
@@ -129,7 +167,7 @@ def load_rubrics(paths: Iterable[str | os.PathLike[str]] | None = None) -> Rubri
     or empty. A file that cannot be used raises RubricError naming the file, rubric and key."""
     from evalstream.checks.rubrics import load_rubrics as load
 
-    return load([os.fspath(p) for p in paths] if paths else None)
+    return load(_checked(paths=paths)["paths"] if paths else None)
 
 
 def judge_states(cases: Iterable[Case | dict[str, Any]], rubrics: RubricSet | None = None,
@@ -137,9 +175,15 @@ def judge_states(cases: Iterable[Case | dict[str, Any]], rubrics: RubricSet | No
                  exact_tokens: bool = False) -> Iterator[CheckRecord | ExactVerdict]:
     """The records ``build`` writes for these cases (``Case`` structs or dicts in the wire
     format), in order; see ``evalstream.pipeline.states.judge_states``."""
+    from evalstream.checks.rubrics import RubricSet
+    from evalstream.errors import UsageError
     from evalstream.pipeline.states import judge_states as states
 
-    return states(cases, rubrics, max_tokens, tokenizer, exact_tokens)
+    if rubrics is not None and not isinstance(rubrics, RubricSet):
+        raise UsageError(f"rubrics: {rubrics!r} is not a RubricSet; give "
+                         "rubrics=evalstream.load_rubrics([...]) (or None: the built-in set).")
+    given = _checked(max_tokens=max_tokens, tokenizer=tokenizer, exact_tokens=exact_tokens)
+    return states(cases, rubrics, **given)
 
 
 def count_tokens(text: str, tokenizer: str = "o200k_base") -> int:
@@ -147,7 +191,7 @@ def count_tokens(text: str, tokenizer: str = "o200k_base") -> int:
     ``cl100k_base``), as tiktoken's ``encode_ordinary`` counts them; nothing is downloaded."""
     from evalstream.checks.encodings import count
 
-    return count(text, tokenizer)
+    return count(text, _checked(tokenizer=tokenizer)["tokenizer"])
 
 
 Inputs = str | os.PathLike[str] | list[str | os.PathLike[str]]
@@ -157,9 +201,9 @@ def _inputs(input: Inputs) -> dict[str, Any]:
     """``input`` and ``inputs`` of the options: one path, glob or URL, or a list of them
     (read in order as one input)."""
     if isinstance(input, (list, tuple)):
-        names = [os.fspath(x) for x in input]
+        names = [_path("input", x) for x in input]
         return {"input": " ".join(names), "inputs": names if len(names) > 1 else []}
-    return {"input": os.fspath(input)}
+    return {"input": _path("input", input)}
 
 
 def build(input: Inputs, output: str | os.PathLike[str], **options: Any) -> RunReport:
@@ -171,7 +215,9 @@ def build(input: Inputs, output: str | os.PathLike[str], **options: Any) -> RunR
     report; files appear only if the whole run succeeds."""
     from evalstream.pipeline.run import Options, run
 
-    report, _ = run(Options(**_inputs(input), output=os.fspath(output), **options))
+    given = _options("build", Options, options, "input", "inputs", "output")
+    report, _ = run(Options(**_inputs(input), output=_path("output", output),
+                            **given))
     return report
 
 
@@ -180,7 +226,8 @@ def validate(input: Inputs, **options: Any) -> RunReport:
     files asked for (``rejects=``, ``report=``). Returns the run report."""
     from evalstream.pipeline.run import Options, run
 
-    report, _ = run(Options(**_inputs(input), **options))
+    report, _ = run(Options(**_inputs(input), **_options("validate", Options, options, "input",
+                                                         "inputs", "output")))
     return report
 
 
@@ -191,17 +238,23 @@ def stats(path: Inputs, by: str | list[str] | None = None,
     ``evalstream.dataset.stats.StatsOptions``."""
     from evalstream.dataset.stats import StatsOptions, collect, parse_by
 
-    keys = parse_by(by) if isinstance(by, str) else list(by) if by else ["scenario"]
-    return collect(StatsOptions(**_inputs(path), by=keys, **options))
+    # A list of keys is read as the command line's "a,b": one way to read them.
+    keys = parse_by(",".join(_checked(by=by)["by"])) if by else ["scenario"]
+    return collect(StatsOptions(**_inputs(path), by=keys,
+                                **_options("stats", StatsOptions, options, "input", "inputs",
+                                           "by")))
 
 
 def agree(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
           **options: Any) -> AgreeReport:
     """How well a judge's verdicts agree with the cases' expected labels (``evalstream
     agree``). Options as ``evalstream.verdicts.agree.AgreeOptions``."""
+    from evalstream.options import ONE_KEY
     from evalstream.verdicts.agree import AgreeOptions, run
 
-    return run(AgreeOptions(verdicts=os.fspath(verdicts), cases=os.fspath(cases), **options))
+    given = _options("agree", AgreeOptions, options, "verdicts", "cases", by=ONE_KEY)
+    return run(AgreeOptions(verdicts=_path("verdicts", verdicts), cases=_path("cases", cases),
+                            **given))
 
 
 def compare(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str],
@@ -210,7 +263,8 @@ def compare(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str],
     as ``evalstream.verdicts.compare.CompareOptions``."""
     from evalstream.verdicts.compare import CompareOptions, run
 
-    return run(CompareOptions(run_a=os.fspath(run_a), run_b=os.fspath(run_b), **options))
+    given = _options("compare", CompareOptions, options, "run_a", "run_b")
+    return run(CompareOptions(run_a=_path("run_a", run_a), run_b=_path("run_b", run_b), **given))
 
 
 def convert_cases(input: str | os.PathLike[str], output: str | os.PathLike[str],
@@ -224,7 +278,8 @@ def convert_cases(input: str | os.PathLike[str], output: str | os.PathLike[str],
     appear only if the whole run succeeds."""
     from evalstream.convert import Options, run
 
-    report, _ = run(Options(input=os.fspath(input), output=os.fspath(output), **options))
+    given = _options("convert_cases", Options, options, "input", "output")
+    report, _ = run(Options(input=_path("input", input), output=_path("output", output), **given))
     return report
 
 
@@ -242,12 +297,21 @@ def judge_verdicts(input: str | os.PathLike[str], output: str | os.PathLike[str]
     ``rejects``, ``report``, ``max_line_bytes``. Returns the report (``exit_code`` 3: stopped
     by a limit, run again to continue); files appear only if the whole run succeeds."""
     from evalstream.judge.live import Options, run
-    from evalstream.judge.request import JudgeConfig
 
-    config = JudgeConfig(model=model, provider=provider, base_url=base_url,
-                         temperature=temperature, max_output_tokens=max_output_tokens)
-    return run(Options(input=os.fspath(input), output=os.fspath(output), config=config,
-                       **options))
+    given = _options("judge_verdicts", Options, options, "input", "output", "config")
+    return run(Options(input=_path("input", input), output=_path("output", output),
+                       config=_judge_config(model, provider, base_url, temperature,
+                                            max_output_tokens), **given))
+
+
+def _judge_config(model: str, provider: str, base_url: str, temperature: float | None,
+                  max_output_tokens: int) -> Any:
+    from evalstream.judge.request import JudgeConfig
+    from evalstream.options import check
+
+    return JudgeConfig(**_checked(model=model, provider=provider, base_url=base_url,
+                                  max_output_tokens=max_output_tokens),
+                       temperature=check("temperature", temperature, optional=True))
 
 
 def batch_prepare(input: str | os.PathLike[str], folder: str | os.PathLike[str], model: str,
@@ -260,12 +324,11 @@ def batch_prepare(input: str | os.PathLike[str], folder: str | os.PathLike[str],
     ``max_requests_per_file``, ``max_bytes_per_file``, ``only_missing``, ``cache``,
     ``max_line_bytes``."""
     from evalstream.judge.batch.prepare import Options, run
-    from evalstream.judge.request import JudgeConfig
 
-    config = JudgeConfig(model=model, provider=provider, base_url=base_url,
-                         temperature=temperature, max_output_tokens=max_output_tokens)
-    return run(Options(input=os.fspath(input), folder=os.fspath(folder), config=config,
-                       **options))
+    given = _options("batch_prepare", Options, options, "input", "folder", "config")
+    return run(Options(input=_path("input", input), folder=_path("folder", folder),
+                       config=_judge_config(model, provider, base_url, temperature,
+                                            max_output_tokens), **given))
 
 
 def batch_submit(folder: str | os.PathLike[str], **options: Any) -> BatchSummary:
@@ -274,7 +337,8 @@ def batch_submit(folder: str | os.PathLike[str], **options: Any) -> BatchSummary
     ``max_attempts``, ``resubmit_unconfirmed``."""
     from evalstream.judge.batch.remote import Options, submit
 
-    return submit(Options(folder=os.fspath(folder), **options))
+    return submit(Options(folder=_path("folder", folder),
+                          **_options("batch_submit", Options, options, "folder")))
 
 
 def batch_status(folder: str | os.PathLike[str], **options: Any) -> BatchSummary:
@@ -283,7 +347,8 @@ def batch_status(folder: str | os.PathLike[str], **options: Any) -> BatchSummary
     ``timeout``, ``max_attempts``."""
     from evalstream.judge.batch.remote import Options, status
 
-    return status(Options(folder=os.fspath(folder), **options))
+    return status(Options(folder=_path("folder", folder),
+                          **_options("batch_status", Options, options, "folder")))
 
 
 def batch_collect(folder: str | os.PathLike[str], output: str | os.PathLike[str],
@@ -297,21 +362,22 @@ def batch_collect(folder: str | os.PathLike[str], output: str | os.PathLike[str]
     missing)."""
     from evalstream.judge.batch.collect import Options, run
 
-    return run(Options(folder=os.fspath(folder), output=os.fspath(output),
-                       results=[os.fspath(r) for r in results], **options))
+    given = _options("batch_collect", Options, options, "folder", "output", "results")
+    return run(Options(folder=_path("folder", folder), output=_path("output", output),
+                       results=_checked(results=list(results) if isinstance(
+                           results, (tuple, list)) else results)["results"], **given))
 
 
-def _view_options(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
-                  options: dict[str, Any]) -> Any:
+def _view_options(command: str, verdicts: str | os.PathLike[str],
+                  cases: str | os.PathLike[str], options: dict[str, Any]) -> Any:
     from evalstream.checks.rubrics import load_rubrics as load
+    from evalstream.options import ONE_KEY
     from evalstream.view.index import Options
 
-    files = options.pop("rubric_files", None)
-    for name in ("states", "compare"):
-        if options.get(name) is not None:
-            options[name] = os.fspath(options[name])
-    return Options(verdicts=os.fspath(verdicts), cases=os.fspath(cases),
-                   rubrics=load([os.fspath(f) for f in files]) if files else None, **options)
+    files = _checked(rubric_files=options.pop("rubric_files", []))["rubric_files"]
+    given = _options(command, Options, options, "verdicts", "cases", "rubrics", by=ONE_KEY)
+    return Options(verdicts=_path("verdicts", verdicts), cases=_path("cases", cases),
+                   rubrics=load(files) if files else None, **given)
 
 
 def export_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
@@ -325,8 +391,8 @@ def export_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
     only an earlier export holding nothing else (``force``: any folder without an input)."""
     from evalstream.view.run import export_view as export
 
-    return export(_view_options(verdicts, cases, options), os.fspath(folder), limit,
-                  force=force)
+    return export(_view_options("export_view", verdicts, cases, options), _path("folder", folder),
+                  _checked(limit=limit)["limit"], force=force)
 
 
 def serve_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str], *,
@@ -342,5 +408,8 @@ def serve_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str], 
     def announce(url: str) -> None:
         print(f"view: serving at {url}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
 
-    return serve(_view_options(verdicts, cases, options), host, port, open_browser,
-                 announce=announce)
+    from evalstream.options import check
+
+    given = _checked(host=host, open_browser=open_browser)
+    return serve(_view_options("serve_view", verdicts, cases, options), given["host"],
+                 check("port", port, optional=True), given["open_browser"], announce=announce)

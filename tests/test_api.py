@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -107,7 +108,7 @@ def test_build_validate_stats_agree_compare(tmp_path: Path) -> None:
     c = evalstream.compare(SAMPLES / "verdicts.jsonl", SAMPLES / "verdicts-b.jsonl")
     assert c.summary.paired > 0 and c.run_a.path.endswith("verdicts.jsonl")
 
-    with pytest.raises(TypeError):
+    with pytest.raises(evalstream.UsageError, match="build\\(\\) has no option 'no_such_option'"):
         evalstream.build(SAMPLES / "cases.jsonl", tmp_path / "x.jsonl", no_such_option=1)
     with pytest.raises(evalstream.UsageError):
         evalstream.build(SAMPLES / "cases.jsonl", SAMPLES / "cases.jsonl")
@@ -149,9 +150,122 @@ def test_export_view(tmp_path: Path) -> None:
     assert report.lists["disagreements"].entries == 7 and report.limit == 5
     assert (tmp_path / "review" / "index.html").is_file()
     assert len(list((tmp_path / "review" / "checks").iterdir())) == report.checks
-    with pytest.raises(evalstream.UsageError, match="--limit must be 1 or more"):
+    with pytest.raises(evalstream.UsageError, match="--limit: 0 must be positive"):
         evalstream.export_view(SAMPLES / "verdicts.jsonl", SAMPLES / "cases.jsonl",
                                tmp_path / "other", limit=0)
     with pytest.raises(evalstream.RubricError):
         evalstream.export_view(SAMPLES / "verdicts.jsonl", SAMPLES / "cases.jsonl",
                                tmp_path / "other", rubric_files=[SAMPLES / "cases.jsonl"])
+
+
+# -- bad option values (issue 23, item 21) ------------------------------------------------------------
+CASES = SAMPLES / "cases.jsonl"
+VERDICTS = SAMPLES / "verdicts.jsonl"
+
+
+def _calls(tmp: Path) -> dict[str, Any]:
+    """Every API function, called with valid arguments and the options given."""
+    return {
+        "build": lambda **o: evalstream.build(CASES, tmp / "s.jsonl", **o),
+        "validate": lambda **o: evalstream.validate(CASES, **o),
+        "stats": lambda **o: evalstream.stats(CASES, **o),
+        "agree": lambda **o: evalstream.agree(VERDICTS, CASES, **o),
+        "compare": lambda **o: evalstream.compare(VERDICTS, SAMPLES / "verdicts-b.jsonl", **o),
+        "convert_cases": lambda **o: evalstream.convert_cases(
+            SAMPLES / "qa.csv", tmp / "c.jsonl", **{"maps": ["input=question,output=answer"],
+                                                    **o}),
+        "judge_states": lambda **o: list(evalstream.judge_states(
+            [{"id": "c", "input": "i", "output": "o"}], **o)),
+        "judge_verdicts": lambda **o: evalstream.judge_verdicts(
+            tmp / "states.jsonl", tmp / "v.jsonl", "m", **o),
+        "batch_prepare": lambda **o: evalstream.batch_prepare(
+            tmp / "states.jsonl", tmp / "batch", "m", **o),
+        "export_view": lambda **o: evalstream.export_view(VERDICTS, CASES, tmp / "view", **o),
+    }
+
+
+@pytest.mark.parametrize(("function", "options", "message"), [
+    # The four of the issue: a stray TypeError or AttributeError, or nothing at all, before.
+    ("build", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path, not a list of "
+                                          "paths; give rubric_files=['x.toml']."),
+    ("validate", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path"),
+    ("stats", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path"),
+    ("export_view", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path"),
+    ("stats", {"by": ["scenario", None]}, "--by: item 2: None is not text."),
+    ("agree", {"by": ["scenario", None]}, "--by: ['scenario', None] is a list, not text."),
+    ("build", {"max_tokens": "32000"}, "--max-tokens: '32000' is text, not a whole number; "
+                                       "give max_tokens=32000."),
+    ("stats", {"max_tokens": "32000"}, "--max-tokens: '32000' is text, not a whole number"),
+    ("build", {"max_tokens": -5}, "--max-tokens: -5 must be positive."),
+    ("judge_states", {"max_tokens": -5}, "--max-tokens: -5 must be positive."),
+    ("export_view", {"max_tokens": -5}, "--max-tokens: -5 must be positive."),
+    # The same rules for every option of every function.
+    ("judge_states", {"max_tokens": True}, "--max-tokens: True is true or false, not a whole"),
+    ("judge_states", {"rubrics": ["r.toml"]}, "rubrics: ['r.toml'] is not a RubricSet"),
+    ("build", {"workers": 0}, "--workers: 0 must be positive."),
+    ("build", {"max_line_bytes": "256MiB"}, "--max-line-bytes: '256MiB' is text, not a size"),
+    ("build", {"engine": "spark"}, "--engine: 'spark' is not one of local, dask."),
+    ("build", {"exact_tokens": "yes"}, "--exact-tokens: 'yes' is text, not True or False."),
+    ("build", {"max_token": 5}, "build() has no option 'max_token'. Did you mean `max_tokens`?"),
+    ("agree", {"confidence": 1.5}, "--confidence: 1.5 must be between 0 and 1 (e.g. 0.95)."),
+    ("agree", {"max_ids": -1}, "--max-ids: -1 must be 0 or more."),
+    ("compare", {"max_unscored_rate": 2}, "--max-unscored-rate: 2.0 must be between 0 and 1"),
+    ("convert_cases", {"maps": "input=q"}, "--map: 'input=q' is one text, not a list; give "
+                                           "maps=['input=q']."),
+    ("convert_cases", {"parse_json": [""]}, "--parse-json: item 1: an empty value"),
+    ("judge_verdicts", {"temperature": "hot"}, "--temperature: 'hot' is text, not a number."),
+    ("judge_verdicts", {"max_connections": 0}, "--max-connections: 0 must be positive."),
+    ("judge_verdicts", {"timeout": float("nan")}, "--timeout: nan must be a number above 0."),
+    ("judge_verdicts", {"provider": "gemini"}, "--provider: 'gemini' is not one of openai"),
+    ("batch_prepare", {"max_bytes_per_file": 0}, "--max-bytes-per-file: 0 must be a positive "
+                                                 "size up to 4 EiB."),
+    ("export_view", {"limit": "5"}, "--limit: '5' is text, not a whole number; give limit=5."),
+    ("export_view", {"states": 5}, "--states: 5 is a number, not a path."),
+])
+def test_a_bad_option_value_is_a_usage_error(tmp_path: Path, function: str,
+                                             options: dict[str, Any], message: str) -> None:
+    with pytest.raises(evalstream.UsageError) as caught:
+        _calls(tmp_path)[function](**options)
+    assert str(caught.value).startswith(message), str(caught.value)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was read or written
+
+
+@pytest.mark.parametrize(("flag", "option", "text", "value"), [
+    ("--max-tokens", "max_tokens", "-5", -5), ("--max-tokens", "max_tokens", "0", 0),
+    ("--workers", "workers", "0", 0), ("--max-line-bytes", "max_line_bytes", "0", 0),
+])
+def test_the_api_and_the_command_line_say_the_same(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, option: str, text: str,
+        value: Any) -> None:
+    from evalstream.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["build", str(CASES), str(tmp_path / "s.jsonl"), f"{flag}={text}"])
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    with pytest.raises(evalstream.UsageError) as caught:
+        evalstream.build(CASES, tmp_path / "s.jsonl", **{option: value})
+    cli = said.split(f"error: argument {flag}: ", 1)[1]
+    assert str(caught.value) == f"{flag}: {cli}."
+
+
+def test_every_option_the_api_passes_on_has_a_rule() -> None:
+    # A new field in one of these Options reaches the API through **options: it needs a rule.
+    import dataclasses
+
+    from evalstream import options
+    from evalstream.convert.run import Options as ConvertOptions
+    from evalstream.dataset.stats import StatsOptions
+    from evalstream.judge.batch.collect import Options as CollectOptions
+    from evalstream.judge.batch.prepare import Options as PrepareOptions
+    from evalstream.judge.batch.remote import Options as RemoteOptions
+    from evalstream.judge.live import Options as JudgeOptions
+    from evalstream.pipeline.run import Options as BuildOptions
+    from evalstream.verdicts.agree import AgreeOptions
+    from evalstream.verdicts.compare import CompareOptions
+    from evalstream.view.index import Options as ViewOptions
+
+    set_by_the_api = {"inputs", "config", "rubrics"}
+    for kind in (BuildOptions, StatsOptions, AgreeOptions, CompareOptions, ConvertOptions,
+                 JudgeOptions, PrepareOptions, RemoteOptions, CollectOptions, ViewOptions):
+        for f in dataclasses.fields(kind):
+            assert f.name in options.RULES or f.name in set_by_the_api, (kind, f.name)

@@ -14,6 +14,7 @@ PACKAGE = ROOT / "evalstream"
 # What each package may import (besides itself and the package root's ``__version__``).
 BELOW = {
     "errors": set(),
+    "options": {"errors"},  # the values options take: for the API and the command line only
     "files": {"errors"},
     "engines": {"errors", "files"},
     "cases": {"errors", "files"},

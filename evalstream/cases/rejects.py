@@ -345,8 +345,8 @@ def _explain_invalid(what: str, path: str, line: bytes,
                                    path.endswith(".id") or path in shape.ids)
     if what.startswith("Expected `str` matching regex"):
         label = shape.ids.get(path, "The id")
-        return path, (f"{label} {_value_at(line, path)!r} is not a slug: ids must be non-empty, "
-                      f"at most {schema.MAX_ID_CHARS} characters, without whitespace or `/`.")
+        return path, (f"{label} {_value_at(line, path)!r} is not a slug: ids must be "
+                      f"{schema.ID_RULE}.")
     got = re.match(r"Expected `([^`]+)`, got `([^`]+)`", what)
     if got:
         if path == "$":
@@ -364,25 +364,17 @@ def _explain_key(path: str, line: bytes, shape: Shape) -> tuple[str | None, str]
     what = shape.keys.get(shape.pattern(path), "key")
     obj = _value_at(line, path)
     keys = list(obj) if isinstance(obj, dict) else []
-    bad = next((k for k in keys if not _is_id(k)), None)
-    rule = (f"{what}s must be non-empty, at most {schema.MAX_ID_CHARS} characters, without "
-            "whitespace or `/`")
+    bad = next((k for k in keys if not schema.is_id(k)), None)
+    rule = f"{what}s must be {schema.ID_RULE}"
     if bad is None:
         return path, f"`{path}` has a key that is not a valid {what}: {rule}."
     if len(bad) > schema.MAX_ID_CHARS:
         return path, (f"`{path}` has a {what} (a key) of {len(bad):,} characters "
-                      f"({_shown(bad[:40])!r}...); {rule}.")
+                      f"({shown_name(bad[:40])!r}...); {rule}.")
     if not bad:
         return _key_path(path, bad), f"`{path}` has an empty {what} (a key); {rule}."
-    return _key_path(path, bad), (f"`{path}` has the {what} {_shown(bad)!r} (a key), which is "
+    return _key_path(path, bad), (f"`{path}` has the {what} {shown_name(bad)!r} (a key), which is "
                                   f"not a slug: {rule}.")
-
-
-_ID_RULE = re.compile(schema.ID_PATTERN)
-
-
-def _is_id(key: str) -> bool:
-    return 0 < len(key) <= schema.MAX_ID_CHARS and _ID_RULE.match(key) is not None
 
 
 def nearest(name: str, known: Iterable[str]) -> str | None:
@@ -405,11 +397,11 @@ def _unknown_field(name: str, parent: str, shape: Shape) -> str:
     hint = did_you_mean(name, known)
     listed = ", ".join(f"`{k}`" for k in known if k not in shape.unlisted)
     where = f"the {shape.noun}" if parent == "$" else f"`{parent}`"
-    return (f"Unknown field `{_shown(name)}` in {where}.{hint} Known fields: {listed}. "
+    return (f"Unknown field `{shown_name(name)}` in {where}.{hint} Known fields: {listed}. "
             "Use --allow-unknown-fields to ignore unknown fields.")
 
 
-def _shown(name: str, limit: int = 80) -> str:
+def shown_name(name: str, limit: int = 80) -> str:
     """A name from the data as a sentence may show it: control characters (a terminal would
     obey them) escaped, and a very long name cut, saying how long it is."""
     if not name.isprintable():

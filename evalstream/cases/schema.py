@@ -12,12 +12,25 @@ MAX_TEXT_CHARS = 200_000
 MAX_ITEMS = 500
 MAX_ID_CHARS = 512
 ID_PATTERN = r"^[^\s/]+\Z"  # \Z: `$` would accept a final newline
+# The one rule for the ids that name things across files (case ids, rubric ids: label keys,
+# rubric files, judge states, verdicts), as sentences say it. Item ids (messages, passages,
+# tool events) name things within one case: any text of 1 to MAX_ID_CHARS characters.
+ID_RULE = f"non-empty, at most {MAX_ID_CHARS:,} characters, without whitespace or `/`"
 
 Text = Annotated[str, Meta(max_length=MAX_TEXT_CHARS)]
 CaseId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)]
 ItemId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS)]
 # A label's key names a rubric: the rubric-id rule, as verdicts' `rubric_id`.
 RubricId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=ID_PATTERN)]
+_ID_MATCH = re.compile(ID_PATTERN).match
+
+
+def is_id(text: str) -> bool:
+    """Whether ``text`` is a valid case or rubric id (``ID_RULE``, as ``CaseId`` and
+    ``RubricId`` decode)."""
+    return 0 < len(text) <= MAX_ID_CHARS and _ID_MATCH(text) is not None
+
+
 Role = Literal["system", "user", "assistant", "tool"]
 ToolStatus = Literal["success", "failure"]
 LabelStatus = Literal["pass", "fail", "na"]

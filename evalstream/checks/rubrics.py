@@ -15,7 +15,8 @@ from typing import Any
 
 import xxhash
 
-from evalstream.cases.rejects import did_you_mean, nearest
+from evalstream.cases import schema
+from evalstream.cases.rejects import did_you_mean, nearest, shown_name
 from evalstream.checks import exact
 from evalstream.checks.state import PREAMBLE, STATE_NAMES
 from evalstream.errors import RubricError
@@ -174,8 +175,12 @@ def _list(names: Any) -> str:
 
 def _parse_one(table: dict[str, Any], where: str) -> Rubric:
     rid = table.get("id")
-    if not isinstance(rid, str) or not rid or any(c.isspace() or c == "/" for c in rid):
-        raise RubricError(f"{where}: `id` must be a non-empty string without whitespace or `/`.")
+    # The case format's id rule, so that build never writes a judge state that judge, batch
+    # prepare or a verdict file would refuse (a 600-character id once passed here).
+    if not isinstance(rid, str) or not schema.is_id(rid):
+        given = f"the id {shown_name(rid)!r}" if isinstance(rid, str) else "`id`"
+        raise RubricError(f"{where}: {given} is not a valid rubric id; rubric ids must be "
+                          f"{schema.ID_RULE}.")
     where = f"{where} (`{rid}`)"
     kind = table.get("kind", "judge")
     if kind not in ("judge", "exact"):

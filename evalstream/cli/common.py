@@ -1,107 +1,44 @@
-"""What the commands share: argument types that refuse bad values with a usage error, the
-reading options, and the progress bar. Only argparse is imported here."""
+"""What the commands share: argument types that refuse bad values with a usage error (the
+rules of ``evalstream.options``, shared with the Python API), the reading options, and the
+progress bar. Only argparse and evalstream.options are imported here."""
 
 from __future__ import annotations
 
 import argparse
-import math
-import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
-MAX_COUNT = 1 << 62  # far above anything useful, and within every integer type used
-# evalstream.checks.encodings.ENCODINGS (a test keeps them equal), named here so that parsing
-# the command line imports nothing but argparse.
-TOKENIZERS = ("o200k_base", "cl100k_base")
+from evalstream import options
+from evalstream.errors import UsageError
+
+MAX_COUNT = options.MAX_COUNT
+TOKENIZERS = options.TOKENIZERS
 
 
-_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")  # ASCII digits only: int() also takes "1_0", "١٢"
-_WHOLE = re.compile(r"[0-9]+")
+def _argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type from a parser of ``evalstream.options``: the same rule and sentence
+    as the Python API, which argparse shows after ``argument --OPTION:``."""
+    def read(text: str) -> Any:
+        try:
+            return parse(text)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    read.__name__ = parse.__name__.removeprefix("parse_")  # argparse names the type by it
+    read.__doc__ = parse.__doc__
+    return read
 
 
-def size(text: str) -> int:
-    """A size in bytes: ``268435456``, ``64KiB``, ``256MiB``, ``1GiB`` (also KB, MB, GB)."""
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower().removesuffix("ib").removesuffix("b")
-    unit = units.get(t[-1:], 1)
-    number = t[:-1] if unit != 1 else t
-    if not _NUMBER.fullmatch(number) or (unit == 1 and "." in number):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a size (e.g. 268435456, 256MiB)") from None
-    value = int(float(number) * unit) if "." in number else int(number) * unit
-    if not 0 < value <= MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive size up to 4 EiB")
-    return value
-
-
-def count(text: str) -> int:
-    """A whole number, 0 or more."""
-    t = text.strip()
-    if t.startswith("-") and _WHOLE.fullmatch(t[1:]):
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    if not _WHOLE.fullmatch(t):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if len(t) > 20 or int(t) > MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"{text!r} is too large (at most {MAX_COUNT:,})")
-    return int(t)
-
-
-def positive(text: str) -> int:
-    """A whole number, 1 or more."""
-    value = count(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
-    return value
-
-
-def path(text: str) -> str:
-    """A file path (``-`` for stdin or stdout where the option says so): not empty."""
-    if not text:
-        raise argparse.ArgumentTypeError("an empty path; give a file name (or - for stdin or "
-                                         "stdout where allowed)")
-    if "\0" in text:
-        raise argparse.ArgumentTypeError(f"{text!r} holds a NUL character, which no path may")
-    return text
-
-
-def text(value: str) -> str:
-    """A value that must not be empty (metadata keys, a column, a rule, a separator)."""
-    if not value:  # a space may be a value (a CSV separator): only nothing is refused here
-        raise argparse.ArgumentTypeError("an empty value; see --help for what it takes")
-    return value
-
-
-def fraction(text: str) -> float:
-    """A number strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (e.g. 0.95)")
-    return value
-
-
-def share(text: str) -> float:
-    """A number from 0 to 1, both included (a rate)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (e.g. 0.02)")
-    return value
-
-
-def amount(text: str) -> float:
-    """A finite number above 0 (seconds, prices, rates)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number above 0")
-    return value
+size = _argument(options.parse_size)
+count = _argument(options.parse_count)
+positive = _argument(options.parse_positive)
+path = _argument(options.parse_path)
+text = _argument(options.parse_text)
+fraction = _argument(options.parse_fraction)
+share = _argument(options.parse_share)
+amount = _argument(options.parse_amount)
+temperature = _argument(options.parse_temperature)
 
 
 def add_force(p: argparse.ArgumentParser) -> None:
@@ -118,23 +55,6 @@ def add_tokenizer(p: argparse.ArgumentParser) -> None:
                    help="the judge's encoding, for every token count: o200k_base (GPT-4o, "
                         "GPT-4.1, o-series, GPT-5) or cl100k_base (GPT-4, GPT-3.5); default "
                         "o200k_base")
-
-
-def temperature(text: str) -> float | None:
-    """A sampling temperature of 0 or more, or ``none`` to send none (models that accept
-    only their default)."""
-    import math
-
-    if text.lower() == "none":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number (or `none`, to send no temperature)") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number of 0 or more (or `none`)")
-    return value
 
 
 def add_reading(p: argparse.ArgumentParser) -> None:

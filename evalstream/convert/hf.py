@@ -91,12 +91,17 @@ def columns(layout: Layout) -> list[str]:
     """The column names of the dataset (from the first file's schema)."""
     import polars as pl
 
+    from evalstream.convert.tables import check_nesting
+
     try:
         if layout.kind == "parquet":
-            return list(pl.scan_parquet(layout.files).collect_schema().names())
-        return list(pl.read_ipc_stream(layout.files[0], n_rows=0).columns)
+            schema = pl.scan_parquet(layout.files).collect_schema()
+        else:
+            schema = pl.read_ipc_stream(layout.files[0], n_rows=0).schema
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"cannot read {layout.files[0]}: {exc}") from exc
+    check_nesting(schema, layout.files[0])
+    return list(schema.names())
 
 
 def frames(layout: Layout) -> Iterator[Any]:

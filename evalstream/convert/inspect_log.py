@@ -29,6 +29,7 @@ from typing import Any
 
 import msgspec
 
+from evalstream.convert import depth
 from evalstream.convert.openai_chat import ROLES, TOOL_CALL_PREFIX, arguments, content_text
 from evalstream.convert.rows import Built, CasePath, Notes, Row, RowProblem
 from evalstream.errors import InputError
@@ -97,14 +98,24 @@ def _read_zip(path: str) -> tuple[EvalHeader, Iterator[Row]]:
     def rows() -> Iterator[Row]:
         with archive:
             for number, name in enumerate(members, 1):
+                data = _member(archive, path, name)
                 try:
-                    sample = _sample(_member(archive, path, name))
+                    values = msgspec.structs.asdict(_sample(data))
                 except msgspec.DecodeError as exc:
                     yield Row(number, None, RowProblem(
                         f"The sample `{name}` cannot be read as an inspect_ai sample: {exc}.",
                         name, "$", kind="bad sample"))
                     continue
-                yield Row(number, msgspec.structs.asdict(sample))
+                except RecursionError:
+                    yield _too_deep(number, name, depth.path_in(data), data)
+                    continue
+                # Fewer opening brackets than the limit cannot nest deeper (a count in C).
+                if data.count(b"[") + data.count(b"{") > depth.MAX_DEPTH:
+                    found = depth.deep_path(values)
+                    if found is not None:
+                        yield _too_deep(number, name, found, data)
+                        continue
+                yield Row(number, values)
 
     return header, rows()
 
@@ -140,14 +151,34 @@ def _member(archive: zipfile.ZipFile, path: str, name: str) -> bytes:
         raise InputError(f"cannot read {name} in {path}: damaged data ({exc})") from exc
 
 
+def _too_deep(number: int, name: str, found: depth.Path, data: bytes) -> Row:
+    return Row(number, None, depth.too_deep("The sample", name, found), raw=data[:8_000])
+
+
+def _member_value(events: depth.Events, key: str) -> Any:
+    """The value of the log's top-level member ``key`` (built from ijson's events, held to
+    depth.MAX_DEPTH), None when the log has none; the events stop there."""
+    next(events)  # the log's start_map
+    found = depth.find_key(events, key)
+    if found is None:
+        return None
+    first, value = found
+    if first == "start_map" or first == "start_array":
+        return depth.build(first, events)
+    return value
+
+
 def _read_json(path: str) -> tuple[EvalHeader, Iterator[Row]]:
     import ijson
 
     try:
         with open(path, "rb") as f:
-            found = next(ijson.items(f, "eval", use_float=True), None)
-    except (OSError, ijson.JSONError) as exc:
+            found = _member_value(ijson.basic_parse(f, use_float=True), "eval")
+    except (OSError, ijson.JSONError, StopIteration) as exc:
         raise InputError(f"cannot read {path} as an inspect_ai JSON log: {exc}") from exc
+    if isinstance(found, depth.Deep):
+        raise InputError(f"cannot read {path}: its `eval` object is nested more than "
+                         f"{depth.MAX_DEPTH:,} levels deep.")
     if not isinstance(found, dict):
         raise InputError(f"{path} has no `eval` object: not an inspect_ai JSON log.")
     header = msgspec.convert(found, EvalHeader, strict=False)
@@ -156,17 +187,26 @@ def _read_json(path: str) -> tuple[EvalHeader, Iterator[Row]]:
         number = 0
         try:
             with open(path, "rb") as f:
-                for value in ijson.items(f, "samples.item", use_float=True):
+                events = ijson.basic_parse(f, use_float=True)
+                next(events)  # the log's start_map
+                if depth.find_key(events, "samples") != ("start_array", None):
+                    return
+                for value in depth.elements(events):
                     number += 1
+                    name = f"samples[{number - 1}]"
+                    if isinstance(value, depth.Deep):
+                        yield _too_deep(number, name, value.path,
+                                        msgspec.json.encode(value.partial))
+                        continue
                     try:
                         sample = msgspec.convert(value, Sample, strict=False)
                     except msgspec.ValidationError as exc:
                         yield Row(number, None, RowProblem(
                             f"Sample {number} cannot be read as an inspect_ai sample: {exc}.",
-                            f"samples[{number - 1}]", "$", kind="bad sample"))
+                            name, "$", kind="bad sample"))
                         continue
                     yield Row(number, msgspec.structs.asdict(sample))
-        except (OSError, ijson.JSONError) as exc:
+        except (OSError, ijson.JSONError, StopIteration) as exc:
             raise InputError(f"cannot read {path} after sample {number}: {exc}") from exc
 
     return header, rows()
@@ -294,7 +334,8 @@ def _transcript(raw: list[Any], notes: Notes, origin: dict[CasePath, str]
                 call_id = call.get("id") or f"t{len(events) + 1}"
                 if not call.get("id"):
                     notes.add("generated_ids", "tool_events")
-                event = {"id": call_id, "name": name, "status": None, "input": arguments(args)}
+                event = {"id": call_id, "name": name, "status": None,
+                         "input": arguments(args, f"{where}.tool_calls[{c}].arguments")}
                 shown = args if isinstance(args, str) else msgspec.json.encode(args).decode()
                 lines.append(f"{TOOL_CALL_PREFIX} {name} {shown}")
                 origin[("toolEvents", len(events))] = f"{where}.tool_calls[{c}]"
@@ -307,7 +348,7 @@ def _transcript(raw: list[Any], notes: Notes, origin: dict[CasePath, str]
                 raise RowProblem(f"`{where}` is a tool result for {m.get('tool_call_id')!r}, "
                                  "which no earlier assistant tool call has.",
                                  f"{where}.tool_call_id", kind="tool call missing")
-            event["output"] = arguments(own)
+            event["output"] = arguments(own, f"{where}.content")
             error = m.get("error")
             if error:
                 event["status"] = "failure"

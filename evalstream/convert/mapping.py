@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from evalstream.convert import openai_chat
+from evalstream.cases import schema
+from evalstream.convert import depth, openai_chat
 from evalstream.convert.rows import Built, CasePath, Notes, RowProblem, type_word
 from evalstream.errors import UsageError
 
@@ -23,6 +24,8 @@ LIST_FIELDS = ("context", "messages", "toolEvents")
 TARGETS = ("input", "output", "policy", "context", "messages", "toolEvents", "metadata",
            "metadata.KEY", "expected.RUBRIC.status", "expected.RUBRIC.source")
 _SPLIT = re.compile(r"(?<!\\),")
+# metadata.KEY.KEY...: each key a level of the case, kept far below what convert reads (depth)
+MAX_METADATA_KEYS = 32
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,14 @@ def parse_field(text: str, option: str) -> Field:
     if len(parts) == 1 and head in (*TEXT_FIELDS, *LIST_FIELDS, "metadata"):
         return Field(parts)
     if head == "metadata" and len(parts) > 1 and all(parts[1:]):
+        if len(parts) - 1 > MAX_METADATA_KEYS:
+            raise UsageError(f"{option} {text[:80]!r}...: `metadata` keys nest at most "
+                             f"{MAX_METADATA_KEYS} levels here ({len(parts) - 1:,} given).")
         return Field(parts)
     if head == "expected" and len(parts) == 3 and parts[1] and parts[2] in ("status", "source"):
+        if not schema.is_id(parts[1]):  # else every row would be rejected for its label key
+            raise UsageError(f"{option} {text!r}: {parts[1]!r} is not a valid rubric id; "
+                             f"rubric ids must be {schema.ID_RULE}.")
         return Field(parts)
     near = difflib.get_close_matches(head, [t.split(".")[0] for t in TARGETS], n=1)
     hint = f" Did you mean `{near[0]}`?" if near and near[0] != head else ""
@@ -298,7 +307,7 @@ def _parsed(values: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
         text = out.get(column)
         if isinstance(text, str):
             try:
-                out[column] = msgspec.json.decode(text)
+                out[column] = depth.loads(text, f"Column {column!r} (--parse-json)", column)
             except msgspec.DecodeError as exc:
                 raise RowProblem(f"Column {column!r} is not valid JSON ({exc}); --parse-json "
                                  "columns must hold JSON text.", column, kind="bad JSON cell"
@@ -376,8 +385,10 @@ def _passages(value: Any, column: str) -> list[dict[str, Any]]:
     out = []
     for i, item in enumerate(value):
         if isinstance(item, dict):
-            out.append({"id": item.get("id", f"c{i + 1}"), **{k: v for k, v in item.items()
-                                                                if k != "id"}})
+            # null is absent (a Parquet struct has every field in every row): generated too
+            given = item.get("id")
+            out.append({"id": f"c{i + 1}" if given is None else given,
+                        **{k: v for k, v in item.items() if k != "id"}})
         else:
             out.append({"id": f"c{i + 1}", "text": item})
     return out

@@ -24,13 +24,13 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from evalstream.convert import depth
 from evalstream.convert.rows import Built, CasePath, Notes, RowProblem, type_word
 from evalstream.errors import UsageError
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
          "tool": "tool"}
 TOOL_CALL_PREFIX = "[tool call]"
-_decode_json = msgspec.json.Decoder().decode
 _encode_json = msgspec.json.Encoder(order="sorted").encode
 
 
@@ -191,14 +191,14 @@ class Transcript(NamedTuple):
     origin: dict[CasePath, str]
 
 
-def arguments(value: Any) -> Any:
-    """Tool-call arguments or a tool result: parsed when a JSON object or array, else as is."""
+def arguments(value: Any, where: str) -> Any:
+    """Tool-call arguments or a tool result (found at ``where`` in the row): parsed when a
+    JSON object or array, else as is; a RowProblem when nested deeper than convert reads."""
     if isinstance(value, str) and value[:1] in ("{", "["):
         try:
-            parsed = _decode_json(value)
+            return depth.loads(value, f"The JSON text in `{where}`", where)
         except msgspec.DecodeError:
             return value
-        return parsed
     return value
 
 
@@ -295,7 +295,8 @@ def _calls(calls: Any, where: str, text: str, events: list[dict[str, Any]],
         if call_id in pending:
             raise RowProblem(f"`{at}` repeats the tool call id {call_id!r} of a call still "
                              "waiting for its result.", f"{at}.id", kind="bad message")
-        event = {"id": call_id, "name": name, "status": None, "input": arguments(args)}
+        event = {"id": call_id, "name": name, "status": None,
+                 "input": arguments(args, f"{at}.function.arguments")}
         shown = args if isinstance(args, str) else _encode_json(args).decode()
         lines.append(f"{TOOL_CALL_PREFIX} {name} {shown}")
         origin[("toolEvents", len(events))] = at
@@ -313,7 +314,7 @@ def _result(m: dict[str, Any], where: str, pending: dict[str, tuple[dict[str, An
                              f"{where}.tool_call_id", kind="tool call missing")
     event, _ = pending.pop(call_id)
     text = content_text(m.get("content"), f"{where}.content", Notes())
-    parsed = arguments(text)
+    parsed = arguments(text, f"{where}.content")
     event["output"] = parsed
     error = tool_failure(rules, text, parsed)
     event["status"] = "success" if error is None else "failure"

@@ -180,12 +180,15 @@ def _open(opts: Options, fmt: str, table_map: mapping.Mapping | None,
         return _Source(rows, _table_builder(table_map, rules), None, ids_from)
     assert table_map is not None
     if fmt in ("csv", "tsv"):
-        path = stack.enter_context(tables.plain_file(opts.input))
-        scan = tables.csv_scan(path, opts.separator or ("\t" if fmt == "tsv" else ","),
-                               opts.quoting)
-        columns = tables.scan_columns(scan, opts.input)
-        frames = tables.batches(scan, opts.input)
-    elif fmt == "parquet":
+        stream = open_input(opts.input)
+        if opts.input != "-":
+            stack.callback(stream.close)
+        columns, rows = tables.csv_table(stream, opts.input,
+                                         opts.separator or ("\t" if fmt == "tsv" else ","),
+                                         opts.quoting, opts.max_line_bytes)
+        mapping.check_columns(table_map, columns, opts.input)
+        return _Source(rows, _table_builder(table_map, rules), columns, ids_from)
+    if fmt == "parquet":
         scan = tables.parquet_scan(opts.input)
         columns = tables.scan_columns(scan, opts.input)
         frames = tables.batches(scan, opts.input)

@@ -15,10 +15,10 @@ states: a ``state`` and no ``status``) are counted apart: checks with no verdict
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
-from msgspec import Meta, Struct
+from msgspec import Struct
 
 from evalstream.cases import rejects, schema
 from evalstream.cases.reading import Problem, RecordKind, RecordReader
@@ -45,8 +45,7 @@ MAX_JUDGES_LISTED = 20
 # and a file can name millions. Keys of further rubric ids are counted, not analysed.
 MAX_RUBRICS = 1_000
 
-RubricId = Annotated[str, Meta(min_length=1, max_length=schema.MAX_ID_CHARS,
-                                pattern=schema.ID_PATTERN)]
+RubricId = schema.RubricId  # one id rule: the case format's, for label keys and verdicts
 
 
 class Judge(Struct, forbid_unknown_fields=False, gc=False):

@@ -296,6 +296,8 @@ def serve(site: Site, host: str = "127.0.0.1", port: int | None = None,
     ``announce`` gets the URL to open (with its token) once the server listens."""
     server = listen(site, host, port)
     try:
+        # Ctrl-C stops the server from the moment its address is announced: a user (or a test)
+        # may press it before serve_forever is reached.
         if announce is not None:
             announce(server.start_url)
         if open_browser:
@@ -303,10 +305,9 @@ def serve(site: Site, host: str = "127.0.0.1", port: int | None = None,
 
             threading.Thread(target=webbrowser.open, args=(server.start_url,),
                              daemon=True).start()
-        try:
-            server.serve_forever(poll_interval=0.2)
-        except KeyboardInterrupt:
-            pass
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
     finally:
         server.server_close()
     return 0

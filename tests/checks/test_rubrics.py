@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from pathlib import Path
 
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from evalstream.cases.rejects import Reject
 from evalstream.checks import rubrics
 from evalstream.checks.rubrics import RubricError
 from tests.helpers import SAMPLES
@@ -50,7 +57,7 @@ def test_sample_rubric_file_loads() -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("[[rubric]\nid = 1", r"r\.toml: not valid TOML"),
-    ("[[rubric]]\nid = 'a b'\nquestion='q'\nshows=['policy']", r"rubric 1: `id` must be a non-empty string without whitespace"),
+    ("[[rubric]]\nid = 'a b'\nquestion='q'\nshows=['policy']", r"rubric 1: the id 'a b' is not a valid rubric id; rubric ids must be non-empty, at most 512 characters, without whitespace or `/`"),
     (JUDGE + "colour = 'red'\n", r"rubric 1 \(`r1`\): unknown key\(s\) `colour`; a judge rubric takes"),
     (JUDGE.replace('"user_input"', '"user-input"'), r"names `user-input` \(did you mean `user_input`\?\), not a judge-state name; allowed: user_input, assistant_response"),
     (JUDGE + "requires = ['expected']\n", r"`requires` names `expected`, not a judge-state name"),
@@ -110,3 +117,60 @@ def test_hashes_change_with_what_the_judge_is_asked(tmp_path: Path) -> None:
     c = load_text(tmp_path, JUDGE + "# a comment\n")
     assert a.rubrics[0].hash != b.rubrics[0].hash
     assert a.rubrics[0].hash == c.rubrics[0].hash and a.hash == c.hash
+
+
+# Ids at and past every edge of the id rule: length, whitespace of every kind (a line or
+# paragraph separator, NBSP, the ASCII separators str.isspace knows), `/`, controls, text
+# that is not ASCII, and the 600-character id of issue 23 (item 18).
+EDGE_IDS = ["r" * 512, "r" * 513, "r" * 600, "é" * 512, "é" * 513, "a b", "a\tb", "a\nb",
+            "a\u2028b", "a\u00a0b", "a\x1cb", "a\u3000b", "a/b", "/", "a\x00b", "a\x1bb",
+            "claim-support", "ünïcödé", "a.b:c"]
+
+
+def _judge_reads(rid: str) -> bool:
+    """Whether ``judge`` (and so ``batch prepare``, through the same reader) reads a judge
+    state of this rubric id, as build writes it, without a reject."""
+    from evalstream.judge.inputs import Reader
+    from evalstream.pipeline.states import judge_states
+
+    valid = rubrics.load([_write(JUDGE)])
+    (record,) = judge_states([{"id": "c1", "input": "i", "output": "o"}], valid)
+    line = msgspec.json.encode(record).replace(b'"rubric_id":"r1"',
+                                               b'"rubric_id":' + msgspec.json.encode(rid))
+    (item,) = Reader().read_lines([line])
+    return not isinstance(item, Reject)
+
+
+def _write(text: str) -> str:
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(text)
+    return f.name
+
+
+def _loads(rid: str) -> bool:
+    # A TOML basic string: JSON's escapes, but astral characters raw (TOML refuses escaped
+    # surrogate pairs) and DEL escaped (TOML refuses it raw).
+    quoted = json.dumps(rid, ensure_ascii=False).replace("\x7f", "\\u007f")
+    path = _write(JUDGE.replace('"r1"', quoted))
+    try:
+        loaded = rubrics.load([path])
+    except RubricError as exc:
+        assert "rubric ids must be non-empty, at most 512 characters, without whitespace " \
+               "or `/`" in str(exc)
+        return False
+    finally:
+        os.unlink(path)
+    assert loaded.ids == [rid]
+    return True
+
+
+@pytest.mark.parametrize("rid", EDGE_IDS)
+def test_a_rubric_id_loads_exactly_when_judge_reads_its_states(rid: str) -> None:
+    assert _loads(rid) == _judge_reads(rid)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(st.characters(codec="utf-8"), max_size=8).map(lambda s: "r" + s)
+       | st.integers(500, 530).map(lambda n: "x" * n))
+def test_any_rubric_id_loads_exactly_when_judge_reads_its_states(rid: str) -> None:
+    assert _loads(rid) == _judge_reads(rid)

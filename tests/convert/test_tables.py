@@ -114,6 +114,23 @@ def test_parquet_list_of_passage_objects(tmp_path: Path) -> None:
     assert result.cases[0]["context"] == [{"id": "doc-7", "text": "Cited."}]
 
 
+def test_a_passage_without_an_id_gets_one_from_every_table(tmp_path: Path) -> None:
+    # Issue 23, item 20: a Parquet struct column has every field in every row, so a passage
+    # without an id holds `"id": null`; null is absent, and an absent id is generated.
+    rows = [{"q": "a", "r": "x", "ctx": [{"id": "d1", "text": "t1"}, {"id": None, "text": "t2"}]},
+            {"q": "b", "r": "y", "ctx": [{"text": "only"}]}]
+    pl.DataFrame(rows).write_parquet(tmp_path / "p.parquet")
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for name in ("p.parquet", "p.jsonl"):
+        sub = tmp_path / name.replace(".", "_")
+        sub.mkdir()
+        result = convert(sub, tmp_path / name, maps=["input=q,output=r,context=ctx"])
+        assert result.rejects == []
+        assert [c["context"] for c in result.cases] == [
+            [{"id": "d1", "text": "t1"}, {"id": "c2", "text": "t2"}], [{"id": "c1", "text": "only"}]]
+        validate_accepts(result.out)
+
+
 def test_parquet_non_text_answer_is_rejected_with_its_column(tmp_path: Path) -> None:
     result = convert(tmp_path, _parquet(tmp_path), id_from="uid",
                      maps=["input=prompt,output=scores"])
@@ -191,10 +208,17 @@ def test_malformed_csv_is_an_input_error(tmp_path: Path) -> None:
     (dict(maps=["input=question,output=answer,input=task"]), "already mapped"),
     (dict(maps=["id=id,input=question,output=answer"]), "comes from --id-from"),
     (dict(maps=["input=question,output=answer,expected.x.status=label"]), "a label needs both"),
+    (dict(maps=["input=question,output=answer,expected.x y.status=label"],
+          sets=["expected.x y.source=human"]), "'x y' is not a valid rubric id; rubric ids must be non-empty"),
+    (dict(maps=["input=question,output=answer"], sets=["expected." + "r" * 513 + ".status=pass",
+                                                         "expected." + "r" * 513 + ".source=human"]),
+     "is not a valid rubric id"),
     (dict(maps=["input=question,output=answer"], values=["output=a:b"]), None),
     (dict(maps=["input=question,output=answer"], values=["metadata.x=a:b"]), "not mapped from a column"),
     (dict(maps=["input=question,output=answer"], values=["output=ab"]), "is not FROM:TO"),
     (dict(maps=["input question"]), "is not FIELD=COLUMN"),
+    (dict(maps=["input=question,output=answer,metadata." + ".".join(["a"] * 1000) + "=task"]),
+     "`metadata` keys nest at most 32 levels here"),
     (dict(maps=["input=question,output=answer"], sets=["context=x"]), "takes a column"),
     (dict(maps=["input=question,output=answer"], id_from="x{"), "each placeholder"),
     (dict(maps=["input=question,output=answer"], split="train"), "--split applies"),

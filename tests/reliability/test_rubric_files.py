@@ -34,7 +34,12 @@ BAD_FILES = [
     ("empty question", OK.replace('"Fine?"', '"  \\n "'),
      r"`question` must be a non-empty string"),
     ("no shows", '[[rubric]]\nid = "a"\nquestion = "Q?"\n', r"`shows` is required"),
-    ("id with slash", OK.replace('"ok"', '"a/b"'), r"`id` must be a non-empty string"),
+    ("id with slash", OK.replace('"ok"', '"a/b"'),
+     r"the id 'a/b' is not a valid rubric id; rubric ids must be non-empty, at most 512 "),
+    # Issue 23, item 18: build wrote states of this id that judge and batch prepare refused.
+    ("id of 600 characters", OK.replace('"ok"', '"' + "r" * 600 + '"'),
+     r"the id 'r{80}\.\.\. \(600 characters\)' is not a valid rubric id; rubric ids must be "
+     r"non-empty, at most 512 characters"),
     ("bad kind", OK + 'kind = "python"\n', r"`kind` is 'python'; allowed"),
     ("bad regex", '[[rubric]]\nid = "x"\nkind = "exact"\n'
      'check = { last_call = "t", field = "error", matches = "(" }\n',
