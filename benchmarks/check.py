@@ -360,8 +360,8 @@ def spec_differences() -> list[str]:
     """Where ``benchmarks.spec`` says something other than ``evalstream.schema`` does."""
     from typing import get_args
 
-    from evalstream.cases import schema
-    from evalstream.checks import state
+    from evalstream._cases import schema
+    from evalstream._checks import state
 
     pairs: list[tuple[str, object, object]] = [
         ("TEXT_CAP", spec.TEXT_CAP, schema.MAX_TEXT_CHARS),

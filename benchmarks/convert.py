@@ -50,8 +50,8 @@ _ROWS = {
                 "for b in pl.scan_parquet({path!r}).collect_batches(chunk_size=4096):\n"
                 "    for r in b.iter_rows(named=True): n += 1\n"),
 }
-_READER_ROWS = ("from evalstream.convert.tables import csv_table\n"
-                "from evalstream.files.lines import open_input\n"
+_READER_ROWS = ("from evalstream._convert.tables import csv_table\n"
+                "from evalstream._files.lines import open_input\n"
                 "n = sum(1 for r in csv_table(open_input({path!r}), 'csv', ',')[1])\n")
 _MAP = ["--map", "input=question,output=answer,context=passages,metadata.scenario=scenario,"
         "expected.support.status=label", "--set", "expected.support.source=human",

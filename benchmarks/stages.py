@@ -17,14 +17,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from evalstream.cases import ids, schema
-from evalstream.cases.reading import case_reader
-from evalstream.checks import checker
-from evalstream.checks.checker import Checker
-from evalstream.checks.rubrics import load_rubrics
-from evalstream.files.lines import Chunk, open_input, read_chunks
-from evalstream.pipeline import records
-from evalstream.pipeline.run import process
+from evalstream._build import records
+from evalstream._build.run import process
+from evalstream._cases import ids, schema
+from evalstream._cases.reading import case_reader
+from evalstream._checks import checker
+from evalstream._checks.checker import Checker
+from evalstream._checks.rubrics import load_rubrics
+from evalstream._files.lines import Chunk, open_input, read_chunks
 
 ALL_FIELDS = Path(__file__).resolve().parent / "all_fields.toml"
 

@@ -90,10 +90,10 @@ def corpus_fields(corpus: Path) -> list[str]:
 
 def counted_states(path: Path, tokenizer: str = "o200k_base") -> list[str]:
     """The judge states build counts on ``path``: those whose bytes exceed the budget's room."""
-    from evalstream.cases.reading import case_reader
-    from evalstream.checks.checker import Checker
-    from evalstream.checks.rubrics import load_rubrics
-    from evalstream.files.lines import read_chunks
+    from evalstream._cases.reading import case_reader
+    from evalstream._checks.checker import Checker
+    from evalstream._checks.rubrics import load_rubrics
+    from evalstream._files.lines import read_chunks
 
     checker = Checker(load_rubrics(), tokenizer=tokenizer)
     room = checker.budget.byte_room
@@ -111,7 +111,7 @@ def counted_states(path: Path, tokenizer: str = "o200k_base") -> list[str]:
 # -- the counters --------------------------------------------------------------------------------
 def counters(name: str) -> dict[str, Callable[[str], int] | str]:
     """Every counter tried, as text -> count, or a string saying why it is not available."""
-    from evalstream.checks import encodings
+    from evalstream._checks import encodings
 
     found: dict[str, Callable[[str], int] | str] = {}
     core = encodings.tiktoken_encoding(name)._core_bpe
@@ -220,11 +220,11 @@ def speed(rounds: int, corpus: Path) -> list[dict[str, Any]]:
 # -- the cache -----------------------------------------------------------------------------------
 def cache(path: Path, tokenizer: str, exact: bool, entries: int | None) -> dict[str, Any]:
     """build's checks over ``path`` in this process; the cache's figures."""
-    from evalstream.cases.reading import case_reader
-    from evalstream.checks import encodings, tokens
-    from evalstream.checks.checker import Checker
-    from evalstream.checks.rubrics import load_rubrics
-    from evalstream.files.lines import read_chunks
+    from evalstream._cases.reading import case_reader
+    from evalstream._checks import encodings, tokens
+    from evalstream._checks.checker import Checker
+    from evalstream._checks.rubrics import load_rubrics
+    from evalstream._files.lines import read_chunks
 
     pieces = tokens.PieceCounts(encodings.tokenizer(tokenizer), entries)
     checker = Checker(load_rubrics(), tokenizer=tokenizer, exact_tokens=exact)
@@ -257,7 +257,7 @@ def cache_memory(entries: int) -> int:
     """The bytes a full cache of ``entries`` holds (tracemalloc; keys made while traced)."""
     import random
 
-    from evalstream.checks import encodings, tokens
+    from evalstream._checks import encodings, tokens
 
     pieces = tokens.PieceCounts(encodings.tokenizer("o200k_base"), entries)
     pieces.count_text = lambda text: 12_345  # the memory of entries, not of the tokenizer

@@ -166,8 +166,8 @@ def serve_once(cases: Path, verdicts: Path) -> dict[str, Any]:
 
 def baseline(name: str, cases: str, verdicts: str) -> int:
     """One floor over both files (run in its own process by ``measure.py``)."""
-    from evalstream.cases.schema import decoder as case_decoder
-    from evalstream.verdicts.records import decoder as verdict_decoder
+    from evalstream._cases.schema import decoder as case_decoder
+    from evalstream._verdicts.records import decoder as verdict_decoder
 
     kept: list[Any] = []
     for path, decode in ((cases, case_decoder().decode), (verdicts, verdict_decoder().decode)):

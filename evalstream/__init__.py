@@ -31,16 +31,24 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from evalstream._version import __version__
 
 if TYPE_CHECKING:
-    from evalstream.cases.rejects import Reject
-    from evalstream.cases.schema import Case, Label, Message, Passage, ToolEvent
-    from evalstream.checks.report import RunReport
-    from evalstream.checks.rubrics import Rubric, RubricSet
-    from evalstream.checks.state import CheckRecord, ExactVerdict, Exposure, Sizes, Tokens
-    from evalstream.convert.report import ConvertReport
-    from evalstream.dataset.stats import DatasetStats
+    from evalstream._build.states import InvalidCaseError
+    from evalstream._cases.rejects import Reject
+    from evalstream._cases.schema import Case, Label, Message, Passage, ToolEvent
+    from evalstream._checks.report import RunReport
+    from evalstream._checks.rubrics import Rubric, RubricSet
+    from evalstream._checks.state import CheckRecord, ExactVerdict, Exposure, Sizes, Tokens
+    from evalstream._convert.report import ConvertReport
+    from evalstream._judge.batch.remote import BatchSummary
+    from evalstream._judge.batch.report import CollectReport, PrepareReport
+    from evalstream._judge.report import JudgeReport
+    from evalstream._judge.request import JudgeConfig
+    from evalstream._stats.stats import DatasetStats
+    from evalstream._verdicts.agree import AgreeReport
+    from evalstream._verdicts.compare import CompareReport
+    from evalstream._view.export import ExportReport
     from evalstream.errors import (
         EvalstreamError,
         InputError,
@@ -50,14 +58,6 @@ if TYPE_CHECKING:
         UsageError,
         WrongFileError,
     )
-    from evalstream.judge.batch.remote import BatchSummary
-    from evalstream.judge.batch.report import CollectReport, PrepareReport
-    from evalstream.judge.report import JudgeReport
-    from evalstream.judge.request import JudgeConfig
-    from evalstream.pipeline.states import InvalidCaseError
-    from evalstream.verdicts.agree import AgreeReport
-    from evalstream.verdicts.compare import CompareReport
-    from evalstream.view.export import ExportReport
 
 __all__ = [
     "__version__",
@@ -77,27 +77,27 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Case": "evalstream.cases.schema", "Message": "evalstream.cases.schema",
-    "Passage": "evalstream.cases.schema", "ToolEvent": "evalstream.cases.schema",
-    "Label": "evalstream.cases.schema", "Reject": "evalstream.cases.rejects",
-    "Rubric": "evalstream.checks.rubrics", "RubricSet": "evalstream.checks.rubrics",
-    "CheckRecord": "evalstream.checks.state", "ExactVerdict": "evalstream.checks.state",
-    "Exposure": "evalstream.checks.state", "Tokens": "evalstream.checks.state",
-    "Sizes": "evalstream.checks.state",
-    "RunReport": "evalstream.checks.report", "DatasetStats": "evalstream.dataset.stats",
-    "AgreeReport": "evalstream.verdicts.agree", "CompareReport": "evalstream.verdicts.compare",
-    "ConvertReport": "evalstream.convert.report",
-    "JudgeConfig": "evalstream.judge.request", "JudgeVerdict": "evalstream.verdicts.records",
-    "JudgeReport": "evalstream.judge.report",
-    "PrepareReport": "evalstream.judge.batch.report",
-    "CollectReport": "evalstream.judge.batch.report",
-    "BatchSummary": "evalstream.judge.batch.remote",
-    "ExportReport": "evalstream.view.export",
+    "Case": "evalstream._cases.schema", "Message": "evalstream._cases.schema",
+    "Passage": "evalstream._cases.schema", "ToolEvent": "evalstream._cases.schema",
+    "Label": "evalstream._cases.schema", "Reject": "evalstream._cases.rejects",
+    "Rubric": "evalstream._checks.rubrics", "RubricSet": "evalstream._checks.rubrics",
+    "CheckRecord": "evalstream._checks.state", "ExactVerdict": "evalstream._checks.state",
+    "Exposure": "evalstream._checks.state", "Tokens": "evalstream._checks.state",
+    "Sizes": "evalstream._checks.state",
+    "RunReport": "evalstream._checks.report", "DatasetStats": "evalstream._stats.stats",
+    "AgreeReport": "evalstream._verdicts.agree", "CompareReport": "evalstream._verdicts.compare",
+    "ConvertReport": "evalstream._convert.report",
+    "JudgeConfig": "evalstream._judge.request", "JudgeVerdict": "evalstream._verdicts.records",
+    "JudgeReport": "evalstream._judge.report",
+    "PrepareReport": "evalstream._judge.batch.report",
+    "CollectReport": "evalstream._judge.batch.report",
+    "BatchSummary": "evalstream._judge.batch.remote",
+    "ExportReport": "evalstream._view.export",
     "EvalstreamError": "evalstream.errors", "UsageError": "evalstream.errors",
     "RubricError": "evalstream.errors", "InputError": "evalstream.errors",
     "WrongFileError": "evalstream.errors", "OutputError": "evalstream.errors",
     "SetupError": "evalstream.errors",
-    "InvalidCaseError": "evalstream.pipeline.states",
+    "InvalidCaseError": "evalstream._build.states",
 }
 
 
@@ -113,34 +113,34 @@ def __dir__() -> list[str]:
 
 
 def _checked(**values: Any) -> dict[str, Any]:
-    """The named arguments of an API call, each by its rule (``evalstream.options``)."""
-    from evalstream.options import check
+    """The named arguments of an API call, each by its rule (``evalstream._options``)."""
+    from evalstream._options import check
 
     return {name: check(name, value) for name, value in values.items()}
 
 
 def _path(name: str, value: Any) -> str:
     """A path argument (``input``, ``output``, ``folder``...), checked as a path."""
-    from evalstream.options import check
+    from evalstream._options import check
 
     return str(check(name, value))
 
 
-def _options(command: str, options_type: Any, given: dict[str, Any], *set_here: str,
+def _given(command: str, options_type: Any, given: dict[str, Any], *set_here: str,
              **rules: Any) -> dict[str, Any]:
     """The keyword options of ``command`` for its ``options_type`` (a dataclass), each
-    checked by its rule (``evalstream.options``; ``rules`` where the command reads one
+    checked by its rule (``evalstream._options``; ``rules`` where the command reads one
     otherwise): a bad value or an option the command does not take is a UsageError in the
     command line's words, never a stray TypeError or an empty result."""
     import dataclasses
 
-    from evalstream.options import check
+    from evalstream._options import check
 
     fields = {f.name: f for f in dataclasses.fields(options_type) if f.name not in set_here}
     checked = {}
     for name, value in given.items():
         if name not in fields:
-            from evalstream.cases.rejects import did_you_mean
+            from evalstream._cases.rejects import did_you_mean
             from evalstream.errors import UsageError
 
             raise UsageError(f"{command}() has no option {name!r}.{did_you_mean(name, fields)}"
@@ -156,7 +156,7 @@ def read_cases(source: str | os.PathLike[str] | Iterable[bytes | str], *,
     """The cases of a JSONL file (a path, ``-`` for stdin, ``.gz``/``.zst``) or of lines given
     one by one, read exactly as ``build`` reads them: each line becomes a ``Case`` or a
     ``Reject`` (line, offset, id, JSON path, a sentence); blank lines are skipped."""
-    from evalstream.cases.reading import read_cases as read
+    from evalstream._cases.reading import read_cases as read
 
     return read(source, **_checked(allow_unknown_fields=allow_unknown_fields,
                                    max_line_bytes=max_line_bytes))
@@ -165,7 +165,7 @@ def read_cases(source: str | os.PathLike[str] | Iterable[bytes | str], *,
 def load_rubrics(paths: Iterable[str | os.PathLike[str]] | None = None) -> RubricSet:
     """The rubrics of these TOML files, in order, or the built-in set when ``paths`` is None
     or empty. A file that cannot be used raises RubricError naming the file, rubric and key."""
-    from evalstream.checks.rubrics import load_rubrics as load
+    from evalstream._checks.rubrics import load_rubrics as load
 
     return load(_checked(paths=paths)["paths"] if paths else None)
 
@@ -174,10 +174,10 @@ def judge_states(cases: Iterable[Case | dict[str, Any]], rubrics: RubricSet | No
                  max_tokens: int = 32_000, tokenizer: str = "o200k_base",
                  exact_tokens: bool = False) -> Iterator[CheckRecord | ExactVerdict]:
     """The records ``build`` writes for these cases (``Case`` structs or dicts in the wire
-    format), in order; see ``evalstream.pipeline.states.judge_states``."""
-    from evalstream.checks.rubrics import RubricSet
+    format), in order; see ``evalstream._build.states.judge_states``."""
+    from evalstream._build.states import judge_states as states
+    from evalstream._checks.rubrics import RubricSet
     from evalstream.errors import UsageError
-    from evalstream.pipeline.states import judge_states as states
 
     if rubrics is not None and not isinstance(rubrics, RubricSet):
         raise UsageError(f"rubrics: {rubrics!r} is not a RubricSet; give "
@@ -189,7 +189,7 @@ def judge_states(cases: Iterable[Case | dict[str, Any]], rubrics: RubricSet | No
 def count_tokens(text: str, tokenizer: str = "o200k_base") -> int:
     """The exact number of tokens of ``text`` in ``tokenizer`` (``o200k_base`` or
     ``cl100k_base``), as tiktoken's ``encode_ordinary`` counts them; nothing is downloaded."""
-    from evalstream.checks.encodings import count
+    from evalstream._checks.encodings import count
 
     return count(text, _checked(tokenizer=tokenizer)["tokenizer"])
 
@@ -213,9 +213,9 @@ def build(input: Inputs, output: str | os.PathLike[str], **options: Any) -> RunR
     ``tokenizer``, ``exact_tokens``, ``max_line_bytes``, ``allow_unknown_fields``,
     ``workers``, ``engine`` (``"local"`` or ``"dask"``), ``scheduler``. Returns the run
     report; files appear only if the whole run succeeds."""
-    from evalstream.pipeline.run import Options, run
+    from evalstream._build.run import Options, run
 
-    given = _options("build", Options, options, "input", "inputs", "output")
+    given = _given("build", Options, options, "input", "inputs", "output")
     report, _ = run(Options(**_inputs(input), output=_path("output", output),
                             **given))
     return report
@@ -224,9 +224,9 @@ def build(input: Inputs, output: str | os.PathLike[str], **options: Any) -> RunR
 def validate(input: Inputs, **options: Any) -> RunReport:
     """Run ``validate``: read and check the cases as ``build`` does, writing nothing but the
     files asked for (``rejects=``, ``report=``). Returns the run report."""
-    from evalstream.pipeline.run import Options, run
+    from evalstream._build.run import Options, run
 
-    report, _ = run(Options(**_inputs(input), **_options("validate", Options, options, "input",
+    report, _ = run(Options(**_inputs(input), **_given("validate", Options, options, "input",
                                                          "inputs", "output")))
     return report
 
@@ -235,24 +235,24 @@ def stats(path: Inputs, by: str | list[str] | None = None,
           **options: Any) -> DatasetStats:
     """What a dataset holds (``evalstream stats``): groups by the metadata keys ``by``
     (default ``scenario``), sizes, labels, checks, metadata keys. Options as
-    ``evalstream.dataset.stats.StatsOptions``."""
-    from evalstream.dataset.stats import StatsOptions, collect, parse_by
+    ``evalstream._stats.stats.StatsOptions``."""
+    from evalstream._stats.stats import StatsOptions, collect, parse_by
 
     # A list of keys is read as the command line's "a,b": one way to read them.
     keys = parse_by(",".join(_checked(by=by)["by"])) if by else ["scenario"]
     return collect(StatsOptions(**_inputs(path), by=keys,
-                                **_options("stats", StatsOptions, options, "input", "inputs",
+                                **_given("stats", StatsOptions, options, "input", "inputs",
                                            "by")))
 
 
 def agree(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
           **options: Any) -> AgreeReport:
     """How well a judge's verdicts agree with the cases' expected labels (``evalstream
-    agree``). Options as ``evalstream.verdicts.agree.AgreeOptions``."""
-    from evalstream.options import ONE_KEY
-    from evalstream.verdicts.agree import AgreeOptions, run
+    agree``). Options as ``evalstream._verdicts.agree.AgreeOptions``."""
+    from evalstream._options import ONE_KEY
+    from evalstream._verdicts.agree import AgreeOptions, run
 
-    given = _options("agree", AgreeOptions, options, "verdicts", "cases", by=ONE_KEY)
+    given = _given("agree", AgreeOptions, options, "verdicts", "cases", by=ONE_KEY)
     return run(AgreeOptions(verdicts=_path("verdicts", verdicts), cases=_path("cases", cases),
                             **given))
 
@@ -260,25 +260,25 @@ def agree(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
 def compare(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str],
             **options: Any) -> CompareReport:
     """What changed between two judge runs, pair by pair (``evalstream compare``). Options
-    as ``evalstream.verdicts.compare.CompareOptions``."""
-    from evalstream.verdicts.compare import CompareOptions, run
+    as ``evalstream._verdicts.compare.CompareOptions``."""
+    from evalstream._verdicts.compare import CompareOptions, run
 
-    given = _options("compare", CompareOptions, options, "run_a", "run_b")
+    given = _given("compare", CompareOptions, options, "run_a", "run_b")
     return run(CompareOptions(run_a=_path("run_a", run_a), run_b=_path("run_b", run_b), **given))
 
 
 def convert_cases(input: str | os.PathLike[str], output: str | os.PathLike[str],
                   **options: Any) -> ConvertReport:
-    """Run the ``convert`` command (``evalstream.convert`` is its package): cases at
+    """Run the ``convert`` command (``evalstream._convert`` is its package): cases at
     ``output`` from another format at ``input`` (OpenAI chats, tables, inspect_ai logs,
     Hugging Face datasets on disk), with the rejects and the report beside it. Options as the
     command's: ``format`` (``--from``), ``maps``, ``sets``, ``values``, ``id_from``,
     ``parse_json``, ``keep_unmapped``, ``tool_failure_when``, ``split``, ``separator``,
     ``quoting``, ``rejects``, ``report``, ``max_line_bytes``. Returns the report; files
     appear only if the whole run succeeds."""
-    from evalstream.convert import Options, run
+    from evalstream._convert import Options, run
 
-    given = _options("convert_cases", Options, options, "input", "output")
+    given = _given("convert_cases", Options, options, "input", "output")
     report, _ = run(Options(input=_path("input", input), output=_path("output", output), **given))
     return report
 
@@ -287,7 +287,7 @@ def judge_verdicts(input: str | os.PathLike[str], output: str | os.PathLike[str]
                    *, provider: str = "openai", base_url: str = "",
                    temperature: float | None = 0.0, max_output_tokens: int = 1024,
                    **options: Any) -> JudgeReport:
-    """Run ``judge`` (``evalstream.judge`` is its package): a verdict at ``output`` for every
+    """Run ``judge`` (``evalstream._judge`` is its package): a verdict at ``output`` for every
     judge state of ``input`` (a ``build`` output), asked of ``model`` at ``provider``
     (``openai`` or ``anthropic``; ``base_url`` for any compatible server), with every answer
     kept in the store beside the output (``cache=`` to share one). The API key is read from
@@ -296,9 +296,9 @@ def judge_verdicts(input: str | os.PathLike[str], output: str | os.PathLike[str]
     ``price_out``, ``max_cost``, ``max_requests``, ``retry_unscored``, ``max_unscored_rate``,
     ``rejects``, ``report``, ``max_line_bytes``. Returns the report (``exit_code`` 3: stopped
     by a limit, run again to continue); files appear only if the whole run succeeds."""
-    from evalstream.judge.live import Options, run
+    from evalstream._judge.live import Options, run
 
-    given = _options("judge_verdicts", Options, options, "input", "output", "config")
+    given = _given("judge_verdicts", Options, options, "input", "output", "config")
     return run(Options(input=_path("input", input), output=_path("output", output),
                        config=_judge_config(model, provider, base_url, temperature,
                                             max_output_tokens), **given))
@@ -306,8 +306,8 @@ def judge_verdicts(input: str | os.PathLike[str], output: str | os.PathLike[str]
 
 def _judge_config(model: str, provider: str, base_url: str, temperature: float | None,
                   max_output_tokens: int) -> Any:
-    from evalstream.judge.request import JudgeConfig
-    from evalstream.options import check
+    from evalstream._judge.request import JudgeConfig
+    from evalstream._options import check
 
     return JudgeConfig(**_checked(model=model, provider=provider, base_url=base_url,
                                   max_output_tokens=max_output_tokens),
@@ -323,9 +323,9 @@ def batch_prepare(input: str | os.PathLike[str], folder: str | os.PathLike[str],
     ``folder``, from the judge states of ``input``. Options as the command's:
     ``max_requests_per_file``, ``max_bytes_per_file``, ``only_missing``, ``cache``,
     ``max_line_bytes``."""
-    from evalstream.judge.batch.prepare import Options, run
+    from evalstream._judge.batch.prepare import Options, run
 
-    given = _options("batch_prepare", Options, options, "input", "folder", "config")
+    given = _given("batch_prepare", Options, options, "input", "folder", "config")
     return run(Options(input=_path("input", input), folder=_path("folder", folder),
                        config=_judge_config(model, provider, base_url, temperature,
                                             max_output_tokens), **given))
@@ -335,20 +335,20 @@ def batch_submit(folder: str | os.PathLike[str], **options: Any) -> BatchSummary
     """Run ``batch submit``: upload the request files of a prepared folder and create their
     batches (the key from the environment). Options: ``api_key_env``, ``timeout``,
     ``max_attempts``, ``resubmit_unconfirmed``."""
-    from evalstream.judge.batch.remote import Options, submit
+    from evalstream._judge.batch.remote import Options, submit
 
     return submit(Options(folder=_path("folder", folder),
-                          **_options("batch_submit", Options, options, "folder")))
+                          **_given("batch_submit", Options, options, "folder")))
 
 
 def batch_status(folder: str | os.PathLike[str], **options: Any) -> BatchSummary:
     """Run ``batch status``: each batch's state; the results of ended batches downloaded into
     ``folder/results/``. Options: ``wait``, ``poll``, ``download``, ``api_key_env``,
     ``timeout``, ``max_attempts``."""
-    from evalstream.judge.batch.remote import Options, status
+    from evalstream._judge.batch.remote import Options, status
 
     return status(Options(folder=_path("folder", folder),
-                          **_options("batch_status", Options, options, "folder")))
+                          **_given("batch_status", Options, options, "folder")))
 
 
 def batch_collect(folder: str | os.PathLike[str], output: str | os.PathLike[str],
@@ -360,9 +360,9 @@ def batch_collect(folder: str | os.PathLike[str], output: str | os.PathLike[str]
     ``price_in``, ``price_out``, ``max_unscored_rate``, ``rejects``, ``report``,
     ``max_line_bytes``, ``force``. Returns the report (``exit_code`` 3: judge states still
     missing)."""
-    from evalstream.judge.batch.collect import Options, run
+    from evalstream._judge.batch.collect import Options, run
 
-    given = _options("batch_collect", Options, options, "folder", "output", "results")
+    given = _given("batch_collect", Options, options, "folder", "output", "results")
     return run(Options(folder=_path("folder", folder), output=_path("output", output),
                        results=_checked(results=list(results) if isinstance(
                            results, (tuple, list)) else results)["results"], **given))
@@ -370,12 +370,12 @@ def batch_collect(folder: str | os.PathLike[str], output: str | os.PathLike[str]
 
 def _view_options(command: str, verdicts: str | os.PathLike[str],
                   cases: str | os.PathLike[str], options: dict[str, Any]) -> Any:
-    from evalstream.checks.rubrics import load_rubrics as load
-    from evalstream.options import ONE_KEY
-    from evalstream.view.index import Options
+    from evalstream._checks.rubrics import load_rubrics as load
+    from evalstream._options import ONE_KEY
+    from evalstream._view.index import Options
 
     files = _checked(rubric_files=options.pop("rubric_files", []))["rubric_files"]
-    given = _options(command, Options, options, "verdicts", "cases", "rubrics", by=ONE_KEY)
+    given = _given(command, Options, options, "verdicts", "cases", "rubrics", by=ONE_KEY)
     return Options(verdicts=_path("verdicts", verdicts), cases=_path("cases", cases),
                    rubrics=load(files) if files else None, **given)
 
@@ -389,7 +389,7 @@ def export_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
     ``max_line_bytes``, ``allow_unknown_fields``. Returns the report (``exit_code`` 1 when
     lines were rejected); the folder appears only if the whole export succeeds, and replaces
     only an earlier export holding nothing else (``force``: any folder without an input)."""
-    from evalstream.view.run import export_view as export
+    from evalstream._view.run import export_view as export
 
     return export(_view_options("export_view", verdicts, cases, options), _path("folder", folder),
                   _checked(limit=limit)["limit"], force=force)
@@ -403,12 +403,12 @@ def serve_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str], 
     8765-8774. Options as ``export_view``'s."""
     import sys
 
-    from evalstream.view.run import serve_view as serve
+    from evalstream._view.run import serve_view as serve
 
     def announce(url: str) -> None:
         print(f"view: serving at {url}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
 
-    from evalstream.options import check
+    from evalstream._options import check
 
     given = _checked(host=host, open_browser=open_browser)
     return serve(_view_options("serve_view", verdicts, cases, options), given["host"],

@@ -1,3 +1,3 @@
-from evalstream.cli import main
+from evalstream._cli import main
 
 raise SystemExit(main())

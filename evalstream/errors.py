@@ -1,6 +1,6 @@
 """evalstream's errors: one tree under ``EvalstreamError``, each class with its exit code.
 
-The command line maps these to exit codes in one place (``evalstream.cli``); the Python API
+The command line maps these to exit codes in one place (``evalstream._cli``); the Python API
 raises them as they are. Anything else that escapes a command is a bug (exit 70).
 """
 

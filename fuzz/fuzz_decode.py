@@ -20,8 +20,8 @@ import atheris
 with atheris.instrument_imports():
     import msgspec
 
-    from evalstream.cases import rejects, schema
-    from evalstream.files import lines
+    from evalstream._cases import rejects, schema
+    from evalstream._files import lines
 
 DECODE = schema.decoder(False).decode
 ENCODE = msgspec.json.Encoder().encode

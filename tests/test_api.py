@@ -237,7 +237,7 @@ def test_a_bad_option_value_is_a_usage_error(tmp_path: Path, function: str,
 def test_the_api_and_the_command_line_say_the_same(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, option: str, text: str,
         value: Any) -> None:
-    from evalstream.cli import main
+    from evalstream._cli import main
 
     with pytest.raises(SystemExit):
         main(["build", str(CASES), str(tmp_path / "s.jsonl"), f"{flag}={text}"])
@@ -252,17 +252,17 @@ def test_every_option_the_api_passes_on_has_a_rule() -> None:
     # A new field in one of these Options reaches the API through **options: it needs a rule.
     import dataclasses
 
-    from evalstream import options
-    from evalstream.convert.run import Options as ConvertOptions
-    from evalstream.dataset.stats import StatsOptions
-    from evalstream.judge.batch.collect import Options as CollectOptions
-    from evalstream.judge.batch.prepare import Options as PrepareOptions
-    from evalstream.judge.batch.remote import Options as RemoteOptions
-    from evalstream.judge.live import Options as JudgeOptions
-    from evalstream.pipeline.run import Options as BuildOptions
-    from evalstream.verdicts.agree import AgreeOptions
-    from evalstream.verdicts.compare import CompareOptions
-    from evalstream.view.index import Options as ViewOptions
+    from evalstream import _options as options
+    from evalstream._build.run import Options as BuildOptions
+    from evalstream._convert.run import Options as ConvertOptions
+    from evalstream._judge.batch.collect import Options as CollectOptions
+    from evalstream._judge.batch.prepare import Options as PrepareOptions
+    from evalstream._judge.batch.remote import Options as RemoteOptions
+    from evalstream._judge.live import Options as JudgeOptions
+    from evalstream._stats.stats import StatsOptions
+    from evalstream._verdicts.agree import AgreeOptions
+    from evalstream._verdicts.compare import CompareOptions
+    from evalstream._view.index import Options as ViewOptions
 
     set_by_the_api = {"inputs", "config", "rubrics"}
     for kind in (BuildOptions, StatsOptions, AgreeOptions, CompareOptions, ConvertOptions,

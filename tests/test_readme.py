@@ -203,8 +203,8 @@ def _json_after(text: str, heading: str) -> dict:
 
 
 def test_the_record_and_verdict_examples_are_what_build_writes(tmp_path: Path) -> None:
-    from evalstream.cli import main
-    from evalstream.judge.request import JudgeConfig
+    from evalstream._cli import main
+    from evalstream._judge.request import JudgeConfig
 
     formats = (DOCS / "formats.md").read_text()
     record = _json_after(formats, "## Output records")

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.cases.duplicates import Dup, ParentIndex, buckets, by_task, reduce_bucket
-from evalstream.cases.ids import CaseLog
-from evalstream.engines.dask import sum_arrays
+from evalstream._cases.duplicates import Dup, ParentIndex, buckets, by_task, reduce_bucket
+from evalstream._cases.ids import CaseLog
+from evalstream._engines.dask import sum_arrays
 
 
 def _logs(tasks: list[list[str]]) -> list[tuple]:

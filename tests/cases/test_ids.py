@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.cases.ids import IdIndex, id_hash
+from evalstream._cases.ids import IdIndex, id_hash
 
 
 def id_hashes(ids: list[str]) -> tuple[list[int], list[int]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evalstream.cases.reading import case_reader
-from evalstream.cases.rejects import Reject
-from evalstream.files.lines import chunks_of
+from evalstream._cases.reading import case_reader
+from evalstream._cases.rejects import Reject
+from evalstream._files.lines import chunks_of
 
 
 def _read(lines: list[bytes], max_line_bytes: int = 1 << 20) -> tuple[list[object], object]:

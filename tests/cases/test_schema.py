@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalstream.cases import schema
-from evalstream.cases.rejects import explain
+from evalstream._cases import schema
+from evalstream._cases.rejects import explain
 
 STRICT = schema.decoder(False)
 LENIENT = schema.decoder(True)
@@ -262,7 +262,7 @@ def test_nested_text_is_found_as_an_independent_walk_finds_it(
 ])
 def test_nested_text_over_the_cap_is_rejected_with_its_path(field: str, value: Any,
                                                             path: str) -> None:
-    from evalstream.cases.reading import read_cases
+    from evalstream._cases.reading import read_cases
 
     def filled(n: int) -> Any:
         return json.loads(json.dumps(value).replace("{long}", "é" * n))

@@ -1,7 +1,7 @@
 """The tokenizers: offline and hash-checked, and every count equal to tiktoken's.
 
 tiktoken is the oracle (``tests.helpers.oracle``: built by tiktoken's own constructor from
-the same vocabulary file, independently of ``evalstream.checks.encodings``). toktok counts
+the same vocabulary file, independently of ``evalstream._checks.encodings``). toktok counts
 ASCII text only; these tests hold it to tiktoken there, and show where it may not be used.
 """
 
@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.checks import encodings
-from evalstream.cli.common import TOKENIZERS
+from evalstream._checks import encodings
+from evalstream._cli.common import TOKENIZERS
 from evalstream.errors import SetupError, UsageError
 from tests.helpers import CORPUS, oracle
 

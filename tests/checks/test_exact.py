@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from evalstream.cases import schema
-from evalstream.checks import exact
+from evalstream._cases import schema
+from evalstream._checks import exact
 
 DECODE = schema.decoder(False).decode
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.cases.rejects import Reject
-from evalstream.checks import rubrics
-from evalstream.checks.rubrics import RubricError
+from evalstream._cases.rejects import Reject
+from evalstream._checks import rubrics
+from evalstream._checks.rubrics import RubricError
 from tests.helpers import SAMPLES
 
 JUDGE = '''
@@ -130,8 +130,8 @@ EDGE_IDS = ["r" * 512, "r" * 513, "r" * 600, "é" * 512, "é" * 513, "a b", "a\t
 def _judge_reads(rid: str) -> bool:
     """Whether ``judge`` (and so ``batch prepare``, through the same reader) reads a judge
     state of this rubric id, as build writes it, without a reject."""
-    from evalstream.judge.inputs import Reader
-    from evalstream.pipeline.states import judge_states
+    from evalstream._build.states import judge_states
+    from evalstream._judge.inputs import Reader
 
     valid = rubrics.load([_write(JUDGE)])
     (record,) = judge_states([{"id": "c1", "input": "i", "output": "o"}], valid)

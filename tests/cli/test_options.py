@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from evalstream.cli import common, main, parser
-from evalstream.cli.common import temperature as _temperature
+from evalstream._cli import common, main, parser
+from evalstream._cli.common import temperature as _temperature
 
 BAD = {
     common.size: ["", "-1", "0", "infk", "nanMiB", "1e999", "9" * 30, "1.5", "١٢", "0x10",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.checks.rubrics import builtin, load_rubrics
-from evalstream.cli import main
+from evalstream._checks.rubrics import builtin, load_rubrics
+from evalstream._cli import main
 from tests.helpers import SAMPLES
 
 

@@ -8,11 +8,11 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from evalstream.cases import schema
-from evalstream.convert import Options, run
-from evalstream.convert.report import ConvertReport
-from evalstream.pipeline.run import Options as BuildOptions
-from evalstream.pipeline.run import run as build_run
+from evalstream._build.run import Options as BuildOptions
+from evalstream._build.run import run as build_run
+from evalstream._cases import schema
+from evalstream._convert import Options, run
+from evalstream._convert.report import ConvertReport
 from tests.helpers import golden
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import evalstream
-import evalstream.convert.run  # noqa: F401 - the package of that name must not hide the function
+import evalstream._convert.run  # noqa: F401 - the package of that name must not hide the function
 from tests.helpers import SAMPLES
 
 

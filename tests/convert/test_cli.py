@@ -12,8 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from evalstream.cli import main
-from evalstream.convert.formats import NAMES
+from evalstream._cli import main
+from evalstream._convert.formats import NAMES
 from tests.helpers import ROOT
 
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalstream.convert import tables
+from evalstream._convert import tables
 from evalstream.errors import InputError
 from tests.convert.support import convert, validate_accepts
 

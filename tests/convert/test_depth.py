@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import resource
 import subprocess
 import sys
 import zipfile
@@ -22,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.convert import depth
+from evalstream._convert import depth
 from evalstream.errors import InputError
 from tests.convert.support import convert, validate_accepts
 from tests.helpers import ROOT
@@ -104,13 +103,19 @@ def test_the_deepest_row_allowed_becomes_a_case_validate_reads(tmp_path: Path) -
 
 def _peak_convert(tmp_path: Path, source: Path, *args: str) -> tuple[int, int]:
     """Run convert in a child held to 1 GiB of address space: (exit code, peak RSS in MB)."""
-    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
-            "from evalstream.cli import main; sys.exit(main(sys.argv[1:]))")
+    # The child reports its own peak: RUSAGE_CHILDREN would give the largest of every child
+    # this test process ever waited for (another test's, in a full run).
+    peak_file = tmp_path / "peak"
+    code = ("import atexit, resource, sys; "
+            "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+            "atexit.register(lambda: open(sys.argv.pop(), 'w').write(str("
+            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))); "
+            "from evalstream._cli import main; sys.exit(main(sys.argv[1:-1]))")
     done = subprocess.run([sys.executable, "-c", code, "convert", str(source),
-                           str(tmp_path / "out.jsonl"), "-q", *args], cwd=ROOT,
+                           str(tmp_path / "out.jsonl"), "-q", *args, str(peak_file)], cwd=ROOT,
                           capture_output=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+    peak = int(peak_file.read_text()) // 1024
     assert b"Traceback" not in done.stderr, done.stderr[-2000:]
     return done.returncode, peak
 

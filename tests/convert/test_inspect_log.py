@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.convert.inspect_log import label_of
+from evalstream._convert.inspect_log import label_of
 from evalstream.errors import InputError, UsageError
 from tests.convert.inspect_logs import write_logs_apart
 from tests.convert.support import convert, golden_run, validate_accepts
@@ -34,7 +34,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    from evalstream.convert.inspect_log import _member as read_member
+    from evalstream._convert.inspect_log import _member as read_member
 
     return read_member(archive, archive.filename or "", info.filename)
 

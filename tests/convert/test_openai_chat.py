@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.convert.openai_chat import parse_failure_rules, tool_failure
+from evalstream._convert.openai_chat import parse_failure_rules, tool_failure
 from evalstream.errors import UsageError
 from tests.convert.support import convert, golden_run, validate_accepts
 

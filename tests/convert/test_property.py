@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalstream.cases import schema
+from evalstream._cases import schema
 from tests.convert.support import convert, validate_accepts
 
 # Any Unicode scalar value (no lone surrogates: they are not text), NUL, quotes, commas,

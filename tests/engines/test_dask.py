@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evalstream.engines import dask as engine
+from evalstream._engines import dask as engine
 from evalstream.errors import InputError
 
 # Slow as a module: a real Dask cluster (scheduler and workers on 127.0.0.1): seconds to start.

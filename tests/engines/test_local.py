@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.engines.local import WorkerDied, map_ordered
+from evalstream._engines.local import WorkerDied, map_ordered
 from tests.helpers import ROOT
 
 
@@ -75,7 +75,7 @@ def test_a_killed_worker_ends_the_run_with_a_sentence(tmp_path: Path) -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_workers_die_with_their_parent(tmp_path: Path) -> None:
     # A parent that is SIGKILLed cannot stop its workers: the kernel must.
-    script = ("import sys; from evalstream.engines.local import map_ordered; "
+    script = ("import sys; from evalstream._engines.local import map_ordered; "
               "from tests.engines.test_local import _pid_file, _slow; "
               "list(map_ordered(_pid_file, _slow, sys.argv[1], [1, 1, 1, 1], 2))")
     parent = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT,

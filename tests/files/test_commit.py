@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from evalstream._files import outputs
+from evalstream._files.outputs import AtomicOutput, commit_all
 from evalstream.errors import OutputError
-from evalstream.files import outputs
-from evalstream.files.outputs import AtomicOutput, commit_all
 
 NAMES = ("states.jsonl", "states.rejects.jsonl", "states.report.json")
 
@@ -111,9 +111,9 @@ def test_another_users_file_in_a_sticky_folder(tmp_path: Path) -> None:
 
         # The interpreter lives where `nobody` may not read (/root): the child starts as
         # root, imports what the run needs, then becomes `nobody` before it writes anything.
-        child = ("import os, sys, traceback; import evalstream.cli as cli, evalstream.cli.build, "
-                 "evalstream.pipeline.run, evalstream.pipeline.ranges, "
-                 "evalstream.render.summary, evalstream.checks.rubrics as r; r.builtin(); "
+        child = ("import os, sys, traceback; import evalstream._cli as cli, evalstream._cli.build, "
+                 "evalstream._build.run, evalstream._build.ranges, "
+                 "evalstream._render.summary, evalstream._checks.rubrics as r; r.builtin(); "
                  "os.setgid(65534); os.setuid(65534); "
                  "sys.exit(cli.main(sys.argv[1:]))")
         done = subprocess.run([sys.executable, "-c", child, "build",

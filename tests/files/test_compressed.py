@@ -13,8 +13,8 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evalstream._files.lines import open_input
 from evalstream.errors import InputError
-from evalstream.files.lines import open_input
 
 LINES = b"".join(b'{"id":"c%d","input":"%s","output":"y"}\n' % (i, b"x" * (i % 97))
                  for i in range(4_000))

@@ -2,7 +2,7 @@
 replaced only when it is an earlier directory output, known by its ``manifest.json``, and
 holds nothing that manifest does not list (``--force``: any directory); never one that
 holds an input of the run (issue 23, item 4). Refused before any cluster is asked: these run
-without one. On an object store: ``tests/pipeline/test_cluster.py``."""
+without one. On an object store: ``tests/build/test_cluster.py``."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from evalstream._build.run import Options, run
+from evalstream._files import parts
 from evalstream.errors import UsageError
-from evalstream.files import parts
-from evalstream.pipeline.run import Options, run
 from tests.helpers import SAMPLES
 
 CASES = SAMPLES / "cases.jsonl"

@@ -15,8 +15,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.errors import InputError
-from evalstream.files.lines import (
+from evalstream._files.lines import (
     BOM,
     Chunk,
     HeldInput,
@@ -25,6 +24,7 @@ from evalstream.files.lines import (
     open_input,
     read_chunks,
 )
+from evalstream.errors import InputError
 
 
 def flatten(data: bytes, max_line_bytes: int = 1 << 30, block_size: int = 1 << 20,
@@ -125,7 +125,7 @@ def test_range_reader_reads_only_its_range(tmp_path: object) -> None:
        pos=st.integers(0, 70), limit=st.integers(0, 70), size=st.integers(1, 70))
 def test_a_descriptor_and_a_file_object_find_the_same_lines(
         tmp_path_factory: Any, data: bytes, pos: int, limit: int, size: int) -> None:
-    from evalstream.files.lines import line_start, read_line_at
+    from evalstream._files.lines import line_start, read_line_at
 
     # The reference: the first line start in [pos, limit), else limit; a line's first bytes.
     starts = [i for i in range(max(pos, 0), min(limit, len(data) + 1))
@@ -163,7 +163,7 @@ def _reference_starts(data: bytes, range_bytes: int) -> list[int]:
 @given(st.lists(st.integers(0, 60), max_size=40), st.integers(1, 50), st.booleans())
 def test_ranges_are_line_aligned_contiguous_and_never_empty(
         tmp_path_factory: Any, lengths: list[int], range_bytes: int, last_newline: bool) -> None:
-    from evalstream.files.lines import range_tasks
+    from evalstream._files.lines import range_tasks
 
     data = b"\n".join(b"x" * n for n in lengths) + (b"\n" if last_newline else b"")
     path = tmp_path_factory.mktemp("ranges") / "in.jsonl"
@@ -185,7 +185,7 @@ def test_ranges_are_line_aligned_contiguous_and_never_empty(
 
 def test_ranges_over_a_long_line_read_each_byte_once(tmp_path: Path,
                                                      monkeypatch: Any) -> None:
-    from evalstream.files import lines
+    from evalstream._files import lines
 
     size = 64 << 20  # one 64 MiB line between two short ones, ranges of 1 MiB
     path = tmp_path / "long.jsonl"

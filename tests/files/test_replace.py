@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.cli import main
+from evalstream._cli import main
+from evalstream._files.replace import check_replaceable, holds
 from evalstream.errors import UsageError
-from evalstream.files.replace import check_replaceable, holds
 from tests.helpers import SAMPLES
 
 CASE = b'{"id": "c1", "input": "hi", "output": "hello"}\n'

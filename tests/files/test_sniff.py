@@ -18,8 +18,7 @@ import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalstream.errors import EXIT_WRONG_FILE, WrongFileError
-from evalstream.files.sniff import (
+from evalstream._files.sniff import (
     HEAD_BYTES,
     check_cases_input,
     check_cases_stream,
@@ -29,6 +28,7 @@ from evalstream.files.sniff import (
     head_of,
     jsonl_kind,
 )
+from evalstream.errors import EXIT_WRONG_FILE, WrongFileError
 from tests.helpers import CORPUS, SAMPLES
 
 CASE = b'{"id":"a","input":"hi","output":"hello"}'
@@ -302,7 +302,7 @@ def test_sniff_is_bottom_layer() -> None:
 
     from tests.helpers import ROOT
 
-    tree = ast.parse((ROOT / "evalstream" / "files" / "sniff.py").read_text())
+    tree = ast.parse((ROOT / "evalstream" / "_files" / "sniff.py").read_text())
     names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     ours = {n for n in names if n.startswith("evalstream")}

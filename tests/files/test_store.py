@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.files.lines import Chunk, read_chunks, read_files
-from evalstream.files.store import InputFile, TaskReader, resolve, tasks_of
+from evalstream._files.lines import Chunk, read_chunks, read_files
+from evalstream._files.store import InputFile, TaskReader, resolve, tasks_of
 
 
 def _lines_of(reader: TaskReader) -> list[tuple[int, bytes]]:
@@ -92,8 +92,8 @@ def test_a_single_stream_is_unchanged() -> None:
 
 def test_copy_range_streams_in_blocks_and_refuses_a_short_part(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalstream._files import store
     from evalstream.errors import OutputError
-    from evalstream.files import store
 
     part = tmp_path / "part"
     part.write_bytes(bytes(range(256)) * 40)

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evalstream._files.outputs import check_targets
 from evalstream.errors import UsageError
-from evalstream.files.outputs import check_targets
 
 # Spellings of three places, relative to a folder holding `real/` (with `real/old.jsonl`),
 # `link -> real`, `real/alias.jsonl -> old.jsonl` and `hard.jsonl`, a hard link to the old file.

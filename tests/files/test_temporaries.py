@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.dataset.stats import StatsOptions
-from evalstream.dataset.stats import collect as stats
-from evalstream.files import temporaries
-from evalstream.pipeline import ranges
-from evalstream.pipeline.run import Options, run
+from evalstream._build import ranges
+from evalstream._build.run import Options, run
+from evalstream._files import temporaries
+from evalstream._stats.stats import StatsOptions
+from evalstream._stats.stats import collect as stats
 from tests.helpers import SAMPLES
 
 

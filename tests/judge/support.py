@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evalstream.judge.live import Options
-from evalstream.judge.request import JudgeConfig
-from evalstream.pipeline.run import Options as BuildOptions
-from evalstream.pipeline.run import run as build_run
+from evalstream._build.run import Options as BuildOptions
+from evalstream._build.run import run as build_run
+from evalstream._judge.live import Options
+from evalstream._judge.request import JudgeConfig
 from tests.helpers import ROOT
 
 # A recognisable fake key: the tests look for it in every file and log a run leaves.

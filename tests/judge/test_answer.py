@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalstream.judge.answer import CAUSES, DETAIL_CHARS, http_error_detail, parse, unfenced
+from evalstream._judge.answer import CAUSES, DETAIL_CHARS, http_error_detail, parse, unfenced
 
 
 def openai(content: Any = None, finish: str = "stop", refusal: Any = None,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.judge import inputs
-from evalstream.judge.request import JudgeConfig, build, system_text
+from evalstream._judge import inputs
+from evalstream._judge.request import JudgeConfig, build, system_text
 from tests.helpers import ROOT, oracle_count
 from tests.judge.support import FAKE_KEY, FakeServer, cli, lines, states
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from evalstream._judge import live
+from evalstream._judge.transport import Transport
 from evalstream.errors import UsageError
-from evalstream.judge import live
-from evalstream.judge.transport import Transport
 from tests.judge.support import (
     FAKE_KEY,
     FakeServer,
@@ -72,7 +72,7 @@ def test_a_huge_answer_is_read_no_further_than_an_answer_can_be(
         tmp_path: Path, server: FakeServer, provider: str) -> None:
     """A 200 body was read whole and stored as one blob (1.1 GiB: 4.8 GB of RSS, then
     "string or blob too big"), and every re-run paid for it again."""
-    from evalstream.judge.transport import answer_bytes
+    from evalstream._judge.transport import answer_bytes
 
     path = states(tmp_path, ["FAKE:huge", "FAKE:pass"])
     out = tmp_path / "v.jsonl"

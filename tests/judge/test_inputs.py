@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.cases.rejects import Reject
-from evalstream.judge import inputs
-from evalstream.pipeline.run import Options, run
+from evalstream._build.run import Options, run
+from evalstream._cases.rejects import Reject
+from evalstream._judge import inputs
 from tests.helpers import SAMPLES
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from evalstream.judge.limits import Concurrency, TokenBucket
+from evalstream._judge.limits import Concurrency, TokenBucket
 
 
 @pytest.mark.slow

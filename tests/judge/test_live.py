@@ -10,11 +10,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from evalstream._judge import live
+from evalstream._judge.request import build
+from evalstream._judge.store import Store
+from evalstream._verdicts.records import Codes, RejectSink, read_verdicts
 from evalstream.errors import InputError, UsageError
-from evalstream.judge import live
-from evalstream.judge.request import build
-from evalstream.judge.store import Store
-from evalstream.verdicts.records import Codes, RejectSink, read_verdicts
 from tests.helpers import SAMPLES
 from tests.judge.support import FAKE_KEY, FakeServer, lines, options, states
 
@@ -46,8 +46,8 @@ def body_sha(opts: live.Options, state: dict) -> str:
 
 
 def test_sample_states_one_verdict_each_in_order(tmp_path: Path, server: FakeServer) -> None:
-    from evalstream.pipeline.run import Options as BuildOptions
-    from evalstream.pipeline.run import run as build_run
+    from evalstream._build.run import Options as BuildOptions
+    from evalstream._build.run import run as build_run
 
     states_path = tmp_path / "states.jsonl"
     build_run(BuildOptions(input=str(SAMPLES / "cases.jsonl"), output=str(states_path)))
@@ -220,7 +220,7 @@ def test_wrong_key_stops_the_run_and_writes_nothing(tmp_path: Path, server: Fake
 
 
 def test_missing_key_for_the_public_endpoint(tmp_path: Path, server: FakeServer) -> None:
-    from evalstream.judge.request import JudgeConfig
+    from evalstream._judge.request import JudgeConfig
 
     path = states(tmp_path, ["a"])
     opts = live.Options(input=str(path), output=str(tmp_path / "v.jsonl"),
@@ -278,8 +278,8 @@ def test_rpm_and_tpm_pace_the_requests(tmp_path: Path, server: FakeServer) -> No
     elapsed = time.monotonic() - started
     # Each request counts its exact input tokens and its 16 output tokens: 20,000 tokens go
     # at once, the rest at 2,000 a second.
-    from evalstream.judge import tokens
-    from evalstream.judge.request import system_text
+    from evalstream._judge import tokens
+    from evalstream._judge.request import system_text
 
     costs = [tokens.request_tokens(system_text(s["question"]), json.dumps(
         s["state"], ensure_ascii=False, separators=(",", ":")), "o200k_base") + 16
@@ -349,7 +349,7 @@ def test_an_answer_the_store_cannot_take_as_sent_is_stored_and_never_paid_again(
 
 
 def _question_and_state(path: Path, n: int) -> tuple[str, str]:
-    from evalstream.judge import inputs
+    from evalstream._judge import inputs
 
     item = [x for x in inputs.read(str(path)) if isinstance(x, inputs.JudgeState)][n]
     return item.question, item.state

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalstream.checks.state import PREAMBLE
-from evalstream.errors import UsageError
-from evalstream.judge.request import (
+from evalstream._checks.state import PREAMBLE
+from evalstream._judge.request import (
     ANSWER_INSTRUCTION,
     ANSWER_SCHEMA,
     JudgeConfig,
     build,
     request_key,
 )
+from evalstream.errors import UsageError
 from tests.helpers import golden
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

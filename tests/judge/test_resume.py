@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.judge import inputs
-from evalstream.judge.request import JudgeConfig, build, request_key
+from evalstream._judge import inputs
+from evalstream._judge.request import JudgeConfig, build, request_key
 from tests.helpers import ROOT
 from tests.judge.support import FAKE_KEY, FakeServer, cli, lines, states
 
@@ -149,7 +149,7 @@ def test_kill_9_of_judge_on_stdin_leaves_no_copy_of_the_states(
     version left under a run's name is removed by the next run."""
     import os
 
-    from evalstream.files import temporaries
+    from evalstream._files import temporaries
 
     src = states(tmp_path / "in", [f"state {i}" for i in range(N)])
     tmp = tmp_path / "tmp"

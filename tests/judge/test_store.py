@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from evalstream._judge.store import Store
 from evalstream.errors import OutputError
-from evalstream.judge.store import Store
 from tests.helpers import ROOT
 
 
@@ -156,7 +156,7 @@ def test_damaged_pages_are_a_sentence_on_reading_and_writing(tmp_path: Path) -> 
 
 CHILD = """
 import os, sys
-from evalstream.judge.store import Store
+from evalstream._judge.store import Store
 store = Store(sys.argv[1])
 for i in range(100_000):
     store.put(f"k{i}", "openai", "m", b"x" * 500, None, 1, 1, 1.0, 1)
@@ -208,7 +208,7 @@ def test_two_runs_opening_a_new_store_at_once(tmp_path: Path) -> None:
 
 
 def test_claims_between_two_runs_on_one_store(tmp_path: Path) -> None:
-    from evalstream.judge.store import ANSWERED, CLAIMED, HELD
+    from evalstream._judge.store import ANSWERED, CLAIMED, HELD
 
     path = str(tmp_path / "s.sqlite")
     a, b = Store(path), Store(path)

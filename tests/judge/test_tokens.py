@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from evalstream._judge import tokens
 from evalstream.errors import UsageError
-from evalstream.judge import tokens
 from tests.helpers import oracle_count
 
 

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalstream.errors import UsageError
-from evalstream.judge.transport import (
+from evalstream._judge.transport import (
     MAX_BACKSLASHES,
     Secret,
     answer_bytes,
     check_key,
     retry_after,
 )
+from evalstream.errors import UsageError
 from tests.judge.fake_server import ABSURD_DATE
 from tests.judge.support import FAKE_KEY, holds_key
 

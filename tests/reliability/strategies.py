@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from evalstream.cases import schema
+from evalstream._cases import schema
 
 # Every plane, NUL and other control characters included; only lone surrogates are left
 # out, because they cannot be valid UTF-8 (the mutations put them back as escapes).

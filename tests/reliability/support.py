@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalstream.checks.report import RunReport
-from evalstream.pipeline.run import Options, run
+from evalstream._build.run import Options, run
+from evalstream._checks.report import RunReport
 from tests.helpers import CORPUS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,8 +42,8 @@ def run_or_diagnosis(tmp_path: Path, data: bytes, *, build: bool = True,
                      **options: Any) -> Outcome | None:
     """``run_on``, or None when evalstream found the file plainly not JSONL (exit 4): then
     it must have written nothing and said so in one sentence, as the sniffer sees the head."""
+    from evalstream._files.sniff import HEAD_BYTES, diagnose, jsonl_kind
     from evalstream.errors import WrongFileError
-    from evalstream.files.sniff import HEAD_BYTES, diagnose, jsonl_kind
 
     for old in tmp_path.glob("out.*"):  # hypothesis runs many examples in one tmp_path
         old.unlink()

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalstream.cli import main
-from evalstream.files.lines import BOM, Chunk, read_chunks
+from evalstream._cli import main
+from evalstream._files.lines import BOM, Chunk, read_chunks
 
 from .strategies import cases, dumps
 from .support import assert_actionable, assert_counts_add_up, examples, run_on, run_or_diagnosis

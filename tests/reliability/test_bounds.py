@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from evalstream.cases import schema
-from evalstream.checks import encodings, tokens
-from evalstream.pipeline.run import Options, run
+from evalstream._build.run import Options, run
+from evalstream._cases import schema
+from evalstream._checks import encodings, tokens
 
 from .support import ROOT, assert_actionable, assert_counts_add_up, cli_env, run_on
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalstream.checks.state import FIELD_OF, PREAMBLE, STATE_NAMES
+from evalstream._checks.state import FIELD_OF, PREAMBLE, STATE_NAMES
 
 from . import strategies as gen
 from .support import assert_counts_add_up, examples, run_on

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstream.files.outputs import escape_line_breaks
+from evalstream._files.outputs import escape_line_breaks
 
 from .support import cli
 

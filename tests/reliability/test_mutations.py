@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from evalstream.cases import schema
-from evalstream.checks.state import FIELD_OF, STATE_NAMES
+from evalstream._cases import schema
+from evalstream._checks.state import FIELD_OF, STATE_NAMES
 
 from . import strategies as gen
 from .support import assert_actionable, assert_counts_add_up, examples, run_on, run_or_diagnosis

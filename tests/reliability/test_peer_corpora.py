@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.pipeline.run import Options, run
+from evalstream._build.run import Options, run
 
 from .support import (
     CORPUS,
@@ -162,7 +162,7 @@ def test_damaged_real_cases_get_messages_a_person_can_act_on(tmp_path: Path) -> 
 
 
 @needs_corpus
-@pytest.mark.skipif(importlib.util.find_spec("evalstream.cli.stats") is None,
+@pytest.mark.skipif(importlib.util.find_spec("evalstream._cli.stats") is None,
                     reason="evalstream/stats_cli.py is not written yet")
 def test_stats_over_the_real_datasets(tmp_path: Path) -> None:
     for dataset in DATASETS:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.cli import main
-from evalstream.pipeline import run as build
+from evalstream._build import run as build
+from evalstream._cli import main
 
 from .support import run_on
 

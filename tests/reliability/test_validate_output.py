@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.cli import main
+from evalstream._cli import main
 
 from .support import run_on
 

@@ -344,7 +344,7 @@ def test_commit_all_replaces_every_target_or_none(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    from evalstream.files.outputs import AtomicOutput, OutputError, commit_all
+    from evalstream._files.outputs import AtomicOutput, OutputError, commit_all
 
     _old_outputs(tmp_path)
     outputs = [AtomicOutput(str(tmp_path / name)) for name in OLD]
@@ -371,7 +371,7 @@ def test_commit_all_replaces_every_target_or_none(tmp_path: Path,
 # -- the write-behind thread of build's output ------------------------------------------------
 def test_write_behind_keeps_the_order_of_every_piece(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalstream.files import outputs as sink
+    from evalstream._files import outputs as sink
 
     monkeypatch.setattr(sink._WriteBehind, "BATCH", 7)  # a hand-over every few pieces
     out = sink.AtomicOutput(str(tmp_path / "states.jsonl"))
@@ -387,7 +387,7 @@ def test_write_behind_reports_a_failed_write_and_the_target_is_untouched(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    from evalstream.files import outputs as sink
+    from evalstream._files import outputs as sink
 
     _old_outputs(tmp_path)
     monkeypatch.setattr(sink._WriteBehind, "BATCH", 4)

@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from evalstream.cli import main
-from evalstream.cli.agree import render
+from evalstream._cli import main
+from evalstream._cli.agree import render
+from evalstream._render.agree import blocks, unscored_line
+from evalstream._verdicts.agree import AgreeOptions, AgreeReport, Cell, encode, run
+from evalstream._verdicts.records import DuplicateKeyError
 from evalstream.errors import UsageError
-from evalstream.render.agree import blocks, unscored_line
-from evalstream.verdicts.agree import AgreeOptions, AgreeReport, Cell, encode, run
-from evalstream.verdicts.records import DuplicateKeyError
 from tests.helpers import CORPUS, SAMPLES, golden
 from tests.verdicts.plain import PlainCell, plain_agree
 
@@ -283,8 +283,8 @@ def test_verdicts_from_stdin(monkeypatch: Any, capsys: Any) -> None:
 
 
 def test_build_output_counts_judge_states_and_uses_exact_verdicts(tmp_path: Path) -> None:
-    from evalstream.pipeline.run import Options
-    from evalstream.pipeline.run import run as build
+    from evalstream._build.run import Options
+    from evalstream._build.run import run as build
 
     states = tmp_path / "states.jsonl"
     build(Options(input=str(CASES), output=str(states)))

@@ -16,7 +16,7 @@ from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.proportion import proportion_confint
 
-from evalstream.verdicts.agreement import (
+from evalstream._verdicts.agreement import (
     MIN_PAIRS,
     Confusion,
     accuracy,

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from evalstream.cli import main
-from evalstream.cli.agree import render
-from evalstream.render.compare import blocks
-from evalstream.verdicts.compare import CompareOptions, CompareReport, encode, run
-from evalstream.verdicts.records import STATUSES
+from evalstream._cli import main
+from evalstream._cli.agree import render
+from evalstream._render.compare import blocks
+from evalstream._verdicts.compare import CompareOptions, CompareReport, encode, run
+from evalstream._verdicts.records import STATUSES
 from tests.helpers import SAMPLES, golden
 from tests.verdicts.plain import plain_compare
 

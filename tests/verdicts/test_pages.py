@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from evalstream.render.agree_html import agree_page, compare_page
-from evalstream.verdicts.agree import AgreeOptions
-from evalstream.verdicts.agree import run as agree
-from evalstream.verdicts.compare import CompareOptions
-from evalstream.verdicts.compare import run as compare
+from evalstream._render.agree_html import agree_page, compare_page
+from evalstream._verdicts.agree import AgreeOptions
+from evalstream._verdicts.agree import run as agree
+from evalstream._verdicts.compare import CompareOptions
+from evalstream._verdicts.compare import run as compare
 from tests.browser import load
 from tests.helpers import SAMPLES
 

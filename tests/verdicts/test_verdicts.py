@@ -14,7 +14,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalstream.verdicts.records import (
+from evalstream._verdicts.records import (
     FLUSH_ROWS,
     STATUSES,
     Codes,
@@ -271,7 +271,7 @@ def test_first_rows_both_ways_match_a_plain_sort(rows: list[tuple[int, str, int]
                                                  k: int) -> None:
     import polars as pl
 
-    from evalstream.verdicts.records import first_rows
+    from evalstream._verdicts.records import first_rows
 
     frame = pl.LazyFrame(rows, schema={"rubric": pl.UInt32, "kind": pl.String,
                                        "order": pl.UInt32}, orient="row")
@@ -294,9 +294,9 @@ def test_first_rows_both_ways_match_a_plain_sort(rows: list[tuple[int, str, int]
 ])
 def test_a_line_without_status_is_a_judge_state_only_with_an_object_state(
         line: str, path: str, start: str) -> None:
-    from evalstream.cases.reading import RecordReader
-    from evalstream.files.lines import chunks_of
-    from evalstream.verdicts.records import verdict_kind
+    from evalstream._cases.reading import RecordReader
+    from evalstream._files.lines import chunks_of
+    from evalstream._verdicts.records import verdict_kind
 
     reader = RecordReader(verdict_kind())
     judge_state = '{"case_id":"a","rubric_id":"r","question":"Q?","state":{"user_input":"x"}}'

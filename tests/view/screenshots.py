@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evalstream.cli import main as evalstream
+from evalstream._cli import main as evalstream
 from tests.browser import open_tab
 from tests.helpers import ROOT
 from tests.view.support import no_proxy, server

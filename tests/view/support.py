@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from evalstream.view.index import Options, split_key
-from evalstream.view.lists import Filters
-from evalstream.view.pages import Site
-from evalstream.view.run import open_site
+from evalstream._view.index import Options, split_key
+from evalstream._view.lists import Filters
+from evalstream._view.pages import Site
+from evalstream._view.run import open_site
 from tests.helpers import ROOT, SAMPLES
 
 VERDICTS = SAMPLES / "verdicts.jsonl"

@@ -15,8 +15,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from evalstream.cli import main
-from evalstream.verdicts.links import check_page
+from evalstream._cli import main
+from evalstream._verdicts.links import check_page
 from tests.browser import Tab, load, open_tab, require_chromium
 from tests.view.support import (
     CASES,
@@ -259,7 +259,7 @@ def test_a_hostile_export_runs_nothing_from_file(tmp_path: Path) -> None:
 def test_the_checks_would_see_a_script_that_ran(tmp_path: Path) -> None:
     # Controls: the same policy refuses an injected script and the refusal is an error; a
     # page without it would run the payload, and the flag shows it.
-    from evalstream.render.html import Page
+    from evalstream._render.html import Page
 
     page = Page("control", strict=True)
     page.fragment('<script>window.pwned = 1</script><img src="x.png">')

@@ -13,9 +13,9 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from evalstream.cli import main
+from evalstream._cli import main
+from evalstream._verdicts.links import check_page
 from evalstream.errors import OutputError
-from evalstream.verdicts.links import check_page
 from tests.view.support import CASES, VERDICTS, VERDICTS_B
 from tests.view.test_pages import check_inert, structure
 
@@ -115,7 +115,7 @@ def test_the_folder_is_written_whole_or_not_at_all(tmp_path: Path,
     assert not set(first) - set(second) or all(n in second for n in first if "lists/" in n)
     (tmp_path / "file").write_text("x")
     assert export(tmp_path / "file") == 2
-    from evalstream.files import outputs
+    from evalstream._files import outputs
 
     calls = {"n": 0}
     write = outputs.AtomicFolder.write
@@ -281,7 +281,7 @@ def test_the_api_takes_force(tmp_path: Path) -> None:
 def test_a_file_added_while_the_export_runs_is_not_deleted(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from evalstream.files import outputs
+    from evalstream._files import outputs
 
     review = tmp_path / "review"
     assert export(review, "--limit", "1") == 0

@@ -15,17 +15,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalstream.cases.ids import IdIndex
-from evalstream.cases.reading import RecordReader, case_kind
-from evalstream.cases.rejects import Reject
-from evalstream.checks.rubrics import load_rubrics
+from evalstream._build.run import Options as BuildOptions
+from evalstream._build.run import run as build
+from evalstream._cases.ids import IdIndex
+from evalstream._cases.reading import RecordReader, case_kind
+from evalstream._cases.rejects import Reject
+from evalstream._checks.rubrics import load_rubrics
+from evalstream._files.lines import open_input, read_chunks
+from evalstream._verdicts.records import DuplicateKeyError, verdict_kind
+from evalstream._view.lists import Filters
+from evalstream._view.records import FileChanged
 from evalstream.errors import InputError, UsageError, WrongFileError
-from evalstream.files.lines import open_input, read_chunks
-from evalstream.pipeline.run import Options as BuildOptions
-from evalstream.pipeline.run import run as build
-from evalstream.verdicts.records import DuplicateKeyError, verdict_kind
-from evalstream.view.lists import Filters
-from evalstream.view.records import FileChanged
 from tests.helpers import SAMPLES
 from tests.view import plain
 from tests.view.support import CASES, VERDICTS, VERDICTS_B, entries, site
@@ -105,8 +105,8 @@ def test_the_sample_lists_equal_a_plain_reading(tmp_path: Path) -> None:
         check_skipped(s, p, CASES, tmp_path)
         check_counts(s, {"cases": CASES, "verdicts": VERDICTS, "compare": VERDICTS_B})
         # The figures agree reports for the same files (another implementation, with Polars).
-        from evalstream.verdicts.agree import AgreeOptions
-        from evalstream.verdicts.agree import run as agree
+        from evalstream._verdicts.agree import AgreeOptions
+        from evalstream._verdicts.agree import run as agree
 
         report = agree(AgreeOptions(str(VERDICTS), str(CASES)))
         assert len(s.lists["disagreements"]) == sum(

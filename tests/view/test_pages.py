@@ -14,11 +14,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from evalstream.pipeline.run import Options as BuildOptions
-from evalstream.pipeline.run import run as build
-from evalstream.view.check import check_page
-from evalstream.view.lists import Filters
-from evalstream.view.pages import list_page, overview, rejects_page
+from evalstream._build.run import Options as BuildOptions
+from evalstream._build.run import run as build
+from evalstream._view.check import check_page
+from evalstream._view.lists import Filters
+from evalstream._view.pages import list_page, overview, rejects_page
 from tests.helpers import ROOT, golden
 from tests.view.support import (
     ID_PAYLOADS,
@@ -229,7 +229,7 @@ def test_a_case_with_many_checks_links_the_first_hundred_and_counts_the_rest(
 
 
 def test_token_figures_read_in_every_record_shape() -> None:
-    from evalstream.view.check import _tokens_line
+    from evalstream._view.check import _tokens_line
 
     counted = {"tokenizer": "o200k_base", "budget": 32000,
                "bytes": {"state": 900, "longest_question": 1462, "total": 2362},

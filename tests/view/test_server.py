@@ -223,7 +223,7 @@ def test_a_port_in_use_is_a_usage_error() -> None:
 ])
 def test_options_that_do_not_apply_are_usage_errors(args: list[str], message: str,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from evalstream.cli import main
+    from evalstream._cli import main
 
     assert main(["view", str(VERDICTS), "--cases", str(CASES), *args]) == 2
     assert message in capsys.readouterr().err
@@ -233,7 +233,7 @@ def test_options_that_do_not_apply_are_usage_errors(args: list[str], message: st
 def test_without_a_port_the_next_free_one_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
-    from evalstream.view import server as view_server
+    from evalstream._view import server as view_server
     from tests.view.support import site
 
     with socket.socket() as taken, site() as s:

@@ -9,8 +9,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from evalstream.judge.batch import collect, prepare
-from evalstream.judge.request import JudgeConfig
+from evalstream._judge.batch import collect, prepare
+from evalstream._judge.request import JudgeConfig
 from tests.judge.fake_batches import _answer, _fault
 
 # marker -> (status, cause) of the verdict a collect writes

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from evalstream._judge import inputs
+from evalstream._judge.batch import collect
+from evalstream._judge.request import build
+from evalstream._judge.store import Store
+from evalstream._verdicts.records import Codes, RejectSink, read_verdicts
 from evalstream.errors import InputError, UsageError, WrongFileError
-from evalstream.judge import inputs
-from evalstream.judge.batch import collect
-from evalstream.judge.request import build
-from evalstream.judge.store import Store
-from evalstream.verdicts.records import Codes, RejectSink, read_verdicts
 from tests.judge.batch.support import (
     EXPECTED,
     collected,
@@ -265,8 +265,8 @@ def test_results_of_the_other_provider_are_rejected(tmp_path: Path) -> None:
 
 
 def test_exact_verdicts_pass_through_in_their_places(tmp_path: Path) -> None:
-    from evalstream.pipeline.run import Options as BuildOptions
-    from evalstream.pipeline.run import run as build_run
+    from evalstream._build.run import Options as BuildOptions
+    from evalstream._build.run import run as build_run
     from tests.helpers import SAMPLES
 
     src = tmp_path / "states.jsonl"
@@ -409,7 +409,7 @@ def test_a_second_collect_replaces_its_own_outputs(tmp_path: Path) -> None:
 
 
 def test_the_command_line_takes_force(tmp_path: Path) -> None:
-    from evalstream.cli import main
+    from evalstream._cli import main
 
     files = _ready(tmp_path)
     cases = tmp_path / "in" / "cases.jsonl"

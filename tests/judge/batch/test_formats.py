@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec import Meta
 
-from evalstream.judge.batch import formats
-from evalstream.judge.batch.formats import ResultLine, outcome, problem
-from evalstream.judge.request import JudgeConfig, build
+from evalstream._judge.batch import formats
+from evalstream._judge.batch.formats import ResultLine, outcome, problem
+from evalstream._judge.request import JudgeConfig, build
 
 # The documented shapes, strictly: OpenAI's "request input object" (custom_id, method POST,
 # url, body) and Anthropic's Message Batches request (custom_id, params); custom_id 1-64

@@ -15,14 +15,14 @@ import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from evalstream._build.run import Options as BuildOptions
+from evalstream._build.run import run as build_run
+from evalstream._judge import inputs
+from evalstream._judge.batch import formats, prepare
+from evalstream._judge.batch.manifest import Exposures, Manifest
+from evalstream._judge.request import JudgeConfig, build
+from evalstream._judge.store import Store
 from evalstream.errors import UsageError
-from evalstream.judge import inputs
-from evalstream.judge.batch import formats, prepare
-from evalstream.judge.batch.manifest import Exposures, Manifest
-from evalstream.judge.request import JudgeConfig, build
-from evalstream.judge.store import Store
-from evalstream.pipeline.run import Options as BuildOptions
-from evalstream.pipeline.run import run as build_run
 from tests.helpers import SAMPLES, golden
 from tests.judge.batch.support import prepared, request_lines
 from tests.judge.support import states
@@ -266,7 +266,7 @@ def test_exposures_round_trip_any_bytes(texts: list[bytes], cap: int) -> None:
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE templates (n INTEGER PRIMARY KEY, text BLOB NOT NULL)")
     packer = Exposures(db)
-    import evalstream.judge.batch.manifest as manifest_module
+    import evalstream._judge.batch.manifest as manifest_module
 
     old = manifest_module.MAX_TEMPLATES
     manifest_module.MAX_TEMPLATES = cap  # past the cap, exposures are kept whole

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evalstream._judge import live
+from evalstream._judge.batch import remote
+from evalstream._judge.batch.client import _Redactor
 from evalstream.errors import OutputError, UsageError
-from evalstream.judge import live
-from evalstream.judge.batch import remote
-from evalstream.judge.batch.client import _Redactor
 from tests.helpers import ROOT
 from tests.judge.batch.support import CONTENT_FAULTS, collected, lines, prepared
 from tests.judge.support import (
@@ -253,7 +253,7 @@ _ESCAPED = "".join(f"\\u{ord(c):04x}" for c in "sk-KEY-1234").encode()
        cuts=st.lists(st.integers(0, 1200), max_size=8))
 def test_the_key_is_removed_even_when_a_block_boundary_cuts_it(data: bytes,
                                                               cuts: list[int]) -> None:
-    from evalstream.judge.transport import Secret
+    from evalstream._judge.transport import Secret
 
     secret = Secret("sk-KEY-1234")
     redact = _Redactor(secret)

@@ -1,0 +1,318 @@
+"""``build`` and ``validate`` over files: cases in, records, rejects and the run report out.
+
+``run`` plans the targets, then reads the input in this process (``process``) or, for a
+plain file big enough to be worth it, over byte ranges in worker processes
+(``pipeline.ranges``); both run the same loop, so the output is byte-identical. Every
+target is written under a temporary name and renamed only when the whole run succeeded.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, NamedTuple
+
+import msgspec
+
+from evalstream._cases.ids import CaseLog
+from evalstream._cases.reading import LineCounts, Record, case_reader
+from evalstream._cases.rejects import Reject
+from evalstream._checks import encodings, tokens
+from evalstream._checks.checker import Checker, CheckTally, room_warning
+from evalstream._checks.report import RubricInfo, RunReport, label_warnings, run_report
+from evalstream._checks.report import encode as encode_report
+from evalstream._checks.rubrics import RubricSet, load_rubrics
+from evalstream.errors import EXIT_PIPE, ReaderGone, UsageError
+from evalstream._files.lines import (
+    DEFAULT_MAX_LINE_BYTES,
+    Progress,
+    input_size,
+    open_input,
+    progress,
+    read_chunks,
+    read_files,
+)
+from evalstream._files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+    sidecar,
+)
+from evalstream._files.parts import check_directory, is_directory
+from evalstream._files.replace import check_replaceable
+from evalstream._files.sniff import check_cases_input, check_cases_stream
+from evalstream._files.store import InputFile, is_url, needs_resolving, open_file, resolve
+from evalstream._files.temporaries import remove_stale_shared
+from evalstream._build.records import RecordEncoder
+
+FLUSH_BYTES = 1 << 18  # output handed to the writer in pieces of about this size
+
+
+@dataclass
+class Options:
+    """Everything a build or validate run needs; the CLI fills it from its arguments."""
+
+    input: str
+    output: str | None = None  # None: validate only
+    rejects: str | None = None
+    report: str | None = None
+    rubric_files: list[str] = field(default_factory=list)
+    max_tokens: int = tokens.DEFAULT_BUDGET
+    tokenizer: str = encodings.DEFAULT
+    exact_tokens: bool = False  # count every judge state, not only those over the byte room
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    allow_unknown_fields: bool = False
+    workers: int = 1
+    # Several inputs (paths, globs, URLs) read in order as one; ``input`` then names them
+    # all for the report. Empty: ``input`` is the one input.
+    inputs: list[str] = field(default_factory=list)
+    engine: str = "local"  # or "dask"
+    scheduler: str | None = None  # a Dask scheduler's address; None: a local cluster
+    force: bool = False  # replace targets that hold something else (cases, another kind)
+
+    def arguments(self) -> list[str]:
+        """The input arguments as given."""
+        return self.inputs or [self.input]
+
+
+class Outcome(NamedTuple):
+    """What a run counted: its lines, its checks (build only) and its first rejects."""
+
+    lines: LineCounts
+    checks: CheckTally | None
+    first_rejects: list[Reject]
+    stopped: bool = False  # standard output was closed by its reader before the end
+
+
+def process(records: Iterable[Record[Any] | Reject], checker: Checker | None,
+            write: Callable[[list[bytes]], object], reject: Callable[[bytes], object],
+            log: CaseLog | None = None) -> None:
+    """The build loop: each case's written checks go to ``write`` as record lines, each
+    reject to ``reject`` as a JSON line. With a ``log`` (a worker's range), every case is
+    logged with where its output ends, so the parent can drop a late duplicate's records."""
+    encoder = RecordEncoder()
+    encode_reject = msgspec.json.Encoder().encode
+    out: list[bytes] = []
+    size = 0  # bytes in ``out``
+    written = 0  # bytes handed to ``write`` before them
+    for item in records:
+        if type(item) is Reject:
+            reject(escape_line_breaks(encode_reject(item)) + b"\n")
+            continue
+        line_no, offset, _, case = item  # type: ignore[misc]
+        if checker is not None:
+            size += encoder.add(case.id, checker.check(case, line_no), out)
+        if log is not None:
+            log.add(case.id, line_no, offset, written + size)
+        if size >= FLUSH_BYTES:
+            write(out)
+            written += size
+            out, size = [], 0  # the writer may still hold the last list: never reuse it
+    if out:
+        write(out)
+
+
+def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, list[Reject]]:
+    """Run ``build`` (when ``opts.output`` is set) or ``validate``; return the report and the
+    first rejects. Files appear under their names only if the whole run succeeds."""
+    from evalstream._build import ranges
+
+    started = time.perf_counter()
+    command = "validate" if opts.output is None else "build"
+    if opts.max_tokens <= 0 or opts.max_line_bytes <= 0 or opts.workers <= 0:
+        raise UsageError("--max-tokens, --max-line-bytes and --workers must be positive.")
+    encodings.check_name(opts.tokenizer)
+    rubric_set = load_rubrics(opts.rubric_files) if command == "build" else None
+    if opts.engine not in ("local", "dask"):
+        raise UsageError(f"--engine {opts.engine!r}: choose local or dask.")
+    if opts.scheduler is not None and opts.engine != "dask":
+        raise UsageError("--scheduler needs --engine dask.")
+    arguments = opts.arguments()
+    if "-" in arguments and len(arguments) > 1:
+        raise UsageError("- (stdin) can only be the one input.")
+    files = None
+    if opts.engine == "dask" or len(arguments) > 1 or needs_resolving(arguments[0]):
+        if "-" in arguments:
+            raise UsageError("--engine dask reads files, not stdin; give the input's path.")
+        files = resolve(arguments)
+    rejects_path, report_path = _plan(opts, [f.url for f in files] if files is not None
+                                      else [opts.input])
+    remove_stale_shared()  # what killed runs left in /tmp, whether this run needs it or not
+    if files is not None:
+        for f in files:
+            if opts.engine == "local" and not is_url(f.url):
+                check_cases_input(f.url)  # on a cluster each file's first task checks it
+    else:
+        check_cases_input(opts.input)  # a CSV, a JSON array, a misnamed archive: one sentence
+    size = input_size(opts.input) if files is None else None
+    warnings = []
+    plain = files is None and not (opts.input == "-" or opts.input.endswith((".gz", ".zst")))
+    if opts.workers > 1 and opts.engine == "local" and not plain:
+        warnings.append("--workers needs one plain input file (not stdin, compressed or "
+                        "several files); ran in one process.")
+    if opts.engine == "dask":
+        from evalstream._build import cluster
+
+        assert files is not None
+        return cluster.run(opts, rubric_set, files, rejects_path, report_path, started,
+                           on_progress)
+    sinks: list[AtomicOutput] = []
+    try:
+        out = AtomicOutput(opts.output) if opts.output is not None else None
+        sinks += [out] if out else []
+        # A rejects file build chose the name of is written only when something is rejected,
+        # or when an older one is there to replace (a stale file would mislead).
+        optional = opts.output is not None and opts.rejects is None and rejects_path is not None \
+            and not os.path.lexists(rejects_path)
+        rej_out = AtomicOutput(rejects_path) if rejects_path else None
+        sinks += [rej_out] if rej_out else []
+        report_out = AtomicOutput(report_path) if report_path else None
+        sinks += [report_out] if report_out else []
+        if files is None and ranges.worthwhile(opts, size):
+            assert size is not None
+            outcome = ranges.run(opts, rubric_set, size, out, rej_out, on_progress)
+        else:
+            outcome = _serial(opts, rubric_set, files, size, out, rej_out, on_progress)
+        if outcome.stopped and out is not None:
+            sinks.remove(out)  # standard output is gone: nothing more to write to it
+        if optional and rej_out is not None and not outcome.lines.rejected:
+            rej_out.abort()
+            sinks.remove(rej_out)
+            rejects_path = None
+        report = _report(outcome, opts, command, rubric_set, rejects_path, report_path, started,
+                         warnings)
+        if report_out is not None:
+            report_out.write(encode_report(report))
+        # Every target written in full before any is renamed: a run that fails on its last
+        # file still leaves the earlier outputs of the same names as they were.
+        commit_all(sinks)
+    except BaseException:
+        for sink in sinks:
+            sink.abort()
+        raise
+    return report, outcome.first_rejects
+
+
+def _serial(opts: Options, rubric_set: RubricSet | None, files: list[InputFile] | None,
+            size: int | None, out: AtomicOutput | None, rej_out: AtomicOutput | None,
+            on_progress: Progress | None) -> Outcome:
+    """Read the whole input (one stream, or ``files`` in order) in this process, writing
+    output and rejects as they come."""
+    reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
+    checker = checker_for(opts, rubric_set)
+    stream = open_input(opts.input) if files is None else None
+    if stream is not None and opts.input == "-":
+        stream = check_cases_stream(stream)
+    if out is not None:
+        out.write_behind()
+    try:
+        if stream is not None:
+            items = read_chunks(stream, opts.max_line_bytes)
+        else:
+            assert files is not None
+            items = read_files([f.url for f in files], opts.max_line_bytes, opener=_opener)
+        if on_progress is not None:
+            items = progress(items, on_progress, size)
+        process(reader.read(items), checker, out.write_all if out else _ignore,
+                rej_out.write if rej_out else _ignore)
+    except ReaderGone:
+        # `build ... - | head`: the reader has what it wanted. Stop quietly; the counts, the
+        # rejects and the report are of the lines read until then.
+        return Outcome(reader.counts, checker.tally if checker else None,
+                       reader.first_rejects, stopped=True)
+    finally:
+        if stream is not None and opts.input != "-":
+            stream.close()
+    return Outcome(reader.counts, checker.tally if checker else None, reader.first_rejects)
+
+
+def _opener(path: str) -> BinaryIO:
+    """A local input as ``open_input`` opens it; a URL through fsspec (its head checked)."""
+    if not is_url(path):
+        return open_input(path)
+    return check_cases_stream(open_file(path), path)
+
+
+def checker_for(opts: Options, rubric_set: RubricSet | None) -> Checker | None:
+    """The Checker of a build run (None for validate)."""
+    if rubric_set is None:
+        return None
+    return Checker(rubric_set, opts.max_tokens, tokenizer=opts.tokenizer,
+                   exact_tokens=opts.exact_tokens)
+
+
+def _ignore(data: object) -> None:
+    return None
+
+
+# -- targets ---------------------------------------------------------------------------------------
+def _plan(opts: Options, inputs: list[str]) -> tuple[str | None, str | None]:
+    """The rejects and report paths of a run (None: not written), after checking that no
+    target is one of the ``inputs`` (the files read, globs resolved) or shares a file or
+    stream with another. ``build`` writes both next to its output file by default (inside
+    it, for a directory of parts); to stdout, a FIFO or a device, and ``validate``, only
+    those asked for (the summary on stderr says the counts)."""
+    rejects, report = opts.rejects, opts.report
+    out = opts.output
+    if opts.engine != "dask" and any(is_url(t) for t in (out, rejects, report) if t):
+        raise UsageError("an output at a URL is written by --engine dask; give a local path, "
+                         "or add --engine dask.")
+    if is_directory(out) and opts.engine != "dask":
+        raise UsageError(f"cannot write {out}: that names a directory; give a file name. "
+                         "A directory of parts (a name ending in /) is written by --engine "
+                         "dask only.")
+    if out is not None and is_directory(out):
+        rejects = rejects or out + "rejects.jsonl"
+        report = report or out + "report.json"
+    # Beside an output file; for stdout, a FIFO or a device, only when asked.
+    elif out is not None and out != "-" and \
+            (is_url(out) or os.path.isfile(out) or not os.path.exists(out)):
+        rejects = rejects or sidecar(out, ".rejects.jsonl")
+        report = report or sidecar(out, ".report.json")
+    read = [*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)]
+    check_targets(read, [("output", out), ("rejects", rejects), ("report", report)])
+    if out is not None and is_directory(out):
+        check_directory(out, read, opts.force)  # replaced whole: what else it holds
+    check_replaceable([("output", out, "judge states"), ("rejects", rejects, "rejects"),
+                       ("report", report, "json")], opts.force)
+    return rejects, report
+
+
+def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet | None,
+            rejects_path: str | None, report_path: str | None, started: float,
+            warnings: list[str]) -> RunReport:
+    if outcome.stopped:
+        warnings.insert(0, f"standard output was closed by its reader after line "
+                           f"{outcome.lines.lines:,}: the counts are of the lines read until "
+                           "then.")
+    if not outcome.lines.records:
+        warnings.append("no line of the input is a case: " + (
+            "the input is empty." if not outcome.lines.lines else
+            "every line was rejected or blank (see the rejects)."))
+    if rubric_set is not None and outcome.checks is not None:
+        if outcome.lines.records:
+            warnings += outcome.checks.when_warnings(rubric_set, name_keys=False)
+        warnings += label_warnings(+outcome.checks.labels_outside,
+                                   outcome.checks.labels_not_applicable, name_ids=False)
+        no_room = room_warning(rubric_set, opts.max_tokens)
+        if no_room:
+            warnings.insert(0, no_room)
+    return run_report(
+        outcome.lines, outcome.checks, rubric_set.ids if rubric_set else [],
+        command=command,
+        input=opts.input,
+        output=opts.output,
+        rejects=rejects_path,
+        report=report_path,
+        rubrics=RubricInfo(rubric_set.ids, rubric_set.hash, list(rubric_set.sources))
+        if rubric_set else None,
+        tokenizer=opts.tokenizer if rubric_set else None,
+        budget=opts.max_tokens if rubric_set else None,
+        warnings=warnings,
+        seconds=round(time.perf_counter() - started, 3),
+        exit_code=EXIT_PIPE if outcome.stopped else
+        1 if outcome.lines.rejected or not outcome.lines.records else 0,
+    )

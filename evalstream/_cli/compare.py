@@ -1,0 +1,58 @@
+"""``evalstream compare``: the command line (output writing is shared with ``agree``).
+
+Only argparse is imported at the top: ``python -m evalstream --help`` must stay cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compare`` subcommand."""
+    from evalstream._cli.agree import add_output_options
+    from evalstream._cli.common import helps, path
+
+    p = subparsers.add_parser(
+        "compare", help="what changed between two judge runs, pair by pair",
+        **helps(
+            "Join two verdict files on (case id, rubric id) and report, per rubric, pass->fail "
+            "and fail->pass flips with their ids, the pass rate of each run with the difference "
+            "and McNemar's paired test, and the keys found in one run only. A pair whose "
+            "rubric_hash, state_hash or exposure differ is not comparable (the judge saw "
+            "something else): it is counted and left out of the statistics unless --force.",
+            ["evalstream compare run-a.jsonl run-b.jsonl",
+             "evalstream compare run-a.jsonl run-b.jsonl --html compare.html",
+             "evalstream compare run-a.jsonl run-b.jsonl --format json -o compare.json"],
+            [(0, "clean"), (1, "some lines rejected, or a run's unscored verdicts above "
+                               "--max-unscored-rate"),
+             (2, "also: a (case_id, rubric_id) repeated in a run")]))
+    p.add_argument("run_a", type=path, metavar="run-a", help="the first (baseline) run's verdicts")
+    p.add_argument("run_b", type=path, metavar="run-b", help="the second run's verdicts")
+    p.add_argument("--include-incomparable", action="store_true",
+                   help="include pairs that are not comparable in the statistics (they are "
+                        "still counted as not comparable)")
+    add_output_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``compare``; return the exit code (1 when some line was rejected)."""
+    from evalstream._cli.agree import check_paths, check_replacing, outputs, show
+    from evalstream._render import agree_html
+    from evalstream._render import compare as compare_view
+    from evalstream._verdicts import compare
+
+    check_paths([("run-a", args.run_a), ("run-b", args.run_b)],
+                [("output", args.output or "-"), ("html", args.html), ("rejects", args.rejects)])
+    check_replacing(args)
+    report = compare.run(compare.CompareOptions(
+        run_a=args.run_a, run_b=args.run_b, include_incomparable=args.include_incomparable,
+        force=args.force, rejects=args.rejects,
+        max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
+        allow_unknown_fields=args.allow_unknown_fields,
+        max_unscored_rate=args.max_unscored_rate, view=args.view),
+        outputs(args, compare.encode, compare_view.blocks, agree_html.compare_page))
+    show(args, report, compare_view.blocks)
+    return report.exit_code

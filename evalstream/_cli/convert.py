@@ -1,0 +1,106 @@
+"""``evalstream convert``: the command line. Only argparse is imported at the top."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from evalstream._cli.common import add_force, helps, path, size, text
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``convert`` subcommand."""
+
+    p = subparsers.add_parser(
+        "convert", help="turn other formats (OpenAI chats, CSV, Parquet, inspect logs, ...) "
+                        "into cases",
+        **helps(
+            "Convert OpenAI chat JSONL, a table (CSV, TSV, Parquet, a JSON array, JSONL), an "
+            "inspect_ai eval log or a Hugging Face dataset on disk into evalstream cases that "
+            "validate accepts. Rows that cannot become a case are rejected with their row "
+            "number, the column and a sentence.",
+            ["evalstream convert chats.jsonl cases.jsonl --from openai-chat",
+             "evalstream convert qa.csv cases.jsonl --map input=question,output=answer",
+             "evalstream convert logs/task.eval cases.jsonl --from inspect"],
+            [(0, "clean"), (1, "some rows rejected, or no row became a case"),
+             (4, "also: the input is not the format named (or inferred)")]))
+    p.add_argument("input", type=path, nargs="?",
+                   help="the source: a file (.gz/.zst for line and table formats), a folder "
+                        "(--from hf), or - for stdin (with --from)")
+    p.add_argument("output", nargs="?", type=path,
+                   help="the cases: a .jsonl path, .gz or .zst, or -")
+    p.add_argument("--list-formats", action="store_true",
+                   help="list the source formats, one line each, and exit")
+    p.add_argument("--from", type=text, dest="source_format", metavar="FORMAT",
+                   help="the source format (see --list-formats); default: inferred from the "
+                        "name and first bytes, and said in the report")
+    p.add_argument("--map", type=text, action="append", default=[], metavar="FIELD=COLUMN,...",
+                   help="case fields from columns, e.g. input=question,output=answer,"
+                        "context=passages,metadata.task=task,expected.RUBRIC.status=label; "
+                        "repeatable")
+    p.add_argument("--set", type=text, action="append", default=[], metavar="FIELD=VALUE",
+                   help="a constant for every case, e.g. expected.claim-support.source=human; "
+                        "repeatable")
+    p.add_argument("--values", type=text, action="append", default=[], metavar="FIELD=FROM:TO,...",
+                   help="rewrite a mapped column's values, e.g. expected.x.status=yes:fail,"
+                        "no:pass (an empty TO leaves the field out); repeatable")
+    p.add_argument("--id-from", type=text, metavar="COLUMN",
+                   help="take case ids from this column, or from a template such as "
+                        "'halueval.{ID}' or 'begin.{source}.row-{#}' ({#}: the row number); "
+                        "default: xxh3-128 hex of the row's canonical JSON, stable across runs "
+                        "and machines")
+    p.add_argument("--parse-json", type=text, action="append", default=[], metavar="COLUMNS",
+                   help="columns whose text cells hold JSON (lists, objects), parsed before "
+                        "mapping; comma-separated")
+    p.add_argument("--keep-unmapped", action="store_true",
+                   help="keep every column not mapped in metadata, under its own name")
+    p.add_argument("--tool-failure-when", type=text, action="append", default=[], metavar="RULE",
+                   help="when a tool result is a failure: a JSON path ($.error: present, not "
+                        "null or false), PATH=VALUE, re:PATTERN on the result text, or never; "
+                        "repeatable (any matches); default $.error")
+    p.add_argument("--split", type=text, metavar="NAME",
+                   help="the split of a Hugging Face dataset folder")
+    p.add_argument("--separator", type=text, metavar="CHAR",
+                   help="the CSV separator (default , for csv and a tab for tsv)")
+    p.add_argument("--no-quoting", action="store_true",
+                   help="read quote characters as text (TSV written without quoting)")
+    add_force(p)
+    p.add_argument("--rejects", type=path, metavar="FILE",
+                   help="where rejected rows go (JSONL); default: next to the output "
+                        "(cases.rejects.jsonl)")
+    p.add_argument("--report", type=path, metavar="FILE",
+                   help="where the run report goes (JSON); default: next to the output "
+                        "(cases.report.json)")
+    p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
+                   help="reject longer lines of JSONL sources without reading them whole "
+                        "(default 256MiB)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``convert``; return the exit code."""
+    if args.list_formats:
+        from evalstream._convert.formats import list_formats
+
+        sys.stdout.write(list_formats())
+        return 0
+    from evalstream.errors import UsageError
+
+    if args.input is None or args.output is None:
+        raise UsageError("convert needs INPUT and OUTPUT (or --list-formats).")
+    from evalstream._convert import Options
+    from evalstream._convert import run as convert_run
+    from evalstream._render.convert import render_summary
+
+    report, _ = convert_run(Options(
+        input=args.input, output=args.output, format=args.source_format, maps=args.map,
+        sets=args.set, values=args.values, id_from=args.id_from, parse_json=args.parse_json,
+        keep_unmapped=args.keep_unmapped, tool_failure_when=args.tool_failure_when,
+        split=args.split, separator=args.separator, quoting=not args.no_quoting,
+        rejects=args.rejects, report=args.report, force=args.force,
+        max_line_bytes=args.max_line_bytes))
+    if not args.quiet:
+        render_summary(report, sys.stderr)
+    return report.exit_code

@@ -1,0 +1,46 @@
+"""``evalstream rubrics``: check rubric files and show what they hold, or print the built-in set."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from evalstream._cli.common import path
+
+EXAMPLES = """examples:
+  evalstream rubrics --show-builtin > my-rubrics.toml     # the built-in set, to start from
+  evalstream rubrics my-rubrics.toml                      # check a file: what each rubric does
+  evalstream rubrics builtin my-rubrics.toml              # the built-in set and mine, as
+                                                          # build --rubrics builtin --rubrics
+                                                          # my-rubrics.toml uses them
+
+exit codes: 0 the rubrics are valid, 2 a rubric file cannot be used (the error names the file,
+the rubric and the key)."""
+
+
+def register(sub: Any) -> None:
+    """Add the ``rubrics`` subcommand."""
+    p = sub.add_parser(
+        "rubrics", help="check rubric files and list what each rubric shows and when it applies",
+        description="Load rubric files as build does (every key checked) and list each rubric: "
+                    "its kind, the judge-state names it shows, when it applies, its hash. With "
+                    "no file, the built-in set.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="*", type=path, metavar="FILE",
+                   help="TOML rubric files, in order; `builtin` names the built-in set")
+    p.add_argument("--show-builtin", action="store_true",
+                   help="print the built-in rubric file as shipped, to start a file of your own")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from evalstream._checks.rubrics import builtin_text, load_rubrics
+    from evalstream._render.rubrics import rubric_blocks
+    from evalstream._render.tables import print_blocks
+
+    if args.show_builtin:
+        sys.stdout.write(builtin_text())
+        return 0
+    print_blocks(rubric_blocks(load_rubrics(args.files or None)), sys.stdout)
+    return 0

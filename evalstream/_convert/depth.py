@@ -1,0 +1,204 @@
+"""How deep a value from the source may nest, checked wherever JSON enters ``convert``.
+
+msgspec stops near 1,000 levels, at a depth that depends on how deep the Python stack
+already is, and a case is the source's value plus a few levels (``toolEvents[0].input``).
+So ``convert`` reads values nested at most ``MAX_DEPTH`` levels, counting the row (or the
+parsed JSON text) as level 1, far below msgspec's limit: every case it writes is read by
+``validate`` on any stack, and a deeper row is a reject that names its row, its column and
+the limit, in the same words for every source. A Parquet or Arrow column typed deeper is
+refused before it is read (``tables.check_nesting``): Polars cannot read such types safely.
+
+A deep value is found without recursion and without holding what lies below the limit: a
+JSON array is built from ijson's parse events (``ijson.items`` keeps the prefix of every
+enclosing level: memory the square of the depth, 2.2 GB at 30,000 levels), a decoded value
+is walked with a stack of iterators.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from evalstream._cases.schema import key_path
+from evalstream._convert.rows import RowProblem
+
+# Levels a row or a parsed JSON text may nest: real data rarely passes 64; msgspec stops
+# near 1,000 and Polars crashed (a Rust stack overflow) reading Parquet past ~370 here.
+MAX_DEPTH = 256
+Path = tuple[str | int, ...]
+Events = Iterator[tuple[str, Any]]  # ijson.basic_parse's (event, value) pairs
+_decode = msgspec.json.Decoder().decode
+
+
+class Deep:
+    """A value read only down to the limit: where it first goes deeper, and what was read."""
+
+    __slots__ = ("path", "partial")
+
+    def __init__(self, path: Path, partial: Any) -> None:
+        self.path, self.partial = path, partial
+
+
+def deep_path(value: Any, limit: int = MAX_DEPTH) -> Path | None:
+    """The path of the first array or object (depth first, in order) deeper than ``limit``
+    levels, ``value`` itself being level 1; None when it nests no deeper."""
+    if not isinstance(value, (dict, list, tuple)):
+        return None
+    stack: list[Iterator[tuple[Any, Any]]] = [_children(value)]
+    keys: list[Any] = []
+    while stack:
+        for key, child in stack[-1]:
+            if isinstance(child, (dict, list, tuple)):
+                if len(stack) >= limit:
+                    return (*keys, key)
+                keys.append(key)
+                stack.append(_children(child))
+                break
+        else:
+            stack.pop()
+            if keys:
+                keys.pop()
+    return None
+
+
+def _children(value: Any) -> Iterator[tuple[Any, Any]]:
+    return iter(value.items()) if isinstance(value, dict) else enumerate(value)
+
+
+def build(first: str, events: Events, limit: int = MAX_DEPTH, skip_rest: bool = True,
+          ) -> Any:
+    """The array or object that ``first`` (``start_map`` or ``start_array``) opens, built from
+    the events that follow it, or a ``Deep`` at its first value deeper than ``limit`` levels
+    (the rest of the value consumed unbuilt when ``skip_rest``)."""
+    root: Any = {} if first == "start_map" else []
+    stack: list[Any] = [root]
+    keys: list[Any] = [None]  # the key of the value being read, for each object open
+    for event, value in events:
+        if event == "map_key":
+            keys[-1] = value
+            continue
+        if event == "end_map" or event == "end_array":
+            stack.pop()
+            keys.pop()
+            if not stack:
+                return root
+            continue
+        top = stack[-1]
+        if event == "start_map" or event == "start_array":
+            if len(stack) >= limit:
+                path = tuple(keys[i] if isinstance(c, dict) else len(c) - 1
+                             for i, c in enumerate(stack[:-1]))
+                path += (keys[-1] if isinstance(top, dict) else len(top),)
+                if skip_rest:
+                    _skip(events, len(stack) + 1)
+                return Deep(path, root)
+            value = {} if event == "start_map" else []
+        if isinstance(top, list):
+            top.append(value)
+        else:
+            top[keys[-1]] = value
+        if event == "start_map" or event == "start_array":
+            stack.append(value)
+            keys.append(None)
+    import ijson
+
+    raise ijson.IncompleteJSONError("the JSON ends inside a value")  # ijson says it first
+
+
+def elements(events: Events) -> Iterator[Any]:
+    """The elements of the array whose ``start_array`` was just read, until its end: each
+    scalar as it is, each array or object built by ``build`` (a ``Deep`` when too deep)."""
+    for event, value in events:
+        if event == "end_array":
+            return
+        if event == "start_map" or event == "start_array":
+            value = build(event, events)
+        yield value
+
+
+def find_key(events: Events, key: str) -> tuple[str, Any] | None:
+    """In the object whose ``start_map`` was just read, skip to the member ``key``: the
+    event that starts its value and the value (a scalar's); None when there is none."""
+    for event, name in events:
+        if event == "end_map":
+            return None
+        first, value = next(events)
+        if name == key:
+            return first, value
+        if first == "start_map" or first == "start_array":
+            _skip(events, 1)
+    return None
+
+
+def _skip(events: Events, open_levels: int) -> None:
+    """Consume events until ``open_levels`` open arrays and objects are closed."""
+    for event, _ in events:
+        if event == "start_map" or event == "start_array":
+            open_levels += 1
+        elif event == "end_map" or event == "end_array":
+            open_levels -= 1
+            if not open_levels:
+                return
+
+
+def path_in(data: bytes) -> Path:
+    """Where the JSON text ``data`` (too deep for msgspec) first nests deeper than the limit;
+    ``()`` when it cannot tell (the text is also malformed)."""
+    import ijson
+
+    events = ijson.basic_parse(io.BytesIO(data), use_float=True)
+    try:
+        event, _ = next(events)
+        if event in ("start_map", "start_array"):
+            found = build(event, events, skip_rest=False)
+            if isinstance(found, Deep):
+                return found.path
+    except (ijson.JSONError, StopIteration):
+        pass
+    return ()
+
+
+def loads(text: str, what: str, column: str | None) -> Any:
+    """A JSON text from the source (a ``--parse-json`` cell, tool-call arguments, a tool
+    result), decoded and held to ``MAX_DEPTH``: a RowProblem naming ``what`` and ``column``
+    when it nests deeper; msgspec's DecodeError when it is not JSON."""
+    try:
+        value = _decode(text)
+    except RecursionError:
+        raise too_deep(what, column, path_in(text.encode("utf-8", "surrogatepass"))) from None
+    # A text of fewer characters than twice the limit cannot open deeper (one walk saved).
+    if len(text) > 2 * MAX_DEPTH:
+        path = deep_path(value)
+        if path is not None:
+            raise too_deep(what, column, path)
+    return value
+
+
+def too_deep(what: str, column: str | None, path: Path) -> RowProblem:
+    """The row problem of a value nested deeper than ``MAX_DEPTH``: ``what`` says which value
+    (``The row``, ``Column 'ctx' (--parse-json)``), ``path`` where it goes deeper."""
+    where = f" (at `{path_text(path)}`)" if path else ""
+    return RowProblem(f"{what} is nested more than {MAX_DEPTH:,} levels deep{where}; convert "
+                      f"reads JSON nested at most {MAX_DEPTH:,} levels deep. Flatten the value, "
+                      "or keep it as one JSON string.", column, kind="too deep")
+
+
+def path_text(path: Path, limit: int = 80) -> str:
+    """``("a", 0, 0)`` -> ``$.a[0][0]``, cut after ``limit`` characters (a path this deep
+    repeats itself)."""
+    out = "$"
+    for part in path:
+        out = f"{out}[{part}]" if isinstance(part, int) else key_path(out, part)
+        if len(out) > limit:
+            return f"{out[:limit]}..."
+    return out
+
+
+def row_problem(path: Path) -> RowProblem:
+    """The problem of a row (a JSON element or line, a table row) nested too deep: its
+    column is the row's key the path goes through."""
+    column = path[0] if path and isinstance(path[0], str) else None
+    return too_deep("The row", column, path)

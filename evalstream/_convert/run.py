@@ -1,0 +1,386 @@
+"""A whole ``convert`` run: source rows -> cases or rejects, counts that add up, atomic outputs.
+
+Every case is encoded and then decoded by the case decoder ``validate`` uses, so a
+converted file holds exactly what ``validate`` accepts; a case it refuses becomes a reject
+with the row number, the source column, the case field and ``validate``'s sentence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import xxhash
+
+from evalstream._cases import ids, schema
+from evalstream._cases.rejects import explain, raw_text, reject_kind
+from evalstream._convert import formats, mapping, openai_chat
+from evalstream._convert.report import ConvertCounts, ConvertReject, ConvertReport, encode
+from evalstream._convert.rows import Builder, Built, Notes, Row, RowProblem
+from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, open_input
+from evalstream._files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+    sidecar,
+)
+from evalstream._files.replace import check_replaceable
+from evalstream._version import __version__
+from evalstream.errors import UsageError
+
+FIRST_REJECTS_KEPT = 20
+TABLES = ("csv", "tsv", "parquet", "json", "jsonl", "hf")
+
+
+@dataclass
+class Options:
+    """Everything a convert run needs; the CLI fills it from its arguments."""
+
+    input: str
+    output: str
+    format: str | None = None  # --from; None: inferred from the file
+    maps: list[str] = field(default_factory=list)
+    sets: list[str] = field(default_factory=list)
+    values: list[str] = field(default_factory=list)
+    id_from: str | None = None
+    parse_json: list[str] = field(default_factory=list)
+    keep_unmapped: bool = False
+    tool_failure_when: list[str] = field(default_factory=list)
+    split: str | None = None
+    separator: str | None = None
+    quoting: bool = True
+    rejects: str | None = None
+    report: str | None = None
+    force: bool = False  # replace targets that hold something else
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+
+
+class _Source:
+    """An open source: its rows, the builder that turns a row into a case, its columns."""
+
+    def __init__(self, rows: Iterator[Row], build: Builder, columns: list[str] | None,
+                 ids_from: str, own_ids: bool = False) -> None:
+        self.rows, self.build, self.columns, self.ids_from = rows, build, columns, ids_from
+        self.own_ids = own_ids  # the builder sets each case's id (inspect: the sample id)
+
+
+def run(opts: Options, on_row: Callable[[int], None] | None = None,
+        ) -> tuple[ConvertReport, list[ConvertReject]]:
+    """Convert ``opts.input`` into cases at ``opts.output``; return the report and the first
+    rejects. Files appear under their names only if the whole run succeeds."""
+    started = time.perf_counter()
+    rejects_path, report_path = _paths(opts)
+    if opts.format is not None:
+        fmt, inferred = opts.format, None
+        if fmt not in formats.NAMES:
+            raise UsageError(f"--from {fmt!r} is not a format; formats: "
+                             f"{', '.join(formats.NAMES)}.")
+    else:
+        fmt, inferred = formats.infer(opts.input)
+    formats.check(opts.input, fmt)
+    _check_options(opts, fmt)
+    rules = openai_chat.parse_failure_rules(opts.tool_failure_when)
+    if opts.id_from is not None and "{" in opts.id_from:
+        mapping.check_template(opts.id_from)
+    table_map = None
+    if fmt in TABLES:
+        table_map = mapping.parse(opts.maps, opts.sets, opts.values, opts.id_from,
+                                  opts.parse_json, opts.keep_unmapped)
+    sinks: list[AtomicOutput] = []
+    with contextlib.ExitStack() as stack:
+        source = _open(opts, fmt, table_map, rules, stack)
+        try:
+            out = AtomicOutput(opts.output)
+            sinks.append(out)
+            rej_out = AtomicOutput(rejects_path) if rejects_path is not None else None
+            report_out = AtomicOutput(report_path) if report_path is not None else None
+            sinks += [s for s in (rej_out, report_out) if s is not None]
+            converter = _Converter(source, opts.id_from, rej_out)
+            converter.convert(out, on_row)
+            report = converter.report(opts, fmt, inferred, table_map, rejects_path, started)
+            if report_out is not None:
+                report_out.write(encode(report))
+            commit_all(sinks)
+        except BaseException:
+            for sink in sinks:
+                sink.abort()
+            raise
+    return report, converter.first_rejects
+
+
+def _paths(opts: Options) -> tuple[str | None, str | None]:
+    """The rejects and report paths (None: not written): beside an output file by default;
+    with the cases on stdout, only those asked for (as build: the summary has the counts)."""
+    rejects, report = opts.rejects, opts.report
+    if opts.output != "-":
+        rejects = rejects or sidecar(opts.output, ".rejects.jsonl")
+        report = report or sidecar(opts.output, ".report.json")
+    check_targets([("input", opts.input)],
+                  [("output", opts.output), ("rejects", rejects), ("report", report)])
+    check_replaceable([("output", opts.output, "cases"), ("rejects", rejects, "rejects"),
+                       ("report", report, "json")], opts.force)
+    return rejects, report
+
+
+def _check_options(opts: Options, fmt: str) -> None:
+    """A UsageError for options that do not apply to the format (never ignored silently)."""
+    if fmt not in TABLES:
+        given = [flag for flag, value in (
+            ("--map", opts.maps), ("--set", opts.sets), ("--values", opts.values),
+            ("--parse-json", opts.parse_json), ("--keep-unmapped", opts.keep_unmapped)) if value]
+        if given:
+            raise UsageError(f"{', '.join(given)} apply to tables (--from "
+                             f"{', '.join(TABLES)}); {fmt} has its own fixed mapping (see "
+                             "docs/convert.md).")
+    if fmt == "inspect" and opts.id_from:
+        raise UsageError("--id-from does not apply to inspect logs: a case's id is its "
+                         "sample id.")
+    if fmt == "inspect" and opts.tool_failure_when:
+        raise UsageError("--tool-failure-when does not apply to inspect logs: a tool message "
+                         "records its own error.")
+    if fmt != "hf" and opts.split:
+        raise UsageError("--split applies to Hugging Face datasets (--from hf) only.")
+    if fmt not in ("csv", "tsv") and (opts.separator or not opts.quoting):
+        raise UsageError("--separator and --no-quoting apply to --from csv and tsv only.")
+    if opts.separator is not None and len(opts.separator.encode()) != 1:
+        raise UsageError(f"--separator {opts.separator!r} must be one single-byte character.")
+    if opts.input == "-" and fmt not in formats.STREAMABLE:
+        raise UsageError(f"--from {fmt} cannot read stdin; give the file's path.")
+
+
+def _open(opts: Options, fmt: str, table_map: mapping.Mapping | None,
+          rules: list[openai_chat.FailureRule], stack: contextlib.ExitStack) -> _Source:
+    from evalstream._convert import tables
+
+    ids_from = f"column {opts.id_from}" if opts.id_from else "xxh3-128 of the row's canonical JSON"
+    if fmt == "inspect":
+        from evalstream._convert import inspect_log
+
+        header, rows = inspect_log.read(opts.input)
+        stack.callback(getattr(rows, "close", lambda: None))
+        return _Source(rows, lambda v, n: inspect_log.build(v, n, header), None,
+                       "the sample id", own_ids=True)
+    if fmt in ("openai-chat", "jsonl", "json"):
+        stream = open_input(opts.input)
+        if opts.input != "-":
+            stack.callback(stream.close)
+        if fmt == "json":
+            rows = tables.json_array_rows(stream, opts.input)
+        else:
+            rows = tables.jsonl_rows(stream, opts.max_line_bytes)
+        if fmt == "openai-chat":
+            return _Source(rows, lambda v, n: openai_chat.build(v, n, rules), None, ids_from)
+        assert table_map is not None
+        return _Source(rows, _table_builder(table_map, rules), None, ids_from)
+    assert table_map is not None
+    if fmt in ("csv", "tsv"):
+        stream = open_input(opts.input)
+        if opts.input != "-":
+            stack.callback(stream.close)
+        columns, rows = tables.csv_table(stream, opts.input,
+                                         opts.separator or ("\t" if fmt == "tsv" else ","),
+                                         opts.quoting, opts.max_line_bytes)
+        mapping.check_columns(table_map, columns, opts.input)
+        return _Source(rows, _table_builder(table_map, rules), columns, ids_from)
+    if fmt == "parquet":
+        scan = tables.parquet_scan(opts.input)
+        columns = tables.scan_columns(scan, opts.input)
+        frames = tables.batches(scan, opts.input)
+    else:
+        from evalstream._convert import hf
+
+        layout = hf.locate(opts.input, opts.split)
+        columns = hf.columns(layout)
+        frames = hf.frames(layout)
+    mapping.check_columns(table_map, columns, opts.input)
+    return _Source(tables.polars_rows(frames), _table_builder(table_map, rules), columns,
+                   ids_from)
+
+
+def _table_builder(table_map: mapping.Mapping, rules: list[openai_chat.FailureRule]) -> Builder:
+    def build(values: dict[str, Any], notes: Notes) -> Built:
+        return mapping.build(values, notes, table_map, rules)
+
+    return build
+
+
+class _Converter:
+    """The per-row loop and its counters."""
+
+    def __init__(self, source: _Source, id_from: str | None,
+                 rej_out: AtomicOutput | None) -> None:
+        self.source, self.id_from, self.rej_out = source, id_from, rej_out
+        self.counts = ConvertCounts()
+        self.rejected_by_kind: Counter[str] = Counter()
+        self.rejected_by_column: Counter[str] = Counter()
+        self.notes = Notes()
+        self.first_rejects: list[ConvertReject] = []
+        self.index = ids.IdIndex()
+        self.keys_seen: dict[str, None] = {}  # columns of JSON rows, in order of first sight
+        self.decode = schema.decoder().decode
+        self.encode = msgspec.json.Encoder().encode
+        self._encode_reject = msgspec.json.Encoder().encode
+
+    def convert(self, out: AtomicOutput, on_row: Callable[[int], None] | None) -> None:
+        counts = self.counts
+        pending: list[bytes] = []
+        track_keys = self.source.columns is None
+        for row in self.source.rows:
+            counts.rows += 1
+            if row.blank:
+                counts.blank += 1
+                continue
+            if row.values is None:
+                assert row.problem is not None
+                self._reject(row, row.problem)
+                continue
+            if track_keys and len(self.keys_seen) < 1000:
+                self.keys_seen.update(dict.fromkeys(row.values))
+            data = self._case(row)
+            if data is not None:
+                counts.cases += 1
+                pending.append(data)
+                if len(pending) >= 256:
+                    out.write_all(pending)
+                    pending = []
+            if on_row is not None:
+                on_row(counts.rows)
+        out.write_all(pending)
+
+    def _case(self, row: Row) -> bytes | None:
+        """The case line (with its newline) for a row, or None when the row is rejected."""
+        values = row.values
+        assert values is not None
+        notes = Notes()
+        case_id = None
+        try:
+            if not self.source.own_ids:
+                case_id = self._case_id(values, row.number)  # first, so rejects can name it
+            built = self.source.build(values, notes)
+            case = built.case
+            if "id" not in case:
+                case = {"id": case_id, **case}
+                if self.id_from is not None:
+                    built.origin[("id",)] = self.id_from
+            data = escape_line_breaks(self.encode(case))
+        except RowProblem as problem:
+            if problem.case_id is None and isinstance(case_id, str):
+                problem.case_id = case_id
+            self._reject(row, problem)
+            return None
+        except UnicodeEncodeError:
+            self._reject(row, RowProblem("A value holds a lone UTF-16 surrogate, which is not a "
+                                         "Unicode character and cannot be written as UTF-8.",
+                                         kind="lone surrogate"))
+            return None
+        try:
+            decoded = self.decode(data)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            path, sentence = explain(exc, data)
+            self._reject(row, RowProblem(sentence, built.column_of(path), path,
+                                         kind=reject_kind(exc, data), case_id=_id_of(case)))
+            return None
+        dup = schema.duplicate_item_id(decoded)
+        if dup is not None:
+            path, value = dup
+            self._reject(row, RowProblem(
+                f"`{path}` repeats the id {value!r}; ids must be unique within their list in "
+                "a case.", built.column_of(path), path, kind="duplicate id", case_id=decoded.id))
+            return None
+        first = self.index.add_id(decoded.id, row.number)
+        if first:
+            hashed = self.id_from is None and not self.source.own_ids
+            why = (" (rows with the same content get the same id: give --id-from COLUMN, or "
+                   "drop the repeated row)") if hashed else ""
+            self._reject(row, RowProblem(
+                f"Case id {decoded.id!r} was already used by row {first}{why}; case ids must "
+                "be unique in a dataset.", built.column_of("$.id"), "$.id",
+                kind="duplicate id", case_id=decoded.id))
+            return None
+        if notes:
+            self.notes.merge(notes)
+        return data + b"\n"
+
+    def _case_id(self, values: dict[str, Any], number: int) -> Any:
+        if self.id_from is None:
+            return xxhash.xxh3_128_hexdigest(msgspec.json.encode(values, order="sorted"))
+        if "{" in self.id_from:
+            return mapping.fill_template(self.id_from, values, number)
+        value = mapping.lookup(values, self.id_from)
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise RowProblem(f"Column {self.id_from!r} (--id-from) holds "
+                             f"{'null' if value is None else type(value).__name__}; a case id "
+                             "must be a string or an integer.", self.id_from, "$.id",
+                             kind="invalid id")
+        return str(value)
+
+    def _reject(self, row: Row, problem: RowProblem) -> None:
+        self.counts.rejected += 1
+        self.rejected_by_kind[problem.kind] += 1
+        if problem.column is not None:
+            self.rejected_by_column[problem.column] += 1
+        raw = row.raw if row.values is None else _raw(row.values)
+        rej = ConvertReject(row.number, problem.column, problem.case_id, problem.path,
+                            problem.sentence, raw_text(raw))
+        if len(self.first_rejects) < FIRST_REJECTS_KEPT:
+            self.first_rejects.append(rej)
+        if self.rej_out is not None:  # None: counted only (the cases went to stdout)
+            self.rej_out.write(escape_line_breaks(self._encode_reject(rej)) + b"\n")
+
+    def report(self, opts: Options, fmt: str, inferred: str | None,
+               table_map: mapping.Mapping | None, rejects: str | None, started: float
+               ) -> ConvertReport:
+        columns = self.source.columns
+        seen = columns if columns is not None else list(self.keys_seen)
+        used = set(table_map.used_columns()) if table_map is not None else set()
+        used |= {c.split(".")[0] for c in used if columns is None}  # `r.text` reads `r`
+        unmapped = [c for c in seen if c not in used] \
+            if table_map is not None and not table_map.keep_unmapped else []
+        warnings = []
+        if unmapped:
+            listed = ", ".join(repr(c) for c in unmapped[:20])
+            warnings.append(f"columns not mapped, so not in the cases: {listed}"
+                            f"{' ...' if len(unmapped) > 20 else ''}; map them or give "
+                            "--keep-unmapped to keep them in metadata.")
+        if table_map is not None and columns is None and self.counts.rows > self.counts.blank:
+            never = [c for c in table_map.used_columns() if c not in self.keys_seen
+                     and not ("." in c and c.split(".")[0] in self.keys_seen)]
+            if never:
+                warnings.append(f"mapped keys found in no row: {', '.join(map(repr, never))}.")
+        if self.counts.cases == 0:
+            warnings.append("no row became a case" + (
+                ": the input has no rows." if self.counts.rows == self.counts.blank else
+                "; see the rejects for why."))
+        exit_code = 1 if self.counts.rejected or self.counts.cases == 0 else 0
+        n = self.notes
+        return ConvertReport(
+            command="convert", evalstream=__version__, input=opts.input, output=opts.output,
+            rejects=rejects, format=fmt, inferred=inferred,
+            mapping=table_map.describe() if table_map is not None else None,
+            ids=self.source.ids_from, columns=columns, unmapped_columns=unmapped,
+            counts=self.counts,
+            rejected_by_kind=dict(sorted(self.rejected_by_kind.items())),
+            rejected_by_column=dict(sorted(self.rejected_by_column.items())),
+            placeholders=n.flat("placeholders"), generated_ids=n.flat("generated_ids"),
+            tool_events=n.flat("tool_events"), roles_renamed=n.flat("roles_renamed"),
+            labels=n.nested("labels"), unmapped_scores=n.nested("unmapped_scores"),
+            warnings=warnings, seconds=round(time.perf_counter() - started, 3),
+            exit_code=exit_code)
+
+
+def _id_of(case: dict[str, Any]) -> str | None:
+    value = case.get("id")
+    return value if isinstance(value, str) else None
+
+
+def _raw(values: dict[str, Any]) -> bytes:
+    try:
+        return msgspec.json.encode(values)
+    except (TypeError, UnicodeEncodeError, msgspec.EncodeError):
+        return repr(values).encode("utf-8", "replace")

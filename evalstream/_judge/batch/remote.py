@@ -1,0 +1,297 @@
+"""``batch submit`` and ``batch status``: the request files of a prepared folder to the
+provider, and the results back into ``DIR/results/``.
+
+``submit`` uploads each request file (OpenAI) and creates its batch, committing every id to
+the manifest the moment it is known, so a submit stopped at any point (an error, Ctrl-C,
+``kill -9``) and run again creates no second batch of a file it created one for: a file with
+a batch id is skipped, an uploaded file is not uploaded again, and a create whose reply was
+lost is looked up (OpenAI: a batch made from the same uploaded file) before it is sent again.
+Anthropic has no such lookup: a lost reply stops submit with a message, and
+``--resubmit-unconfirmed`` sends that file again.
+
+``status`` asks for each batch's state and, once a batch has ended (completed, expired,
+cancelled or failed; Anthropic: ended), downloads its results (OpenAI: the output and error
+files; Anthropic: the results) into ``DIR/results/``, atomically and once; ``collect`` reads
+them from there. ``--wait`` polls until every batch has ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import xxhash
+from msgspec import Struct
+
+from evalstream._judge.batch.client import BatchClient, Unconfirmed
+from evalstream._judge.batch.collect import RESULTS_FOLDER
+from evalstream._judge.batch.manifest import BatchFile, Manifest
+from evalstream._judge.transport import key_from_environment
+from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, InputError, OutputError, UsageError
+
+OPENAI_ENDED = ("completed", "expired", "cancelled", "failed")
+DEFAULT_TIMEOUT = 600.0  # an upload of 200 MB takes minutes on a slow line
+DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_POLL = 60.0
+
+
+@dataclass
+class Options:
+    """Everything submit and status need; the CLI fills it from its arguments."""
+
+    folder: str
+    api_key_env: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    resubmit_unconfirmed: bool = False  # submit: send a file whose create reply was lost
+    wait: bool = False  # status: poll until every batch has ended
+    poll: float = DEFAULT_POLL
+    download: bool = True  # status: download the results of ended batches
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+class Entry(Struct):
+    """One request file and its batch, as ``submit`` and ``status`` report it."""
+
+    file: str
+    requests: int
+    input_file_id: str | None
+    batch_id: str | None
+    status: str  # not submitted, submitted, the provider's status...
+    counts: dict[str, int]
+    results: list[str]  # result files downloaded into DIR/results/
+    downloaded: bool  # ended, and its results (if any) are in DIR/results/
+    error: str | None = None  # why the provider failed the batch
+
+
+class BatchSummary(Struct):
+    """What ``submit`` or ``status`` found: one entry a request file."""
+
+    command: str
+    folder: str
+    provider: str
+    files: list[Entry]
+    submitted_now: int
+    downloaded_now: int
+    ended: int  # batches that have ended (results downloaded where there were any)
+    exit_code: int
+
+
+def _client(opts: Options, manifest: Manifest) -> BatchClient:
+    config = manifest.config()
+    key = key_from_environment(config, opts.api_key_env, opts.environ)
+    if opts.timeout <= 0 or opts.max_attempts < 1:
+        raise UsageError("--timeout must be above 0 and --max-attempts at least 1.")
+    return BatchClient(config, key, timeout=opts.timeout, max_attempts=opts.max_attempts)
+
+
+def _check_file(folder: str, f: BatchFile) -> str:
+    """The path of a request file, once it is known to hold what prepare wrote."""
+    path = os.path.join(folder, f.name)
+    try:
+        size = os.path.getsize(path)
+        digest = xxhash.xxh3_128()
+        with open(path, "rb") as src:
+            for block in iter(lambda: src.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if size != f.bytes or digest.hexdigest() != f.xxh3:
+        raise InputError(f"{path} changed since it was prepared ({size:,} bytes, prepared "
+                         f"{f.bytes:,}); its custom_ids would no longer match the manifest: "
+                         "prepare the states again into a new folder.")
+    return path
+
+
+def _entry(f: BatchFile, b: dict[str, Any] | None) -> Entry:
+    b = b or {}
+    counts = msgspec.json.decode(b["counts"]) if b.get("counts") else {}
+    results = msgspec.json.decode(b["downloaded"]) if b.get("downloaded") else []
+    status = b.get("status") or ("submitted" if b.get("batch_id") else "not submitted")
+    if b.get("creating") and not b.get("batch_id"):
+        status = "unconfirmed"
+    return Entry(f.name, f.requests, b.get("input_file_id"), b.get("batch_id"), status, counts,
+                 results, b.get("downloaded") is not None, b.get("error"))
+
+
+# -- submit --------------------------------------------------------------------------------------
+def submit(opts: Options) -> BatchSummary:
+    """Upload and create a batch for every request file that has none yet."""
+    manifest = Manifest.open(opts.folder)
+    try:
+        client = _client(opts, manifest)
+        done = asyncio.run(_submit_all(opts, manifest, client))
+        entries = [_entry(f, manifest.batch(f.n)) for f in manifest.files()]
+    finally:
+        manifest.close()
+    waiting = sum(1 for e in entries if e.batch_id is None)
+    return BatchSummary("batch submit", opts.folder, manifest.provider, entries, done, 0,
+                        sum(1 for e in entries if _ended(manifest.provider, e.status)),
+                        EXIT_INCOMPLETE if waiting else EXIT_OK)
+
+
+async def _submit_all(opts: Options, manifest: Manifest, client: BatchClient) -> int:
+    done = 0
+    async with client:
+        for f in manifest.files():
+            b = manifest.batch(f.n) or {}
+            if b.get("batch_id"):
+                continue
+            path = _check_file(opts.folder, f)
+            if manifest.provider == "anthropic":
+                await _submit_anthropic(opts, manifest, client, f, path, b)
+            else:
+                await _submit_openai(manifest, client, f, path, b)
+            done += 1
+    return done
+
+
+def _save_created(manifest: Manifest, f: BatchFile, batch: dict[str, Any]) -> None:
+    batch_id = batch.get("id")
+    if not isinstance(batch_id, str) or not batch_id:
+        raise OutputError(f"creating the batch of {f.name} gave no batch id: {str(batch)[:200]}")
+    manifest.save_batch(f.n, batch_id=batch_id, creating=None,
+                        status=batch.get("processing_status") or batch.get("status"),
+                        updated=time.time())
+
+
+async def _submit_openai(manifest: Manifest, client: BatchClient, f: BatchFile, path: str,
+                         b: dict[str, Any]) -> None:
+    file_id = b.get("input_file_id")
+    if not isinstance(file_id, str):
+        file_id = await client.upload(path, f.name)
+        manifest.save_batch(f.n, input_file_id=file_id)
+    if b.get("creating"):
+        found = await client.find_openai(file_id)
+        if found is not None:
+            _save_created(manifest, f, found)
+            return
+    metadata = {"evalstream_file": f.name, "evalstream_config": manifest.meta["config_hash"]}
+    for attempt in range(1, client.max_attempts + 1):
+        manifest.save_batch(f.n, creating=time.time())
+        try:
+            batch = await client.create_openai(file_id, metadata)
+        except Unconfirmed as exc:
+            # The batch may exist: it would be listed with this file as its input.
+            await asyncio.sleep(min(2.0 ** attempt, 30.0) / 4)
+            found = await client.find_openai(file_id)
+            if found is not None:
+                _save_created(manifest, f, found)
+                return
+            if attempt == client.max_attempts:
+                raise OutputError(f"creating the batch of {f.name} failed {attempt} times "
+                                  f"({exc}); run submit again to continue.") from exc
+            continue
+        _save_created(manifest, f, batch)
+        return
+
+
+async def _submit_anthropic(opts: Options, manifest: Manifest, client: BatchClient,
+                            f: BatchFile, path: str, b: dict[str, Any]) -> None:
+    if b.get("creating") and not opts.resubmit_unconfirmed:
+        raise OutputError(
+            f"the create call for {f.name} (at {time.ctime(b['creating'])}) ended without an "
+            "answer, so a batch of it may exist. Look for it under Message Batches in the "
+            "Anthropic console: if it is there, its results can be collected by custom_id "
+            "whatever batch they came from; run submit with --resubmit-unconfirmed to create it "
+            "(again).")
+    manifest.save_batch(f.n, creating=time.time())
+    try:
+        batch = await client.create_anthropic(path)
+    except Unconfirmed as exc:
+        raise OutputError(f"the create call for {f.name} ended without an answer ({exc}), so "
+                          "a batch may have been made; see `evalstream batch status` and "
+                          "--resubmit-unconfirmed.") from exc
+    _save_created(manifest, f, batch)
+
+
+# -- status --------------------------------------------------------------------------------------
+def _ended(provider: str, status: str) -> bool:
+    return status == "ended" if provider == "anthropic" else status in OPENAI_ENDED
+
+
+def status(opts: Options) -> BatchSummary:
+    """Each batch's state; the results of ended batches downloaded into DIR/results/."""
+    manifest = Manifest.open(opts.folder)
+    try:
+        client = _client(opts, manifest)
+        downloaded = asyncio.run(_status_all(opts, manifest, client))
+        entries = [_entry(f, manifest.batch(f.n)) for f in manifest.files()]
+    finally:
+        manifest.close()
+    ended = sum(1 for e in entries if _ended(manifest.provider, e.status))
+    complete = ended == len(entries) and all(e.downloaded or not opts.download
+                                             for e in entries)
+    return BatchSummary("batch status", opts.folder, manifest.provider, entries, 0, downloaded,
+                        ended, EXIT_OK if complete else EXIT_INCOMPLETE)
+
+
+async def _status_all(opts: Options, manifest: Manifest, client: BatchClient) -> int:
+    downloaded = 0
+    async with client:
+        while True:
+            pending = 0  # batches that have not ended (a file never submitted never will)
+            for f in manifest.files():
+                b = manifest.batch(f.n)
+                if not b or not b.get("batch_id"):
+                    continue
+                if b.get("downloaded") is not None:
+                    continue  # ended and its results saved: nothing will change
+                batch = await client.get(str(b["batch_id"]))
+                state = _record(manifest, f, batch)
+                if not _ended(manifest.provider, state):
+                    pending += 1
+                    continue
+                if opts.download:
+                    downloaded += await _download(opts, manifest, client, f, batch)
+            if not opts.wait or pending == 0:
+                return downloaded
+            await asyncio.sleep(opts.poll)
+
+
+def _record(manifest: Manifest, f: BatchFile, batch: dict[str, Any]) -> str:
+    anthropic = manifest.provider == "anthropic"
+    state = str(batch.get("processing_status") if anthropic else batch.get("status") or "")
+    counts = batch.get("request_counts") or {}
+    error = None
+    errors = batch.get("errors")
+    if isinstance(errors, dict) and errors.get("data"):
+        first = errors["data"][0] or {}
+        error = f"{first.get('code')}: {first.get('message')}" + (
+            f" (line {first['line']})" if first.get("line") else "")
+    manifest.save_batch(
+        f.n, status=state, updated=time.time(),
+        counts=msgspec.json.encode({k: v for k, v in counts.items()
+                                    if isinstance(v, int)}).decode(),
+        output_file_id=batch.get("output_file_id"), error_file_id=batch.get("error_file_id"),
+        results_url=batch.get("results_url"), error=error)
+    return state
+
+
+async def _download(opts: Options, manifest: Manifest, client: BatchClient, f: BatchFile,
+                    batch: dict[str, Any]) -> int:
+    folder = os.path.join(opts.folder, RESULTS_FOLDER)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from exc
+    stem = f.name.removesuffix(".jsonl")
+    saved = []
+    if manifest.provider == "anthropic":
+        name = f"{stem}.results.jsonl"
+        await client.download_results(batch, os.path.join(folder, name))
+        saved.append(name)
+    else:
+        for kind, file_id in (("output", batch.get("output_file_id")),
+                              ("errors", batch.get("error_file_id"))):
+            if isinstance(file_id, str) and file_id:
+                name = f"{stem}.{kind}.jsonl"
+                await client.download_file(file_id, os.path.join(folder, name))
+                saved.append(name)
+    manifest.save_batch(f.n, downloaded=msgspec.json.encode(saved).decode())
+    return len(saved)

@@ -1,0 +1,118 @@
+"""``--dry-run``: what a judge run would send and cost, without sending anything.
+
+Reads the states as the run would, builds every request, looks each up in the store (opened
+read-only: a dry run creates nothing), and counts the input tokens of every request it would
+send (``tokens``). The output tokens are bounded by ``--max-output-tokens``, so the cost is an
+upper bound; prices come only from ``--price-in`` and ``--price-out``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from msgspec import Struct
+
+from evalstream._judge import answer, inputs, tokens
+from evalstream._judge.live import Options, held, store_path
+from evalstream._judge.report import Prices
+from evalstream._judge.request import build, system_text
+from evalstream._judge.store import Store
+
+
+class DryRun(Struct):
+    """What a run would do: requests, tokens and the cost bound."""
+
+    input: str
+    store: str
+    lines: int
+    judge_states: int
+    exact_verdicts: int
+    rejected: int
+    blank: int
+    to_send: int
+    stored: int  # judge states whose answer is stored (re-used, not paid again)
+    duplicates: int  # judge states whose request another state of the input already makes
+    input_tokens: int
+    tokenizer: str
+    tokens_exact: bool
+    tokens_note: str
+    max_output_tokens: int
+    output_tokens_bound: int
+    prices: Prices | None
+    cost_bound_usd: float | None
+    max_requests: int | None
+
+
+def dry_run(opts: Options) -> DryRun:
+    """Count what ``opts`` would send, make no request and write nothing."""
+    config = opts.config
+    path_of_store = store_path(opts)
+    counter = tokens.counter(config.provider, config.model, opts.tokenizer)
+    # Requests already counted, on disk: a set of keys would grow with the input.
+    seen = sqlite3.connect("", isolation_level=None)
+    seen.execute("CREATE TABLE seen (key TEXT PRIMARY KEY) WITHOUT ROWID")
+    states = exact = to_send = stored = duplicates = 0
+    input_tokens = 0
+    store = Store(path_of_store, readonly=True)
+    reader = inputs.Reader(opts.max_line_bytes)
+    try:
+        with held(opts) as source:
+            for item in reader.read_held(source):
+                if isinstance(item, inputs.Exact):
+                    exact += 1
+                elif not isinstance(item, inputs.JudgeState):
+                    continue  # a reject: counted by the reader
+                else:
+                    states += 1
+                    req = build(config, item.question, item.state)
+                    found = store.get(req.key)
+                    if found is not None and not (
+                            opts.retry_unscored
+                            and answer.parse(config.provider, found.body).cause):
+                        stored += 1
+                        continue
+                    if seen.execute("INSERT OR IGNORE INTO seen VALUES (?)",
+                                    (req.key,)).rowcount == 0:
+                        duplicates += 1
+                        continue
+                    to_send += 1
+                    input_tokens += tokens.request_tokens(system_text(item.question),
+                                                          item.state, counter.encoding)
+    finally:
+        store.close()
+        seen.close()
+    lines, blank, rejected = reader.counts.lines, reader.counts.blank, reader.counts.rejected
+    prices = None if opts.price_in is None or opts.price_out is None else Prices(
+        opts.price_in, opts.price_out)
+    output_bound = to_send * config.max_output_tokens
+    cost = None if prices is None else round(
+        (input_tokens * prices.input + output_bound * prices.output) / 1e6, 6)
+    return DryRun(
+        input=opts.input, store=path_of_store, lines=lines, judge_states=states,
+        exact_verdicts=exact, rejected=rejected, blank=blank, to_send=to_send, stored=stored,
+        duplicates=duplicates, input_tokens=input_tokens, tokenizer=counter.encoding,
+        tokens_exact=counter.exact, tokens_note=counter.note,
+        max_output_tokens=config.max_output_tokens, output_tokens_bound=output_bound,
+        prices=prices, cost_bound_usd=cost, max_requests=opts.max_requests)
+
+
+def text(d: DryRun) -> str:
+    """The dry run for a person."""
+    out = [f"judge --dry-run: {d.input}: {d.lines:,} lines = {d.judge_states:,} judge states + "
+           f"{d.exact_verdicts:,} exact verdicts + {d.rejected:,} rejected + {d.blank:,} blank.",
+           f"  requests to send: {d.to_send:,}; answers already stored: {d.stored:,} (in "
+           f"{d.store}); duplicates of another state's request: {d.duplicates:,}."]
+    if d.max_requests is not None and d.to_send > d.max_requests:
+        out.append(f"  --max-requests {d.max_requests:,} stops the run before the other "
+                   f"{d.to_send - d.max_requests:,} (the figures below are for all).")
+    approx = "" if d.tokens_exact else "about "
+    out.append(f"  input tokens: {approx}{d.input_tokens:,} ({d.tokens_note}).")
+    out.append(f"  output tokens: at most {d.output_tokens_bound:,} ({d.max_output_tokens:,} "
+               "each, --max-output-tokens).")
+    if d.prices is None or d.cost_bound_usd is None:
+        out.append("  cost: give --price-in and --price-out (USD per million tokens) to see it.")
+    else:
+        out.append(f"  cost: at most ${d.cost_bound_usd:,.4f} (${d.prices.input:g} in, "
+                   f"${d.prices.output:g} out per million tokens; output at its bound).")
+    out.append("No request was sent.")
+    return "\n".join(out) + "\n"

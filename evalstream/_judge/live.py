@@ -1,0 +1,613 @@
+"""The live judge run: two streaming passes over ``build``'s output.
+
+Pass 1 sends a request for every judge state whose answer is not stored, at most
+``max_connections`` in flight, and commits each answer to the store as it arrives. Pass 2
+reads the input again and writes, in input order, each judge state's verdict from the
+store, each exact verdict unchanged, each bad line as a reject. Memory is flat in the number
+of states (the requests in flight, one chunk of lines, and SQLite's page cache), and the
+verdicts are a function of the stored answers: a run resumed after ``kill -9`` writes the
+same bytes as one that was never stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import msgspec
+
+from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, HeldInput
+from evalstream._files.outputs import (
+    AtomicOutput,
+    check_targets,
+    commit_all,
+    escape_line_breaks,
+    sidecar,
+)
+from evalstream._files.replace import check_replaceable
+from evalstream._files.sniff import HEAD_BYTES, check_head
+from evalstream._judge import answer, inputs, tokens, verdict
+from evalstream._judge.limits import Concurrency, TokenBucket
+from evalstream._judge.report import (
+    MAX_NOT_JUDGED_LISTED,
+    Counts,
+    Histogram,
+    JudgeReport,
+    NotJudged,
+    Prices,
+    Requests,
+)
+from evalstream._judge.report import encode as encode_report
+from evalstream._judge.request import JudgeConfig, Request, build, system_text
+from evalstream._judge.store import ANSWERED, HELD, LEASE, Store
+from evalstream._judge.transport import Reply, Transport, answer_bytes, key_from_environment
+from evalstream._verdicts.records import JudgeInfo, TokenUsage
+from evalstream._version import __version__
+from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
+
+DEFAULT_MAX_CONNECTIONS = 16
+DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_TIMEOUT = 120.0
+STORE_SUFFIX = ".judge.sqlite"
+WAIT_POLL = 0.1  # seconds between looks at the requests another run on the store is sending
+
+
+@dataclass
+class Options:
+    """Everything a judge run needs; the CLI fills it from its arguments."""
+
+    input: str
+    output: str | None
+    config: JudgeConfig
+    rejects: str | None = None
+    report: str | None = None
+    force: bool = False  # replace targets that hold something else
+    cache: str | None = None  # the answer store; default beside the output
+    api_key_env: str | None = None  # default OPENAI_API_KEY / ANTHROPIC_API_KEY
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    timeout: float = DEFAULT_TIMEOUT
+    rpm: float | None = None
+    tpm: float | None = None
+    max_cost: float | None = None
+    max_requests: int | None = None
+    price_in: float | None = None
+    price_out: float | None = None
+    retry_unscored: bool = False
+    max_unscored_rate: float | None = None
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    # the encoding of --dry-run, --tpm and --max-cost counts; None: the model family's
+    tokenizer: str | None = None
+    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+@dataclass
+class Progress:
+    """What the progress bar shows; updated as the run goes."""
+
+    lines: int = 0  # input lines read in pass 1
+    states: int = 0  # judge states among them
+    needed: int = 0
+    sent: int = 0
+    done: int = 0  # requests finished (answered or failed)
+    unscored: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+
+
+ProgressHook = Callable[[Progress], None]
+
+
+def check(opts: Options) -> None:
+    """Raise UsageError for options that cannot work together."""
+    if opts.output is None:
+        raise UsageError("give an output file for the verdicts.")
+    if opts.max_cost is not None and (opts.price_in is None or opts.price_out is None):
+        raise UsageError("--max-cost needs --price-in and --price-out (USD per million tokens): "
+                         "evalstream keeps no price table, because prices change.")
+    for name, value in (("--max-connections", opts.max_connections),
+                        ("--max-attempts", opts.max_attempts)):
+        if value < 1:
+            raise UsageError(f"{name} must be at least 1.")
+    for name, number in (("--timeout", opts.timeout), ("--rpm", opts.rpm), ("--tpm", opts.tpm),
+                         ("--max-cost", opts.max_cost), ("--price-in", opts.price_in),
+                         ("--price-out", opts.price_out)):
+        if number is not None and not number > 0:
+            raise UsageError(f"{name} must be more than 0.")
+    if opts.max_requests is not None and opts.max_requests < 0:
+        raise UsageError("--max-requests must be 0 or more.")
+    if opts.output == "-" and not opts.cache:
+        raise UsageError("with the verdicts on stdout, give --cache FILE for the answer store "
+                         "(it is kept beside the output otherwise).")
+    # The answer store is read and written: it may be neither an input nor another target.
+    default = opts.output != "-"
+    rejects = opts.rejects or (sidecar(opts.output, ".rejects.jsonl") if default else None)
+    report = opts.report or (sidecar(opts.output, ".report.json") if default else None)
+    check_targets([("input", opts.input)], [("output", opts.output), ("rejects", rejects),
+                                            ("report", report), ("cache", store_path(opts))])
+    check_replaceable([("output", opts.output, "verdicts"), ("rejects", rejects, "rejects"),
+                       ("report", report, "json")], opts.force)
+
+
+def store_path(opts: Options) -> str:
+    """The answer store: --cache, else beside the output (verdicts.jsonl ->
+    verdicts.judge.sqlite)."""
+    if opts.cache:
+        return opts.cache
+    assert opts.output is not None and opts.output != "-"
+    return sidecar(opts.output, STORE_SUFFIX)
+
+
+def api_key(opts: Options) -> str | None:
+    """The API key from the environment; None for a server that needs none. Raises UsageError
+    when the provider's public endpoint would get no key."""
+    return key_from_environment(opts.config, opts.api_key_env, opts.environ)
+
+
+def held(opts: Options) -> HeldInput:
+    """The input, held open for every reading of the run, after the wrong-file check (stdin
+    and other streams spooled to a temporary file that is gone as soon as it is opened)."""
+    source = HeldInput(opts.input)
+    try:
+        check_head(source.head(HEAD_BYTES), opts.input, "judge states",
+                   JUDGE_USAGE.format(input=opts.input))
+    except BaseException:
+        source.close()
+        raise
+    return source
+
+
+# -- pass 1: ask ---------------------------------------------------------------------------------
+class Asker:
+    """Pass 1: reads the judge states and sends what is not stored, within the limits."""
+
+    def __init__(self, opts: Options, store: Store, key: str | None,
+                 hook: ProgressHook | None) -> None:
+        self.opts = opts
+        self.config = opts.config
+        self.store = store
+        self.key = key
+        self.hook = hook
+        self.progress = Progress()
+        self.requests = Requests()
+        self.histogram = Histogram()
+        self.spent = 0.0
+        self.reserved = 0.0
+        self.usage = [0, 0]
+        self.stopped_by: str | None = None
+        self.fatal: str | None = None
+        # an error in a request's task (the store failed; a bug): stop paying for answers
+        self.broken: Exception | None = None
+        self.usage_unknown = 0  # answers without usable token counts: charged their worst case
+        self.oversized = 0  # answers longer than the transport reads: stored cut, unscored
+        self.concurrency = Concurrency(opts.max_connections)
+        self.in_flight: set[str] = set()  # keys sent and not yet finished
+        # Requests another run on the store was sending when this one came to them.
+        self.waiting: dict[str, tuple[inputs.JudgeState, Request]] = {}
+        # With --retry-unscored an answer stored before this run is the one to replace.
+        self.answered_since = time.time() if opts.retry_unscored else 0.0
+        self.counter = tokens.counter(self.config.provider, self.config.model,
+                                      opts.tokenizer) if (
+            opts.tpm or opts.max_cost) else None
+
+    def _worst_cost(self, input_tokens: int) -> float:
+        assert self.opts.price_in is not None and self.opts.price_out is not None
+        return (input_tokens * self.opts.price_in
+                + self.config.max_output_tokens * self.opts.price_out) / 1e6
+
+    def _cost(self, usage: TokenUsage | None) -> float:
+        if usage is None or self.opts.price_in is None or self.opts.price_out is None:
+            return 0.0
+        return (usage.input_tokens * self.opts.price_in
+                + usage.output_tokens * self.opts.price_out) / 1e6
+
+    def needs(self, state: inputs.JudgeState, req: Request) -> bool:
+        """Whether this state's request must be sent (counting it as needed or reused)."""
+        if req.key in self.in_flight or req.key in self.waiting:
+            return False  # a duplicate of a request on its way
+        stored = self.store.get(req.key) if self.opts.retry_unscored else None
+        if stored is not None and answer.parse(self.config.provider, stored.body).cause:
+            if self.store.asked(req.key):
+                return False  # asked again already in this run
+            self.requests.needed += 1
+            self.requests.retried_unscored += 1
+            return True
+        if stored is not None or self.store.has(req.key):
+            self.requests.reused += 1
+            return False
+        if self.store.asked(req.key):
+            return False  # a duplicate of a request this run already sent
+        self.requests.needed += 1
+        return True
+
+    async def run(self, source: HeldInput) -> None:
+        rpm = TokenBucket(self.opts.rpm) if self.opts.rpm else None
+        tpm = TokenBucket(self.opts.tpm) if self.opts.tpm else None
+        transport = Transport(self.config, self.key, self.concurrency, timeout=self.opts.timeout,
+                              max_attempts=self.opts.max_attempts, rpm=rpm, tpm=tpm)
+        tasks: set[asyncio.Task[None]] = set()
+        ticker = asyncio.create_task(self._tick()) if self.hook else None
+        renewer = asyncio.create_task(self._renew())
+        try:
+            async with transport:
+                for i, (state, req) in enumerate(self._states(source)):
+                    if i % 64 == 0:
+                        # Let answers in flight be read while stored states stream past.
+                        await asyncio.sleep(0)
+                    if self.broken is not None:
+                        break
+                    if self.needs(state, req):
+                        await self._offer(state, req, transport, tasks)
+                while self.waiting and self.broken is None:
+                    # Wait for the answers of the other runs' requests; one whose claim ended
+                    # without an answer (that run got none, or died) is offered again here.
+                    await asyncio.sleep(WAIT_POLL)
+                    for key, (state, req) in list(self.waiting.items()):
+                        del self.waiting[key]
+                        await self._offer(state, req, transport, tasks)
+                if tasks:
+                    await asyncio.gather(*tasks)
+            if self.broken is not None:
+                raise self.broken
+        finally:
+            for task in tasks:
+                task.cancel()
+            if ticker is not None:
+                ticker.cancel()
+            renewer.cancel()
+            self.requests.attempts = transport.tally.attempts
+            self.requests.retries = transport.tally.retries
+            self.requests.retried = dict(sorted(transport.tally.retried.items()))
+            self.requests.rate_limited = transport.tally.rate_limited
+            self.requests.max_in_flight = self.concurrency.most_held
+            self.requests.lowest_concurrency = self.concurrency.lowest
+            if self.hook:
+                self.hook(self.progress)
+
+    async def _offer(self, state: inputs.JudgeState, req: Request, transport: Transport,
+                     tasks: set[asyncio.Task[None]]) -> None:
+        """Send a needed request, within the limits, unless another run on the store is sending
+        it (then its answer is waited for) or has answered it since ``needs`` looked."""
+        if self.stopped_by or self.fatal:
+            return  # read on, to count what was needed
+        if self.opts.max_requests is not None and self.requests.sent >= self.opts.max_requests:
+            self.stopped_by = "max-requests"
+            return
+        claim = self.store.claim(req.key, self.answered_since)
+        if claim == HELD:
+            self.waiting[req.key] = (state, req)
+            return
+        if claim == ANSWERED:
+            self.requests.from_other_runs += 1
+            return
+        estimate = 0
+        if self.counter is not None:
+            estimate = tokens.request_tokens(system_text(state.question), state.state,
+                                             self.counter.encoding)
+        if self.opts.max_cost is not None:
+            worst = self._worst_cost(estimate)
+            if self.spent + self.reserved + worst > self.opts.max_cost:
+                self.stopped_by = "max-cost"
+                self.store.release(req.key)
+                return
+            self.reserved += worst
+        await self.concurrency.acquire()
+        if self.fatal:
+            self.concurrency.release()
+            self.store.release(req.key)
+            return
+        if self.opts.retry_unscored:
+            self.store.mark_asked(req.key)  # its new answer may be unscored too
+        self.in_flight.add(req.key)
+        self.requests.sent += 1
+        self.progress.sent += 1
+        task = asyncio.create_task(self._ask(req, estimate, transport))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def _renew(self) -> None:
+        """Keep this run's claims while it lives (a dead run's end with their lease)."""
+        while True:
+            await asyncio.sleep(LEASE / 4)
+            try:
+                self.store.renew()
+            except Exception as exc:  # the store failed: stop paying for answers
+                if self.broken is None:
+                    self.broken = exc
+                return
+
+    def _states(self, source: HeldInput) -> Iterator[tuple[inputs.JudgeState, Request]]:
+        reader = inputs.Reader(self.opts.max_line_bytes)
+        for item in reader.read_held(source):
+            self.progress.lines = reader.counts.lines
+            if isinstance(item, inputs.JudgeState):
+                self.progress.states += 1
+                yield item, build(self.config, item.question, item.state)
+
+    async def _ask(self, req: Request, estimate: int, transport: Transport) -> None:
+        try:
+            try:
+                reply = await transport.send(req.body, estimate + self.config.max_output_tokens)
+            finally:
+                self.concurrency.release()
+                if self.opts.max_cost is not None:
+                    self.reserved -= self._worst_cost(estimate)
+            self._record(req, reply, estimate)
+        except Exception as exc:
+            # Never lost with its task (asyncio would only log it at exit, and the state would
+            # get no verdict): the first error stops sending, and pass 1 raises it once the
+            # requests in flight are stored, however early or late its task ended.
+            if self.broken is None:
+                self.broken = exc
+        self.in_flight.discard(req.key)
+
+    def _record(self, req: Request, reply: Reply, estimate: int) -> None:
+        self.progress.done += 1
+        if reply.body is None:
+            assert reply.cause is not None and reply.detail is not None
+            self.requests.failed += 1
+            self.progress.unscored += 1
+            self.store.fail(req.key, reply.cause, reply.detail)
+            if reply.fatal and self.fatal is None:
+                self.fatal = reply.detail
+            return
+        if not reply.whole:
+            self.oversized += 1
+        parsed = answer.parse(self.config.provider, reply.body)
+        usage = parsed.usage
+        self.store.put(req.key, self.config.provider, self.config.model, reply.body,
+                       reply.request_id or parsed.response_id,
+                       usage.input_tokens if usage else None,
+                       usage.output_tokens if usage else None, reply.latency_ms, reply.attempts)
+        self.requests.answered += 1
+        self.histogram.add(reply.latency_ms)
+        if parsed.cause:
+            self.progress.unscored += 1
+        if usage is not None:
+            self.usage[0] += usage.input_tokens
+            self.usage[1] += usage.output_tokens
+            self.progress.input_tokens += usage.input_tokens
+            self.progress.output_tokens += usage.output_tokens
+        if usage is None and self.opts.price_in is not None and self.opts.price_out is not None:
+            # No usable counts (none, or impossible ones): never free against --max-cost.
+            self.usage_unknown += 1
+            cost = self._worst_cost(estimate)
+        else:
+            cost = self._cost(usage)
+        self.spent += cost
+        self.progress.cost += cost
+
+    async def _tick(self) -> None:
+        assert self.hook is not None
+        while True:
+            self.hook(self.progress)
+            await asyncio.sleep(0.25)
+
+
+def _ask_all(asker: Asker, source: HeldInput) -> None:
+    """Run pass 1; a SIGTERM or SIGHUP cancels it cleanly and is then delivered again.
+
+    A signal handler that raises (the CLI's) would otherwise raise inside whichever task is
+    running, and asyncio keeps such an exception in the task instead of stopping the loop.
+    Here the signal cancels the run (requests in flight end, answers stored stay), and once
+    the loop is closed it is raised again for the handler the caller installed.
+    """
+    caught: list[int] = []
+    signums = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
+               if s is not None]
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        previous = {s: signal.getsignal(s) for s in signums}
+        installed = []
+
+        def stop(signum: int) -> None:
+            caught.append(signum)
+            task.cancel()
+
+        for signum in signums:
+            try:
+                loop.add_signal_handler(signum, stop, signum)
+                installed.append(signum)
+            except (ValueError, RuntimeError, NotImplementedError):
+                pass  # not the main thread: signals stay with whoever has them
+        try:
+            await asker.run(source)
+        finally:
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+                signal.signal(signum, previous[signum])
+
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        if not caught:
+            raise
+    if caught:
+        signal.raise_signal(caught[0])
+        raise KeyboardInterrupt  # the caller's handler did not stop the run: stop it here
+
+
+# -- pass 2: write -------------------------------------------------------------------------------
+class Writer:
+    """Pass 2: the verdicts, exact verdicts and rejects, in input order, and the counts."""
+
+    def __init__(self, opts: Options, store: Store) -> None:
+        self.opts = opts
+        self.config = opts.config
+        self.store = store
+        self.info = JudgeInfo(self.config.model, self.config.provider, self.config.host,
+                              self.config.temperature, self.config.hash)
+        self.counts = Counts()
+        self.by_status: Counter[str] = Counter()
+        self.by_cause: Counter[str] = Counter()
+        self.rejected_by_kind: Counter[str] = Counter()
+        self.not_judged: list[NotJudged] = []
+        self.usage_all = [0, 0]
+        self._encode = msgspec.json.Encoder().encode
+
+    def verdict(self, state: inputs.JudgeState) -> bytes | None:
+        """The verdict line for a judge state, or None when it was not judged."""
+        req = build(self.config, state.question, state.state)
+        stored = self.store.get(req.key)
+        if stored is not None:
+            v = verdict.answered(self.info, self.config.provider, stored, state.case_id,
+                                 state.rubric_id, state.rubric_hash, state.state_hash,
+                                 state.exposure)
+            if v.usage is not None:
+                self.usage_all[0] += v.usage.input_tokens
+                self.usage_all[1] += v.usage.output_tokens
+        else:
+            failure = self.store.failure(req.key)
+            if failure is None:
+                return None
+            v = verdict.unanswered(self.info, failure, state.case_id, state.rubric_id,
+                                   state.rubric_hash, state.state_hash, state.exposure)
+        self.by_status[v.status] += 1
+        if v.error is not None:
+            self.by_cause[v.error.cause] += 1
+        return escape_line_breaks(self._encode(v)) + b"\n"
+
+    def write(self, source: HeldInput, out: AtomicOutput, rejects: AtomicOutput) -> None:
+        c = self.counts
+        pending: list[bytes] = []
+        reader = inputs.Reader(self.opts.max_line_bytes)
+        for item in reader.read_held(source):
+            if isinstance(item, inputs.JudgeState):
+                c.judge_states += 1
+                line = self.verdict(item)
+                if line is None:
+                    c.not_judged += 1
+                    if len(self.not_judged) < MAX_NOT_JUDGED_LISTED:
+                        self.not_judged.append(NotJudged(item.line, item.case_id,
+                                                         item.rubric_id))
+                else:
+                    c.verdicts += 1
+                    pending.append(line)
+            elif isinstance(item, inputs.Exact):
+                c.exact_verdicts += 1
+                pending.append(escape_line_breaks(item.raw) + b"\n")
+            else:
+                rejects.write(escape_line_breaks(self._encode(item)) + b"\n")
+            if len(pending) >= 256:
+                out.write_all(pending)
+                pending = []
+        out.write_all(pending)
+        lines = reader.counts
+        c.lines, c.blank, c.rejected = lines.lines, lines.blank, lines.rejected
+        self.rejected_by_kind = lines.rejected_by_kind
+
+
+# -- the run ---------------------------------------------------------------------------------------
+JUDGE_USAGE = ("; judge reads build's output: run `evalstream build {input} states.jsonl` "
+               "first and judge states.jsonl")
+
+
+def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
+    """Judge every state of ``opts.input``; write verdicts, rejects and the report.
+
+    Raises UsageError for bad options or when the server refuses the key, the model or the
+    URL (HTTP 401, 403, 404): nothing is written then, but every answer received is stored.
+    """
+    started = time.perf_counter()
+    check(opts)
+    assert opts.output is not None
+    key = api_key(opts)
+    rejects_path = opts.rejects or (sidecar(opts.output, ".rejects.jsonl")
+                                    if opts.output != "-" else None)
+    report_path = opts.report or (sidecar(opts.output, ".report.json")
+                                  if opts.output != "-" else None)
+    if opts.output == "-" and (rejects_path is None or report_path is None):
+        raise UsageError("with the verdicts on stdout, give --rejects and --report.")
+    assert rejects_path is not None and report_path is not None
+    path_of_store = store_path(opts)
+    with held(opts) as source:
+        store = Store(path_of_store)
+        try:
+            asker = Asker(opts, store, key, hook)
+            _ask_all(asker, source)
+            if asker.fatal is not None:
+                raise UsageError(
+                    f"the server refused the request ({asker.fatal}); check the API key "
+                    f"variable, --model and --base-url ({opts.config.url}). Answers received "
+                    f"so far are kept in {path_of_store}.")
+            outputs = [AtomicOutput(opts.output), AtomicOutput(rejects_path),
+                       AtomicOutput(report_path)]
+            try:
+                writer = Writer(opts, store)
+                writer.write(source, outputs[0], outputs[1])
+                source.check_unchanged()  # pass 2 read what pass 1 asked about
+                report = _report(opts, asker, writer, path_of_store, rejects_path, started)
+                outputs[2].write(encode_report(report))
+                commit_all(outputs)
+            except BaseException:
+                for output in outputs:
+                    output.abort()
+                raise
+        finally:
+            store.close()
+    return report
+
+
+def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: str,
+            started: float) -> JudgeReport:
+    c = writer.counts
+    judged = sum(writer.by_status.values())
+    unscored = writer.by_status["unscored"]
+    rate = unscored / judged if judged else None
+    prices = None if opts.price_in is None or opts.price_out is None else Prices(
+        opts.price_in, opts.price_out)
+    if c.not_judged and asker.stopped_by:
+        exit_code = EXIT_INCOMPLETE
+    elif c.rejected or (opts.max_unscored_rate is not None and rate is not None
+                        and rate > opts.max_unscored_rate):
+        exit_code = EXIT_REJECTS
+    else:
+        exit_code = EXIT_OK
+    warnings = []
+    if asker.counter is not None and not asker.counter.exact:
+        warnings.append(f"token counts for --tpm/--max-cost: {asker.counter.note}")
+    if asker.oversized:
+        limit = answer_bytes(opts.config.max_output_tokens)
+        warnings.append(f"answers longer than an answer of --max-output-tokens can be ({limit:,} "
+                        "bytes), read no further, stored cut there and unscored (bad_response): "
+                        f"{asker.oversized:,}")
+    if asker.usage_unknown:
+        warnings.append("answers without usable token counts (none, or negative ones), each "
+                        "counted in cost_usd at its worst case (its input estimate and "
+                        f"--max-output-tokens): {asker.usage_unknown:,}")
+    return JudgeReport(
+        command="judge", evalstream=__version__, input=opts.input, output=opts.output,
+        rejects=rejects, store=store, judge=writer.info, counts=c,
+        by_status={s: writer.by_status[s] for s in ("pass", "fail", "na", "unscored")},
+        by_cause=dict(sorted(writer.by_cause.items())), unscored_rate=rate,
+        max_unscored_rate=opts.max_unscored_rate, requests=asker.requests,
+        usage=TokenUsage(*asker.usage), usage_all=TokenUsage(*writer.usage_all),
+        tokenizer=asker.counter.encoding if asker.counter is not None else None, prices=prices,
+        cost_usd=round(asker.spent, 6) if prices else None, max_cost=opts.max_cost,
+        max_requests=opts.max_requests,
+        stopped_by=asker.stopped_by if c.not_judged else None,
+        latency_ms=asker.histogram.latency(), not_judged=writer.not_judged,
+        not_judged_listed=len(writer.not_judged),
+        rejected_by_kind=dict(sorted(writer.rejected_by_kind.items())), warnings=warnings,
+        seconds=round(time.perf_counter() - started, 3), exit_code=exit_code)
+
+
+def first_state(source: HeldInput, case_id: str, rubric_id: str,
+                max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> inputs.JudgeState | None:
+    """The judge state for (case_id, rubric_id) in a build output, or None."""
+    for item in inputs.Reader(max_line_bytes).read_held(source):
+        if isinstance(item, inputs.JudgeState) and (item.case_id, item.rubric_id) == (
+                case_id, rubric_id):
+            return item
+    return None
+

@@ -1,0 +1,146 @@
+"""The judge run report (``verdicts.report.json``): counts that add up, statuses and causes,
+requests, retries, usage, cost and latency, and what was not judged."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import msgspec
+from msgspec import Struct
+
+from evalstream._verdicts.records import JudgeInfo, TokenUsage
+
+MAX_NOT_JUDGED_LISTED = 1_000
+
+
+class Counts(Struct):
+    """``lines == blank + judge_states + exact_verdicts + rejected`` and
+    ``judge_states == verdicts + not_judged``."""
+
+    lines: int = 0
+    blank: int = 0
+    judge_states: int = 0
+    exact_verdicts: int = 0
+    rejected: int = 0
+    verdicts: int = 0
+    not_judged: int = 0
+
+
+class Requests(Struct):
+    """What was asked this run. ``needed`` judge states had no stored answer (or, with
+    --retry-unscored, an unscored one); ``sent`` of them were sent (the others were
+    duplicates of a request already asked, answered by another run on the same store while
+    this one ran: ``from_other_runs``, or stopped by a limit); each sent request was
+    ``answered`` (stored) or ``failed`` (no answer: not stored)."""
+
+    needed: int = 0
+    sent: int = 0
+    answered: int = 0
+    failed: int = 0
+    reused: int = 0  # judge states whose answer was already stored
+    retried_unscored: int = 0  # of needed: stored unscored answers to ask again
+    from_other_runs: int = 0  # of needed: sent by another run on the store, its answer read
+    attempts: int = 0  # HTTP attempts, retries included
+    retries: int = 0
+    retried: dict[str, int] = {}  # retries by reason: timeout, connection, http 429, ...
+    rate_limited: int = 0  # 429 answers
+    max_in_flight: int = 0
+    lowest_concurrency: int = 0  # after halving on 429s
+
+
+class Latency(Struct):
+    """Answered requests' latency in milliseconds (the last attempt, send to last byte)."""
+
+    p50: float | None = None
+    p95: float | None = None
+    max: float | None = None
+
+
+class Prices(Struct):
+    """USD per million tokens, as given with --price-in and --price-out."""
+
+    input: float
+    output: float
+
+
+class NotJudged(Struct):
+    """A judge state without a verdict (a limit stopped the run first): re-run to judge it."""
+
+    line: int
+    case_id: str
+    rubric_id: str
+
+
+class JudgeReport(Struct):
+    """The machine-readable summary of one ``judge`` run."""
+
+    command: str
+    evalstream: str
+    input: str
+    output: str | None
+    rejects: str | None
+    store: str
+    judge: JudgeInfo
+    counts: Counts
+    by_status: dict[str, int]
+    by_cause: dict[str, int]
+    unscored_rate: float | None
+    max_unscored_rate: float | None
+    requests: Requests
+    usage: TokenUsage  # this run's answers
+    usage_all: TokenUsage  # every verdict's answer, stored before or now
+    # the encoding requests were counted in for --tpm and --max-cost (None: not counted);
+    # usage is the provider's own count
+    tokenizer: str | None
+    prices: Prices | None
+    cost_usd: float | None  # this run's answers, at the given prices
+    max_cost: float | None
+    max_requests: int | None
+    stopped_by: str | None  # "max-cost", "max-requests": states were left not judged
+    latency_ms: Latency
+    not_judged: list[NotJudged]
+    not_judged_listed: int
+    rejected_by_kind: dict[str, int]
+    warnings: list[str]
+    seconds: float
+    exit_code: int
+
+
+def encode(report: JudgeReport) -> bytes:
+    """The report as indented JSON with a final newline."""
+    from evalstream._files.outputs import escape_line_breaks
+
+    return escape_line_breaks(msgspec.json.format(msgspec.json.encode(report), indent=2)) + b"\n"
+
+
+class Histogram:
+    """Latencies in buckets 1% wide: percentiles within 1%, in memory that does not grow with
+    the number of requests."""
+
+    RATIO = math.log(1.01)
+
+    def __init__(self) -> None:
+        self.buckets: Counter[int] = Counter()
+        self.n = 0
+        self.max = 0.0
+
+    def add(self, ms: float) -> None:
+        self.buckets[int(math.log(max(ms, 0.01)) / self.RATIO)] += 1
+        self.n += 1
+        self.max = max(self.max, ms)
+
+    def quantile(self, q: float) -> float | None:
+        if not self.n:
+            return None
+        rank = q * (self.n - 1)
+        seen = 0
+        for bucket in sorted(self.buckets):
+            seen += self.buckets[bucket]
+            if seen > rank:
+                return round(min(math.exp((bucket + 0.5) * self.RATIO), self.max), 1)
+        return round(self.max, 1)
+
+    def latency(self) -> Latency:
+        return Latency(self.quantile(0.5), self.quantile(0.95),
+                       round(self.max, 1) if self.n else None)

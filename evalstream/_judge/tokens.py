@@ -1,0 +1,88 @@
+"""Token counts of a judge request, for ``--dry-run`` (cost) and ``--tpm``/``--max-cost``.
+
+The text of the two messages is counted exactly (``evalstream._checks.encodings``: offline,
+hash-checked, tiktoken's counts) with the tokenizer of the model's family where it is known,
+plus the chat overhead OpenAI documents for its models (3 tokens a message, its role, and 3
+that prime the reply: the OpenAI cookbook, "How to count tokens with tiktoken"). The
+structured-output schema also costs tokens that no provider documents: they are not
+counted. For families whose tokenizer is not public (Anthropic) or not known (open models)
+the count uses ``--tokenizer`` (default o200k_base), is an estimate, and says so.
+
+The state is counted through the process's piece cache (``checks.tokens``), cut as build
+cuts states: a policy or system prompt repeated across requests is tokenized once.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+from evalstream._checks import encodings
+from evalstream._checks.tokens import json_text_tokens
+
+# Model name prefix -> encoding, first match wins (OpenAI's own table in tiktoken/model.py;
+# gpt-oss's o200k_harmony has o200k_base's ranks and pattern: the same counts of text).
+FAMILIES: tuple[tuple[str, str], ...] = (
+    ("gpt-4o", "o200k_base"), ("chatgpt-4o", "o200k_base"), ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"), ("gpt-5", "o200k_base"), ("gpt-oss", "o200k_base"),
+    ("o1", "o200k_base"), ("o3", "o200k_base"), ("o4", "o200k_base"),
+    ("gpt-4", "cl100k_base"), ("gpt-3.5", "cl100k_base"), ("gpt-35", "cl100k_base"),
+)
+PER_MESSAGE, REPLY_PRIMING = 3, 3
+
+
+class Counter(NamedTuple):
+    """How a run's requests are counted: the encoding used, whether counts are exact for the
+    model, and a sentence saying so."""
+
+    encoding: str
+    exact: bool
+    note: str
+
+
+def encoding_for(provider: str, model: str) -> str | None:
+    """The model family's encoding, or None when it is not known offline."""
+    if provider == "openai":
+        name = model.rsplit("/", 1)[-1].lower()
+        for prefix, encoding in FAMILIES:
+            if name.startswith(prefix):
+                return encoding
+    return None
+
+
+def counter(provider: str, model: str, tokenizer: str | None = None) -> Counter:
+    """The counter for a model: ``tokenizer`` when given, else its family's encoding when
+    known, else the default (o200k_base); the note says which, and whether it is exact."""
+    family = encoding_for(provider, model)
+    how = ("exact counts of the message text, plus OpenAI's documented chat overhead (the "
+           "schema's tokens are not counted)")
+    if family is None:
+        why = ("Anthropic's tokenizer is not public" if provider == "anthropic"
+               else f"the tokenizer of {model} is not known offline")
+        encoding = encodings.check_name(tokenizer or encodings.DEFAULT)
+        given = "--tokenizer" if tokenizer else "the default"
+        return Counter(encoding, False, f"{why}; counted with {encoding} ({given}), an "
+                                        "estimate")
+    if tokenizer is not None and encodings.check_name(tokenizer) != family:
+        return Counter(tokenizer, False, f"counted with {tokenizer} (--tokenizer), not "
+                                         f"{model}'s {family}: an estimate")
+    return Counter(family, True, f"{family}, the encoding of {model}: {how}")
+
+
+def count(text: str, encoding: str) -> int:
+    """The exact number of ``encoding`` tokens in ``text`` (special tokens read as text)."""
+    return encodings.count(text, encoding)
+
+
+@lru_cache(maxsize=1_024)
+def _system_tokens(system: str, encoding: str) -> int:
+    # One system text per rubric, the same for all its requests.
+    return encodings.count(system, encoding)
+
+
+def request_tokens(system: str, user: str, encoding: str) -> int:
+    """Input tokens of a two-message chat request: the text and the per-message overhead.
+    ``user`` is the state's JSON text."""
+    return (2 * PER_MESSAGE + _system_tokens("system", encoding)
+            + _system_tokens("user", encoding) + _system_tokens(system, encoding)
+            + json_text_tokens(user.encode(), encoding) + REPLY_PRIMING)

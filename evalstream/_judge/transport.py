@@ -1,0 +1,326 @@
+"""Sending one request body, with evalstream's only retry layer.
+
+aiohttp, directly (no provider SDK): the body sent is exactly the bytes that were hashed into
+the store key, and no second retry layer hides attempts or ``Retry-After``. httpx was the
+first choice; at 64 connections against the benchmark's 50 ms server its connection pool
+(httpcore 1.0.9, quadratic in the connections) spent 6.9 ms of CPU a request and reached 101
+requests/s, httpx2 780 us and 635/s, aiohttp 183 us and 984/s (benchmarks/README.md,
+``python -m benchmarks judge-clients``).
+
+Retries, as the official SDKs do them: HTTP 408, 409, 429 and 5xx, timeouts and connection
+errors are retried up to ``max_attempts`` in all, waiting what ``retry-after-ms`` or
+``Retry-After`` asks (seconds or an HTTP date; more than two minutes is not retried), else
+0.5 s doubling up to 8 s, less up to a quarter at random. A 429 also halves the concurrency.
+Other statuses are not retried; 401, 403 and 404 stop the run (a wrong key, a model or URL
+that does not exist would fail every request alike).
+
+No redirect is followed (issue 23): aiohttp drops ``Authorization`` on a redirect to another
+origin but keeps every session header (Anthropic's ``x-api-key``), and would send the judge
+state there too. A 3xx stops the run like a 404, with a sentence naming where it pointed.
+
+What a server sends back is read within bounds: a 200 body up to ``answer_bytes`` (what an
+answer of ``--max-output-tokens`` can take), an error body up to ``ERROR_BYTES``; any copy of
+the key in it, raw or JSON-escaped, and in the request-id header, is replaced before it is
+stored or written (``Secret``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import re
+import time
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from evalstream._checks.exact import linear_regex
+from evalstream._judge.answer import excerpt, http_error_detail
+from evalstream._judge.limits import Concurrency, TokenBucket
+from evalstream._judge.request import JudgeConfig, shown_url
+from evalstream._version import __version__
+from evalstream.errors import UsageError
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+FATAL_STATUSES = frozenset({401, 403, 404})
+MAX_RETRY_AFTER = 120.0
+INITIAL_DELAY, MAX_DELAY = 0.5, 8.0
+ANTHROPIC_VERSION = "2023-06-01"
+KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+REDACTED = "[redacted]"
+# A 200 body is read up to 1 KiB a token of --max-output-tokens, plus 1 MiB for the rest of the
+# response (ids, usage, logprobs): a token is at most 128 bytes of text in the encodings
+# evalstream counts with, and JSON escaping at the two levels of an answer (a JSON answer in a
+# JSON string) makes a byte of text at most 7 (a control character, ``\\u0001``).
+ANSWER_BYTES_A_TOKEN = 1024
+ANSWER_BYTES_BESIDES = 1 << 20
+ERROR_BYTES = 64 << 10  # of an error body only the message, cut to 200 characters, is kept
+READ_BLOCK = 1 << 20
+# JSON escapes of a key's characters are found under up to this many backslashes (a JSON
+# answer in a JSON string needs two; what is under more is decoded by no reader of evalstream).
+MAX_BACKSLASHES = 16
+
+
+def answer_bytes(max_output_tokens: int) -> int:
+    """The most bytes of a 200 body read: more cannot be an answer of ``max_output_tokens``."""
+    return ANSWER_BYTES_BESIDES + ANSWER_BYTES_A_TOKEN * max_output_tokens
+
+
+def key_from_environment(config: JudgeConfig, api_key_env: str | None,
+                         environ: Mapping[str, str]) -> str | None:
+    """The API key from the environment (``api_key_env``, else the provider's usual variable);
+    None for a server that needs none. Raises UsageError when the provider's public endpoint,
+    or a variable named on purpose, would give no key."""
+    name = api_key_env or KEY_ENV[config.provider]
+    key = environ.get(name) or None
+    public = config.base_url in ("https://api.openai.com/v1", "https://api.anthropic.com/v1")
+    if key is None and (public or api_key_env):
+        raise UsageError(f"set {name} in the environment to the API key (keys are read from the "
+                         "environment only, never from a file or an option).")
+    if key is not None:
+        check_key(name, key)
+    return key
+
+
+def check_key(name: str, key: str) -> None:
+    """Raise UsageError unless every character of the key in variable ``name`` is visible
+    ASCII other than a quote or a backslash, as keys are and as an HTTP header can carry (and
+    as ``Secret`` finds in every escaped form). A key is refused, not stripped: one pasted
+    with a carriage return or a line break may hold more than the key. The sentence names the
+    character and where it is, never the key."""
+    for i, c in enumerate(key):
+        if "!" <= c <= "~" and c not in '"\\':
+            continue
+        what = {"\r": "a carriage return (CR)", "\n": "a line feed (LF)", " ": "a space",
+                "\t": "a tab", '"': "a double quote", "\\": "a backslash"}.get(
+                    c, f"the character U+{ord(c):04X}")
+        where = "at its end" if i == len(key) - 1 else f"at character {i + 1} of {len(key)}"
+        raise UsageError(
+            f"{name} holds {what} {where}; an API key is visible ASCII without quotes or "
+            f"backslashes (a line copied from a Windows file ends with CR): set {name} to the "
+            "key alone.")
+
+
+class Secret:
+    """The API key, and every form a server can send it back in: its bytes, and JSON escapes
+    of any of its characters (``\\u0073``, ``\\/``) under any number of backslashes up to
+    ``MAX_BACKSLASHES`` (an answer's JSON inside a JSON string escapes them once more). Found
+    by one RE2 pattern: linear in the data, whatever the server sends.
+
+    A match takes the whole run of backslashes before it (RE2 finds the leftmost match), so
+    the JSON around ``[redacted]`` stays valid and a verdict is still read from it. The key
+    is replaced all the same, but the JSON may not stay readable (the answer is then
+    unscored), under a longer run, or where a match starts inside a ``\\u`` escape: a key that
+    begins with a hex digit or ``u`` and is echoed right after an escape whose last digits
+    repeat its first ones. Keys hold no quote or backslash (``check_key``)."""
+
+    def __init__(self, key: str | None) -> None:
+        self.key = key or None
+        self._pattern: Any = None
+        # the most bytes one form of the key takes: a stream holds back one less
+        self.longest = 0
+        if self.key is None:
+            return
+        parts = []
+        for c in self.key:
+            hex_digits = "".join(f"[{d}{d.upper()}]" if d.isalpha() else d
+                                 for d in f"{ord(c):04x}")
+            parts.append(f"\\\\{{0,{MAX_BACKSLASHES}}}(?:{re.escape(c)}|u{hex_digits})")
+        self._pattern = linear_regex("".join(parts))
+        self.longest = len(self.key) * (MAX_BACKSLASHES + 6)
+
+    def redact(self, data: bytes) -> bytes:
+        """``data`` with every form of the key replaced by ``[redacted]``."""
+        if self._pattern is None:
+            return data
+        return bytes(self._pattern.sub(REDACTED.encode(), data))
+
+    def redact_text(self, text: str) -> str:
+        """The same for text (a header value, an error message; any code point kept)."""
+        if self._pattern is None:
+            return text
+        return self.redact(text.encode("utf-8", "surrogatepass")).decode("utf-8",
+                                                                         "surrogatepass")
+
+
+async def read_body(response: Any, limit: int) -> tuple[bytes, bool]:
+    """At most ``limit`` bytes of an aiohttp response's body (after decompression), and
+    whether that is all of it. A body left unread closes its connection when released."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        block = await response.content.read(min(READ_BLOCK, limit + 1 - size))
+        if not block:
+            return b"".join(parts), True
+        parts.append(block)
+        size += len(block)
+        if size > limit:
+            return b"".join(parts)[:limit], False
+
+
+def redirect_detail(status: int, location: str | None, secret: Secret) -> str:
+    """Why a 3xx is not followed, naming where it pointed (never a credential in it)."""
+    where = f"a redirect to {secret.redact_text(shown_url(location))}" if location else \
+        "a redirect status without a location"
+    return (f"HTTP {status}: {where}, not followed: evalstream sends the API key and the judge "
+            "states to --base-url only; give the URL it names as --base-url if that server is "
+            "the one to use")
+
+
+class Reply(NamedTuple):
+    """How a request ended: a 200 body, or a failure cause and detail (``fatal``: stop)."""
+
+    body: bytes | None
+    request_id: str | None
+    cause: str | None
+    detail: str | None
+    latency_ms: float  # of the last attempt
+    attempts: int
+    fatal: bool = False
+    whole: bool = True  # False: the body was longer than the transport's answer_limit
+
+
+class Tally:
+    """What the transport did: attempts, retries by reason, rate-limit answers."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.retries = 0
+        self.rate_limited = 0
+        self.retried: dict[str, int] = {}
+
+    def retry(self, reason: str) -> None:
+        self.retries += 1
+        self.retried[reason] = self.retried.get(reason, 0) + 1
+
+
+class Transport:
+    """An HTTP session for one judge run; use as ``async with``."""
+
+    def __init__(self, config: JudgeConfig, api_key: str | None, concurrency: Concurrency, *,
+                 timeout: float, max_attempts: int, rpm: TokenBucket | None = None,
+                 tpm: TokenBucket | None = None) -> None:
+        self.config = config
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.rpm, self.tpm = rpm, tpm
+        self.tally = Tally()
+        self.secret = Secret(api_key)
+        self.answer_limit = answer_bytes(config.max_output_tokens)
+        self._headers = {"content-type": "application/json",
+                         "user-agent": f"evalstream/{__version__}"}
+        if config.provider == "anthropic":
+            self._headers["anthropic-version"] = ANTHROPIC_VERSION
+            if api_key:
+                self._headers["x-api-key"] = api_key
+        elif api_key:
+            self._headers["authorization"] = f"Bearer {api_key}"
+        self._id_header = "request-id" if config.provider == "anthropic" else "x-request-id"
+        self._session: Any = None
+
+    async def __aenter__(self) -> Transport:
+        import aiohttp
+
+        self._aiohttp = aiohttp
+        connector = aiohttp.TCPConnector(limit=self.concurrency.maximum, limit_per_host=0,
+                                         ttl_dns_cache=300)
+        self._session = aiohttp.ClientSession(
+            connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout),
+            headers=self._headers, auto_decompress=True, trust_env=False)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def send(self, body: bytes, tokens: int) -> Reply:
+        """Send one body (``tokens``: its estimate, for --tpm) until it is answered or out of
+        attempts; the caller holds a concurrency slot. What the server sent is in the reply
+        with every form of the key replaced, and a 200 body longer than ``answer_limit`` cut
+        there (``Reply.whole`` False)."""
+        aiohttp = self._aiohttp
+        redact = self.secret.redact_text
+        attempt = 0
+        while True:
+            attempt += 1
+            if self.rpm is not None:
+                await self.rpm.take(1)
+            if self.tpm is not None:
+                await self.tpm.take(tokens)
+            self.tally.attempts += 1
+            started = time.perf_counter()
+            wait: float | None = None
+            try:
+                async with self._session.post(self.config.url, data=body,
+                                              allow_redirects=False) as response:
+                    status, headers = response.status, response.headers
+                    data, whole = await read_body(
+                        response, self.answer_limit if status == 200 else ERROR_BYTES)
+            except (asyncio.TimeoutError, TimeoutError):
+                cause, detail = "timeout", f"no complete answer within {self.timeout:g} s"
+            except aiohttp.ClientError as exc:
+                cause, detail = "connection", excerpt(redact(f"{type(exc).__name__}: {exc}"))
+            else:
+                latency = (time.perf_counter() - started) * 1000
+                request_id = headers.get(self._id_header)
+                if request_id is not None:
+                    request_id = redact(request_id)
+                data = self.secret.redact(data)
+                if status == 200:
+                    self.concurrency.succeeded()
+                    return Reply(data, request_id, None, None, latency, attempt, whole=whole)
+                if 300 <= status < 400:
+                    return Reply(None, request_id, "http_error", redirect_detail(
+                        status, headers.get("location"), self.secret), latency, attempt,
+                        fatal=True)
+                cause, detail = "http_error", http_error_detail(status, data)
+                if status == 429:
+                    self.tally.rate_limited += 1
+                    self.concurrency.rate_limited()
+                if status in FATAL_STATUSES:
+                    return Reply(None, request_id, cause, detail, latency, attempt, fatal=True)
+                if status not in RETRY_STATUSES and status < 500:
+                    return Reply(None, request_id, cause, detail, latency, attempt)
+                wait = retry_after(headers)
+                if wait is not None and wait > MAX_RETRY_AFTER:
+                    return Reply(None, request_id, cause, f"{detail} (asked to retry after "
+                                 f"{wait:.0f} s: more than {MAX_RETRY_AFTER:.0f})", latency,
+                                 attempt)
+                cause_key = f"http {status}"
+            if cause != "http_error":
+                cause_key = cause
+                latency = (time.perf_counter() - started) * 1000
+            if attempt >= self.max_attempts:
+                return Reply(None, None, cause, f"{detail} (after {attempt} attempts)", latency,
+                             attempt)
+            self.tally.retry(cause_key)
+            await asyncio.sleep(wait if wait is not None else backoff(attempt))
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait after failed attempt ``attempt`` (1-based) when the server said none."""
+    return min(INITIAL_DELAY * 2 ** (attempt - 1), MAX_DELAY) * (1 - 0.25 * random.random())
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds the server asked to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or
+    an HTTP date), else None."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue
+        if seconds == seconds and seconds >= 0:  # not NaN
+            return seconds
+    value = headers.get("retry-after")
+    if value:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+        except (TypeError, ValueError, OverflowError, IndexError):
+            return None  # a date that cannot be read (an absurd zone: OverflowError): none
+    return None

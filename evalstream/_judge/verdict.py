@@ -1,0 +1,29 @@
+"""The one verdict maker: a judge state's key fields and its stored answer (or why it got
+none) -> the verdict line. The live judge and ``batch collect`` both write through here, so a
+verdict made from a batch result and one made from a live answer differ only where the
+answers do (usage, request id)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from evalstream._judge import answer
+from evalstream._judge.store import Failure, Stored
+from evalstream._verdicts.records import JudgeInfo, JudgeVerdict, VerdictError
+
+
+def answered(info: JudgeInfo, provider: str, stored: Stored, case_id: str, rubric_id: str,
+             rubric_hash: str, state_hash: str, exposure: msgspec.Raw) -> JudgeVerdict:
+    """The verdict from a stored answer: its status and reason, or ``unscored`` with the
+    cause the answer parser found."""
+    parsed = answer.parse(provider, stored.body)
+    error = None if parsed.cause is None else VerdictError(parsed.cause, parsed.detail or "")
+    return JudgeVerdict(case_id, rubric_id, parsed.status, parsed.reason, info, parsed.usage,
+                        stored.request_id, rubric_hash, state_hash, exposure, error)
+
+
+def unanswered(info: JudgeInfo, failure: Failure, case_id: str, rubric_id: str,
+               rubric_hash: str, state_hash: str, exposure: msgspec.Raw) -> JudgeVerdict:
+    """The ``unscored`` verdict of a request that got no answer, with why."""
+    return JudgeVerdict(case_id, rubric_id, "unscored", None, info, None, None, rubric_hash,
+                        state_hash, exposure, VerdictError(failure.cause, failure.detail))

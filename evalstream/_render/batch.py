@@ -1,0 +1,85 @@
+"""What the batch commands print: prepare's and collect's summaries, submit's and status's
+table of request files. Plain sentences (the summaries go to stderr, the tables to stdout)."""
+
+from __future__ import annotations
+
+from evalstream._judge.batch.remote import BatchSummary
+from evalstream._judge.batch.report import CollectReport, PrepareReport
+
+
+def prepare_lines(r: PrepareReport) -> list[str]:
+    """The summary of a prepare."""
+    c = r.counts
+    out = [f"batch prepare: {c.lines:,} lines = {c.judge_states:,} judge states + "
+           f"{c.exact_verdicts:,} exact verdicts + {c.rejected:,} rejected + {c.blank:,} blank",
+           f"requests: {c.requests:,} in {len(r.files):,} file(s) for {r.format} "
+           f"(at most {r.limits.requests:,} requests and {r.limits.bytes:,} bytes a file); "
+           f"{c.duplicates:,} judge states share another's request; {c.stored:,} already "
+           f"answered" + (f" in {r.store}" if r.store else "")]
+    for f in r.files:
+        out.append(f"  {r.folder.rstrip('/')}/{f.name}: {f.requests:,} requests, {f.bytes:,} "
+                   "bytes")
+    if c.rejected:
+        out.append(f"rejects written to {r.folder.rstrip('/')}/rejects.jsonl")
+    out += [f"warning: {w}" for w in r.warnings]
+    return out
+
+
+def collect_lines(r: CollectReport) -> list[str]:
+    """The summary of a collect."""
+    res, c, s = r.results, r.counts, r.by_status
+    types = ", ".join(f"{n:,} {t}" for t, n in r.by_type.items())
+    out = [f"batch collect: {len(r.result_files):,} result file(s), {res.lines:,} lines: "
+           f"{types}; {res.blank:,} blank, {res.rejected:,} rejected"
+           + (f" ({res.unknown:,} unknown custom_id, {res.conflicts:,} conflicting answers)"
+              if res.rejected else ""),
+           f"answers: {res.answers:,} stored now in {r.store}, {res.repeats:,} repeated an "
+           "answer already stored",
+           f"verdicts: {c.verdicts:,} = {s['pass']:,} pass + {s['fail']:,} fail + {s['na']:,} na "
+           f"+ {s['unscored']:,} unscored"
+           + (f" ({', '.join(f'{k}: {v:,}' for k, v in r.by_cause.items())})"
+              if r.by_cause else "")
+           + f"; {c.exact_verdicts:,} exact verdicts passed through"]
+    if c.missing:
+        out.append(f"missing: {c.missing:,} judge states have no verdict (listed in the report); "
+                   f"collect more results, or prepare them again with `evalstream batch prepare "
+                   f"STATES NEW_DIR --only-missing {r.folder}`")
+    cost = "" if r.cost_usd is None else f"; cost ${r.cost_usd:,.4f} at the given prices"
+    out.append(f"tokens of the verdicts' answers: {r.usage_all.input_tokens:,} in, "
+               f"{r.usage_all.output_tokens:,} out{cost}")
+    if r.max_unscored_rate is not None and r.unscored_rate is not None:
+        verb = "above" if r.unscored_rate > r.max_unscored_rate else "within"
+        out.append(f"unscored rate {r.unscored_rate:.1%}, {verb} --max-unscored-rate "
+                   f"{r.max_unscored_rate:g}")
+    if res.rejected:
+        out.append(f"rejects written to {r.rejects}")
+    out += [f"warning: {w}" for w in r.warnings]
+    return out
+
+
+def summary_lines(s: BatchSummary) -> list[str]:
+    """One line a request file: its batch, status, counts and downloaded results."""
+    out = []
+    for e in s.files:
+        counts = ", ".join(f"{k} {v:,}" for k, v in e.counts.items())
+        line = f"{e.file}: {e.requests:,} requests; {e.status}"
+        if e.batch_id:
+            line += f" ({e.batch_id})"
+        if counts:
+            line += f"; {counts}"
+        if e.results:
+            line += f"; results: {', '.join(e.results)}"
+        if e.error:
+            line += f"; error: {e.error}"
+        out.append(line)
+    waiting = len(s.files) - s.ended
+    if s.command == "batch submit":
+        out.append(f"{s.submitted_now:,} batch(es) created now; "
+                   f"{sum(1 for e in s.files if e.batch_id):,} of {len(s.files):,} files "
+                   "submitted")
+    else:
+        out.append(f"{s.ended:,} of {len(s.files):,} batches ended"
+                   + (f", {waiting:,} not yet" if waiting else "")
+                   + (f"; {s.downloaded_now:,} result file(s) downloaded now" if
+                      s.downloaded_now else ""))
+    return out

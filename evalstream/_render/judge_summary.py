@@ -1,0 +1,65 @@
+"""The summary a judge run prints on stderr: statuses, causes, requests, usage, cost, latency."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from evalstream._judge.report import JudgeReport
+
+
+def lines(report: JudgeReport) -> list[str]:
+    """The summary as plain sentences (the table's content, for logs and tests)."""
+    c, r = report.counts, report.requests
+    s = report.by_status
+    out = [f"judge: {c.lines:,} lines = {c.judge_states:,} judge states + {c.exact_verdicts:,} "
+           f"exact verdicts (passed through) + {c.rejected:,} rejected + {c.blank:,} blank",
+           f"verdicts: {c.verdicts:,} = {s['pass']:,} pass + {s['fail']:,} fail + {s['na']:,} na "
+           f"+ {s['unscored']:,} unscored"
+           + (f" ({', '.join(f'{k}: {v:,}' for k, v in report.by_cause.items())})"
+              if report.by_cause else "")]
+    if c.not_judged:
+        out.append(f"not judged: {c.not_judged:,} (stopped by --{report.stopped_by}; run the "
+                   "same command again to continue)" if report.stopped_by else
+                   f"not judged: {c.not_judged:,}")
+    retried = ", ".join(f"{k}: {v:,}" for k, v in r.retried.items())
+    out.append(f"requests: {r.sent:,} sent ({r.answered:,} answered, {r.failed:,} without an "
+               f"answer), {r.reused:,} answers reused from {report.store}"
+               + (f" ({r.from_other_runs:,} more sent by another run on it)"
+                  if r.from_other_runs else "") + f"; {r.retries:,} retries"
+               + (f" ({retried})" if retried else "") + f"; at most {r.max_in_flight:,} in flight"
+               + (f", concurrency lowered to {r.lowest_concurrency:,} by 429s"
+                  if r.lowest_concurrency < r.max_in_flight else ""))
+    cost = "" if report.cost_usd is None else f"; cost ${report.cost_usd:,.4f}"
+    lat = report.latency_ms
+    latency = "" if lat.p50 is None else (f"; latency p50 {lat.p50:,.0f} ms, p95 "
+                                          f"{lat.p95:,.0f} ms")
+    out.append(f"tokens this run: {report.usage.input_tokens:,} in, "
+               f"{report.usage.output_tokens:,} out{cost}{latency}")
+    if report.max_unscored_rate is not None and report.unscored_rate is not None:
+        verb = "above" if report.unscored_rate > report.max_unscored_rate else "within"
+        out.append(f"unscored rate {report.unscored_rate:.1%}, {verb} --max-unscored-rate "
+                   f"{report.max_unscored_rate:g}")
+    return out
+
+
+def render(report: JudgeReport, file: TextIO) -> None:
+    """The summary, then a table of statuses and causes (rich; plain text off a terminal)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from evalstream._render.tables import literal
+
+    console = Console(file=file, highlight=False)
+    for line in lines(report):
+        console.print(literal(line), soft_wrap=True)
+    if report.by_cause:
+        table = Table(show_edge=False, pad_edge=False)
+        table.add_column("unscored because")
+        table.add_column("verdicts", justify="right")
+        for cause, n in report.by_cause.items():
+            table.add_row(literal(cause), f"{n:,}")
+        console.print(table)
+    if report.counts.rejected:
+        console.print(literal(f"rejects written to {report.rejects}"), soft_wrap=True)
+    for warning in report.warnings:
+        console.print(literal(f"warning: {warning}"), soft_wrap=True)

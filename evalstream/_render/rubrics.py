@@ -1,0 +1,18 @@
+"""The table ``evalstream rubrics`` prints: what each rubric of a set does."""
+
+from __future__ import annotations
+
+from evalstream._checks.rubrics import RubricSet
+from evalstream._render.tables import Block, Column, Paragraph, Table
+
+
+def rubric_blocks(rubrics: RubricSet) -> list[Block]:
+    """One row per rubric: id, kind, what it shows, when it applies, its hash."""
+    table = Table([Column("rubric"), Column("kind"), Column("shows"), Column("applies when"),
+                   Column("hash")],
+                  title=f"{len(rubrics.rubrics)} rubrics from {', '.join(rubrics.sources)}")
+    for r in rubrics.rubrics:
+        when = [f"has {name}" for name in r.requires]
+        when += [f"{key} in {', '.join(map(str, allowed))}" for key, _, allowed in r.when]
+        table.add(r.id, r.kind, ", ".join(r.shows), "; ".join(when) or "always", r.hash[:12])
+    return [table, Paragraph(f"set hash {rubrics.hash}")]

@@ -1,0 +1,136 @@
+"""stats with worker processes gives the same figures, rejects and bytes as one process,
+including duplicate ids whose first use is in another worker's range."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from evalstream._cli import main
+from evalstream._engines import local
+from evalstream._stats import parallel as stats_parallel
+from evalstream._stats.stats import StatsOptions, collect
+from tests.helpers import CORPUS, SAMPLES
+
+
+@pytest.fixture(autouse=True, params=["fork", "spawn"])
+def small_ranges(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ranges of a few KiB, so that small files are split between the workers; both ways
+    # of starting them (the workers never touch Polars, so forking is safe here).
+    import sys
+
+    if request.param == "fork" and sys.version_info >= (3, 12) and _threads() > 1:
+        pytest.skip("Python 3.12+ warns about forking a process that runs threads (Polars' "
+                    "pool in this test process); the command line forks before loading it.")
+    monkeypatch.setattr(stats_parallel, "range_bytes", lambda size, workers: 3_000)
+    monkeypatch.setattr(local, "start_method", lambda: request.param)
+
+
+def _threads() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
+@pytest.mark.slow
+def test_fork_only_before_polars_is_loaded() -> None:
+    import subprocess
+    import sys
+
+    code = ("import evalstream._engines.local as p; a = p.start_method(); import polars; "
+            "print(a, p.start_method())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.split() == ["fork", "spawn"], done.stderr
+
+
+def _same_with_workers(path: Path, tmp_path: Path, **options: object) -> None:
+    one = collect(StatsOptions(input=str(path), workers=1, rejects=str(tmp_path / "r1.jsonl"),
+                               **options))  # type: ignore[arg-type]
+    two = collect(StatsOptions(input=str(path), workers=2, rejects=str(tmp_path / "r2.jsonl"),
+                               **options))  # type: ignore[arg-type]
+    assert two == one
+    assert (tmp_path / "r2.jsonl").read_bytes() == (tmp_path / "r1.jsonl").read_bytes()
+
+
+def test_bad_samples(tmp_path: Path) -> None:
+    _same_with_workers(SAMPLES / "bad.jsonl", tmp_path, by=["scenario", "split"])
+
+
+def test_duplicates_across_ranges(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    lines = []
+    for i in range(400):
+        # Every 7th case reuses an earlier id, with other metadata, labels and fields.
+        case_id = f"case-{rng.randrange(i)}" if i % 7 == 6 else f"case-{i}"
+        case: dict[str, object] = {
+            "id": case_id, "input": "q" * rng.randrange(1, 300), "output": "a" * (i % 50 + 1),
+            "metadata": {"scenario": rng.choice(["booking", "rag", f"only-{i}"]),
+                         "user": f"u{i}", f"key-{i % 9}": i},
+            "expected": {rng.choice(["claim-support", "escalation", "made-up"]):
+                         {"status": rng.choice(["pass", "fail", "na"]), "source": "human"}},
+        }
+        if i % 3 == 0:
+            case["policy"] = "p" * 40
+        if i % 4 == 0:
+            case["context"] = [{"id": "p1", "text": "t" * rng.randrange(10, 500)}]
+        lines.append(json.dumps(case))
+        if i % 50 == 0:
+            lines.append("")
+    path = tmp_path / "dups.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size > 10 * 3_000
+    one = collect(StatsOptions(input=str(path), workers=1))
+    assert one.overview.rejected_by_kind["duplicate id"] > 30
+    _same_with_workers(path, tmp_path)
+
+
+@pytest.mark.skipif(not (CORPUS / "faithbench.jsonl").exists(), reason="no corpus")
+def test_a_real_dataset_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stats_parallel, "range_bytes", lambda size, workers: 256 << 10)
+    source = CORPUS / "faithbench.jsonl"
+    for workers in ("1", "2"):
+        assert main(["stats", str(source), "--workers", workers, "--format", "json",
+                     "-o", str(tmp_path / f"w{workers}.json"), "-q"]) == 0
+    assert (tmp_path / "w2.json").read_bytes() == (tmp_path / "w1.json").read_bytes()
+
+
+def test_only_plain_files_big_enough_are_split() -> None:
+    big = stats_parallel.WORTHWHILE_BYTES
+    assert stats_parallel.worthwhile("a.jsonl", big + 1, 2)
+    assert not stats_parallel.worthwhile("a.jsonl", big + 1, 1)
+    assert not stats_parallel.worthwhile("a.jsonl", big, 2)
+    assert not stats_parallel.worthwhile("a.jsonl.gz", big + 1, 2)
+    assert not stats_parallel.worthwhile("-", None, 2)
+
+
+@pytest.mark.slow
+def test_capped_tables_are_the_same_for_any_number_of_workers(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    # Late duplicates that bring their own metadata keys, rubric ids and values: one process
+    # never counts them, so they must not take any of the capped places (1,000 key paths,
+    # 1,000 unknown rubric ids, 1,000 exact values of a key) in a worker's figures either.
+    monkeypatch.setattr(stats_parallel, "range_bytes", lambda size, workers: 20_000)
+    label = {"status": "pass", "source": "human"}
+
+    def case(i: int, tag: str) -> str:
+        return json.dumps({"id": f"c{i}", "input": "q", "output": "a",
+                           "metadata": {f"{tag}{i}": 1, "v": f"{tag}{i}", "when": tag},
+                           "expected": {f"{tag}-r{i}": label}})
+
+    lines = [case(i, "k") for i in range(900)]
+    lines += [case(i, "dup") for i in range(900)]  # every one a late duplicate
+    lines += [case(900 + i, "n") for i in range(400)]
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    one = collect(StatsOptions(input=str(path), workers=1))
+    keys = {k.key for k in one.metadata.keys}
+    assert len(keys) == 1_000 and "n997" in keys and "n998" not in keys  # k0..k899, v, when
+    assert not any(k.startswith("dup") for k in keys)
+    assert {r.rubric for r in one.labels if not r.in_rubrics} >= {"k-r0", "n-r999"}
+    assert one.overview.rejected_by_kind["duplicate id"] == 900
+    for workers in (2, 3):
+        assert collect(StatsOptions(input=str(path), workers=workers)) == one
