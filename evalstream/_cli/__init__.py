@@ -20,15 +20,17 @@ from evalstream.errors import (
     EXIT_HANGUP,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
+    EXIT_PIPE,
     EXIT_TERMINATED,
-    EXIT_USAGE,
     EvalstreamError,
+    ReaderGone,
 )
 
 EXIT_CODES = """exit codes: 0 clean; 1 finished with rejects (or unscored verdicts above a
 threshold); 2 usage, input or I/O error; 3 stopped by a limit you set (judge), run again to
 continue; 4 the input is plainly not the file the command reads; 129 hung up;
-130 interrupted; 143 terminated; 70 internal error (a bug in evalstream)."""
+130 interrupted; 141 the reader of stdout went away (| head); 143 terminated;
+70 internal error (a bug in evalstream)."""
 
 
 WORKFLOW = """the workflow (each command's --help has more examples):
@@ -49,9 +51,26 @@ class Terminated(BaseException):
         self.signum = signum
 
 
-def parser() -> argparse.ArgumentParser:
+class Parser(argparse.ArgumentParser):
+    """An argument parser that takes options only as spelled (``--max-token`` is not taken for
+    ``--max-tokens``: a prefix would silently change meaning when an option is added) and
+    whose command says itself what it does not recognise, with its own usage line (argparse
+    would leave that to the top-level parser, whose usage names no option)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        found, extras = super().parse_known_args(args, namespace)
+        if extras and self.prog != "evalstream":
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return found, extras
+
+
+def parser() -> Parser:
     """The evalstream argument parser."""
-    top = argparse.ArgumentParser(
+    top = Parser(
         prog="evalstream",
         description="Prepare and check LLM-judge evaluations at any scale: your data in, "
                     "exactly what each judge may see, verdicts, and their agreement.",
@@ -60,7 +79,8 @@ def parser() -> argparse.ArgumentParser:
     from evalstream._version import __version__
 
     top.add_argument("--version", action="version", version=f"evalstream {__version__}")
-    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                             parser_class=Parser)
     # Each command module imports only argparse at the top; its work is imported when it runs.
     from evalstream._cli import agree, batch, build, compare, convert, judge, rubrics, stats, view
 
@@ -84,6 +104,14 @@ def _on_signal(signum: int, frame: Any) -> None:
     raise Terminated(signum)
 
 
+def _reader_gone() -> int:
+    """Standard output's reader went away (``| head``): end quietly with 141, as Unix tools
+    do, and keep the interpreter from complaining when it flushes stdout at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_PIPE
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the evalstream command line; return the exit code."""
     args = parser().parse_args(argv)
@@ -96,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result: int = args.func(args)
         return result
+    except (BrokenPipeError, ReaderGone):
+        return _reader_gone()
     except EvalstreamError as exc:
         _error(str(exc))
         return exc.exit_code
@@ -106,11 +136,6 @@ def main(argv: list[str] | None = None) -> int:
         hangup = exc.signum == getattr(signal, "SIGHUP", None)
         _error(f"{'hung up' if hangup else 'terminated'}; no output was written.")
         return EXIT_HANGUP if hangup else EXIT_TERMINATED
-    except BrokenPipeError:
-        # stdout closed early (`| head`): quiet, as other Unix tools are.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_USAGE
     except Exception:
         import traceback
 

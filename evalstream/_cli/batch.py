@@ -200,11 +200,10 @@ def _collect(sub: Any) -> None:
 
 
 def _print(lines: list[str], file: Any) -> None:
-    from rich.console import Console
-
+    from evalstream._render.console import terminal
     from evalstream._render.tables import literal
 
-    console = Console(file=file, highlight=False)
+    console = terminal(file, highlight=False)
     for line in lines:
         console.print(literal(line), soft_wrap=True)
 

@@ -96,11 +96,12 @@ def run(args: argparse.Namespace) -> int:
     from evalstream.errors import UsageError
 
     if args.export is not None:
-        given = [o for o, v in (("--host", args.host), ("--port", args.port),
-                                ("--no-browser", args.no_browser or None)) if v is not None]
+        # --no-browser is harmless with --export (an export opens no browser): a script may
+        # pass it to both forms. --host and --port would be silently ignored: refused.
+        given = [o for o, v in (("--host", args.host), ("--port", args.port)) if v is not None]
         if given:
-            raise UsageError(f"{', '.join(given)} apply to the server; --export writes files "
-                             "and serves nothing.")
+            raise UsageError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} "
+                             "to the server; --export writes files and serves nothing.")
     elif args.limit is not None or args.force:
         raise UsageError(f"{'--limit' if args.limit is not None else '--force'} applies to "
                          "--export (the server writes nothing and shows every entry).")

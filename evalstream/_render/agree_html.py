@@ -204,7 +204,7 @@ def agree_page(report: AgreeReport, base: str | None = None) -> str:
             ["agree", "missed", "false alarm", "unscored", "na verdict", "no verdict",
              "na label", "no label"],
             [_buckets(r.all) for r in report.rubrics], title="Where every key went",
-            colors=(AGREE_COLOR, MISS_COLOR, PALETTE[1], PALETTE[5], PALETTE[3], PALETTE[9],
+            colors=(AGREE_COLOR, MISS_COLOR, PALETTE[1], PALETTE[5], PALETTE[8], PALETTE[9],
                     PALETTE[4], PALETTE[6])),
             "Keys per rubric: agreeing and disagreeing pairs (missed: label fail, judge pass; "
             "false alarm: label pass, judge fail), then those left out of the statistics.")

@@ -44,12 +44,12 @@ def lines(report: JudgeReport) -> list[str]:
 
 def render(report: JudgeReport, file: TextIO) -> None:
     """The summary, then a table of statuses and causes (rich; plain text off a terminal)."""
-    from rich.console import Console
     from rich.table import Table
 
+    from evalstream._render.console import terminal
     from evalstream._render.tables import literal
 
-    console = Console(file=file, highlight=False)
+    console = terminal(file, highlight=False)
     for line in lines(report):
         console.print(literal(line), soft_wrap=True)
     if report.by_cause:

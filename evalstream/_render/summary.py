@@ -10,10 +10,11 @@ from evalstream._render.tables import literal
 
 def render_summary(report: RunReport, file: TextIO) -> None:
     """A short summary table of the run (rich), for stderr."""
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=file, highlight=False)
+    from evalstream._render.console import terminal
+
+    console = terminal(file, highlight=False)
     c = report.counts
     head = (f"{report.command}: {c.lines:,} lines = {c.cases:,} cases + {c.rejected:,} rejected "
             f"+ {c.blank:,} blank")

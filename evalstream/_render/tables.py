@@ -245,19 +245,19 @@ def to_text(blocks: Sequence[Block], width: int) -> str:
     """Blocks as plain text (no colour, no terminal codes), tables fitted to ``width``."""
     import io
 
-    from rich.console import Console
+    from evalstream._render.console import terminal
 
     text = io.StringIO()
-    render_rich(blocks, Console(file=text, width=width, force_terminal=False, no_color=True,
+    render_rich(blocks, terminal(text, width=width, force_terminal=False, no_color=True,
                                 highlight=False, emoji=False))
     return text.getvalue()
 
 
 def print_blocks(blocks: Sequence[Block], file: TextIO) -> None:
     """Blocks printed to a terminal (fitted to its width; no colour unless it is one)."""
-    from rich.console import Console
+    from evalstream._render.console import terminal
 
-    render_rich(blocks, Console(file=file, highlight=False, emoji=False))
+    render_rich(blocks, terminal(file, highlight=False, emoji=False))
 
 
 def render_format(blocks: Sequence[Block], fmt: str, width: int) -> bytes:

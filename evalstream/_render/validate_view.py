@@ -11,12 +11,12 @@ from evalstream._checks.report import RunReport
 def print_problems(report: RunReport, first: list[Reject], file: TextIO,
                    width: int | None = None) -> None:
     """The first rejects (line, id, path, message) as a rich table, and the counts."""
-    from rich.console import Console
     from rich.table import Table
 
+    from evalstream._render.console import terminal
     from evalstream._render.tables import literal
 
-    console = Console(file=file, width=width, highlight=False)
+    console = terminal(file, width=width, highlight=False)
     c = report.counts
     if first:
         table = Table(title=f"First {len(first)} of {c.rejected:,} problems", title_justify="left")

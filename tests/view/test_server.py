@@ -214,9 +214,9 @@ def test_a_port_in_use_is_a_usage_error() -> None:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--export", "x", "--port", "1"], "--port apply to the server"),
-    (["--export", "x", "--no-browser", "--host", "::1"], "--host, --no-browser apply to the "
-                                                          "server"),
+    (["--export", "x", "--port", "1"], "--port applies to the server"),
+    (["--export", "x", "--no-browser", "--host", "::1", "--port", "1"],
+     "--host and --port apply to the server"),
     (["--limit", "5"], "--limit applies to --export"),
     (["--by", "a,b"], "--by takes one metadata key"),
     (["--compare", "data.jsonl.gz"], "is compressed"),
