@@ -103,13 +103,14 @@ def test_the_deepest_row_allowed_becomes_a_case_validate_reads(tmp_path: Path) -
 
 def _peak_convert(tmp_path: Path, source: Path, *args: str) -> tuple[int, int]:
     """Run convert in a child held to 1 GiB of address space: (exit code, peak RSS in MB)."""
-    # The child reports its own peak: RUSAGE_CHILDREN would give the largest of every child
-    # this test process ever waited for (another test's, in a full run).
+    # The child reports its own peak, VmHWM (of its own memory since its exec):
+    # RUSAGE_CHILDREN gives the largest of every child this test process waited for, and a
+    # child's ru_maxrss starts at its parent's (pytest's, hundreds of MB in a full run).
     peak_file = tmp_path / "peak"
-    code = ("import atexit, resource, sys; "
+    code = ("import atexit, re, resource, sys; "
             "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
-            "atexit.register(lambda: open(sys.argv.pop(), 'w').write(str("
-            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))); "
+            "hwm = lambda: re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read())[1]; "
+            "atexit.register(lambda: open(sys.argv.pop(), 'w').write(hwm())); "
             "from evalstream._cli import main; sys.exit(main(sys.argv[1:-1]))")
     done = subprocess.run([sys.executable, "-c", code, "convert", str(source),
                            str(tmp_path / "out.jsonl"), "-q", *args, str(peak_file)], cwd=ROOT,
