@@ -4,25 +4,31 @@ command read from it."""
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
 import json
+import lzma
 import re
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
 import pytest
+import zstandard
 
 from evalstream._cli import main
 from evalstream._convert import Options, formats
 from evalstream._convert.formats import FORMATS, NAMES, Format
 from evalstream._convert.formats.base import OPTIONS
+from evalstream._files import sniff
 from evalstream._files.sniffed import Sniffed
 from evalstream.errors import UsageError, WrongFileError
-from tests.convert.support import convert
-from tests.helpers import ROOT
+from tests.convert.support import GOLDEN, convert
+from tests.helpers import ROOT, golden
 
 DOCS = ROOT / "docs" / "convert.md"
 
@@ -168,3 +174,53 @@ def test_every_process_gets_the_way_in(tmp_path: Path) -> None:
     assert done.stdout.strip().endswith(
         f"convert it: `evalstream convert {path} cases.jsonl --from csv --map "
         "input=COLUMN,output=COLUMN`.")
+
+
+_CASE = b'{"id":"a","input":"hi","output":"hello"}\n'
+# Files of every kind the sniffer names, and some it does not, under names that say each format
+# or none: what every command says about them is kept in a golden file.
+CONTENTS = {
+    **{f"sample-{name}": data for name, data in SAMPLES.items()},
+    "cases": _CASE * 2, "semicolons": b"q;a\nx;y\nz;w\n", "pipes": b"q|a\nx|y\n",
+    "document": json.dumps({"q": 1, "a": 2}, indent=2).encode(),
+    "pretty-array": json.dumps([{"q": 1}], indent=2).encode(),
+    "gzip": gzip.compress(_CASE), "zstd": zstandard.compress(_CASE), "bzip2": bz2.compress(_CASE),
+    "xz": lzma.compress(_CASE), "zip": _zip(["a.jsonl"]),
+    "xlsx": _zip(["[Content_Types].xml", "xl/workbook.xml"]), "arrow-file": _frame("write_ipc"),
+    "sqlite": b"SQLite format 3\x00" + bytes(100), "pdf": b"%PDF-1.7\n",
+    "html": b"<!DOCTYPE html>\n<html></html>", "utf-16": _CASE.decode().encode("utf-16"),
+    "inspect-json": b'{\n  "version": 2,\n  "status": "success",\n  "eval": {\n',
+    "text": b"hello world\nsecond\n", "empty": b"",
+    "verdicts": b'{"case_id":"c","rubric_id":"r","status":"pass"}\n',
+    "gzip-csv": gzip.compress(b"q,a\nx,y\n"),
+}
+NAMES_TRIED = ["", ".jsonl", ".csv", ".tab", ".json", ".parquet", ".eval", ".arrow", ".gz",
+               ".csv.gz", ".db"]
+
+
+def _said(call: Callable[..., object], *args: object) -> str:
+    try:
+        result = call(*args)
+    except (UsageError, WrongFileError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return f"ok {result[0].name} ({result[1]})" if isinstance(result, tuple) else "ok"
+
+
+def test_every_sentence_about_a_file_is_kept(tmp_path: Path) -> None:
+    # What convert infers and says for each format, and what a command that reads cases (or
+    # verdicts) says, for every file here: the golden was checked, sentence by sentence,
+    # against the code before the registry (the same but for test_a_json_document_...).
+    lines = []
+    for content, data in CONTENTS.items():
+        for suffix in NAMES_TRIED:
+            path = tmp_path / f"{content}{suffix}"
+            path.write_bytes(data)
+            name = str(path)
+            said = [f"infer: {_said(formats.infer, name)}"]
+            said += [f"{f.name}: {_said(formats.check, name, f)}" for f in FORMATS]
+            said.append(f"cases: {_said(sniff.check_cases_input, name)}")
+            said.append(f"verdicts: {_said(sniff.check_input, name, 'verdicts')}")
+            lines += [f"{path.name}\n", *(f"  {x}\n" for x in said)]
+            path.unlink()
+    golden("wrong_files.golden.txt", "".join(lines).replace(str(tmp_path), "DIR").encode(),
+           GOLDEN)
