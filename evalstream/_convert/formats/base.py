@@ -125,7 +125,7 @@ class Given:
 Advice = Callable[[Sniffed, str], "str | None"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # a format is itself: compared and hashed by identity
 class Format:
     """A source format, as its module declares it.
 
@@ -145,7 +145,9 @@ class Format:
     refuses: Mapping[str, str] = field(default_factory=dict)  # OPTIONS it refuses: why, said
     stream: bool = False  # read as a byte stream: stdin, .gz and .zst too
     suffixes: tuple[str, ...] = ()
-    kinds: tuple[str, ...] = ()  # what the sniffer calls files of this format
+    # What the sniffer calls files of this format ("jsonl": it names nothing): the check takes
+    # them, and a wrong-file sentence about one names this format.
+    kinds: tuple[str, ...] = ()
     magic: str = ""  # its kinds name it whatever its name: how the report says them
     guess: bool = False  # its kinds name it when its name does not
     first_line: FirstLine | None = None
