@@ -31,6 +31,8 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from evalstream._files.sniffed import Sniffed as _Sniffed
+from evalstream._files.sniffed import install_way_in as _install_way_in
 from evalstream._version import __version__
 
 if TYPE_CHECKING:
@@ -99,6 +101,19 @@ _LAZY = {
     "SetupError": "evalstream.errors",
     "InvalidCaseError": "evalstream._build.states",
 }
+
+
+def _way_in(found: _Sniffed) -> str | None:
+    """How a file of another format becomes cases, for the wrong-file sentence of any command:
+    convert's registry of formats says (loaded only when a wrong file is met). Installed
+    here, in the one module every process imports first, because the commands that say it
+    (build, validate, stats, view) sit beside convert, and the sniffer below it."""
+    from evalstream._convert.formats import way_in
+
+    return way_in(found)
+
+
+_install_way_in(_way_in)
 
 
 def __getattr__(name: str) -> Any:

@@ -31,9 +31,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("output", nargs="?", type=path,
                    help="the cases: a .jsonl path, .gz or .zst, or -")
     p.add_argument("--list-formats", action="store_true",
-                   help="list the source formats, one line each, and exit")
+                   help="list the source formats (what each reads, the names and first bytes "
+                        "it is inferred from, the options it takes) and exit")
     p.add_argument("--from", type=text, dest="source_format", metavar="FORMAT",
-                   help="the source format (see --list-formats); default: inferred from the "
+                   help="the source format, one of --list-formats; default: inferred from the "
                         "name and first bytes, and said in the report")
     p.add_argument("--map", type=text, action="append", default=[], metavar="FIELD=COLUMN,...",
                    help="case fields from columns, e.g. input=question,output=answer,"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from evalstream._cases import schema
-from evalstream._convert import depth, openai_chat
+from evalstream._convert import chat, depth
 from evalstream._convert.rows import Built, CasePath, Notes, RowProblem, type_word
 from evalstream.errors import UsageError
 
@@ -252,7 +252,7 @@ def lookup(values: dict[str, Any], column: str) -> Any:
 
 
 def build(values: dict[str, Any], notes: Notes, mapping: Mapping,
-          rules: list[openai_chat.FailureRule]) -> Built:
+          rules: list[chat.FailureRule]) -> Built:
     """A case (without its id) from one table row under ``mapping``."""
     if mapping.parse_json:
         values = _parsed(values, mapping.parse_json)
@@ -317,7 +317,7 @@ def _parsed(values: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
 
 def _assign(step: Step, value: Any, case: dict[str, Any], metadata: dict[str, Any],
             expected: dict[str, dict[str, Any]], origin: dict[CasePath, str], notes: Notes,
-            rules: list[openai_chat.FailureRule]) -> None:
+            rules: list[chat.FailureRule]) -> None:
     head, parts, column = step.head, step.field.parts, step.column
     if head == "metadata":
         if len(parts) == 1:
@@ -344,7 +344,7 @@ def _assign(step: Step, value: Any, case: dict[str, Any], metadata: dict[str, An
     if head == "context":
         case["context"] = _passages(value, column)
     elif head == "messages":
-        t = openai_chat.transcript(value, column, notes, rules)
+        t = chat.transcript(value, column, notes, rules)
         case["messages"] = t.messages
         origin.update({k: v for k, v in t.origin.items() if k[0] == "messages"})
         if t.tool_events:

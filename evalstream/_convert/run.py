@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,10 +19,11 @@ import xxhash
 
 from evalstream._cases import ids, schema
 from evalstream._cases.rejects import explain, raw_text, reject_kind
-from evalstream._convert import formats, mapping, openai_chat
+from evalstream._convert import chat, formats, mapping
+from evalstream._convert.formats.base import Format, Given, Source
 from evalstream._convert.report import ConvertCounts, ConvertReject, ConvertReport, encode
-from evalstream._convert.rows import Builder, Built, Notes, Row, RowProblem
-from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, open_input
+from evalstream._convert.rows import Notes, Row, RowProblem
+from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._files.outputs import (
     AtomicOutput,
     check_targets,
@@ -32,10 +33,8 @@ from evalstream._files.outputs import (
 )
 from evalstream._files.replace import check_replaceable
 from evalstream._version import __version__
-from evalstream.errors import UsageError
 
 FIRST_REJECTS_KEPT = 20
-TABLES = ("csv", "tsv", "parquet", "json", "jsonl", "hf")
 
 
 @dataclass
@@ -61,15 +60,6 @@ class Options:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 
 
-class _Source:
-    """An open source: its rows, the builder that turns a row into a case, its columns."""
-
-    def __init__(self, rows: Iterator[Row], build: Builder, columns: list[str] | None,
-                 ids_from: str, own_ids: bool = False) -> None:
-        self.rows, self.build, self.columns, self.ids_from = rows, build, columns, ids_from
-        self.own_ids = own_ids  # the builder sets each case's id (inspect: the sample id)
-
-
 def run(opts: Options, on_row: Callable[[int], None] | None = None,
         ) -> tuple[ConvertReport, list[ConvertReject]]:
     """Convert ``opts.input`` into cases at ``opts.output``; return the report and the first
@@ -77,19 +67,16 @@ def run(opts: Options, on_row: Callable[[int], None] | None = None,
     started = time.perf_counter()
     rejects_path, report_path = _paths(opts)
     if opts.format is not None:
-        fmt, inferred = opts.format, None
-        if fmt not in formats.NAMES:
-            raise UsageError(f"--from {fmt!r} is not a format; formats: "
-                             f"{', '.join(formats.NAMES)}.")
+        fmt, inferred = formats.named(opts.format), None
     else:
         fmt, inferred = formats.infer(opts.input)
     formats.check(opts.input, fmt)
-    _check_options(opts, fmt)
-    rules = openai_chat.parse_failure_rules(opts.tool_failure_when)
+    formats.check_options(fmt, opts)
+    rules = chat.parse_failure_rules(opts.tool_failure_when)
     if opts.id_from is not None and "{" in opts.id_from:
         mapping.check_template(opts.id_from)
     table_map = None
-    if fmt in TABLES:
+    if fmt.takes("mapping"):
         table_map = mapping.parse(opts.maps, opts.sets, opts.values, opts.id_from,
                                   opts.parse_json, opts.keep_unmapped)
     sinks: list[AtomicOutput] = []
@@ -128,92 +115,17 @@ def _paths(opts: Options) -> tuple[str | None, str | None]:
     return rejects, report
 
 
-def _check_options(opts: Options, fmt: str) -> None:
-    """A UsageError for options that do not apply to the format (never ignored silently)."""
-    if fmt not in TABLES:
-        given = [flag for flag, value in (
-            ("--map", opts.maps), ("--set", opts.sets), ("--values", opts.values),
-            ("--parse-json", opts.parse_json), ("--keep-unmapped", opts.keep_unmapped)) if value]
-        if given:
-            raise UsageError(f"{', '.join(given)} apply to tables (--from "
-                             f"{', '.join(TABLES)}); {fmt} has its own fixed mapping (see "
-                             "docs/convert.md).")
-    if fmt == "inspect" and opts.id_from:
-        raise UsageError("--id-from does not apply to inspect logs: a case's id is its "
-                         "sample id.")
-    if fmt == "inspect" and opts.tool_failure_when:
-        raise UsageError("--tool-failure-when does not apply to inspect logs: a tool message "
-                         "records its own error.")
-    if fmt != "hf" and opts.split:
-        raise UsageError("--split applies to Hugging Face datasets (--from hf) only.")
-    if fmt not in ("csv", "tsv") and (opts.separator or not opts.quoting):
-        raise UsageError("--separator and --no-quoting apply to --from csv and tsv only.")
-    if opts.separator is not None and len(opts.separator.encode()) != 1:
-        raise UsageError(f"--separator {opts.separator!r} must be one single-byte character.")
-    if opts.input == "-" and fmt not in formats.STREAMABLE:
-        raise UsageError(f"--from {fmt} cannot read stdin; give the file's path.")
-
-
-def _open(opts: Options, fmt: str, table_map: mapping.Mapping | None,
-          rules: list[openai_chat.FailureRule], stack: contextlib.ExitStack) -> _Source:
-    from evalstream._convert import tables
-
-    ids_from = f"column {opts.id_from}" if opts.id_from else "xxh3-128 of the row's canonical JSON"
-    if fmt == "inspect":
-        from evalstream._convert import inspect_log
-
-        header, rows = inspect_log.read(opts.input)
-        stack.callback(getattr(rows, "close", lambda: None))
-        return _Source(rows, lambda v, n: inspect_log.build(v, n, header), None,
-                       "the sample id", own_ids=True)
-    if fmt in ("openai-chat", "jsonl", "json"):
-        stream = open_input(opts.input)
-        if opts.input != "-":
-            stack.callback(stream.close)
-        if fmt == "json":
-            rows = tables.json_array_rows(stream, opts.input)
-        else:
-            rows = tables.jsonl_rows(stream, opts.max_line_bytes)
-        if fmt == "openai-chat":
-            return _Source(rows, lambda v, n: openai_chat.build(v, n, rules), None, ids_from)
-        assert table_map is not None
-        return _Source(rows, _table_builder(table_map, rules), None, ids_from)
-    assert table_map is not None
-    if fmt in ("csv", "tsv"):
-        stream = open_input(opts.input)
-        if opts.input != "-":
-            stack.callback(stream.close)
-        columns, rows = tables.csv_table(stream, opts.input,
-                                         opts.separator or ("\t" if fmt == "tsv" else ","),
-                                         opts.quoting, opts.max_line_bytes)
-        mapping.check_columns(table_map, columns, opts.input)
-        return _Source(rows, _table_builder(table_map, rules), columns, ids_from)
-    if fmt == "parquet":
-        scan = tables.parquet_scan(opts.input)
-        columns = tables.scan_columns(scan, opts.input)
-        frames = tables.batches(scan, opts.input)
-    else:
-        from evalstream._convert import hf
-
-        layout = hf.locate(opts.input, opts.split)
-        columns = hf.columns(layout)
-        frames = hf.frames(layout)
-    mapping.check_columns(table_map, columns, opts.input)
-    return _Source(tables.polars_rows(frames), _table_builder(table_map, rules), columns,
-                   ids_from)
-
-
-def _table_builder(table_map: mapping.Mapping, rules: list[openai_chat.FailureRule]) -> Builder:
-    def build(values: dict[str, Any], notes: Notes) -> Built:
-        return mapping.build(values, notes, table_map, rules)
-
-    return build
+def _open(opts: Options, fmt: Format, table_map: mapping.Mapping | None,
+          rules: list[chat.FailureRule], stack: contextlib.ExitStack) -> Source:
+    """The input opened as ``fmt`` (the format's own module says how)."""
+    return fmt.open(Given(opts.input, stack, table_map, rules, opts.id_from, opts.split,
+                          opts.separator, opts.quoting, opts.max_line_bytes))
 
 
 class _Converter:
     """The per-row loop and its counters."""
 
-    def __init__(self, source: _Source, id_from: str | None,
+    def __init__(self, source: Source, id_from: str | None,
                  rej_out: AtomicOutput | None) -> None:
         self.source, self.id_from, self.rej_out = source, id_from, rej_out
         self.counts = ConvertCounts()
@@ -333,7 +245,7 @@ class _Converter:
         if self.rej_out is not None:  # None: counted only (the cases went to stdout)
             self.rej_out.write(escape_line_breaks(self._encode_reject(rej)) + b"\n")
 
-    def report(self, opts: Options, fmt: str, inferred: str | None,
+    def report(self, opts: Options, fmt: Format, inferred: str | None,
                table_map: mapping.Mapping | None, rejects: str | None, started: float
                ) -> ConvertReport:
         columns = self.source.columns
@@ -361,7 +273,7 @@ class _Converter:
         n = self.notes
         return ConvertReport(
             command="convert", evalstream=__version__, input=opts.input, output=opts.output,
-            rejects=rejects, format=fmt, inferred=inferred,
+            rejects=rejects, format=fmt.name, inferred=inferred,
             mapping=table_map.describe() if table_map is not None else None,
             ids=self.source.ids_from, columns=columns, unmapped_columns=unmapped,
             counts=self.counts,

@@ -7,7 +7,9 @@ None for anything that may be JSONL (bad lines in a JSONL file stay per-line rej
 ``check_cases_input`` and ``check_cases_stream`` raise ``WrongFileError`` (exit 4) for
 commands that read cases; ``head_of`` peeks at a stream without losing a byte of it.
 
-This is the bottom layer: it imports nothing of evalstream but its errors.
+This is the bottom layer: it imports nothing of evalstream but its errors. It says what a
+file is and the fixes that need no other command; how a file of another format becomes
+cases (``convert --from ...``) is convert's to say, asked for through ``sniffed.way_in``.
 """
 
 from __future__ import annotations
@@ -17,46 +19,24 @@ import io
 import json
 import re
 import zlib
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
+from evalstream._files.sniffed import Sniffed, quoted, way_in
 from evalstream.errors import InputError, WrongFileError
 
 HEAD_BYTES = 1 << 16  # enough for several lines of any table, and the magic of any format
 _LINES = 8  # lines of text looked at (the first may be a header)
 
 
-class Sniffed(NamedTuple):
-    """What a file is (``kind``, a stable short name), said for people, and the fix."""
-
-    kind: str
-    what: str  # "a CSV table (columns: question, answer)"
-    fix: str  # one clause, imperative, naming the command
-
-    def sentence(self, name: str) -> str:
-        """One sentence for the file called ``name`` (``-``: standard input): what it is, not
-        JSONL, and the fix."""
-        said = "the standard input" if name == "-" else name
-        return (f"{said} is {self.what}, not JSONL cases (one JSON object per line); "
-                f"{self.fix.replace('FILE', _quoted(name))}.")
-
-
-def _quoted(name: str) -> str:
-    return name if re.fullmatch(r"[\w./@:+-]+", name) else "'" + name.replace("'", "'\\''") + "'"
-
-
-_CONVERT = "convert it: `evalstream convert FILE cases.jsonl --from {fmt}{more}`"
-_MAP = " --map input=COLUMN,output=COLUMN"
-
-# (magic bytes, kind, what, fix); checked in order on the file's raw first bytes.
+# (magic bytes, kind, what, fix); checked in order on the file's raw first bytes. A fix ""
+# (or the first step of one): the way in is to convert the file, which convert says.
 _MAGIC: list[tuple[bytes, str, str, str]] = [
-    (b"PAR1", "parquet", "a Parquet file", _CONVERT.format(fmt="parquet", more=_MAP)),
-    (b"ARROW1", "arrow", "an Arrow IPC file",
-     "convert it: `evalstream convert FILE cases.jsonl --from hf --map ...`"),
-    (b"\xff\xff\xff\xff", "arrow", "Arrow IPC stream data (a Hugging Face dataset shard?)",
-     "convert its folder: `evalstream convert FOLDER cases.jsonl --from hf --map ...`"),
+    (b"PAR1", "parquet", "a Parquet file", ""),
+    (b"ARROW1", "arrow", "an Arrow IPC file", ""),
+    (b"\xff\xff\xff\xff", "arrow-stream", "Arrow IPC stream data (a Hugging Face dataset shard?)",
+     ""),
     (b"SQLite format 3\x00", "sqlite", "an SQLite database",
-     "export a table as CSV (`sqlite3 -header -csv FILE 'select * from T' > t.csv`) and "
-     "convert that with `evalstream convert t.csv cases.jsonl --from csv --map ...`"),
+     "export a table as CSV (`sqlite3 -header -csv FILE 'select * from T' > t.csv`)"),
     (b"%PDF-", "pdf", "a PDF document", "evaluation cases must be JSONL text"),
     (b"BZh", "bzip2", "bzip2-compressed data",
      "decompress it first (`bzip2 -dc FILE > cases.jsonl`), or pipe it in: "
@@ -117,12 +97,9 @@ def _nul_between_chars(head: bytes) -> bool:
 
 def _zip(head: bytes) -> Sniffed:
     if b"_journal/start.json" in head or b"header.json" in head or b"samples/" in head:
-        return Sniffed("inspect-eval", "an inspect_ai eval log (.eval)",
-                       _CONVERT.format(fmt="inspect", more=""))
+        return Sniffed("inspect-eval", "an inspect_ai eval log (.eval)", "")
     if b"[Content_Types].xml" in head or b"xl/" in head:
-        return Sniffed("xlsx", "an Excel or other Office document",
-                       "save the sheet as CSV and "
-                       + _CONVERT.format(fmt="csv", more=_MAP).replace("FILE", "sheet.csv"))
+        return Sniffed("xlsx", "an Excel or other Office document", "save the sheet as CSV")
     return Sniffed("zip", "a zip archive", "extract the JSONL file from it first (`unzip FILE`)")
 
 
@@ -134,8 +111,7 @@ def _text(head: bytes) -> Sniffed | None:
         return Sniffed("html", "an HTML or XML page", "download the data file itself, "
                        "not the web page that links to it")
     if _INSPECT_JSON.match(start) and b'"eval"' in start:
-        return Sniffed("inspect-json", "an inspect_ai eval log (JSON)",
-                       _CONVERT.format(fmt="inspect", more=""))
+        return Sniffed("inspect-json", "an inspect_ai eval log (JSON)", "")
     lines = _first_lines(start)
     first = lines[0].strip()
     if any(_is_object_line(line) for line in lines):
@@ -188,16 +164,14 @@ def _array(first: bytes, lines: int, complete: bool) -> Sniffed | None:
 
 
 _ARRAY = Sniffed("json-array", "a JSON array",
-                 "write one element a line (`jq -c '.[]' FILE > cases.jsonl`), or "
-                 + _CONVERT.format(fmt="json", more=_MAP))
+                 "write one element a line (`jq -c '.[]' FILE > cases.jsonl`)")
 
 
 def _table(start: bytes) -> Sniffed | None:
     text = start[:HEAD_BYTES].decode("utf-8", "replace")
     if len(start) >= HEAD_BYTES:
         text = text[:text.rfind("\n") + 1] or text
-    for delimiter, kind, fmt in (("\t", "tsv", "tsv"), (",", "csv", "csv"),
-                                 (";", "csv", "csv"), ("|", "csv", "csv")):
+    for delimiter, kind in (("\t", "tsv"), (",", "csv"), (";", "csv"), ("|", "csv")):
         try:
             rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
                     if r][:_LINES]
@@ -215,10 +189,7 @@ def _table(start: bytes) -> Sniffed | None:
             label = "a TSV table" if kind == "tsv" else "a CSV table"
             if delimiter in ";|":
                 label += f" (separated by {delimiter!r})"
-            fix = _CONVERT.format(fmt=fmt, more=_MAP)
-            if delimiter in ";|":
-                fix += f" (give the separator with `--separator '{delimiter}'`)"
-            return Sniffed(kind, f"{label} (first row: {columns}{more})", fix)
+            return Sniffed(kind, f"{label} (first row: {columns}{more})", "", delimiter)
     return None
 
 
@@ -314,9 +285,9 @@ def _check_kind(head: bytes, name: str, want: str, usage: str) -> None:
     kind = jsonl_kind(head)
     if kind is not None and kind not in ACCEPTS[want]:
         said = "the standard input" if name == "-" else name
-        if kind == "openai chat" and want == "cases":
-            usage = ("; " + _CONVERT.format(fmt="openai-chat", more="")
-                     .replace("FILE", _quoted(name)))
+        way = way_in(Sniffed(kind, _SAID[kind], "")) if want == "cases" else None
+        if way:  # lines another format holds (OpenAI chats): convert says how they become cases
+            usage = "; " + way.replace("FILE", quoted(name))
         raise WrongFileError(f"{said} looks like {_SAID[kind]}, not {_SAID[want]} "
                              f"(its first line has {_keys(kind)}){usage}.")
 

@@ -25,7 +25,10 @@ def _cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
 def test_list_formats(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["convert", "--list-formats"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == list(NAMES)
+    # Three lines a format: its name and what it reads, the files it is inferred from, options.
+    assert [line.split()[0] for line in lines[::3]] == list(NAMES)
+    assert [line.split()[:2] for line in lines[1::3]] == [["inferred", "from:"]] * len(NAMES)
+    assert [line.split()[0] for line in lines[2::3]] == ["options:"] * len(NAMES)
     assert NAMES == ("openai-chat", "csv", "tsv", "parquet", "json", "jsonl", "inspect", "hf")
 
 

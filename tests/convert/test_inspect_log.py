@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream._convert.inspect_log import label_of
+from evalstream._convert.formats.inspect_log import label_of
 from evalstream.errors import InputError, UsageError
 from tests.convert.inspect_logs import write_logs_apart
 from tests.convert.support import convert, golden_run, validate_accepts
@@ -34,7 +34,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    from evalstream._convert.inspect_log import _member as read_member
+    from evalstream._convert.formats.inspect_log import _member as read_member
 
     return read_member(archive, archive.filename or "", info.filename)
 
@@ -84,7 +84,7 @@ def test_epochs_get_their_own_ids(tmp_path: Path, logs: dict[str, Path]) -> None
 
 
 def test_options_that_do_not_apply(tmp_path: Path, logs: dict[str, Path]) -> None:
-    with pytest.raises(UsageError, match="--map apply to tables"):
+    with pytest.raises(UsageError, match="--map applies to tables"):
         convert(tmp_path, logs["eval"], maps=["input=x,output=y"])
     with pytest.raises(UsageError, match="its sample id"):
         convert(tmp_path, logs["eval"], id_from="x")

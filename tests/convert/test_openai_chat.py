@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream._convert.openai_chat import parse_failure_rules, tool_failure
+from evalstream._convert.chat import parse_failure_rules, tool_failure
 from evalstream.errors import UsageError
 from tests.convert.support import convert, golden_run, validate_accepts
 
@@ -156,5 +156,5 @@ def test_id_from_a_key_or_template(tmp_path: Path) -> None:
 
 
 def test_map_does_not_apply(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="--map apply to tables"):
+    with pytest.raises(UsageError, match="--map applies to tables"):
         convert(tmp_path, _lines(tmp_path, [WEATHER]), format="openai-chat", maps=["input=x"])

@@ -1,4 +1,5 @@
-"""Hugging Face datasets on disk: what ``save_to_disk`` and ``to_parquet`` write. No download.
+"""``--from hf``: Hugging Face datasets on disk, as ``save_to_disk`` and ``to_parquet`` write
+them. No download.
 
 - A ``Dataset.save_to_disk`` folder: ``state.json`` lists its Arrow shards
   (``data-00000-of-00001.arrow``, Arrow IPC streams), read one shard at a time.
@@ -19,6 +20,8 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from evalstream._convert.formats.base import Format, Given, Source
+from evalstream._files.sniffed import Sniffed
 from evalstream.errors import InputError, UsageError
 
 
@@ -121,3 +124,30 @@ def frames(layout: Layout) -> Iterator[Any]:
             raise InputError(f"cannot read {file} as an Arrow stream: {exc}") from exc
         yield from shard.iter_slices(4_096)
         del shard
+
+
+def _open(given: Given) -> Source:
+    from evalstream._convert.tables import polars_rows
+
+    layout = locate(given.path, given.split)
+    columns_ = columns(layout)
+    return given.table(polars_rows(frames(layout)), columns_)
+
+
+def _advise(found: Sniffed, command: str) -> str | None:
+    # `--map ...`: the columns are not in the first bytes. A stream is a save_to_disk shard,
+    # whose dataset is its folder.
+    if found.kind == "arrow":
+        return f"convert it: `evalstream convert FILE cases.jsonl --from {FORMAT.name} --map ...`"
+    if found.kind == "arrow-stream":
+        return (f"convert its folder: `evalstream convert FOLDER cases.jsonl --from {FORMAT.name} "
+                "--map ...`")
+    return None
+
+
+FORMAT = Format(
+    "hf", "a Hugging Face dataset on disk: a save_to_disk folder, or a folder of Parquet "
+    "files; --map as for csv", _open,
+    options=("mapping", "id_from", "tool_failure_when", "split"), suffixes=(".arrow",),
+    kinds=("arrow", "arrow-stream"), folder="a Hugging Face dataset on disk",
+    also=("parquet",), text=True, advise=_advise)

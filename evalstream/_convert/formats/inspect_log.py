@@ -1,4 +1,4 @@
-"""inspect_ai eval logs -> one case a sample, scores as imported labels.
+"""``--from inspect``: inspect_ai eval logs -> one case a sample, scores as imported labels.
 
 Read from the documented log formats without inspect_ai: an ``.eval`` log is a zip of JSON
 members (``header.json`` or ``_journal/start.json`` for the eval, one
@@ -30,7 +30,8 @@ from typing import Any
 import msgspec
 
 from evalstream._convert import depth
-from evalstream._convert.openai_chat import ROLES, TOOL_CALL_PREFIX, arguments, content_text
+from evalstream._convert.chat import ROLES, TOOL_CALL_PREFIX, arguments, content_text
+from evalstream._convert.formats.base import Format, Given, Source
 from evalstream._convert.rows import Built, CasePath, Notes, Row, RowProblem
 from evalstream.errors import InputError
 
@@ -66,6 +67,22 @@ class _Start(msgspec.Struct):
 
 _sample = msgspec.json.Decoder(Sample).decode
 _start = msgspec.json.Decoder(_Start).decode
+
+
+def _open(given: Given) -> Source:
+    header, rows = read(given.path)
+    given.stack.callback(getattr(rows, "close", lambda: None))
+    return Source(rows, lambda v, n: build(v, n, header), None, "the sample id", own_ids=True)
+
+
+FORMAT = Format(
+    "inspect", "an inspect_ai eval log (.eval or .json): one case a sample, scores as "
+    "imported labels", _open,
+    refuses={"mapping": "inspect has its own fixed mapping (see docs/convert.md)",
+             "id_from": "in an inspect log a case's id is its sample id",
+             "tool_failure_when": "in an inspect log a tool message records its own error"},
+    suffixes=(".eval",), kinds=("inspect-eval", "inspect-json"),
+    magic="an inspect_ai eval log")
 
 
 def read(path: str) -> tuple[EvalHeader, Iterator[Row]]:

@@ -1,6 +1,9 @@
 """OpenAI chat transcripts -> case fields: messages, tool events, input and output.
 
-Rules (the ``openai-chat`` table of docs/convert.md says the same):
+Read the same way from every source that holds one: an ``openai-chat`` line
+(``formats.openai_chat``), a table's ``messages`` column (``mapping``), an inspect_ai
+sample's messages (``formats.inspect_log``). Rules (the ``openai-chat`` table of
+docs/convert.md says the same):
 
 - ``output`` is the last assistant message with text; ``input`` the last user message
   with text before it. ``messages`` is the whole transcript, in order.
@@ -25,7 +28,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from evalstream._convert import depth
-from evalstream._convert.rows import Built, CasePath, Notes, RowProblem, type_word
+from evalstream._convert.rows import CasePath, Notes, RowProblem, type_word
 from evalstream.errors import UsageError
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -321,46 +324,3 @@ def _result(m: dict[str, Any], where: str, pending: dict[str, tuple[dict[str, An
     if error is not None:
         event["error"] = error
     notes.add("tool_events", event["status"])
-
-
-# -- a whole line ----------------------------------------------------------------------------------
-def build(values: dict[str, Any], notes: Notes, rules: list[FailureRule]) -> Built:
-    """A case (without its id) from one line of OpenAI chat JSONL: ``messages`` and, in
-    ``metadata``, every other key (a ``metadata`` object's keys at the top)."""
-    if "messages" not in values:
-        keys = ", ".join(f"`{k}`" for k in list(values)[:8]) or "none"
-        raise RowProblem(f"The line has no `messages` (its keys: {keys}); an OpenAI chat line "
-                         "holds the transcript in `messages`.", "messages", "$.messages",
-                         kind="no messages")
-    t = transcript(values["messages"], "messages", notes, rules)
-    if t.output is None:
-        raise RowProblem("No assistant message with text: nothing to take as `output`; a line "
-                         "must end its transcript with the assistant's answer.", "messages",
-                         "$.output", kind="no answer")
-    if t.input is None:
-        raise RowProblem("No user message with text before the assistant's answer: nothing to "
-                         "take as `input`.", "messages", "$.input", kind="no user turn")
-    case: dict[str, Any] = {"input": t.input, "output": t.output, "messages": t.messages}
-    if t.tool_events:
-        case["toolEvents"] = t.tool_events
-    metadata = other_keys(values, ("messages",))
-    if metadata:
-        case["metadata"] = metadata
-    origin = dict(t.origin)
-    origin[("metadata",)] = "metadata"
-    return Built(case, origin)
-
-
-def other_keys(values: dict[str, Any], used: tuple[str, ...]) -> dict[str, Any]:
-    """Every key not ``used``, for the case's metadata; a ``metadata`` object is spread."""
-    meta = values.get("metadata")
-    out: dict[str, Any] = dict(meta) if isinstance(meta, dict) else {}
-    for key, value in values.items():
-        if key in used or (key == "metadata" and isinstance(meta, dict)):
-            continue
-        if key in out:
-            raise RowProblem(f"`{key}` is both a key of the line and of its `metadata`; "
-                             "rename one, so neither is lost.", key, f"$.metadata.{key}",
-                             kind="metadata clash")
-        out[key] = value
-    return out
