@@ -160,3 +160,26 @@ def test_the_registry_is_light_to_import() -> None:
 def test_a_provider_reads_its_own_errors(name: str) -> None:
     body = b'{"type": "error", "error": {"type": "invalid_request_error", "message": "no"}}'
     assert get(name).error_detail(400, body) == "HTTP 400: no"
+
+
+# What --show-request says carries the key, as docs/judge.md writes it.
+SHOWN_CREDENTIAL = {"openai": "authorization: Bearer $OPENAI_API_KEY",
+                    "anthropic": "x-api-key: $ANTHROPIC_API_KEY"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_show_request_names_the_key_header_and_variable_never_the_key(
+        tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes],
+        monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    from evalstream._cli import main
+    from tests.judge.support import states
+
+    monkeypatch.setenv(get(name).key_env, "sk-not-to-be-shown")
+    src = states(tmp_path, ["a"])
+    code = main(["judge", str(src), str(tmp_path / "v.jsonl"), "--model", "m", "--provider",
+                 name, "--show-request", "c000", "helpful"])
+    out, err = capsysbinary.readouterr()
+    config = JudgeConfig(model="m", provider=name)
+    said = SHOWN_CREDENTIAL[name]
+    assert code == 0 and out.startswith(b"{") and b"sk-not-to-be-shown" not in out + err
+    assert err.decode().startswith(f"POST {config.url}  ({said}); store key ")
