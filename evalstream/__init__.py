@@ -321,11 +321,13 @@ def judge_verdicts(input: str | os.PathLike[str], output: str | os.PathLike[str]
 
 def _judge_config(model: str, provider: str, base_url: str, temperature: float | None,
                   max_output_tokens: int) -> Any:
+    from evalstream._judge.providers import NAMES
     from evalstream._judge.request import JudgeConfig
-    from evalstream._options import check
+    from evalstream._options import check, choice
 
-    return JudgeConfig(**_checked(model=model, provider=provider, base_url=base_url,
+    return JudgeConfig(**_checked(model=model, base_url=base_url,
                                   max_output_tokens=max_output_tokens),
+                       provider=check("provider", provider, rule=choice(*NAMES)),
                        temperature=check("temperature", temperature, optional=True))
 
 

@@ -240,7 +240,8 @@ def _flag(name: str, value: Any) -> bool:
     return value
 
 
-def _choice(*allowed: str) -> Callable[[str, Any], str]:
+def choice(*allowed: str) -> Callable[[str, Any], str]:
+    """The rule of an option that takes one of ``allowed``."""
     def rule(name: str, value: Any) -> str:
         if value not in allowed or not isinstance(value, str):
             raise UsageError(f"{value!r} is not one of {', '.join(allowed)}")
@@ -290,10 +291,12 @@ _add(_keys, "by")
 _add(_text, "scheduler", "api_key_env", "id_from", "split", "separator", "model", "host")
 _add(_text, "format", flag="--from")
 _add(_base_url, "base_url")
-_add(_choice(*TOKENIZERS), "tokenizer")
-_add(_choice("local", "dask"), "engine")
-_add(_choice("openai", "anthropic"), "provider")
-_add(_choice("unscored", "skip"), "missing")
+_add(choice(*TOKENIZERS), "tokenizer")
+_add(choice("local", "dask"), "engine")
+# The registry of judge providers (evalstream._judge.providers) is not imported here: the API
+# checks ``provider`` against it with ``check("provider", value, rule=choice(*NAMES))``.
+_add(_text, "provider")
+_add(choice("unscored", "skip"), "missing")
 _add(_flag, "exact_tokens", "allow_unknown_fields", "force", "keep_unmapped",
      "include_incomparable", "retry_unscored", "resubmit_unconfirmed", "wait")
 _add(_flag, "quoting", flag="--no-quoting")

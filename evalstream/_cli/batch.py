@@ -34,7 +34,15 @@ def register(subparsers: Any) -> None:
 
 
 def _prepare(sub: Any) -> None:
-    from evalstream._cli.common import helps, path, positive, size, temperature, text
+    from evalstream._cli.common import (
+        add_provider,
+        helps,
+        path,
+        positive,
+        size,
+        temperature,
+        text,
+    )
 
     p = sub.add_parser(
         "prepare", help="write request files and a manifest for a batch",
@@ -59,9 +67,7 @@ def _prepare(sub: Any) -> None:
     p.add_argument("folder", type=path, metavar="DIR", help="the folder to write (new, or empty)")
     who = p.add_argument_group("the judge (as for `evalstream judge`)")
     who.add_argument("--model", type=text, required=True, help="the model, e.g. gpt-4.1-mini")
-    who.add_argument("--provider", choices=["openai", "anthropic"], default="openai",
-                     help="openai: the OpenAI Batch API format (also vllm run-batch and "
-                          "OpenAI-compatible hosts); anthropic: Message Batches (default openai)")
+    add_provider(who, batch=True)
     who.add_argument("--base-url", metavar="URL", default="",
                      help="the API's base URL, as for a live run (default the provider's); "
                           "submit sends there, and answers are stored under it")
@@ -89,12 +95,12 @@ def _prepare(sub: Any) -> None:
 
 
 def _remote_options(p: argparse.ArgumentParser) -> None:
-    from evalstream._cli.common import amount, path, positive, text
+    from evalstream._cli.common import amount, key_variables, path, positive, text
 
     p.add_argument("folder", type=path, metavar="DIR", help="a folder written by `batch prepare`")
     p.add_argument("--api-key-env", type=text, metavar="NAME",
-                   help="the environment variable holding the API key (default OPENAI_API_KEY or "
-                        "ANTHROPIC_API_KEY)")
+                   help=f"the environment variable holding the API key (default "
+                        f"{key_variables()})")
     p.add_argument("--timeout", type=amount, default=600.0, metavar="S",
                    help="seconds one call may take (default 600: uploads are large)")
     p.add_argument("--max-attempts", type=positive, default=5, metavar="N",

@@ -1,6 +1,7 @@
 """What the commands share: argument types that refuse bad values with a usage error (the
 rules of ``evalstream._options``, shared with the Python API), the reading options, and the
-progress bar. Only argparse and evalstream._options are imported here."""
+progress bar. Only argparse and evalstream._options are imported here (and the judge
+providers' registry, light to import, where the judge's options are added)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,33 @@ def add_tokenizer(p: argparse.ArgumentParser) -> None:
                    help="the judge's encoding, for every token count: o200k_base (GPT-4o, "
                         "GPT-4.1, o-series, GPT-5) or cl100k_base (GPT-4, GPT-3.5); default "
                         "o200k_base")
+
+
+def add_provider(p: Any, batch: bool = False) -> None:
+    """``--provider``, for ``judge`` and ``batch prepare``: its choices, default and help read
+    from the registry of judge providers."""
+    from evalstream._judge.providers import DEFAULT, NAMES, REGISTRY
+
+    if batch:
+        said = "; ".join(f"{q.name}: {q.batch_speaks}" for q in REGISTRY.values())
+    else:
+        said = "the API: " + " or ".join(q.speaks for q in REGISTRY.values())
+    p.add_argument("--provider", choices=NAMES, default=DEFAULT,
+                   help=f"{said} (default {DEFAULT})")
+
+
+def key_variables() -> str:
+    """The providers' key variables, as the help of ``--api-key-env`` names its default."""
+    from evalstream._judge.providers import REGISTRY
+
+    return " or ".join(q.key_env for q in REGISTRY.values())
+
+
+def public_urls() -> str:
+    """The providers' public endpoints, as the help of ``--base-url`` names its default."""
+    from evalstream._judge.providers import REGISTRY
+
+    return " or ".join(q.base_url for q in REGISTRY.values())
 
 
 def add_reading(p: argparse.ArgumentParser) -> None:

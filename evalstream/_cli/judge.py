@@ -16,10 +16,13 @@ def register(subparsers: Any) -> None:
     from evalstream._cli.common import (
         TOKENIZERS,
         add_force,
+        add_provider,
         count,
         helps,
+        key_variables,
         path,
         positive,
+        public_urls,
         share,
         size,
         temperature,
@@ -53,16 +56,14 @@ def register(subparsers: Any) -> None:
                    help="verdicts: a .jsonl path, .gz or .zst, or - for stdout")
     who = p.add_argument_group("the judge")
     who.add_argument("--model", type=text, required=True, help="the model, e.g. gpt-4.1-mini")
-    who.add_argument("--provider", choices=["openai", "anthropic"], default="openai",
-                     help="the API: OpenAI chat completions (also every OpenAI-compatible "
-                          "server) or Anthropic messages (default openai)")
+    add_provider(who)
     who.add_argument("--base-url", metavar="URL", default="",
-                     help="the API's base URL (default https://api.openai.com/v1 or "
-                          "https://api.anthropic.com/v1), e.g. http://127.0.0.1:8000/v1")
+                     help=f"the API's base URL (default {public_urls()}), e.g. "
+                          "http://127.0.0.1:8000/v1")
     who.add_argument("--api-key-env", type=text, metavar="NAME",
-                     help="the environment variable holding the API key (default "
-                          "OPENAI_API_KEY or ANTHROPIC_API_KEY; optional for a --base-url "
-                          "server that needs none)")
+                     help=f"the environment variable holding the API key (default "
+                          f"{key_variables()}; optional for a --base-url server that needs "
+                          "none)")
     who.add_argument("--temperature", type=temperature, default=0.0, metavar="T",
                      help="sampling temperature (default 0); `none` sends none, for models "
                           "that accept only their default")
@@ -176,7 +177,6 @@ def run(args: argparse.Namespace) -> int:
 def _show_request(opts: Any, case_id: str, rubric_id: str) -> int:
     from evalstream._judge.live import first_state, held
     from evalstream._judge.request import build
-    from evalstream._judge.transport import KEY_ENV
     from evalstream.errors import UsageError
 
     with held(opts) as source:
@@ -185,10 +185,11 @@ def _show_request(opts: Any, case_id: str, rubric_id: str) -> int:
         raise UsageError(f"no judge state for case `{case_id}` and rubric `{rubric_id}` in "
                          f"{opts.input}.")
     req = build(opts.config, state.question, state.state)
-    key_env = opts.api_key_env or KEY_ENV[opts.config.provider]
-    auth = "x-api-key" if opts.config.provider == "anthropic" else "authorization: Bearer"
-    print(f"POST {opts.config.url}  ({auth} ${key_env}); store key {req.key}",
-          file=sys.stderr)
+    api = opts.config.api
+    # The headers that carry the key, with the variable in its place: never the key itself.
+    shown = api.headers("$" + (opts.api_key_env or api.key_env))
+    auth = ", ".join(f"{name}: {shown[name]}" for name in api.credential_headers)
+    print(f"POST {opts.config.url}  ({auth}); store key {req.key}", file=sys.stderr)
     sys.stdout.buffer.write(req.body + b"\n")
     sys.stdout.flush()
     return 0

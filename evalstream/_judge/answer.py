@@ -1,5 +1,9 @@
-"""The one answer parser: a provider's response -> ``{status, reason}``, or ``unscored`` with a
-cause. Fail-closed: anything but a valid answer is ``unscored``, never ``pass``.
+"""The one answer parser: the answer a provider's response carries -> ``{status, reason}``, or
+``unscored`` with a cause. Fail-closed: anything but a valid answer is ``unscored``, never
+``pass``. Each provider's module (``evalstream._judge.providers``) reads its response's
+shape (where the text or tool input, the usage, the refusal and truncation signals are) and
+hands the answer to ``read_text`` or ``read_json`` here, which hold every check of the
+answer itself; ``Provider.parse`` is the entry point.
 
 Causes (the ``error.cause`` of an unscored verdict):
 
@@ -30,17 +34,30 @@ from __future__ import annotations
 
 import json
 import string
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import msgspec
 from msgspec import Struct
 
-from evalstream._judge.request import TOOL_NAME
-from evalstream._verdicts.records import TokenUsage
+if TYPE_CHECKING:
+    from evalstream._verdicts.records import TokenUsage
 
 CAUSES = ("not_json", "wrong_shape", "refusal", "truncated", "bad_response", "ambiguous",
           "http_error", "timeout", "connection", "errored", "expired", "canceled")
 DETAIL_CHARS = 200
+TOOL_NAME = "record_verdict"  # the tool a provider without JSON-schema answers is made to call
+
+# The answer's JSON schema, as OpenAI's strict mode requires it: every property required,
+# no other property allowed.
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "status": {"type": "string", "enum": ["pass", "fail", "na"]},
+        "reason": {"type": "string"},
+    },
+    "required": ["status", "reason"],
+    "additionalProperties": False,
+}
 
 
 class JudgeAnswer(Struct, forbid_unknown_fields=True, gc=False):
@@ -62,126 +79,29 @@ class Parsed(NamedTuple):
     response_id: str | None
 
 
-# -- provider response shapes (only the fields read; others are ignored) -----------------------
-class _OpenAIMessage(Struct, gc=False):
-    content: str | None = None
-    refusal: str | None = None
-
-
-class _OpenAIChoice(Struct, gc=False):
-    message: _OpenAIMessage | None = None
-    finish_reason: str | None = None
-
-
-class _OpenAIUsage(Struct, gc=False):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-class _OpenAIResponse(Struct, gc=False):
-    id: str | None = None
-    choices: list[_OpenAIChoice] = []
-    usage: _OpenAIUsage | None = None
-
-
-class _AnthropicBlock(Struct, gc=False):
-    type: str = ""
-    text: str | None = None
-    name: str | None = None
-    input: msgspec.Raw = msgspec.Raw()
-
-
-class _AnthropicUsage(Struct, gc=False):
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-class _AnthropicResponse(Struct, gc=False):
-    id: str | None = None
-    type: str | None = None
-    content: list[_AnthropicBlock] = []
-    stop_reason: str | None = None
-    usage: _AnthropicUsage | None = None
-
-
-_openai = msgspec.json.Decoder(_OpenAIResponse)
-_anthropic = msgspec.json.Decoder(_AnthropicResponse)
 _answer = msgspec.json.Decoder(JudgeAnswer)
 _FENCE = "```"
 
 
-def parse(provider: str, body: bytes) -> Parsed:
-    """Read a provider's 200 response body."""
-    try:
-        return (_parse_anthropic if provider == "anthropic" else _parse_openai)(body)
-    except RecursionError:  # msgspec, skipping a value nested deeper than it can go
-        return unscored("bad_response", f"nested too deeply to read: {excerpt(body)}")
-
-
-def _usage(input_tokens: int, output_tokens: int) -> TokenUsage | None:
+def token_usage(input_tokens: int, output_tokens: int) -> TokenUsage | None:
     """The provider's token counts, or None (not known) when they cannot be true: a negative
     count would make spend negative and ``--max-cost`` never stop (issue 23)."""
+    # Imported here, not above: the CLI reads the providers' registry (this module's
+    # importers) to build --provider's choices, and the verdict records cost 60 ms to import.
+    from evalstream._verdicts.records import TokenUsage
+
     if input_tokens < 0 or output_tokens < 0:
         return None
     return TokenUsage(input_tokens, output_tokens)
 
 
-def _parse_openai(body: bytes) -> Parsed:
-    try:
-        r = _openai.decode(body)
-    except msgspec.DecodeError as exc:
-        return unscored("bad_response", f"not an OpenAI chat completion ({exc}): "
-                        f"{excerpt(body)}")
-    usage = None if r.usage is None else _usage(r.usage.prompt_tokens,
-                                                r.usage.completion_tokens)
-    if not r.choices or r.choices[0].message is None:
-        return unscored("bad_response", f"no choices[0].message: {excerpt(body)}", usage, r.id)
-    if len(r.choices) > 1:
-        return unscored("ambiguous", f"{len(r.choices)} choices where one answer was asked for: "
-                        f"{excerpt(body)}", usage, r.id)
-    choice = r.choices[0]
-    message = choice.message
-    assert message is not None
-    if message.refusal:
-        return unscored("refusal", excerpt(message.refusal), usage, r.id)
-    if choice.finish_reason == "content_filter":
-        return unscored("refusal", "finish_reason content_filter: "
-                        f"{excerpt(message.content or '')}", usage, r.id)
-    if choice.finish_reason == "length":
-        return unscored("truncated", "finish_reason length (raise --max-output-tokens): "
-                        f"{excerpt(message.content or '')}", usage, r.id)
-    return _read_text(message.content, usage, r.id)
-
-
-def _parse_anthropic(body: bytes) -> Parsed:
-    try:
-        r = _anthropic.decode(body)
-    except msgspec.DecodeError as exc:
-        return unscored("bad_response", f"not an Anthropic message ({exc}): {excerpt(body)}")
-    usage = None if r.usage is None else _usage(r.usage.input_tokens, r.usage.output_tokens)
-    if r.type not in (None, "message"):
-        return unscored("bad_response", f"type {r.type!r}: {excerpt(body)}", usage, r.id)
-    text = "".join(b.text or "" for b in r.content if b.type == "text")
-    if r.stop_reason == "refusal":
-        return unscored("refusal", f"stop_reason refusal: {excerpt(text)}", usage, r.id)
-    if r.stop_reason == "max_tokens":
-        return unscored("truncated", "stop_reason max_tokens (raise --max-output-tokens): "
-                        f"{excerpt(text)}", usage, r.id)
-    calls = [b for b in r.content if b.type == "tool_use" and b.name == TOOL_NAME]
-    if len(calls) > 1:
-        return unscored("ambiguous", f"{len(calls)} {TOOL_NAME} tool calls where one verdict was "
-                        f"asked for: {excerpt(body)}", usage, r.id)
-    if calls:
-        return _read_json(bytes(calls[0].input), usage, r.id)
-    # A compatible server that ignores forced tools may answer in text.
-    return _read_text(text, usage, r.id)
-
-
-def _read_text(content: str | None, usage: TokenUsage | None, response_id: str | None) -> Parsed:
+def read_text(content: str | None, usage: TokenUsage | None, response_id: str | None) -> Parsed:
+    """The answer given as text (a message's content): JSON, once any Markdown fence around
+    the whole of it is taken off."""
     text = (content or "").strip()
     if not text:
         return unscored("not_json", "the answer is empty", usage, response_id)
-    return _read_json(unfenced(text).encode(), usage, response_id)
+    return read_json(unfenced(text).encode(), usage, response_id)
 
 
 def unfenced(text: str) -> str:
@@ -204,7 +124,9 @@ def unfenced(text: str) -> str:
     return content
 
 
-def _read_json(data: bytes, usage: TokenUsage | None, response_id: str | None) -> Parsed:
+def read_json(data: bytes, usage: TokenUsage | None, response_id: str | None) -> Parsed:
+    """The answer given as JSON (a tool call's input): exactly ``{status, reason}``, each key
+    once, or unscored with the cause."""
     try:
         answer = _answer.decode(data)
     except msgspec.ValidationError as exc:

@@ -12,7 +12,7 @@ import sqlite3
 
 from msgspec import Struct
 
-from evalstream._judge import answer, inputs, tokens
+from evalstream._judge import inputs, tokens
 from evalstream._judge.live import Options, held, store_path
 from evalstream._judge.report import Prices
 from evalstream._judge.request import build, system_text
@@ -68,7 +68,7 @@ def dry_run(opts: Options) -> DryRun:
                     found = store.get(req.key)
                     if found is not None and not (
                             opts.retry_unscored
-                            and answer.parse(config.provider, found.body).cause):
+                            and config.api.parse(found.body).cause):
                         stored += 1
                         continue
                     if seen.execute("INSERT OR IGNORE INTO seen VALUES (?)",

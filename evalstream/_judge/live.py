@@ -31,7 +31,7 @@ from evalstream._files.outputs import (
 )
 from evalstream._files.replace import check_replaceable
 from evalstream._files.sniff import HEAD_BYTES, check_head
-from evalstream._judge import answer, inputs, tokens, verdict
+from evalstream._judge import inputs, tokens, verdict
 from evalstream._judge.limits import Concurrency, TokenBucket
 from evalstream._judge.report import (
     MAX_NOT_JUDGED_LISTED,
@@ -213,7 +213,7 @@ class Asker:
         if req.key in self.in_flight or req.key in self.waiting:
             return False  # a duplicate of a request on its way
         stored = self.store.get(req.key) if self.opts.retry_unscored else None
-        if stored is not None and answer.parse(self.config.provider, stored.body).cause:
+        if stored is not None and self.config.api.parse(stored.body).cause:
             if self.store.asked(req.key):
                 return False  # asked again already in this run
             self.requests.needed += 1
@@ -360,7 +360,7 @@ class Asker:
             return
         if not reply.whole:
             self.oversized += 1
-        parsed = answer.parse(self.config.provider, reply.body)
+        parsed = self.config.api.parse(reply.body)
         usage = parsed.usage
         self.store.put(req.key, self.config.provider, self.config.model, reply.body,
                        reply.request_id or parsed.response_id,
@@ -460,7 +460,7 @@ class Writer:
         req = build(self.config, state.question, state.state)
         stored = self.store.get(req.key)
         if stored is not None:
-            v = verdict.answered(self.info, self.config.provider, stored, state.case_id,
+            v = verdict.answered(self.info, self.config.api, stored, state.case_id,
                                  state.rubric_id, state.rubric_hash, state.state_hash,
                                  state.exposure)
             if v.usage is not None:

@@ -1,9 +1,10 @@
 """Token counts of a judge request, for ``--dry-run`` (cost) and ``--tpm``/``--max-cost``.
 
 The text of the two messages is counted exactly (``evalstream._checks.encodings``: offline,
-hash-checked, tiktoken's counts) with the tokenizer of the model's family where it is known,
-plus the chat overhead OpenAI documents for its models (3 tokens a message, its role, and 3
-that prime the reply: the OpenAI cookbook, "How to count tokens with tiktoken"). The
+hash-checked, tiktoken's counts) with the tokenizer of the model's family where its provider
+knows it (``Provider.encoding``), plus the chat overhead OpenAI documents for its models (3
+tokens a message, its role, and 3 that prime the reply: the OpenAI cookbook, "How to count
+tokens with tiktoken"). The
 structured-output schema also costs tokens that no provider documents: they are not
 counted. For families whose tokenizer is not public (Anthropic) or not known (open models)
 the count uses ``--tokenizer`` (default o200k_base), is an estimate, and says so.
@@ -19,15 +20,8 @@ from typing import NamedTuple
 
 from evalstream._checks import encodings
 from evalstream._checks.tokens import json_text_tokens
+from evalstream._judge.providers import get
 
-# Model name prefix -> encoding, first match wins (OpenAI's own table in tiktoken/model.py;
-# gpt-oss's o200k_harmony has o200k_base's ranks and pattern: the same counts of text).
-FAMILIES: tuple[tuple[str, str], ...] = (
-    ("gpt-4o", "o200k_base"), ("chatgpt-4o", "o200k_base"), ("gpt-4.1", "o200k_base"),
-    ("gpt-4.5", "o200k_base"), ("gpt-5", "o200k_base"), ("gpt-oss", "o200k_base"),
-    ("o1", "o200k_base"), ("o3", "o200k_base"), ("o4", "o200k_base"),
-    ("gpt-4", "cl100k_base"), ("gpt-3.5", "cl100k_base"), ("gpt-35", "cl100k_base"),
-)
 PER_MESSAGE, REPLY_PRIMING = 3, 3
 
 
@@ -41,13 +35,9 @@ class Counter(NamedTuple):
 
 
 def encoding_for(provider: str, model: str) -> str | None:
-    """The model family's encoding, or None when it is not known offline."""
-    if provider == "openai":
-        name = model.rsplit("/", 1)[-1].lower()
-        for prefix, encoding in FAMILIES:
-            if name.startswith(prefix):
-                return encoding
-    return None
+    """The model family's encoding, or None when it is not known offline (the provider's
+    ``encoding``: OpenAI's models by tiktoken's table)."""
+    return get(provider).encoding(model)
 
 
 def counter(provider: str, model: str, tokenizer: str | None = None) -> Counter:
@@ -57,8 +47,7 @@ def counter(provider: str, model: str, tokenizer: str | None = None) -> Counter:
     how = ("exact counts of the message text, plus OpenAI's documented chat overhead (the "
            "schema's tokens are not counted)")
     if family is None:
-        why = ("Anthropic's tokenizer is not public" if provider == "anthropic"
-               else f"the tokenizer of {model} is not known offline")
+        why = get(provider).tokenizer_unknown(model)
         encoding = encodings.check_name(tokenizer or encodings.DEFAULT)
         given = "--tokenizer" if tokenizer else "the default"
         return Counter(encoding, False, f"{why}; counted with {encoding} ({given}), an "

@@ -18,6 +18,9 @@ No redirect is followed (issue 23): aiohttp drops ``Authorization`` on a redirec
 origin but keeps every session header (Anthropic's ``x-api-key``), and would send the judge
 state there too. A 3xx stops the run like a 404, with a sentence naming where it pointed.
 
+What differs between providers (the URL, the headers and the key, the request-id header,
+the error's message) comes from the provider (``JudgeConfig.api``).
+
 What a server sends back is read within bounds: a 200 body up to ``answer_bytes`` (what an
 answer of ``--max-output-tokens`` can take), an error body up to ``ERROR_BYTES``; any copy of
 the key in it, raw or JSON-escaped, and in the request-id header, is replaced before it is
@@ -35,8 +38,9 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from evalstream._checks.exact import linear_regex
-from evalstream._judge.answer import excerpt, http_error_detail
+from evalstream._judge.answer import excerpt
 from evalstream._judge.limits import Concurrency, TokenBucket
+from evalstream._judge.providers import REGISTRY
 from evalstream._judge.request import JudgeConfig, shown_url
 from evalstream._version import __version__
 from evalstream.errors import UsageError
@@ -45,8 +49,6 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 FATAL_STATUSES = frozenset({401, 403, 404})
 MAX_RETRY_AFTER = 120.0
 INITIAL_DELAY, MAX_DELAY = 0.5, 8.0
-ANTHROPIC_VERSION = "2023-06-01"
-KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 REDACTED = "[redacted]"
 # A 200 body is read up to 1 KiB a token of --max-output-tokens, plus 1 MiB for the rest of the
 # response (ids, usage, logprobs): a token is at most 128 bytes of text in the encodings
@@ -69,11 +71,12 @@ def answer_bytes(max_output_tokens: int) -> int:
 def key_from_environment(config: JudgeConfig, api_key_env: str | None,
                          environ: Mapping[str, str]) -> str | None:
     """The API key from the environment (``api_key_env``, else the provider's usual variable);
-    None for a server that needs none. Raises UsageError when the provider's public endpoint,
-    or a variable named on purpose, would give no key."""
-    name = api_key_env or KEY_ENV[config.provider]
+    None for a server that needs none. Raises UsageError when a provider's public endpoint
+    (any provider's: one named with another's --provider still wants its key), or a variable
+    named on purpose, would give no key."""
+    name = api_key_env or config.api.key_env
     key = environ.get(name) or None
-    public = config.base_url in ("https://api.openai.com/v1", "https://api.anthropic.com/v1")
+    public = any(p.key_required and config.base_url == p.base_url for p in REGISTRY.values())
     if key is None and (public or api_key_env):
         raise UsageError(f"set {name} in the environment to the API key (keys are read from the "
                          "environment only, never from a file or an option).")
@@ -209,14 +212,8 @@ class Transport:
         self.secret = Secret(api_key)
         self.answer_limit = answer_bytes(config.max_output_tokens)
         self._headers = {"content-type": "application/json",
-                         "user-agent": f"evalstream/{__version__}"}
-        if config.provider == "anthropic":
-            self._headers["anthropic-version"] = ANTHROPIC_VERSION
-            if api_key:
-                self._headers["x-api-key"] = api_key
-        elif api_key:
-            self._headers["authorization"] = f"Bearer {api_key}"
-        self._id_header = "request-id" if config.provider == "anthropic" else "x-request-id"
+                         "user-agent": f"evalstream/{__version__}", **config.api.headers(api_key)}
+        self._id_header = config.api.request_id_header
         self._session: Any = None
 
     async def __aenter__(self) -> Transport:
@@ -274,7 +271,7 @@ class Transport:
                     return Reply(None, request_id, "http_error", redirect_detail(
                         status, headers.get("location"), self.secret), latency, attempt,
                         fatal=True)
-                cause, detail = "http_error", http_error_detail(status, data)
+                cause, detail = "http_error", self.config.api.error_detail(status, data)
                 if status == 429:
                     self.tally.rate_limited += 1
                     self.concurrency.rate_limited()

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalstream._judge.answer import CAUSES, DETAIL_CHARS, http_error_detail, parse, unfenced
+from evalstream._judge.answer import CAUSES, DETAIL_CHARS, Parsed, http_error_detail, unfenced
+from evalstream._judge.providers import get
+
+
+def parse(provider: str, body: bytes) -> Parsed:
+    """A response body read as the provider of this name reads it."""
+    return get(provider).parse(body)
 
 
 def openai(content: Any = None, finish: str = "stop", refusal: Any = None,

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalstream._judge import live
+from evalstream._judge.providers import REGISTRY
 from evalstream._judge.transport import Transport
 from evalstream.errors import UsageError
 from tests.judge.support import (
@@ -24,7 +25,7 @@ from tests.judge.support import (
     store_holds_key,
 )
 
-PROVIDERS = ["openai", "anthropic"]
+PROVIDERS = list(REGISTRY)
 
 
 def files_holding_the_key(folder: Path) -> list[str]:

@@ -11,6 +11,7 @@ import msgspec
 import pytest
 
 from evalstream._judge import live
+from evalstream._judge.providers import REGISTRY
 from evalstream._judge.request import build
 from evalstream._judge.store import Store
 from evalstream._verdicts.records import Codes, RejectSink, read_verdicts
@@ -323,7 +324,7 @@ def test_the_python_api(tmp_path: Path, server: FakeServer,
     assert first.status == "fail" and first.judge.model == "fake-judge-1"
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", REGISTRY)
 def test_an_answer_the_store_cannot_take_as_sent_is_stored_and_never_paid_again(
         tmp_path: Path, server: FakeServer, provider: str) -> None:
     """usage 2**63 (SQLite's INTEGER overflowed) and a request id header that is not UTF-8

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalstream._checks.state import PREAMBLE
+from evalstream._judge.answer import ANSWER_SCHEMA
 from evalstream._judge.request import (
     ANSWER_INSTRUCTION,
-    ANSWER_SCHEMA,
     JudgeConfig,
     build,
     request_key,

@@ -172,7 +172,7 @@ class Collector:
                                                    rej.error, rej.raw)) + b"\n")
 
     def read(self, path: str) -> None:
-        reader = RecordReader(results.kind(self.provider, self.manifest, self.folder),
+        reader = RecordReader(results.kind(self.config.api, self.manifest, self.folder),
                               self.max_line_bytes)
         conflicts = 0
         for item in reader.read_file(path):
@@ -199,7 +199,7 @@ class Collector:
     def _take(self, line: formats.ResultLine) -> tuple[answer.Parsed, answer.Parsed] | None:
         """Store or count one result; the answer kept and this one when this one answers an
         already answered request differently."""
-        out = formats.outcome(self.provider, line)
+        out = self.config.api.outcome(line)
         self.by_type[out.type] += 1
         key = line.custom_id
         if out.type != "succeeded":
@@ -207,7 +207,7 @@ class Collector:
             self.failures.add(key, out.type, out.detail or out.type)
             return None
         assert out.body is not None
-        parsed = answer.parse(self.provider, out.body)
+        parsed = self.config.api.parse(out.body)
         usage = parsed.usage
         if self.store.add(key, self.provider, self.config.model, out.body,
                           out.request_id or parsed.response_id,
@@ -225,7 +225,7 @@ class Collector:
         if earlier.body == out.body:  # the same result again (a file collected twice)
             self.counts.repeats += 1
             return None
-        before = answer.parse(self.provider, earlier.body)
+        before = self.config.api.parse(earlier.body)
         if (before.status, before.reason, before.cause) == (parsed.status, parsed.reason,
                                                             parsed.cause):
             self.counts.repeats += 1
@@ -267,7 +267,7 @@ class Writer:
     def verdict(self, s: State) -> bytes | None:
         stored = self.store.get(s.key)
         if stored is not None:
-            v = verdict.answered(self.info, self.config.provider, stored, s.case_id,
+            v = verdict.answered(self.info, self.config.api, stored, s.case_id,
                                  s.rubric_id, s.rubric_hash, s.state_hash, s.exposure)
             if v.usage is not None:
                 self.usage_all[0] += v.usage.input_tokens

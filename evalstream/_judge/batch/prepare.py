@@ -67,7 +67,7 @@ class Options:
 
 def limits(opts: Options) -> formats.Limits:
     """The request-file limits: the provider's, or lower ones given."""
-    default = formats.LIMITS[opts.config.provider]
+    default = opts.config.api.batch_limits
     return formats.Limits(opts.max_requests_per_file or default.requests,
                           opts.max_bytes_per_file or default.bytes)
 
@@ -238,6 +238,7 @@ def _fill(opts: Options, tmp: str, limit: formats.Limits, store_path: str | None
     store = Store(store_path, readonly=True) if store_path else None
     reader = inputs.Reader(opts.max_line_bytes)
     encode = msgspec.json.Encoder().encode
+    request_line = config.api.request_line
     over_limit = 0
     try:
         with open(os.path.join(tmp, REJECTS), "wb") as rejects:
@@ -253,7 +254,7 @@ def _fill(opts: Options, tmp: str, limit: formats.Limits, store_path: str | None
                 if store is not None and store.has(req.key):
                     counts.stored += 1
                 else:
-                    line = formats.request_line(provider, req.key, req.body)
+                    line = request_line(req.key, req.body)
                     if len(line) > limit.bytes:
                         over_limit += 1
                         rejects.write(encode(_too_big(item, len(line), limit)) + b"\n")

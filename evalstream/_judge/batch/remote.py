@@ -13,11 +13,16 @@ Anthropic has no such lookup: a lost reply stops submit with a message, and
 cancelled or failed; Anthropic: ended), downloads its results (OpenAI: the output and error
 files; Anthropic: the results) into ``DIR/results/``, atomically and once; ``collect`` reads
 them from there. ``--wait`` polls until every batch has ended.
+
+How a file is submitted, what a batch's status is and when it has ended, and which result
+files it has are the provider's (``Provider.submit``, ``batch_status``, ``batch_ended``,
+``download``); the order of the calls and the manifest are kept here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from collections.abc import Mapping
@@ -28,13 +33,13 @@ import msgspec
 import xxhash
 from msgspec import Struct
 
-from evalstream._judge.batch.client import BatchClient, Unconfirmed
+from evalstream._judge.batch.client import BatchClient
 from evalstream._judge.batch.collect import RESULTS_FOLDER
 from evalstream._judge.batch.manifest import BatchFile, Manifest
+from evalstream._judge.providers.base import Provider, Submission
 from evalstream._judge.transport import key_from_environment
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, InputError, OutputError, UsageError
 
-OPENAI_ENDED = ("completed", "expired", "cancelled", "failed")
 DEFAULT_TIMEOUT = 600.0  # an upload of 200 MB takes minutes on a slow line
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_POLL = 60.0
@@ -131,7 +136,7 @@ def submit(opts: Options) -> BatchSummary:
         manifest.close()
     waiting = sum(1 for e in entries if e.batch_id is None)
     return BatchSummary("batch submit", opts.folder, manifest.provider, entries, done, 0,
-                        sum(1 for e in entries if _ended(manifest.provider, e.status)),
+                        sum(1 for e in entries if client.config.api.batch_ended(e.status)),
                         EXIT_INCOMPLETE if waiting else EXIT_OK)
 
 
@@ -142,11 +147,10 @@ async def _submit_all(opts: Options, manifest: Manifest, client: BatchClient) ->
             b = manifest.batch(f.n) or {}
             if b.get("batch_id"):
                 continue
-            path = _check_file(opts.folder, f)
-            if manifest.provider == "anthropic":
-                await _submit_anthropic(opts, manifest, client, f, path, b)
-            else:
-                await _submit_openai(manifest, client, f, path, b)
+            job = Submission(f.name, _check_file(opts.folder, f), b,
+                             manifest.meta["config_hash"], opts.resubmit_unconfirmed,
+                             functools.partial(manifest.save_batch, f.n))
+            _save_created(manifest, f, await client.config.api.submit(client, job))
             done += 1
     return done
 
@@ -160,61 +164,7 @@ def _save_created(manifest: Manifest, f: BatchFile, batch: dict[str, Any]) -> No
                         updated=time.time())
 
 
-async def _submit_openai(manifest: Manifest, client: BatchClient, f: BatchFile, path: str,
-                         b: dict[str, Any]) -> None:
-    file_id = b.get("input_file_id")
-    if not isinstance(file_id, str):
-        file_id = await client.upload(path, f.name)
-        manifest.save_batch(f.n, input_file_id=file_id)
-    if b.get("creating"):
-        found = await client.find_openai(file_id)
-        if found is not None:
-            _save_created(manifest, f, found)
-            return
-    metadata = {"evalstream_file": f.name, "evalstream_config": manifest.meta["config_hash"]}
-    for attempt in range(1, client.max_attempts + 1):
-        manifest.save_batch(f.n, creating=time.time())
-        try:
-            batch = await client.create_openai(file_id, metadata)
-        except Unconfirmed as exc:
-            # The batch may exist: it would be listed with this file as its input.
-            await asyncio.sleep(min(2.0 ** attempt, 30.0) / 4)
-            found = await client.find_openai(file_id)
-            if found is not None:
-                _save_created(manifest, f, found)
-                return
-            if attempt == client.max_attempts:
-                raise OutputError(f"creating the batch of {f.name} failed {attempt} times "
-                                  f"({exc}); run submit again to continue.") from exc
-            continue
-        _save_created(manifest, f, batch)
-        return
-
-
-async def _submit_anthropic(opts: Options, manifest: Manifest, client: BatchClient,
-                            f: BatchFile, path: str, b: dict[str, Any]) -> None:
-    if b.get("creating") and not opts.resubmit_unconfirmed:
-        raise OutputError(
-            f"the create call for {f.name} (at {time.ctime(b['creating'])}) ended without an "
-            "answer, so a batch of it may exist. Look for it under Message Batches in the "
-            "Anthropic console: if it is there, its results can be collected by custom_id "
-            "whatever batch they came from; run submit with --resubmit-unconfirmed to create it "
-            "(again).")
-    manifest.save_batch(f.n, creating=time.time())
-    try:
-        batch = await client.create_anthropic(path)
-    except Unconfirmed as exc:
-        raise OutputError(f"the create call for {f.name} ended without an answer ({exc}), so "
-                          "a batch may have been made; see `evalstream batch status` and "
-                          "--resubmit-unconfirmed.") from exc
-    _save_created(manifest, f, batch)
-
-
 # -- status --------------------------------------------------------------------------------------
-def _ended(provider: str, status: str) -> bool:
-    return status == "ended" if provider == "anthropic" else status in OPENAI_ENDED
-
-
 def status(opts: Options) -> BatchSummary:
     """Each batch's state; the results of ended batches downloaded into DIR/results/."""
     manifest = Manifest.open(opts.folder)
@@ -224,7 +174,7 @@ def status(opts: Options) -> BatchSummary:
         entries = [_entry(f, manifest.batch(f.n)) for f in manifest.files()]
     finally:
         manifest.close()
-    ended = sum(1 for e in entries if _ended(manifest.provider, e.status))
+    ended = sum(1 for e in entries if client.config.api.batch_ended(e.status))
     complete = ended == len(entries) and all(e.downloaded or not opts.download
                                              for e in entries)
     return BatchSummary("batch status", opts.folder, manifest.provider, entries, 0, downloaded,
@@ -243,8 +193,8 @@ async def _status_all(opts: Options, manifest: Manifest, client: BatchClient) ->
                 if b.get("downloaded") is not None:
                     continue  # ended and its results saved: nothing will change
                 batch = await client.get(str(b["batch_id"]))
-                state = _record(manifest, f, batch)
-                if not _ended(manifest.provider, state):
+                state = _record(client.config.api, manifest, f, batch)
+                if not client.config.api.batch_ended(state):
                     pending += 1
                     continue
                 if opts.download:
@@ -254,9 +204,8 @@ async def _status_all(opts: Options, manifest: Manifest, client: BatchClient) ->
             await asyncio.sleep(opts.poll)
 
 
-def _record(manifest: Manifest, f: BatchFile, batch: dict[str, Any]) -> str:
-    anthropic = manifest.provider == "anthropic"
-    state = str(batch.get("processing_status") if anthropic else batch.get("status") or "")
+def _record(api: Provider, manifest: Manifest, f: BatchFile, batch: dict[str, Any]) -> str:
+    state = api.batch_status(batch)
     counts = batch.get("request_counts") or {}
     error = None
     errors = batch.get("errors")
@@ -280,18 +229,7 @@ async def _download(opts: Options, manifest: Manifest, client: BatchClient, f: B
         os.makedirs(folder, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from exc
-    stem = f.name.removesuffix(".jsonl")
-    saved = []
-    if manifest.provider == "anthropic":
-        name = f"{stem}.results.jsonl"
-        await client.download_results(batch, os.path.join(folder, name))
-        saved.append(name)
-    else:
-        for kind, file_id in (("output", batch.get("output_file_id")),
-                              ("errors", batch.get("error_file_id"))):
-            if isinstance(file_id, str) and file_id:
-                name = f"{stem}.{kind}.jsonl"
-                await client.download_file(file_id, os.path.join(folder, name))
-                saved.append(name)
+    saved = await client.config.api.download(client, batch, folder,
+                                             f.name.removesuffix(".jsonl"))
     manifest.save_batch(f.n, downloaded=msgspec.json.encode(saved).decode())
     return len(saved)

@@ -13,6 +13,7 @@ from evalstream._cases.rejects import Reject, raw_text
 from evalstream._files.lines import LongLine
 from evalstream._judge.batch import formats
 from evalstream._judge.batch.manifest import Manifest
+from evalstream._judge.providers.base import Provider
 
 NOT_A_RESULT = "not a result"
 UNKNOWN = "unknown custom_id"
@@ -33,8 +34,8 @@ def _shown(custom_id: str) -> str:
         "characters)"
 
 
-def kind(provider: str, manifest: Manifest, folder: str) -> RecordKind[formats.ResultLine]:
-    """How result lines of a batch prepared for ``provider`` are read."""
+def kind(api: Provider, manifest: Manifest, folder: str) -> RecordKind[formats.ResultLine]:
+    """How result lines of a batch prepared for the provider ``api`` are read."""
     requests = manifest.count("requests")
 
     def reject(line_no: int, offset: int, line: bytes, exc: BaseException) -> Problem:
@@ -45,7 +46,7 @@ def kind(provider: str, manifest: Manifest, folder: str) -> RecordKind[formats.R
         return rejects.long_line_reject(item, limit, SHAPE)
 
     def check(result: formats.ResultLine, line_no: int, line: bytes) -> Problem | None:
-        wrong = formats.problem(provider, result)
+        wrong = api.result_problem(result)
         if wrong is not None:
             return Reject(line_no, 0, _shown(result.custom_id), wrong[0], wrong[1],
                           raw_text(line)), NOT_A_RESULT

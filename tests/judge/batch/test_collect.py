@@ -12,6 +12,7 @@ import pytest
 
 from evalstream._judge import inputs
 from evalstream._judge.batch import collect
+from evalstream._judge.providers import REGISTRY
 from evalstream._judge.request import build
 from evalstream._judge.store import Store
 from evalstream._verdicts.records import Codes, RejectSink, read_verdicts
@@ -164,7 +165,7 @@ def test_the_store_is_the_live_judges_and_its_answer_is_kept(tmp_path: Path) -> 
     store.close()
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", REGISTRY)
 def test_a_custom_id_in_another_letter_case_is_unknown(tmp_path: Path, provider: str) -> None:
     """``bytes.fromhex`` reads upper case: such an id passed the manifest, was stored under a
     key no state has, and its state was then missing (issue 23). Now it is an unknown id."""
@@ -189,7 +190,7 @@ def test_a_custom_id_in_another_letter_case_is_unknown(tmp_path: Path, provider:
     store.close()
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", REGISTRY)
 def test_a_result_whose_usage_sqlite_cannot_hold_is_collected(tmp_path: Path,
                                                               provider: str) -> None:
     src = states(tmp_path / "in", ["FAKE:pass", "FAKE:fail"])

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec import Meta
 
-from evalstream._judge.batch import formats
-from evalstream._judge.batch.formats import ResultLine, outcome, problem
+from evalstream._judge.batch.formats import ResultLine
+from evalstream._judge.providers import REGISTRY, anthropic, get
 from evalstream._judge.request import JudgeConfig, build
 
 # The documented shapes, strictly: OpenAI's "request input object" (custom_id, method POST,
@@ -35,43 +35,49 @@ class AnthropicRequestLine(msgspec.Struct, forbid_unknown_fields=True):
     params: msgspec.Raw
 
 
+# Each provider's documented request line, and where it carries the body: a provider added to
+# the registry fails here until its documented shape is written down.
+REQUEST_LINES: dict[str, tuple[type[msgspec.Struct], str]] = {
+    "openai": (OpenAIRequestLine, "body"),
+    "anthropic": (AnthropicRequestLine, "params"),
+}
+
+
 QUESTION = "You are evaluating... Is assistant_response helpful?"
 STATE = '{"user_input":"Hi \\"there\\"\\n","assistant_response":"Hello ✅"}'
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", REGISTRY)
 def test_a_request_line_is_the_documented_shape_around_the_live_body(provider: str) -> None:
     config = JudgeConfig(model="m", provider=provider)
     req = build(config, QUESTION, STATE)
-    line = formats.request_line(provider, req.key, req.body)
+    line = get(provider).request_line(req.key, req.body)
     assert line.endswith(b"}\n") and line.count(b"\n") == 1
-    shape = AnthropicRequestLine if provider == "anthropic" else OpenAIRequestLine
-    decoded = msgspec.json.decode(line, type=shape)
-    body = decoded.params if provider == "anthropic" else decoded.body  # type: ignore[union-attr]
-    assert bytes(body) == req.body  # byte for byte what a live run sends
+    shape, field = REQUEST_LINES[provider]
+    decoded: Any = msgspec.json.decode(line, type=shape)
+    assert bytes(getattr(decoded, field)) == req.body  # byte for byte what a live run sends
     assert decoded.custom_id == req.key and len(req.key) == 64
     assert json.loads(line)  # and the stdlib reads it
 
 
 @given(question=st.text(), state=st.dictionaries(st.text(), st.text()),
-       provider=st.sampled_from(["openai", "anthropic"]))
+       provider=st.sampled_from(list(REGISTRY)))
 def test_any_text_makes_a_valid_line_carrying_the_exact_body(question: str, state: dict,
                                                              provider: str) -> None:
     state_text = json.dumps(state, ensure_ascii=False)
     req = build(JudgeConfig(model="m", provider=provider), question, state_text)
-    line = formats.request_line(provider, req.key, req.body)
+    line = get(provider).request_line(req.key, req.body)
     assert line.count(b"\n") == 1  # one line, whatever the text holds
+    shape, field = REQUEST_LINES[provider]
+    msgspec.json.decode(line, type=shape)  # the documented shape, strictly
     loaded = json.loads(line)
-    assert loaded == json.loads(b'{"custom_id":"' + req.key.encode() + b'",'
-                                + (b'"params":' if provider == "anthropic" else
-                                   b'"method":"POST","url":"/v1/chat/completions","body":')
-                                + req.body + b"}")
+    assert loaded["custom_id"] == req.key and loaded[field] == json.loads(req.body)
 
 
 def test_the_anthropic_wrap_is_what_submit_adds() -> None:
     lines = b'{"custom_id":"a","params":{}}\n{"custom_id":"b","params":{}}\n'
     wrapped = b'{"requests":[' + lines[:-1].replace(b"\n", b",") + b"]}"
-    assert len(wrapped) == len(lines) + formats.ANTHROPIC_WRAP
+    assert len(wrapped) == len(lines) + anthropic.WRAP
     assert json.loads(wrapped)["requests"][1]["custom_id"] == "b"
 
 
@@ -137,8 +143,8 @@ RESULTS: list[tuple[str, dict[str, Any], str, str | None, str | None]] = [
 def test_every_result_shape_has_its_outcome(provider: str, row: dict[str, Any], kind: str,
                                             request_id: str | None, detail: str | None) -> None:
     line = msgspec.json.decode(json.dumps(row).encode(), type=ResultLine)
-    assert problem(provider, line) is None
-    got = outcome(provider, line)
+    assert get(provider).result_problem(line) is None
+    got = get(provider).outcome(line)
     assert (got.type, got.request_id) == (kind, request_id)
     if kind == "succeeded":
         body = row["result"]["message"] if provider == "anthropic" else \
@@ -168,5 +174,5 @@ def test_every_result_shape_has_its_outcome(provider: str, row: dict[str, Any], 
 def test_lines_that_are_not_results_say_why(provider: str, row: dict[str, Any], path: str,
                                             words: str) -> None:
     line = msgspec.json.decode(json.dumps(row).encode(), type=ResultLine)
-    found = problem(provider, line)
+    found = get(provider).result_problem(line)
     assert found is not None and found[0] == path and words in found[1]

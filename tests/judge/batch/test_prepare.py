@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from evalstream._build.run import Options as BuildOptions
 from evalstream._build.run import run as build_run
 from evalstream._judge import inputs
-from evalstream._judge.batch import formats, prepare
+from evalstream._judge.batch import prepare
 from evalstream._judge.batch.manifest import Exposures, Manifest
+from evalstream._judge.providers import anthropic, get
 from evalstream._judge.request import JudgeConfig, build
 from evalstream._judge.store import Store
 from evalstream.errors import UsageError
@@ -297,9 +298,9 @@ def test_the_folder_is_readable_by_others_as_the_umask_says(tmp_path: Path) -> N
 
 
 def test_limits_are_the_providers() -> None:
-    assert formats.LIMITS["openai"] == (50_000, 200_000_000)
-    assert formats.LIMITS["anthropic"].requests == 100_000
-    assert formats.LIMITS["anthropic"].bytes + formats.ANTHROPIC_WRAP == 256_000_000
+    assert get("openai").batch_limits == (50_000, 200_000_000)
+    assert get("anthropic").batch_limits.requests == 100_000
+    assert get("anthropic").batch_limits.bytes + anthropic.WRAP == 256_000_000
     assert msgspec.json.decode(b"[]") == []
 
 
