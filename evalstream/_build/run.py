@@ -240,14 +240,12 @@ def _plan(opts: Options, inputs: list[str]) -> Transaction:
         raise UsageError(f"cannot write {out}: that names a directory; give a file name. "
                          "A directory of parts (a name ending in /) is written by --engine "
                          "dask only.")
-    outputs = Transaction(
+    return Transaction(
         [*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
         [Target("output", out, "judge states", directory=is_directory(out)),
          Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl", optional=True),
          Target("report", opts.report, "json", beside=".report.json")],
-        opts.force, beside_streams=False)
-    outputs.check()
-    return outputs
+        opts.force, beside_streams=False).check()
 
 
 def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet | None,

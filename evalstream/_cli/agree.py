@@ -107,11 +107,9 @@ def targets(args: argparse.Namespace, inputs: list[tuple[str, str]]) -> Transact
     file evalstream wrote as such (``files.replace``), unless --force."""
     from evalstream._files.transaction import Target, Transaction
 
-    made = Transaction(inputs, [
+    return Transaction(inputs, [
         Target("output", args.output or "-", "json" if args.format == "json" else "text"),
-        Target("html", args.html, "html"), Target("rejects", args.rejects)], args.force)
-    made.check()
-    return made
+        Target("html", args.html, "html"), Target("rejects", args.rejects)], args.force).check()
 
 
 def outputs(args: argparse.Namespace, made: Transaction, encode: Callable[[Any], bytes],

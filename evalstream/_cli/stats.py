@@ -115,8 +115,7 @@ def run(args: argparse.Namespace) -> int:
         [*(("input", a) for a in arguments), *(("rubrics", f) for f in args.rubrics or [])],
         [Target("output", args.output or "-", "json" if args.format == "json" else "text"),
          Target("html", args.html, "html"), Target("rejects", args.rejects, "rejects")],
-        args.force)
-    targets.check()
+        args.force).check()
     loaded = _load_rendered(args.input) if not args.inputs else None
     if loaded is not None:
         dataset_only = [flag for flag, value in (

@@ -104,13 +104,11 @@ def run(opts: Options, on_row: Callable[[int], None] | None = None,
 def _outputs(opts: Options) -> Transaction:
     """The targets, checked: the rejects and report beside an output file by default; with
     the cases on stdout, only those asked for (as build: the summary has the counts)."""
-    outputs = Transaction(
+    return Transaction(
         [("input", opts.input)],
         [Target("output", opts.output, "cases"),
          Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl"),
-         Target("report", opts.report, "json", beside=".report.json")], opts.force)
-    outputs.check()
-    return outputs
+         Target("report", opts.report, "json", beside=".report.json")], opts.force).check()
 
 
 def _check_options(opts: Options, fmt: str) -> None:

@@ -112,12 +112,13 @@ class Transaction:
         return self._targets[role].path if role in self._targets else None
 
     # -- checking --------------------------------------------------------------------------
-    def check(self) -> None:
+    def check(self) -> Transaction:
         """Refuse (UsageError, OutputError), before anything is read, targets that would
         replace an input, each other, a folder holding an input, or what may not be
-        replaced; then note which optional targets may be left out. Done once."""
+        replaced; then note which optional targets may be left out. Done once; returns the
+        transaction, checked."""
         if self._checked:
-            return
+            return self
         # A folder is compared with the inputs by what it holds (check_folder_target).
         files = [t for t in self._targets.values() if t.kind != FOLDER]
         if files:
@@ -140,6 +141,7 @@ class Transaction:
                     and not _exists(t.path, main):
                 self._optional.add(t.role)
         self._checked = True
+        return self
 
     # -- opening ---------------------------------------------------------------------------
     def open(self, role: str) -> AtomicOutput:

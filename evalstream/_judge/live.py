@@ -121,9 +121,7 @@ def check(opts: Options) -> Transaction:
     if opts.output == "-" and not opts.cache:
         raise UsageError("with the verdicts on stdout, give --cache FILE for the answer store "
                          "(it is kept beside the output otherwise).")
-    targets = outputs(opts)
-    targets.check()
-    return targets
+    return outputs(opts).check()
 
 
 def outputs(opts: Options) -> Transaction:

@@ -292,8 +292,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     inputs = [f.url for f in files] if files is not None else [opts.input]
     targets = Transaction(
         [*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
-        [Target("rejects", opts.rejects, "rejects")], opts.force)
-    targets.check()
+        [Target("rejects", opts.rejects, "rejects")], opts.force).check()
     remove_stale_shared()  # what killed runs left in /tmp, whether this run needs it or not
     rubric_set = load_rubrics(opts.rubric_files)
     if files is not None:

@@ -478,8 +478,7 @@ def run(opts: AgreeOptions,
         raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
     check_unscored_rate(opts.max_unscored_rate)
     targets = Transaction([("verdicts", opts.verdicts), ("cases", opts.cases)],
-                          [Target("rejects", opts.rejects, "rejects")], opts.force)
-    targets.check()
+                          [Target("rejects", opts.rejects, "rejects")], opts.force).check()
     check_view(opts.view)
     rubrics, groups = Codes(MAX_RUBRICS), Codes()
     with targets:

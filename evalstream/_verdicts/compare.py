@@ -313,8 +313,7 @@ def run(opts: CompareOptions,
         raise UsageError("--max-ids must be 0 or more.")
     check_unscored_rate(opts.max_unscored_rate)
     targets = Transaction([("run-a", opts.run_a), ("run-b", opts.run_b)],
-                          [Target("rejects", opts.rejects, "rejects")], opts.force)
-    targets.check()
+                          [Target("rejects", opts.rejects, "rejects")], opts.force).check()
     check_view(opts.view)
     rubrics = Codes(MAX_RUBRICS)
     with targets:

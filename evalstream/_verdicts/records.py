@@ -344,11 +344,11 @@ class RejectSink:
             + b"\n"
             for r in rejects))
 
-    def commit(self, also: list[Any] | None = None) -> None:
-        """Commit the rejects and the outputs ``also`` together: all of them or none."""
-        from evalstream._files.outputs import commit_all
-
-        commit_all(([self._out] if self._out is not None else []) + (also or []))
+    def commit(self) -> None:
+        """Commit the rejects written to a path of their own (a run's transaction commits the
+        ``out`` it gave)."""
+        if self._out is not None:
+            self._out.commit()
 
     def abort(self) -> None:
         if self._out is not None:

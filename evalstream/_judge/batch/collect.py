@@ -121,15 +121,13 @@ def outputs(opts: Options, manifest: Manifest, paths: list[str]) -> Transaction:
     if opts.output == "-" and not (opts.rejects and opts.report and (
             opts.cache or manifest.meta.get("store"))):
         raise UsageError("with the verdicts on stdout, give --rejects, --report and --cache.")
-    targets = Transaction(
+    return Transaction(
         [("manifest", manifest.path), *(("result file", p) for p in paths)],
         [Target("output", opts.output, "verdicts"),
          Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl"),
          Target("report", opts.report, "json", beside=".report.json"),
          Target("cache", opts.cache or manifest.meta.get("store"), beside=".judge.sqlite")],
-        opts.force)
-    targets.check()
-    return targets
+        opts.force).check()
 
 
 class _Failures:
