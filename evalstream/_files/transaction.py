@@ -52,7 +52,6 @@ from evalstream._files.parts import (
     StoreOutput,
     Streamed,
     check_directory,
-    is_directory,
 )
 from evalstream._files.replace import check_replaceable
 
@@ -91,7 +90,7 @@ class Transaction:
                  force: bool | None = False, beside_streams: bool = True) -> None:
         self.inputs = list(inputs)
         self.force = force
-        main = targets[0].path if targets else None
+        main = targets[0] if targets else None
         self._targets: dict[str, Target] = {}
         self._derived: set[str] = set()  # roles whose path is the sidecar default
         for t in targets:
@@ -184,9 +183,11 @@ class Transaction:
 
     def _path(self, role: str) -> str:
         assert self._checked, "a transaction's targets are checked before any is opened"
-        path = self._targets[role].path
-        assert path is not None and role not in self._opened, role
-        return path
+        target = self._targets[role]
+        # A target without a kind is only checked here (the answer store: SQLite opens it).
+        assert target.path is not None and target.kind is not None, role
+        assert role not in self._opened, f"{role} is open already"
+        return target.path
 
     def _own(self, role: str, out: Any) -> Any:
         self._opened[role] = out
@@ -250,17 +251,20 @@ class Transaction:
             self.abort()
 
 
-def _default(target: Target, main: str | None, beside_streams: bool) -> str | None:
+def _default(target: Target, main: Target | None, beside_streams: bool) -> str | None:
     """The sidecar default of ``target`` (None: it has a path, or none by default): beside
-    the main target ``main`` (``sidecar``), or inside it when it is a directory of parts.
-    Stdout gets no sidecars; a FIFO or device gets them only with ``beside_streams``."""
-    if target.path is not None or target.beside is None or main is None or main == "-":
+    the main target (``sidecar``), or inside it when it is a directory of parts. Stdout gets
+    no sidecars; a FIFO or device gets them only with ``beside_streams``."""
+    if target.path is not None or target.beside is None or main is None:
         return None
-    if is_directory(main):
-        return main + target.beside.lstrip(".")
-    if beside_streams or store.is_url(main) or os.path.isfile(main) \
-            or not os.path.exists(main):
-        return sidecar(main, target.beside)
+    path = main.path
+    if path is None or path == "-":
+        return None
+    if main.directory:
+        return path + target.beside.lstrip(".")
+    if beside_streams or store.is_url(path) or os.path.isfile(path) \
+            or not os.path.exists(path):
+        return sidecar(path, target.beside)
     return None
 
 

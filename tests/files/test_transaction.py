@@ -151,7 +151,7 @@ def test_sidecars_derived_as_documented(tmp_path: Path, main: str, beside_stream
                                         rejects: str | None, report: str | None) -> None:
     os.mkfifo(tmp_path / "fifo")
     os.chdir(tmp_path)
-    planned = Transaction([], [Target("output", main, "verdicts"),
+    planned = Transaction([], [Target("output", main, "verdicts", directory=main.endswith("/")),
                                Target("rejects", None, "rejects", beside=".rejects.jsonl"),
                                Target("report", None, "json", beside=".report.json"),
                                Target("html", None, "html")], beside_streams=beside_streams)
