@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     return _exit_code(result)
 
 
-def _rendered(path: str, write: Any, loaded: Any) -> list[Any]:
+def _rendered(path: str, write: Any, loaded: Any) -> None:
     """``write(loaded)`` for a report read from a file: one that evalstream cannot render is
     a usage error naming the file, never an internal error."""
     from evalstream._stats.stats import DatasetStats, check_shape
@@ -176,7 +176,6 @@ def _rendered(path: str, write: Any, loaded: Any) -> list[Any]:
         raise _usage(f"{path} is not a report evalstream can render ({exc}); render the "
                      "stats JSON or run report evalstream wrote, or run stats on the "
                      "dataset again.") from None
-    return outputs
 
 
 def _exit_code(result: DatasetStats | RunReport) -> int:

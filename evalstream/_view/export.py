@@ -12,7 +12,7 @@ A folder that exists is replaced only when it is an earlier export, known by its
 manifest (``evalstream-view.json`` decodes as an export's report whose ``written`` lists
 every file it wrote), and holds nothing that manifest does not list: any other file is
 named and refused, unless ``--force``. No input of the run may lie inside the folder, even
-with ``--force`` (``check_folder``).
+with ``--force`` (``outputs``: the folder is the run's one target).
 """
 
 from __future__ import annotations
