@@ -6,6 +6,7 @@ success commits every target; an optional target nothing went into is left out."
 from __future__ import annotations
 
 import os
+import signal
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -120,6 +121,28 @@ def test_a_refused_target_is_refused_before_the_run_reads_anything(
             ran = True
     assert not ran  # the run's body (its reading) never started
     assert _listing(folder) == before
+
+
+def test_the_checks_never_open_an_input(folder: Path) -> None:
+    # A FIFO with no writer: opening it to read would block (the alarm fails the test then).
+    os.mkfifo(folder / "pipe.jsonl")
+
+    def blocked(signum: int, frame: object) -> None:
+        pytest.fail("a check opened the input")
+
+    earlier = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(20)
+    try:
+        with pytest.raises(UsageError, match="the input and report paths are the same file"):
+            Transaction([("input", str(folder / "pipe.jsonl"))],
+                        [Target("output", str(folder / "s.jsonl"), "judge states"),
+                         Target("report", str(folder / "pipe.jsonl"), "json")]).check()
+        Transaction([("input", str(folder / "pipe.jsonl"))],
+                    [Target("output", str(folder / "s.jsonl"), "judge states"),
+                     Target("rejects", None, "rejects", beside=".rejects.jsonl")]).check()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, earlier)
 
 
 def test_force_replaces_another_kind_but_never_an_input(folder: Path) -> None:
