@@ -17,11 +17,12 @@ one process reading the files in order.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from evalstream._build.ranges import Merger, Part
+from evalstream._build.run import Options, Outcome, _report, checker_for, process
 from evalstream._cases.duplicates import (
     Bucket,
     buckets,
@@ -37,17 +38,8 @@ from evalstream._checks.report import RunReport
 from evalstream._checks.report import encode as encode_report
 from evalstream._checks.rubrics import RubricSet
 from evalstream._engines.dask import Cluster
-from evalstream.errors import ReaderGone
 from evalstream._files.lines import Progress, read_chunks
-from evalstream._files.outputs import AtomicOutput, commit_all
-from evalstream._files.parts import (
-    DirectoryOutput,
-    StoreOutput,
-    Streamed,
-    is_directory,
-    parts_folder,
-    remove_folder,
-)
+from evalstream._files.parts import Streamed, parts_folder, remove_folder
 from evalstream._files.sniff import check_cases_head
 from evalstream._files.store import (
     FileOffsets,
@@ -55,13 +47,11 @@ from evalstream._files.store import (
     PartFile,
     Task,
     TaskReader,
-    filesystem,
-    is_url,
     range_size,
     tasks_of,
 )
-from evalstream._build.ranges import Merger, Part
-from evalstream._build.run import Options, Outcome, _report, checker_for, process
+from evalstream._files.transaction import Transaction
+from evalstream.errors import ReaderGone
 
 # Per task: ~1 s of work, few enough tasks for the scheduler. Larger than ``--workers``'
 # ranges (engines.local.range_bytes, at most 16 MiB): a cluster task costs a scheduler round
@@ -131,82 +121,39 @@ def _ignore(data: object) -> None:
 
 # -- in the client -------------------------------------------------------------------------------
 def run(opts: Options, rubric_set: RubricSet | None, files: list[InputFile],
-        rejects_path: str | None, report_path: str | None, started: float,
+        outputs: Transaction, started: float,
         on_progress: Progress | None) -> tuple[RunReport, list[Reject]]:
     """Build (or validate) ``files`` on the cluster ``opts.scheduler`` (None: this machine's
-    cores); return the report and the first rejects. Targets appear only if all succeeds."""
+    cores) into the checked ``outputs``; return the report and the first rejects. Targets
+    appear only if all succeeds."""
     command = "validate" if opts.output is None else "build"
     with Cluster(opts.scheduler, opts.workers if opts.workers > 1 else None) as cluster:
         # Part files go beside the output, else beside the rejects file; a run with neither
         # (validate to the terminal or stdout) gets its rejects back with the results.
-        anchor = next((t for t in (opts.output, rejects_path) if t not in (None, "-")), None)
+        anchor = next((t for t in (opts.output, outputs.path("rejects"))
+                       if t not in (None, "-")), None)
         folder = parts_folder(anchor, cluster.run_id) if anchor is not None else None
-        sinks: list[Any] = []
         try:
-            out, rej_out, report_out = _targets(opts, folder, rejects_path, report_path)
-            sinks = [t for t in (out, rej_out, report_out) if t is not None]
-            if isinstance(out, DirectoryOutput):
-                sinks = [out]  # its rejects and report are inside it
-            outcome = _merge(cluster, opts, rubric_set, files, folder, out, rej_out,
-                             on_progress)
-            if outcome.stopped and out is not None:
-                sinks.remove(out)  # standard output is gone: nothing more to write to it
-            if _optional(opts, rejects_path) and rej_out is not None \
-                    and not outcome.lines.rejected:
-                # As one process: no new empty rejects file where build chose the name.
-                rej_out.abort()
-                if isinstance(out, DirectoryOutput):
-                    out.drop(rej_out)
-                else:
-                    sinks.remove(rej_out)
-                rejects_path = None
-            report = _report(outcome, opts, command, rubric_set, rejects_path, report_path,
-                             started, [])
-            report.seconds = round(time.perf_counter() - started, 3)
-            if report_out is not None:
-                report_out.write(encode_report(report))
-            commit_all(sinks)
-        except BaseException:
-            for sink in sinks:
-                sink.abort()
-            raise
+            with outputs:
+                # A directory's rejects and report are written inside it, with it.
+                out, rej_out, report_out = (
+                    outputs.open_joined(role, folder) if outputs.path(role) else None
+                    for role in ("output", "rejects", "report"))
+                outcome = _merge(cluster, opts, rubric_set, files, folder, out, rej_out,
+                                 on_progress)
+                if outcome.stopped:
+                    outputs.leave_out("output")  # standard output is gone
+                if not outcome.lines.rejected:
+                    outputs.empty("rejects")  # as one process: no new empty rejects file
+                report = _report(outcome, opts, command, rubric_set, outputs.path("rejects"),
+                                 outputs.path("report"), started, [])
+                report.seconds = round(time.perf_counter() - started, 3)
+                if report_out is not None:
+                    report_out.write(encode_report(report))
         finally:
             if folder is not None:
                 remove_folder(folder)
     return report, outcome.first_rejects
-
-
-def _optional(opts: Options, rejects_path: str | None) -> bool:
-    """Whether the rejects file is one build chose the name of and nothing is there yet."""
-    if opts.output is None or opts.rejects is not None or rejects_path is None:
-        return False
-    if is_directory(opts.output):
-        return True  # the directory is replaced whole: no older file inside it survives
-    if is_url(rejects_path):
-        fs, inner = filesystem(rejects_path)
-        return not fs.exists(inner)
-    return not os.path.lexists(rejects_path)
-
-
-def _targets(opts: Options, folder: str | None, rejects_path: str | None,
-             report_path: str | None) -> tuple[Any, Any, Any]:
-    """The output, rejects and report targets (None: not written)."""
-    if is_directory(opts.output):
-        assert folder is not None and opts.output is not None
-        directory = DirectoryOutput(opts.output, folder, opts.force)
-        inside = opts.output
-        rej = directory.member(rejects_path[len(inside):]) \
-            if rejects_path and rejects_path.startswith(inside) else _target(rejects_path)
-        rep = directory.member(report_path[len(inside):]) \
-            if report_path and report_path.startswith(inside) else _target(report_path)
-        return directory, rej, rep
-    return _target(opts.output), _target(rejects_path), _target(report_path)
-
-
-def _target(path: str | None) -> Any:
-    if path is None:
-        return None
-    return StoreOutput(path) if is_url(path) else Streamed(AtomicOutput(path))
 
 
 def _merge(cluster: Cluster, opts: Options, rubric_set: RubricSet | None,

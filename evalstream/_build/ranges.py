@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from evalstream._build.run import Options, Outcome, Progress, checker_for, process
 from evalstream._cases.duplicates import Dup, ParentIndex
 from evalstream._cases.ids import CaseLog
 from evalstream._cases.reading import FIRST_REJECTS_KEPT, LineCounts, case_reader, duplicate_case
@@ -29,12 +30,11 @@ from evalstream._cases.rejects import Reject
 from evalstream._checks.checker import MAX_OVER_BUDGET_LISTED, CheckTally, OverBudget
 from evalstream._checks.rubrics import RubricSet
 from evalstream._engines.local import map_ordered, range_bytes
-from evalstream.errors import OutputError, ReaderGone
 from evalstream._files.lines import Readable, open_range, range_tasks, read_chunks, read_line_at
 from evalstream._files.outputs import AtomicOutput, escape_line_breaks, write_all
 from evalstream._files.store import open_file
 from evalstream._files.temporaries import PARTS_SUFFIX, SHARED_PARTS, temp_folder
-from evalstream._build.run import Options, Outcome, Progress, checker_for, process
+from evalstream.errors import OutputError, ReaderGone
 
 WORTHWHILE_BYTES = 16 << 20  # smaller inputs run in one process
 

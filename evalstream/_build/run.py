@@ -8,7 +8,6 @@ target is written under a temporary name and renamed only when the whole run suc
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 import msgspec
 
+from evalstream._build.records import RecordEncoder
 from evalstream._cases.ids import CaseLog
 from evalstream._cases.reading import LineCounts, Record, case_reader
 from evalstream._cases.rejects import Reject
@@ -24,7 +24,6 @@ from evalstream._checks.checker import Checker, CheckTally, room_warning
 from evalstream._checks.report import RubricInfo, RunReport, label_warnings, run_report
 from evalstream._checks.report import encode as encode_report
 from evalstream._checks.rubrics import RubricSet, load_rubrics
-from evalstream.errors import EXIT_PIPE, ReaderGone, UsageError
 from evalstream._files.lines import (
     DEFAULT_MAX_LINE_BYTES,
     Progress,
@@ -34,19 +33,13 @@ from evalstream._files.lines import (
     read_chunks,
     read_files,
 )
-from evalstream._files.outputs import (
-    AtomicOutput,
-    check_targets,
-    commit_all,
-    escape_line_breaks,
-    sidecar,
-)
-from evalstream._files.parts import check_directory, is_directory
-from evalstream._files.replace import check_replaceable
+from evalstream._files.outputs import AtomicOutput, escape_line_breaks
+from evalstream._files.parts import is_directory
 from evalstream._files.sniff import check_cases_input, check_cases_stream
 from evalstream._files.store import InputFile, is_url, needs_resolving, open_file, resolve
 from evalstream._files.temporaries import remove_stale_shared
-from evalstream._build.records import RecordEncoder
+from evalstream._files.transaction import Target, Transaction
+from evalstream.errors import EXIT_PIPE, ReaderGone, UsageError
 
 FLUSH_BYTES = 1 << 18  # output handed to the writer in pieces of about this size
 
@@ -138,8 +131,7 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
         if "-" in arguments:
             raise UsageError("--engine dask reads files, not stdin; give the input's path.")
         files = resolve(arguments)
-    rejects_path, report_path = _plan(opts, [f.url for f in files] if files is not None
-                                      else [opts.input])
+    outputs = _plan(opts, [f.url for f in files] if files is not None else [opts.input])
     remove_stale_shared()  # what killed runs left in /tmp, whether this run needs it or not
     if files is not None:
         for f in files:
@@ -157,42 +149,25 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
         from evalstream._build import cluster
 
         assert files is not None
-        return cluster.run(opts, rubric_set, files, rejects_path, report_path, started,
-                           on_progress)
-    sinks: list[AtomicOutput] = []
-    try:
-        out = AtomicOutput(opts.output) if opts.output is not None else None
-        sinks += [out] if out else []
-        # A rejects file build chose the name of is written only when something is rejected,
-        # or when an older one is there to replace (a stale file would mislead).
-        optional = opts.output is not None and opts.rejects is None and rejects_path is not None \
-            and not os.path.lexists(rejects_path)
-        rej_out = AtomicOutput(rejects_path) if rejects_path else None
-        sinks += [rej_out] if rej_out else []
-        report_out = AtomicOutput(report_path) if report_path else None
-        sinks += [report_out] if report_out else []
+        return cluster.run(opts, rubric_set, files, outputs, started, on_progress)
+    # Every target written in full before any is renamed: a run that fails on its last file
+    # still leaves the earlier outputs of the same names as they were.
+    with outputs:
+        out, rej_out, report_out = (outputs.open(role) if outputs.path(role) else None
+                                    for role in ("output", "rejects", "report"))
         if files is None and ranges.worthwhile(opts, size):
             assert size is not None
             outcome = ranges.run(opts, rubric_set, size, out, rej_out, on_progress)
         else:
             outcome = _serial(opts, rubric_set, files, size, out, rej_out, on_progress)
-        if outcome.stopped and out is not None:
-            sinks.remove(out)  # standard output is gone: nothing more to write to it
-        if optional and rej_out is not None and not outcome.lines.rejected:
-            rej_out.abort()
-            sinks.remove(rej_out)
-            rejects_path = None
-        report = _report(outcome, opts, command, rubric_set, rejects_path, report_path, started,
-                         warnings)
+        if outcome.stopped:
+            outputs.leave_out("output")  # standard output is gone: nothing more to write to it
+        if not outcome.lines.rejected:
+            outputs.empty("rejects")
+        report = _report(outcome, opts, command, rubric_set, outputs.path("rejects"),
+                         outputs.path("report"), started, warnings)
         if report_out is not None:
             report_out.write(encode_report(report))
-        # Every target written in full before any is renamed: a run that fails on its last
-        # file still leaves the earlier outputs of the same names as they were.
-        commit_all(sinks)
-    except BaseException:
-        for sink in sinks:
-            sink.abort()
-        raise
     return report, outcome.first_rejects
 
 
@@ -249,36 +224,28 @@ def _ignore(data: object) -> None:
 
 
 # -- targets ---------------------------------------------------------------------------------------
-def _plan(opts: Options, inputs: list[str]) -> tuple[str | None, str | None]:
-    """The rejects and report paths of a run (None: not written), after checking that no
-    target is one of the ``inputs`` (the files read, globs resolved) or shares a file or
-    stream with another. ``build`` writes both next to its output file by default (inside
-    it, for a directory of parts); to stdout, a FIFO or a device, and ``validate``, only
-    those asked for (the summary on stderr says the counts)."""
-    rejects, report = opts.rejects, opts.report
+def _plan(opts: Options, inputs: list[str]) -> Transaction:
+    """The targets of a run, checked: no target is one of the ``inputs`` (the files read,
+    globs resolved) or shares a file or stream with another, and each replaces only its own
+    kind of output. ``build`` writes the rejects and the report next to its output file by
+    default (inside it, for a directory of parts); to stdout, a FIFO or a device, and
+    ``validate``, only those asked for (the summary on stderr says the counts). A rejects
+    file build chose the name of is written only when something is rejected, or when an
+    older one is there to replace (a stale file would mislead)."""
     out = opts.output
-    if opts.engine != "dask" and any(is_url(t) for t in (out, rejects, report) if t):
+    if opts.engine != "dask" and any(is_url(t) for t in (out, opts.rejects, opts.report) if t):
         raise UsageError("an output at a URL is written by --engine dask; give a local path, "
                          "or add --engine dask.")
     if is_directory(out) and opts.engine != "dask":
         raise UsageError(f"cannot write {out}: that names a directory; give a file name. "
                          "A directory of parts (a name ending in /) is written by --engine "
                          "dask only.")
-    if out is not None and is_directory(out):
-        rejects = rejects or out + "rejects.jsonl"
-        report = report or out + "report.json"
-    # Beside an output file; for stdout, a FIFO or a device, only when asked.
-    elif out is not None and out != "-" and \
-            (is_url(out) or os.path.isfile(out) or not os.path.exists(out)):
-        rejects = rejects or sidecar(out, ".rejects.jsonl")
-        report = report or sidecar(out, ".report.json")
-    read = [*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)]
-    check_targets(read, [("output", out), ("rejects", rejects), ("report", report)])
-    if out is not None and is_directory(out):
-        check_directory(out, read, opts.force)  # replaced whole: what else it holds
-    check_replaceable([("output", out, "judge states"), ("rejects", rejects, "rejects"),
-                       ("report", report, "json")], opts.force)
-    return rejects, report
+    return Transaction(
+        [*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
+        [Target("output", out, "judge states", directory=is_directory(out)),
+         Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl", optional=True),
+         Target("report", opts.report, "json", beside=".report.json")],
+        opts.force, beside_streams=False).check()
 
 
 def _report(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet | None,

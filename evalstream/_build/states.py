@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from evalstream._build.records import RecordEncoder
 from evalstream._cases import schema
 from evalstream._cases.reading import case_kind
 from evalstream._cases.rejects import Reject
@@ -16,7 +17,6 @@ from evalstream._checks.checker import Checker
 from evalstream._checks.rubrics import RubricSet, load_rubrics
 from evalstream._checks.state import CheckRecord, ExactVerdict
 from evalstream.errors import UsageError
-from evalstream._build.records import RecordEncoder
 
 
 class InvalidCaseError(UsageError):

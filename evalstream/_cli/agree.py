@@ -15,7 +15,8 @@ from evalstream._cli.common import add_force, count, fraction, helps, path, shar
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from evalstream._files.outputs import AtomicOutput
+    from evalstream._files.outputs import Committable
+    from evalstream._files.transaction import Transaction
     from evalstream._render.tables import Block
 
 FORMATS = ("table", "json", "markdown")
@@ -88,64 +89,49 @@ def run(args: argparse.Namespace) -> int:
     from evalstream._render.agree_html import agree_page
     from evalstream._verdicts import agree
 
-    check_paths([("verdicts", args.verdicts), ("cases", args.cases)],
-                [("output", args.output or "-"), ("html", args.html), ("rejects", args.rejects)])
-    check_replacing(args)
-    report = agree.run(agree.AgreeOptions(
-        verdicts=args.verdicts, cases=args.cases, by=args.by, rejects=args.rejects,
-        force=args.force,
-        max_ids=args.max_ids, confidence=args.confidence, max_line_bytes=args.max_line_bytes,
-        allow_unknown_fields=args.allow_unknown_fields,
-        max_unscored_rate=args.max_unscored_rate, view=args.view),
-        outputs(args, agree.encode, agree_view.blocks, agree_page))
+    with targets(args, [("verdicts", args.verdicts), ("cases", args.cases)]) as made:
+        report = agree.run(agree.AgreeOptions(
+            verdicts=args.verdicts, cases=args.cases, by=args.by, rejects=args.rejects,
+            force=args.force,
+            max_ids=args.max_ids, confidence=args.confidence,
+            max_line_bytes=args.max_line_bytes, allow_unknown_fields=args.allow_unknown_fields,
+            max_unscored_rate=args.max_unscored_rate, view=args.view),
+            outputs(args, made, agree.encode, agree_view.blocks, agree_page))
     show(args, report, agree_view.blocks)
     return report.exit_code
 
 
-def check_paths(inputs: list[tuple[str, str]], outputs: list[tuple[str, str | None]]) -> None:
-    """Raise UsageError when an output would overwrite an input or another output, or when
-    two outputs go to one stream (``files.outputs.check_targets``)."""
-    from evalstream._files.outputs import check_targets
+def targets(args: argparse.Namespace, inputs: list[tuple[str, str]]) -> Transaction:
+    """The targets of agree or compare, checked before anything is read: no output is an
+    input or another output, or shares a stream with one; -o and --html replace only a
+    file evalstream wrote as such (``files.replace``), unless --force."""
+    from evalstream._files.transaction import Target, Transaction
 
-    check_targets(inputs, outputs)
-
-
-def check_replacing(args: argparse.Namespace) -> None:
-    """Raise UsageError when -o or --html names a file evalstream did not write as such
-    (``files.replace``), unless --force."""
-    from evalstream._files.replace import check_replaceable
-
-    check_replaceable([("output", args.output, "json" if args.format == "json" else "text"),
-                       ("html", args.html, "html")], args.force)
+    return Transaction(inputs, [
+        Target("output", args.output or "-", "json" if args.format == "json" else "text"),
+        Target("html", args.html, "html"), Target("rejects", args.rejects)], args.force).check()
 
 
-def outputs(args: argparse.Namespace, encode: Callable[[Any], bytes],
+def outputs(args: argparse.Namespace, made: Transaction, encode: Callable[[Any], bytes],
             blocks: Callable[[Any, str], list[Block]], page: Callable[[Any, str], str],
-            ) -> Callable[[Any], list[AtomicOutput]]:
+            ) -> Callable[[Any], list[Committable]]:
     """The writer of the result in the chosen format (-o, atomically) and the HTML page,
-    handed to the library, which commits them with the rejects: all or none. Links to view
-    pages are relative to the folder of the file they are written in."""
+    opened in ``made`` and handed to the library, which commits them with the rejects: all
+    or none. Links to view pages are relative to the folder of the file they are written in."""
     import os
 
-    from evalstream._files.outputs import AtomicOutput
-
-    def write(report: Any) -> list[AtomicOutput]:
-        made: list[AtomicOutput] = []
-        try:
-            if args.html:
-                made.append(AtomicOutput(args.html))
-                made[-1].write(page(report, os.path.dirname(args.html) or ".").encode())
-            if not _to_terminal(args):
-                base = "." if args.output in (None, "-") else os.path.dirname(args.output) or "."
-                data = encode(report) if args.format == "json" else render(
-                    blocks(report, base), args.format)
-                made.append(AtomicOutput(args.output or "-"))
-                made[-1].write(data)
-        except BaseException:
-            for out in made:
-                out.abort()
-            raise
-        return made
+    def write(report: Any) -> list[Committable]:
+        opened = []
+        if args.html:
+            opened.append(made.open("html"))
+            opened[-1].write(page(report, os.path.dirname(args.html) or ".").encode())
+        if not _to_terminal(args):
+            base = "." if args.output in (None, "-") else os.path.dirname(args.output) or "."
+            data = encode(report) if args.format == "json" else render(
+                blocks(report, base), args.format)
+            opened.append(made.open("output"))
+            opened[-1].write(data)
+        return made.hand_over(opened)
 
     return write
 

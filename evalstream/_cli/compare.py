@@ -39,20 +39,18 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``compare``; return the exit code (1 when some line was rejected)."""
-    from evalstream._cli.agree import check_paths, check_replacing, outputs, show
+    from evalstream._cli.agree import outputs, show, targets
     from evalstream._render import agree_html
     from evalstream._render import compare as compare_view
     from evalstream._verdicts import compare
 
-    check_paths([("run-a", args.run_a), ("run-b", args.run_b)],
-                [("output", args.output or "-"), ("html", args.html), ("rejects", args.rejects)])
-    check_replacing(args)
-    report = compare.run(compare.CompareOptions(
-        run_a=args.run_a, run_b=args.run_b, include_incomparable=args.include_incomparable,
-        force=args.force, rejects=args.rejects,
-        max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
-        allow_unknown_fields=args.allow_unknown_fields,
-        max_unscored_rate=args.max_unscored_rate, view=args.view),
-        outputs(args, compare.encode, compare_view.blocks, agree_html.compare_page))
+    with targets(args, [("run-a", args.run_a), ("run-b", args.run_b)]) as made:
+        report = compare.run(compare.CompareOptions(
+            run_a=args.run_a, run_b=args.run_b, include_incomparable=args.include_incomparable,
+            force=args.force, rejects=args.rejects,
+            max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
+            allow_unknown_fields=args.allow_unknown_fields,
+            max_unscored_rate=args.max_unscored_rate, view=args.view),
+            outputs(args, made, compare.encode, compare_view.blocks, agree_html.compare_page))
     show(args, report, compare_view.blocks)
     return report.exit_code

@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     opts = options(args)
     if args.show_request:
         return _show_request(opts, *args.show_request)
-    live.check(opts)
+    targets = live.check(opts)
     if args.dry_run:
         from evalstream._judge.dryrun import dry_run, text
 
@@ -159,10 +159,10 @@ def run(args: argparse.Namespace) -> int:
     progress = None if args.quiet or not sys.stderr.isatty() else _Bar(opts.input)
     try:
         if progress is None:
-            report = live.run(opts)
+            report = live.run(opts, targets=targets)
         else:
             with progress.bar:
-                report = live.run(opts, progress.update)
+                report = live.run(opts, progress.update, targets)
     except (KeyboardInterrupt, Terminated):
         print(f"evalstream: answers received so far are kept in {live.store_path(opts)}; "
               "run the same command again to continue.", file=sys.stderr)

@@ -106,19 +106,16 @@ def _usage(message: str) -> Exception:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``stats``; return the exit code (1 when the dataset had rejected lines)."""
-    from evalstream._files.outputs import check_targets
-    from evalstream._files.replace import check_replaceable
+    from evalstream._files.transaction import Target, Transaction
 
     arguments = args.input
     args.input = " ".join(arguments)
     args.inputs = arguments if len(arguments) > 1 else []
-    check_targets([*(("input", a) for a in arguments),
-                   *(("rubrics", f) for f in args.rubrics or [])],
-                  [("output", args.output or "-"), ("html", args.html),
-                   ("rejects", args.rejects)])
-    check_replaceable([("output", args.output, "json" if args.format == "json" else "text"),
-                       ("html", args.html, "html"), ("rejects", args.rejects, "rejects")],
-                      args.force)
+    targets = Transaction(
+        [*(("input", a) for a in arguments), *(("rubrics", f) for f in args.rubrics or [])],
+        [Target("output", args.output or "-", "json" if args.format == "json" else "text"),
+         Target("html", args.html, "html"), Target("rejects", args.rejects, "rejects")],
+        args.force).check()
     loaded = _load_rendered(args.input) if not args.inputs else None
     if loaded is not None:
         dataset_only = [flag for flag, value in (
@@ -133,16 +130,14 @@ def run(args: argparse.Namespace) -> int:
                          "to datasets only.")
     # The targets are created first: a folder that cannot be written to fails at once, not
     # after the whole dataset was read. Nothing appears under their names until the end,
-    # and then all of them (with the rejects) or none.
-    from evalstream._files.outputs import AtomicOutput, commit_all
+    # and then all of them (with the rejects) or none: the library commits them with its
+    # rejects (they are handed over), a rendered report is committed here.
+    with targets:
+        page = targets.open("html") if args.html else None
+        report = targets.open("output") \
+            if not (args.format == "table" and args.output in (None, "-")) else None
 
-    page = AtomicOutput(args.html) if args.html else None
-    report = None
-    try:
-        if not (args.format == "table" and args.output in (None, "-")):
-            report = AtomicOutput(args.output or "-")
-
-        def write(result: Any) -> list[AtomicOutput]:
+        def write(result: Any) -> list[Any]:
             if page is not None:
                 from evalstream._render.stats_html import page as html_page
 
@@ -153,23 +148,18 @@ def run(args: argparse.Namespace) -> int:
 
         if loaded is not None:
             result: Any = loaded
-            commit_all(_rendered(args.input, write, loaded))
+            _rendered(args.input, write, loaded)
         else:
-            result = _collect(args, write)
-        if report is None:
-            from evalstream._render.stats import blocks
-            from evalstream._render.tables import print_blocks
+            result = _collect(args, lambda stats: targets.hand_over(write(stats)))
+    if report is None:
+        from evalstream._render.stats import blocks
+        from evalstream._render.tables import print_blocks
 
-            print_blocks(blocks(result, _sections(args)), sys.stdout)
-    except BaseException:
-        for target in (page, report):
-            if target is not None:
-                target.abort()
-        raise
+        print_blocks(blocks(result, _sections(args)), sys.stdout)
     return _exit_code(result)
 
 
-def _rendered(path: str, write: Any, loaded: Any) -> list[Any]:
+def _rendered(path: str, write: Any, loaded: Any) -> None:
     """``write(loaded)`` for a report read from a file: one that evalstream cannot render is
     a usage error naming the file, never an internal error."""
     from evalstream._stats.stats import DatasetStats, check_shape
@@ -186,7 +176,6 @@ def _rendered(path: str, write: Any, loaded: Any) -> list[Any]:
         raise _usage(f"{path} is not a report evalstream can render ({exc}); render the "
                      "stats JSON or run report evalstream wrote, or run stats on the "
                      "dataset again.") from None
-    return outputs
 
 
 def _exit_code(result: DatasetStats | RunReport) -> int:

@@ -24,14 +24,8 @@ from evalstream._convert.formats.base import Format, Given, Source
 from evalstream._convert.report import ConvertCounts, ConvertReject, ConvertReport, encode
 from evalstream._convert.rows import Notes, Row, RowProblem
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
-from evalstream._files.outputs import (
-    AtomicOutput,
-    check_targets,
-    commit_all,
-    escape_line_breaks,
-    sidecar,
-)
-from evalstream._files.replace import check_replaceable
+from evalstream._files.outputs import AtomicOutput, escape_line_breaks
+from evalstream._files.transaction import Target, Transaction
 from evalstream._version import __version__
 
 FIRST_REJECTS_KEPT = 20
@@ -65,7 +59,7 @@ def run(opts: Options, on_row: Callable[[int], None] | None = None,
     """Convert ``opts.input`` into cases at ``opts.output``; return the report and the first
     rejects. Files appear under their names only if the whole run succeeds."""
     started = time.perf_counter()
-    rejects_path, report_path = _paths(opts)
+    outputs = _outputs(opts)
     if opts.format is not None:
         fmt, inferred = formats.named(opts.format), None
     else:
@@ -79,40 +73,29 @@ def run(opts: Options, on_row: Callable[[int], None] | None = None,
     if fmt.takes("mapping"):
         table_map = mapping.parse(opts.maps, opts.sets, opts.values, opts.id_from,
                                   opts.parse_json, opts.keep_unmapped)
-    sinks: list[AtomicOutput] = []
     with contextlib.ExitStack() as stack:
         source = _open(opts, fmt, table_map, rules, stack)
-        try:
-            out = AtomicOutput(opts.output)
-            sinks.append(out)
-            rej_out = AtomicOutput(rejects_path) if rejects_path is not None else None
-            report_out = AtomicOutput(report_path) if report_path is not None else None
-            sinks += [s for s in (rej_out, report_out) if s is not None]
+        with outputs:
+            out, rej_out, report_out = (outputs.open(role) if outputs.path(role) else None
+                                        for role in ("output", "rejects", "report"))
+            assert out is not None
             converter = _Converter(source, opts.id_from, rej_out)
             converter.convert(out, on_row)
-            report = converter.report(opts, fmt, inferred, table_map, rejects_path, started)
+            report = converter.report(opts, fmt, inferred, table_map, outputs.path("rejects"),
+                                      started)
             if report_out is not None:
                 report_out.write(encode(report))
-            commit_all(sinks)
-        except BaseException:
-            for sink in sinks:
-                sink.abort()
-            raise
     return report, converter.first_rejects
 
 
-def _paths(opts: Options) -> tuple[str | None, str | None]:
-    """The rejects and report paths (None: not written): beside an output file by default;
-    with the cases on stdout, only those asked for (as build: the summary has the counts)."""
-    rejects, report = opts.rejects, opts.report
-    if opts.output != "-":
-        rejects = rejects or sidecar(opts.output, ".rejects.jsonl")
-        report = report or sidecar(opts.output, ".report.json")
-    check_targets([("input", opts.input)],
-                  [("output", opts.output), ("rejects", rejects), ("report", report)])
-    check_replaceable([("output", opts.output, "cases"), ("rejects", rejects, "rejects"),
-                       ("report", report, "json")], opts.force)
-    return rejects, report
+def _outputs(opts: Options) -> Transaction:
+    """The targets, checked: the rejects and report beside an output file by default; with
+    the cases on stdout, only those asked for (as build: the summary has the counts)."""
+    return Transaction(
+        [("input", opts.input)],
+        [Target("output", opts.output, "cases"),
+         Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl"),
+         Target("report", opts.report, "json", beside=".report.json")], opts.force).check()
 
 
 def _open(opts: Options, fmt: Format, table_map: mapping.Mapping | None,

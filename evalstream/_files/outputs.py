@@ -12,7 +12,7 @@ import stat
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from evalstream._files.temporaries import temp_dir, temp_file
 from evalstream.errors import OutputError, ReaderGone, UsageError
@@ -363,7 +363,19 @@ def write_all(fd: int, buffers: Sequence[bytes | bytearray]) -> None:
 _IOV_MAX = 1024  # the most buffers one writev takes on Linux
 
 
-def commit_all(outputs: list[AtomicOutput]) -> None:
+class Committable(Protocol):
+    """What ``commit_all`` commits: an atomic file (``AtomicOutput``), an object at a URL or
+    a directory of parts (``files.parts``), a folder (``AtomicFolder``)."""
+
+    path: str
+
+    def finish(self) -> None: ...
+    def check_replaceable(self) -> None: ...
+    def commit(self) -> None: ...
+    def abort(self) -> None: ...
+
+
+def commit_all(outputs: Sequence[Committable]) -> None:
     """Finish every output, check that each target can be replaced, then rename them all.
 
     When an output cannot be written or a target cannot be replaced, no target is touched.
@@ -378,7 +390,7 @@ def commit_all(outputs: list[AtomicOutput]) -> None:
         for output in outputs:
             output.abort()
         raise
-    replaced: list[AtomicOutput] = []
+    replaced: list[Committable] = []
     for output in outputs:
         try:
             output.commit()
@@ -678,6 +690,14 @@ class AtomicFolder:
             raise OutputError(f"cannot write {os.path.join(self.path, name)}: "
                               f"{exc.strerror or exc}") from exc
         self.written.append(name)
+
+    def finish(self) -> None:
+        """Nothing to finish: every file was written whole (``commit_all`` asks)."""
+
+    def check_replaceable(self) -> None:
+        """Raise before any target of the run is replaced when the folder may not be: files
+        added to it while this run worked, or a file there now (``check_folder``)."""
+        check_folder(self.path, self._refusal, self._force)
 
     def commit(self) -> None:
         """Move the folder to its name, replacing an earlier one there."""

@@ -22,15 +22,9 @@ from dataclasses import dataclass, field
 import msgspec
 
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, HeldInput
-from evalstream._files.outputs import (
-    AtomicOutput,
-    check_targets,
-    commit_all,
-    escape_line_breaks,
-    sidecar,
-)
-from evalstream._files.replace import check_replaceable
+from evalstream._files.outputs import AtomicOutput, escape_line_breaks
 from evalstream._files.sniff import HEAD_BYTES, check_head
+from evalstream._files.transaction import Target, Transaction
 from evalstream._judge import inputs, tokens, verdict
 from evalstream._judge.limits import Concurrency, TokenBucket
 from evalstream._judge.report import (
@@ -105,8 +99,9 @@ class Progress:
 ProgressHook = Callable[[Progress], None]
 
 
-def check(opts: Options) -> None:
-    """Raise UsageError for options that cannot work together."""
+def check(opts: Options) -> Transaction:
+    """Raise UsageError for options that cannot work together; return the run's targets,
+    checked (``outputs``)."""
     if opts.output is None:
         raise UsageError("give an output file for the verdicts.")
     if opts.max_cost is not None and (opts.price_in is None or opts.price_out is None):
@@ -126,23 +121,28 @@ def check(opts: Options) -> None:
     if opts.output == "-" and not opts.cache:
         raise UsageError("with the verdicts on stdout, give --cache FILE for the answer store "
                          "(it is kept beside the output otherwise).")
-    # The answer store is read and written: it may be neither an input nor another target.
-    default = opts.output != "-"
-    rejects = opts.rejects or (sidecar(opts.output, ".rejects.jsonl") if default else None)
-    report = opts.report or (sidecar(opts.output, ".report.json") if default else None)
-    check_targets([("input", opts.input)], [("output", opts.output), ("rejects", rejects),
-                                            ("report", report), ("cache", store_path(opts))])
-    check_replaceable([("output", opts.output, "verdicts"), ("rejects", rejects, "rejects"),
-                       ("report", report, "json")], opts.force)
+    return outputs(opts).check()
+
+
+def outputs(opts: Options) -> Transaction:
+    """The run's targets: the verdicts, the rejects and the report beside them by default,
+    and the answer store (--cache, else beside the output: verdicts.jsonl ->
+    verdicts.judge.sqlite), which is read and written: it may be neither an input nor
+    another target (SQLite opens it, not the transaction)."""
+    return Transaction(
+        [("input", opts.input)],
+        [Target("output", opts.output, "verdicts"),
+         Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl"),
+         Target("report", opts.report, "json", beside=".report.json"),
+         Target("cache", opts.cache or None, beside=STORE_SUFFIX)], opts.force)
 
 
 def store_path(opts: Options) -> str:
     """The answer store: --cache, else beside the output (verdicts.jsonl ->
     verdicts.judge.sqlite)."""
-    if opts.cache:
-        return opts.cache
-    assert opts.output is not None and opts.output != "-"
-    return sidecar(opts.output, STORE_SUFFIX)
+    path = outputs(opts).path("cache")
+    assert path is not None
+    return path
 
 
 def api_key(opts: Options) -> str | None:
@@ -512,24 +512,23 @@ JUDGE_USAGE = ("; judge reads build's output: run `evalstream build {input} stat
                "first and judge states.jsonl")
 
 
-def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
+def run(opts: Options, hook: ProgressHook | None = None,
+        targets: Transaction | None = None) -> JudgeReport:
     """Judge every state of ``opts.input``; write verdicts, rejects and the report.
+    ``targets``: what ``check(opts)`` returned, when the caller checked already.
 
     Raises UsageError for bad options or when the server refuses the key, the model or the
     URL (HTTP 401, 403, 404): nothing is written then, but every answer received is stored.
     """
     started = time.perf_counter()
-    check(opts)
+    targets = targets if targets is not None else check(opts)
     assert opts.output is not None
     key = api_key(opts)
-    rejects_path = opts.rejects or (sidecar(opts.output, ".rejects.jsonl")
-                                    if opts.output != "-" else None)
-    report_path = opts.report or (sidecar(opts.output, ".report.json")
-                                  if opts.output != "-" else None)
-    if opts.output == "-" and (rejects_path is None or report_path is None):
+    rejects_path, report_path = targets.path("rejects"), targets.path("report")
+    if rejects_path is None or report_path is None:
         raise UsageError("with the verdicts on stdout, give --rejects and --report.")
-    assert rejects_path is not None and report_path is not None
-    path_of_store = store_path(opts)
+    path_of_store = targets.path("cache")
+    assert path_of_store is not None
     with held(opts) as source:
         store = Store(path_of_store)
         try:
@@ -540,19 +539,14 @@ def run(opts: Options, hook: ProgressHook | None = None) -> JudgeReport:
                     f"the server refused the request ({asker.fatal}); check the API key "
                     f"variable, --model and --base-url ({opts.config.url}). Answers received "
                     f"so far are kept in {path_of_store}.")
-            outputs = [AtomicOutput(opts.output), AtomicOutput(rejects_path),
-                       AtomicOutput(report_path)]
-            try:
+            with targets:
+                out, rejects, report_out = (targets.open(role)
+                                            for role in ("output", "rejects", "report"))
                 writer = Writer(opts, store)
-                writer.write(source, outputs[0], outputs[1])
+                writer.write(source, out, rejects)
                 source.check_unchanged()  # pass 2 read what pass 1 asked about
                 report = _report(opts, asker, writer, path_of_store, rejects_path, started)
-                outputs[2].write(encode_report(report))
-                commit_all(outputs)
-            except BaseException:
-                for output in outputs:
-                    output.abort()
-                raise
+                report_out.write(encode_report(report))
         finally:
             store.close()
     return report

@@ -42,16 +42,11 @@ from evalstream._files.lines import (
     read_chunks,
     read_files,
 )
-from evalstream._files.outputs import (
-    AtomicOutput,
-    check_targets,
-    commit_all,
-    escape_line_breaks,
-)
-from evalstream._files.replace import check_replaceable
+from evalstream._files.outputs import Committable, escape_line_breaks
 from evalstream._files.sniff import check_cases_input, check_cases_stream
 from evalstream._files.store import InputFile, is_url, needs_resolving, open_file, resolve
 from evalstream._files.temporaries import remove_stale_shared
+from evalstream._files.transaction import Target, Transaction
 from evalstream._stats.rows import (
     DISTINCT_CAP,
     FIELDS,
@@ -267,7 +262,7 @@ def parse_by(text: str) -> list[str]:
 
 # -- the run -------------------------------------------------------------------------------------
 def collect(opts: StatsOptions, on_progress: Progress | None = None,
-            also: Callable[[DatasetStats], list[AtomicOutput]] | None = None) -> DatasetStats:
+            also: Callable[[DatasetStats], list[Committable]] | None = None) -> DatasetStats:
     """Read the dataset once and return its stats; rejects go to ``opts.rejects`` if given.
     ``also(stats)`` may write more outputs (the CLI's report and page): they are committed
     with the rejects, all or none.
@@ -295,9 +290,9 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     if opts.engine == "dask" or len(arguments) > 1 or needs_resolving(arguments[0]):
         files = resolve(arguments)
     inputs = [f.url for f in files] if files is not None else [opts.input]
-    check_targets([*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
-                  [("rejects", opts.rejects)])
-    check_replaceable([("rejects", opts.rejects, "rejects")], opts.force)
+    targets = Transaction(
+        [*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
+        [Target("rejects", opts.rejects, "rejects")], opts.force).check()
     remove_stale_shared()  # what killed runs left in /tmp, whether this run needs it or not
     rubric_set = load_rubrics(opts.rubric_files)
     if files is not None:
@@ -309,8 +304,9 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     collector = Collector(rubric_set, opts.by)
     size = input_size(opts.input) if files is None else None
     workers = opts.workers if opts.workers is not None else default_workers()
-    rejects_out = _target(opts.rejects) if opts.rejects else None
-    try:
+    with targets:
+        # A local path, stdout, or a URL written through fsspec.
+        rejects_out: Any = targets.open_any("rejects") if opts.rejects else None
         if opts.engine == "dask":
             from evalstream._stats import cluster
 
@@ -334,22 +330,9 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
                                                           rejects_out, size, on_progress)
         collector.flush()
         stats = _summarize(collector, lines, checks, opts, rubric_set, n_bytes, first_rejects)
-        commit_all(([rejects_out] if rejects_out is not None else [])
-                   + (also(stats) if also is not None else []))
-    except BaseException:
-        if rejects_out is not None:
-            rejects_out.abort()
-        raise
+        if also is not None:
+            targets.adopt(also(stats))  # committed with the rejects, all or none
     return stats
-
-
-def _target(path: str) -> Any:
-    """A rejects file: a local path (or -), or a URL written through fsspec."""
-    if is_url(path):
-        from evalstream._files.parts import StoreOutput
-
-        return StoreOutput(path)
-    return AtomicOutput(path)
 
 
 def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,

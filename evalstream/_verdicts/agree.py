@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    from evalstream._files.outputs import AtomicOutput
+    from evalstream._files.outputs import Committable
 
 
 LABEL_STATUSES = ("pass", "fail", "na")
@@ -452,15 +452,14 @@ def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], l
 
 
 def run(opts: AgreeOptions,
-        also: Callable[[AgreeReport], list[AtomicOutput]] | None = None) -> AgreeReport:
+        also: Callable[[AgreeReport], list[Committable]] | None = None) -> AgreeReport:
     """Read both files, join them and compute the agreement of every rubric. ``also(report)``
     may write more outputs (the CLI's): they are committed with the rejects, all or none.
 
     Rejects go to ``opts.rejects`` when given (written only if the run succeeds); raises
     DuplicateKeyError (exit 2) when a verdict file repeats a key.
     """
-    from evalstream._files.outputs import check_targets
-    from evalstream._files.replace import check_replaceable
+    from evalstream._files.transaction import Target, Transaction
     from evalstream.errors import UsageError
 
     if opts.verdicts == "-" and opts.cases == "-":
@@ -478,13 +477,12 @@ def run(opts: AgreeOptions,
     if not 0 < opts.confidence < 1:
         raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
     check_unscored_rate(opts.max_unscored_rate)
-    check_targets([("verdicts", opts.verdicts), ("cases", opts.cases)],
-                  [("rejects", opts.rejects)])
-    check_replaceable([("rejects", opts.rejects, "rejects")], opts.force)
+    targets = Transaction([("verdicts", opts.verdicts), ("cases", opts.cases)],
+                          [Target("rejects", opts.rejects, "rejects")], opts.force).check()
     check_view(opts.view)
     rubrics, groups = Codes(MAX_RUBRICS), Codes()
-    sink = RejectSink(opts.rejects)
-    try:
+    with targets:
+        sink = RejectSink(opts.rejects, targets.open("rejects") if opts.rejects else None)
         verdict_file = read_verdicts(opts.verdicts, rubrics, sink,
                                      max_line_bytes=opts.max_line_bytes,
                                      allow_unknown_fields=opts.allow_unknown_fields)
@@ -504,10 +502,8 @@ def run(opts: AgreeOptions,
             cases=case_file.summary, by=opts.by, confidence=opts.confidence,
             max_ids=opts.max_ids, max_unscored_rate=opts.max_unscored_rate, view=opts.view,
             rubrics=results, rejects=opts.rejects, exit_code=1 if rejected or too_many else 0)
-        sink.commit(also(report) if also is not None else None)
-    except BaseException:
-        sink.abort()
-        raise
+        if also is not None:
+            targets.adopt(also(report))  # committed with the rejects, all or none
     return report
 
 

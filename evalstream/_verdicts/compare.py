@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    from evalstream._files.outputs import AtomicOutput
+    from evalstream._files.outputs import Committable
 
 
 DEFAULT_MAX_IDS = 20
@@ -291,15 +291,14 @@ def _comparison(rubric: str, tally: _Tally, examples: dict[str, list[Example]],
 
 
 def run(opts: CompareOptions,
-        also: Callable[[CompareReport], list[AtomicOutput]] | None = None) -> CompareReport:
+        also: Callable[[CompareReport], list[Committable]] | None = None) -> CompareReport:
     """Read both runs, join them and compare them rubric by rubric. ``also(report)`` may
     write more outputs (the CLI's): they are committed with the rejects, all or none.
 
     Rejects go to ``opts.rejects`` when given; raises DuplicateKeyError (exit 2) when a run
     repeats a key.
     """
-    from evalstream._files.outputs import check_targets
-    from evalstream._files.replace import check_replaceable
+    from evalstream._files.transaction import Target, Transaction
     from evalstream._verdicts.agree import check_unscored_rate, check_view, over_unscored_rate
     from evalstream.errors import UsageError
 
@@ -313,12 +312,12 @@ def run(opts: CompareOptions,
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     check_unscored_rate(opts.max_unscored_rate)
-    check_targets([("run-a", opts.run_a), ("run-b", opts.run_b)], [("rejects", opts.rejects)])
-    check_replaceable([("rejects", opts.rejects, "rejects")], opts.force)
+    targets = Transaction([("run-a", opts.run_a), ("run-b", opts.run_b)],
+                          [Target("rejects", opts.rejects, "rejects")], opts.force).check()
     check_view(opts.view)
     rubrics = Codes(MAX_RUBRICS)
-    sink = RejectSink(opts.rejects)
-    try:
+    with targets:
+        sink = RejectSink(opts.rejects, targets.open("rejects") if opts.rejects else None)
         files = [read_verdicts(path, rubrics, sink, with_hashes=True,
                                max_line_bytes=opts.max_line_bytes,
                                allow_unknown_fields=opts.allow_unknown_fields)
@@ -348,10 +347,8 @@ def run(opts: CompareOptions,
             max_unscored_rate=opts.max_unscored_rate, view=opts.view, summary=whole.counts(),
             rubrics=results, rejects=opts.rejects,
             exit_code=1 if rejected or too_many else 0)
-        sink.commit(also(report) if also is not None else None)
-    except BaseException:
-        sink.abort()
-        raise
+        if also is not None:
+            targets.adopt(also(report))  # committed with the rejects, all or none
     return report
 
 

@@ -326,13 +326,14 @@ def rationales_at(path: str, lines: set[int],
 
 # -- rejects ---------------------------------------------------------------------------------------
 class RejectSink:
-    """Where the rejects of a run go: counted always, written as JSONL when a path is given."""
+    """Where the rejects of a run go: counted always, written as JSONL when a path is given
+    (into ``out``, a target of the run's transaction, when given: it commits it then)."""
 
-    def __init__(self, path: str | None) -> None:
+    def __init__(self, path: str | None, out: Any = None) -> None:
         from evalstream._files.outputs import AtomicOutput
 
         self.path = path
-        self._out = AtomicOutput(path) if path else None
+        self._out = out if out is not None else AtomicOutput(path) if path else None
         self._encode = msgspec.json.Encoder().encode
 
     def write(self, file: str, rejects: Iterable[Reject]) -> None:
@@ -343,11 +344,11 @@ class RejectSink:
             + b"\n"
             for r in rejects))
 
-    def commit(self, also: list[Any] | None = None) -> None:
-        """Commit the rejects and the outputs ``also`` together: all of them or none."""
-        from evalstream._files.outputs import commit_all
-
-        commit_all(([self._out] if self._out is not None else []) + (also or []))
+    def commit(self) -> None:
+        """Commit the rejects written to a path of their own (a run's transaction commits the
+        ``out`` it gave)."""
+        if self._out is not None:
+            self._out.commit()
 
     def abort(self) -> None:
         if self._out is not None:

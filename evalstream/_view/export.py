@@ -12,7 +12,7 @@ A folder that exists is replaced only when it is an earlier export, known by its
 manifest (``evalstream-view.json`` decodes as an export's report whose ``written`` lists
 every file it wrote), and holds nothing that manifest does not list: any other file is
 named and refused, unless ``--force``. No input of the run may lie inside the folder, even
-with ``--force`` (``check_folder``).
+with ``--force`` (``outputs``: the folder is the run's one target).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 import msgspec
 
 from evalstream._checks.rubrics import BUILTIN
-from evalstream._files.outputs import AtomicFolder, check_folder_target, folder_files, some_names
-from evalstream._files.outputs import check_folder as check_replaceable_folder
+from evalstream._files.outputs import AtomicFolder, folder_files, some_names
+from evalstream._files.transaction import FOLDER, Target, Transaction
 from evalstream._verdicts.links import MARKER, check_page
 from evalstream._version import __version__
 from evalstream._view.check import check_page as render_check
@@ -119,16 +119,15 @@ def _plan(site: Site, limit: int) -> _Plan:
     return plan
 
 
-def check_folder(opts: Options, folder: str, force: bool = False) -> None:
-    """Refuse (UsageError), before anything is read, an export folder that holds one of the
-    inputs (even with ``force``) or exists holding files no earlier export wrote (unless
-    ``force``)."""
+def outputs(opts: Options, folder: str, force: bool = False) -> Transaction:
+    """The export folder as the run's one target, checked before anything is read: refused
+    (UsageError) when it holds one of the inputs (even with ``force``) or exists holding
+    files no earlier export wrote (unless ``force``)."""
     rubrics = opts.rubrics.sources if opts.rubrics is not None else ()
-    check_folder_target([("verdicts file", opts.verdicts), ("cases file", opts.cases),
-                         ("states file", opts.states), ("--compare file", opts.compare),
-                         *(("rubric file", r) for r in rubrics if r != BUILTIN)],
-                        "export", folder)
-    check_replaceable_folder(folder, unexported, force)
+    return Transaction([("verdicts file", opts.verdicts), ("cases file", opts.cases),
+                           ("states file", opts.states), ("--compare file", opts.compare),
+                           *(("rubric file", r) for r in rubrics if r != BUILTIN)],
+                          [Target("export", folder, FOLDER, refusal=unexported)], force).check()
 
 
 def unexported(folder: str) -> str | None:
@@ -155,51 +154,45 @@ def unexported(folder: str) -> str | None:
     return None
 
 
-def export(site: Site, folder: str, limit: int = DEFAULT_LIMIT,
-           force: bool = False) -> ExportReport:
-    """Write the export to ``folder``; OutputError when it cannot (nothing is left then).
-    ``force`` replaces a folder of other files (``check_folder``)."""
+def export(site: Site, folder: str, out: AtomicFolder,
+           limit: int = DEFAULT_LIMIT) -> ExportReport:
+    """Write the export of ``folder`` into ``out`` (its folder target, opened in the run's
+    transaction, ``outputs``, which commits it); OutputError when it cannot."""
     started = time.perf_counter()
     ix = site.index
     plan = _plan(site, limit)
     links = ExportLinks(0, set(plan.keys.values()), plan.lists, plan.rejects)
     top, below = replace(site, links=links), replace(site, links=links.at(1))
-    out = AtomicFolder(folder, unexported, force)
-    try:
-        out.write("index.html", overview(top, timings=False).encode())
-        counts: dict[str, ListExport] = {}
-        for name in site.lists.available():
-            written = 0
-            for (list_name, dim, value), file in plan.lists.items():
-                if list_name != name:
-                    continue
-                filters = Filters(**{dim: value}) if dim else Filters()
-                html, _ = list_page(below, name, filters, 1, limit=limit)
-                out.write(file, html.encode())
-                written += 1
-            counts[name] = ListExport(len(site.lists[name]), written)
-        for (dim, value), file in plan.rejects.items():
-            out.write(file, rejects_page(below, value if dim == "file" else None,
-                                         value if dim == "kind" else None, 1,
-                                         limit=limit).encode())
-        for key in sorted(plan.keys):
-            case_id, rubric_id = plan.names[key]
-            check = render_check(below, case_id, rubric_id)
-            assert check is not None  # every listed key has a page
-            out.write(plan.keys[key], check.encode("utf-8", "replace"))
-        rejected = sum(f.rejected for f in ix.files.values())
-        report = ExportReport(
-            command="view", evalstream=__version__, folder=folder, verdicts=ix.options.verdicts,
-            cases=ix.options.cases, compare=ix.options.compare, states=ix.options.states,
-            limit=limit, lists=counts, rejects=len(plan.rejects), checks=len(plan.keys),
-            files=len(out.written) + 1, rejected_lines=rejected, exit_code=1 if rejected else 0,
-            written=sorted(out.written))
-        out.write(MARKER, msgspec.json.format(msgspec.json.encode(
-            replace_seconds(report)), indent=2) + b"\n")
-        out.commit()
-    except BaseException:
-        out.abort()
-        raise
+    out.write("index.html", overview(top, timings=False).encode())
+    counts: dict[str, ListExport] = {}
+    for name in site.lists.available():
+        written = 0
+        for (list_name, dim, value), file in plan.lists.items():
+            if list_name != name:
+                continue
+            filters = Filters(**{dim: value}) if dim else Filters()
+            html, _ = list_page(below, name, filters, 1, limit=limit)
+            out.write(file, html.encode())
+            written += 1
+        counts[name] = ListExport(len(site.lists[name]), written)
+    for (dim, value), file in plan.rejects.items():
+        out.write(file, rejects_page(below, value if dim == "file" else None,
+                                     value if dim == "kind" else None, 1,
+                                     limit=limit).encode())
+    for key in sorted(plan.keys):
+        case_id, rubric_id = plan.names[key]
+        check = render_check(below, case_id, rubric_id)
+        assert check is not None  # every listed key has a page
+        out.write(plan.keys[key], check.encode("utf-8", "replace"))
+    rejected = sum(f.rejected for f in ix.files.values())
+    report = ExportReport(
+        command="view", evalstream=__version__, folder=folder, verdicts=ix.options.verdicts,
+        cases=ix.options.cases, compare=ix.options.compare, states=ix.options.states,
+        limit=limit, lists=counts, rejects=len(plan.rejects), checks=len(plan.keys),
+        files=len(out.written) + 1, rejected_lines=rejected, exit_code=1 if rejected else 0,
+        written=sorted(out.written))
+    out.write(MARKER, msgspec.json.format(msgspec.json.encode(
+        replace_seconds(report)), indent=2) + b"\n")
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 

@@ -38,16 +38,15 @@ def export_view(opts: Options, folder: str, limit: int, on_progress: ProgressFn 
                 on_index: Callable[[Index], None] | None = None,
                 force: bool = False) -> ExportReport:
     """Index, then write the static export; returns the ``ExportReport``. The folder is
-    checked first (``view.export.check_folder``): ``force`` replaces one of other files."""
-    from evalstream._view.export import check_folder, export
+    checked first (``view.export.outputs``): ``force`` replaces one of other files."""
+    from evalstream._view.export import export, outputs
 
     if limit < 1:
         raise UsageError("--limit must be 1 or more.")
-    check_folder(opts, folder, force)
-    with open_site(opts, on_progress) as site:
+    with outputs(opts, folder, force) as targets, open_site(opts, on_progress) as site:
         if on_index is not None:
             on_index(site.index)
-        return export(site, folder, limit, force)
+        return export(site, folder, targets.open_folder("export"), limit)
 
 
 def serve_view(opts: Options, host: str = "127.0.0.1", port: int | None = None,

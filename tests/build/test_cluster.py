@@ -22,7 +22,7 @@ from evalstream._build.run import Options, run
 from evalstream._cases import duplicates
 from evalstream._engines import dask as engine
 from evalstream._files import outputs
-from evalstream.errors import InputError, UsageError, WrongFileError
+from evalstream.errors import InputError, OutputError, UsageError, WrongFileError
 from tests.cluster import DaskProcesses, S3Server
 from tests.helpers import CORPUS, SAMPLES
 
@@ -322,6 +322,16 @@ def test_a_failed_run_writes_nothing(tmp_path: Path, dask_cluster: str,
         run(_options(inputs, str(tmp_path / "dir") + "/", engine="dask",
                      scheduler=dask_cluster))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.jsonl", "table.jsonl"]
+
+
+def test_a_target_that_cannot_be_created_leaves_no_temporary(tmp_path: Path,
+                                                              dask_cluster: str) -> None:
+    # The output and the rejects were opened before the report failed: the run's
+    # transaction aborts them all (their temporaries stayed before).
+    with pytest.raises(OutputError, match="cannot create .*gone/r.json"):
+        run(_options([str(SAMPLES / "bad.jsonl")], str(tmp_path / "s.jsonl"), engine="dask",
+                     scheduler=dask_cluster, report=str(tmp_path / "gone" / "r.json")))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_inputs_that_match_nothing(tmp_path: Path) -> None:

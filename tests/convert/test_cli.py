@@ -102,6 +102,16 @@ def test_to_stdout_needs_no_flags_and_writes_no_file(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_target_that_cannot_be_created_leaves_no_temporary(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "t.csv"
+    src.write_text("q,a\nx,y\n")
+    assert main(["convert", str(src), str(tmp_path / "cases.jsonl"), "--map", "input=q,output=a",
+                 "--report", str(tmp_path / "gone" / "r.json"), "-q"]) == 2
+    assert "cannot create" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]  # no rejects temporary
+
+
 def test_outputs_are_atomic(tmp_path: Path) -> None:
     src = tmp_path / "t.csv"
     src.write_text("q,a\nx,y\n")

@@ -15,7 +15,7 @@ from evalstream._judge.providers import REGISTRY
 from evalstream._judge.request import build
 from evalstream._judge.store import Store
 from evalstream._verdicts.records import Codes, RejectSink, read_verdicts
-from evalstream.errors import InputError, UsageError
+from evalstream.errors import InputError, OutputError, UsageError
 from tests.helpers import SAMPLES
 from tests.judge.support import FAKE_KEY, FakeServer, lines, options, states
 
@@ -218,6 +218,17 @@ def test_wrong_key_stops_the_run_and_writes_nothing(tmp_path: Path, server: Fake
         live.run(opts)
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("v.")
                 and p.name != "v.judge.sqlite"]
+
+
+def test_a_target_that_cannot_be_created_leaves_no_temporary(tmp_path: Path,
+                                                              server: FakeServer) -> None:
+    # The verdicts and rejects were opened (and their temporaries made) before the report
+    # failed: all three are the run's transaction, aborted together.
+    path = states(tmp_path / "in", ["a", "b"])
+    opts = options(server, path, tmp_path / "v.jsonl", report=str(tmp_path / "gone" / "r.json"))
+    with pytest.raises(OutputError, match="cannot create .*gone/r.json"):
+        live.run(opts)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "v.judge.sqlite"]
 
 
 def test_missing_key_for_the_public_endpoint(tmp_path: Path, server: FakeServer) -> None:

@@ -36,9 +36,9 @@ import msgspec
 from evalstream._cases.reading import RecordReader
 from evalstream._cases.rejects import Reject, raw_text
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
-from evalstream._files.outputs import AtomicOutput, check_targets, commit_all, sidecar
-from evalstream._files.replace import check_replaceable
+from evalstream._files.outputs import AtomicOutput
 from evalstream._files.sniff import check_input
+from evalstream._files.transaction import Target, Transaction
 from evalstream._judge import answer, verdict
 from evalstream._judge.batch import formats, results
 from evalstream._judge.batch.manifest import Manifest, State
@@ -112,16 +112,22 @@ def result_paths(opts: Options) -> tuple[list[str], list[str]]:
     return sorted(seen.values()), warnings
 
 
-def _paths(opts: Options, manifest: Manifest) -> tuple[str, str, str]:
-    """The rejects, report and store paths."""
-    out = opts.output
-    if out == "-" and not (opts.rejects and opts.report and (opts.cache or
-                                                             manifest.meta.get("store"))):
+def outputs(opts: Options, manifest: Manifest, paths: list[str]) -> Transaction:
+    """The targets, checked as every command's are (no target is an input or another
+    target, whatever the spelling; each replaces only its own kind of output, unless
+    --force): the verdicts, the rejects and the report beside them by default, and the
+    answer store (the one prepare consulted, else beside the output, where `evalstream
+    judge` looks; SQLite opens it)."""
+    if opts.output == "-" and not (opts.rejects and opts.report and (
+            opts.cache or manifest.meta.get("store"))):
         raise UsageError("with the verdicts on stdout, give --rejects, --report and --cache.")
-    rejects = opts.rejects or sidecar(out, ".rejects.jsonl")
-    report = opts.report or sidecar(out, ".report.json")
-    store = opts.cache or manifest.meta.get("store") or sidecar(out, ".judge.sqlite")
-    return rejects, report, store
+    return Transaction(
+        [("manifest", manifest.path), *(("result file", p) for p in paths)],
+        [Target("output", opts.output, "verdicts"),
+         Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl"),
+         Target("report", opts.report, "json", beside=".report.json"),
+         Target("cache", opts.cache or manifest.meta.get("store"), beside=".judge.sqlite")],
+        opts.force).check()
 
 
 class _Failures:
@@ -325,38 +331,27 @@ def run(opts: Options) -> CollectReport:
                 f"the output and error files; vLLM run-batch: its output file; Anthropic: the "
                 f"results), or run `evalstream batch status {opts.folder}` to download them into "
                 f"{os.path.join(opts.folder, RESULTS_FOLDER)}.")
-        rejects_path, report_path, store_path = _paths(opts, manifest)
-        # The shared checks, as every command's: no target is an input or another target,
-        # whatever the spelling; each replaces only its own kind of output, unless --force.
-        check_targets([("manifest", manifest.path), *(("result file", p) for p in paths)],
-                      [("output", opts.output), ("rejects", rejects_path),
-                       ("report", report_path), ("cache", store_path)])
-        check_replaceable([("output", opts.output, "verdicts"),
-                           ("rejects", rejects_path, "rejects"), ("report", report_path, "json")],
-                          opts.force)
+        targets = outputs(opts, manifest, paths)
+        rejects_path, store_path = targets.path("rejects"), targets.path("cache")
+        assert rejects_path is not None and store_path is not None
         store = Store(store_path, cache_mib=STORE_CACHE_MIB)
         try:
-            outputs = [AtomicOutput(opts.output), AtomicOutput(rejects_path),
-                       AtomicOutput(report_path)]
-            try:
-                collector = Collector(opts, manifest, store, outputs[1])
+            with targets:
+                out, rejects, report_out = (targets.open(role)
+                                            for role in ("output", "rejects", "report"))
+                collector = Collector(opts, manifest, store, rejects)
                 try:
                     with store.transaction() as commit_so_far:
                         collector.commit_so_far = commit_so_far
                         for path in paths:
                             collector.read(path)
                     writer = Writer(opts, manifest, store, collector.failures)
-                    writer.write(outputs[0])
+                    writer.write(out)
                 finally:
                     collector.failures.close()
                 report = _report(opts, collector, writer, store_path, rejects_path, warnings,
                                  started)
-                outputs[2].write(encode_report(report))
-                commit_all(outputs)
-            except BaseException:
-                for output in outputs:
-                    output.abort()
-                raise
+                report_out.write(encode_report(report))
         finally:
             store.close()
         manifest.set_meta("collected_into", os.path.abspath(store_path))

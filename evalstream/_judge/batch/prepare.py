@@ -25,8 +25,8 @@ import xxhash
 
 from evalstream._cases.rejects import Reject, raw_text
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
-from evalstream._files.outputs import AtomicFolder
 from evalstream._files.sniff import check_input
+from evalstream._files.transaction import FOLDER, Target, Transaction
 from evalstream._judge import inputs
 from evalstream._judge.batch import formats
 from evalstream._judge.batch.manifest import BatchFile, Manifest, check_new_folder
@@ -208,16 +208,13 @@ def run(opts: Options) -> PrepareReport:
     check_new_folder(opts.folder)
     check_input(opts.input, "judge states", USAGE.format(input=opts.input))
     store_path, warnings = consulted_store(opts)
-    # The folder appears whole or not at all (files.outputs.AtomicFolder, as view's export).
-    # Never over a folder that holds anything: a batch prepared there keeps its ids.
-    out = AtomicFolder(opts.folder, lambda _: "is not empty (prepare writes a new folder)")
-    assert out.tmp is not None
-    try:
+    # The folder appears whole or not at all (a folder target, as view's export). Never over
+    # a folder that holds anything: a batch prepared there keeps its ids.
+    with Transaction([("input", opts.input)], [Target("folder", opts.folder, FOLDER, refusal=(
+            lambda _: "is not empty (prepare writes a new folder)"))], force=None) as targets:
+        out = targets.open_folder("folder")
+        assert out.tmp is not None
         report = _fill(opts, out.tmp, limit, store_path, warnings, started)
-        out.commit()
-    except BaseException:
-        out.abort()
-        raise
     return report
 
 

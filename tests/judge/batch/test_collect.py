@@ -16,7 +16,7 @@ from evalstream._judge.providers import REGISTRY
 from evalstream._judge.request import build
 from evalstream._judge.store import Store
 from evalstream._verdicts.records import Codes, RejectSink, read_verdicts
-from evalstream.errors import InputError, UsageError, WrongFileError
+from evalstream.errors import InputError, OutputError, UsageError, WrongFileError
 from tests.judge.batch.support import (
     EXPECTED,
     collected,
@@ -418,3 +418,14 @@ def test_the_command_line_takes_force(tmp_path: Path) -> None:
     args = ["batch", "collect", str(tmp_path / "b"), str(cases), *map(str, files), "-q"]
     assert main(args) == 2 and cases.read_bytes() == before
     assert main([*args, "--force"]) == 0 and cases.read_bytes() != before
+
+
+def test_a_target_that_cannot_be_created_leaves_no_temporary(tmp_path: Path) -> None:
+    src = states(tmp_path / "in", MARKERS)
+    prepared(src, tmp_path / "b")
+    files = write_split([r for _, r in results(tmp_path / "b")], tmp_path / "r", parts=1)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(OutputError, match="cannot create .*gone/r.json"):
+        collected(tmp_path / "b", out / "v.jsonl", files, report=str(tmp_path / "gone" / "r.json"))
+    assert sorted(p.name for p in out.iterdir()) == ["v.judge.sqlite"]
