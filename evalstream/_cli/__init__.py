@@ -16,6 +16,7 @@ import signal
 import sys
 from typing import Any
 
+from evalstream._cli.common import Terminated  # there: judge catches it without importing this
 from evalstream.errors import (
     EXIT_HANGUP,
     EXIT_INTERNAL,
@@ -39,14 +40,6 @@ WORKFLOW = """the workflow (each command's --help has more examples):
   evalstream judge states.jsonl verdicts.jsonl --model gpt-4.1-mini
   evalstream agree verdicts.jsonl cases.jsonl                     # judge against labels
   evalstream compare verdicts.jsonl other-run.jsonl               # run against run"""
-
-
-class Terminated(BaseException):
-    """SIGTERM or SIGHUP arrived; unwinds like Ctrl-C so temporary files are removed."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
 
 
 def parser() -> argparse.ArgumentParser:
