@@ -126,6 +126,7 @@ def _merge(cluster: Cluster, opts: Options, rubric_set: RubricSet | None,
     ahead = out.output if isinstance(out, Streamed) and out.output.rewindable else None
     produce = BuildRange(opts, rubric_set)
     merge = BuildMerge(produce, out, ahead=ahead, sizes=getattr(out, "part_sizes", None))
-    merged = on_cluster(cluster, produce, merge, rubric_set is not None, files, folder, rej_out,
-                        on_progress, stop_quietly=True)
+    merged = on_cluster(cluster, produce, merge, files=files, folder=folder,
+                        counts_checks=rubric_set is not None, rejects_out=rej_out,
+                        on_progress=on_progress, stop_quietly=True)
     return Outcome(merged.lines, merged.checks, merged.first_rejects, merged.stopped)

@@ -159,10 +159,11 @@ def run(opts: Options, rubric_set: RubricSet | None, size: int, out: AtomicOutpu
     else:
         where = shared_folder(SHARED_PARTS)
     produce = BuildRange(opts, rubric_set)
-    merged = on_workers(produce, BuildMerge(produce, out), rubric_set is not None, opts.input,
-                        size, opts.workers, where, rejects,
-                        opts.output if opts.output is not None else opts.rejects, on_progress,
-                        stop_quietly=True)
+    merged = on_workers(produce, BuildMerge(produce, out), path=opts.input, size=size,
+                        workers=opts.workers, where=where, counts_checks=rubric_set is not None,
+                        rejects_out=rejects,
+                        target=opts.output if opts.output is not None else opts.rejects,
+                        on_progress=on_progress, stop_quietly=True)
     return Outcome(merged.lines, merged.checks, merged.first_rejects, merged.stopped)
 
 

@@ -410,14 +410,16 @@ def _rejects_mode(folder: str | None, rejects_out: Any) -> str:
     return TO_FILE if folder is not None else ALL
 
 
-def on_workers(produce: Produce[R], combine: Combine[R], counts_checks: bool, path: str,
-               size: int, workers: int, where: tuple[str, str, str], rejects_out: Any,
-               target: str | None, on_progress: Progress | None,
+def on_workers(produce: Produce[R], combine: Combine[R], *, path: str, size: int, workers: int,
+               where: tuple[str, str, str], counts_checks: bool, rejects_out: Any,
+               target: str | None = None, on_progress: Progress | None = None,
                stop_quietly: bool = False) -> Merged:
     """Read the plain file ``path`` (``size`` bytes) in ``workers`` processes, part files in
     a temporary folder (``where``: folder, prefix, suffix, as ``temp_folder`` takes them).
-    ``target`` is named when a part file cannot be written; with ``stop_quietly`` a closed
-    standard output (``ReaderGone``) ends the run with the counts of the parts written."""
+    ``counts_checks``: the run counts checks (validate does not); ``rejects_out``: where
+    every reject goes, in order (None: only the first ones are kept); ``target`` is named
+    when a part file cannot be written; with ``stop_quietly`` a closed standard output
+    (``ReaderGone``) ends the run with the counts of the parts written."""
     fd = os.open(path, os.O_RDONLY)
     limit = produce.max_line_bytes + 1
     merger = Merger(produce, combine, counts_checks, rejects_out,
@@ -453,11 +455,13 @@ def shared_folder(prefix: str) -> tuple[str, str, str]:
     return tempfile.gettempdir(), prefix, ""
 
 
-def on_cluster(cluster: Cluster, produce: Produce[R], combine: Combine[R], counts_checks: bool,
-               files: list[InputFile], folder: str | None, rejects_out: Any,
-               on_progress: Progress | None, stop_quietly: bool = False) -> Merged:
+def on_cluster(cluster: Cluster, produce: Produce[R], combine: Combine[R], *,
+               files: list[InputFile], folder: str | None, counts_checks: bool,
+               rejects_out: Any, on_progress: Progress | None = None,
+               stop_quietly: bool = False) -> Merged:
     """Read ``files`` in order as tasks on ``cluster`` (part files in ``folder``, in the
-    output's store; None: no part files, rejects come back with the results)."""
+    output's store; None: no part files, rejects come back with the results); the rest as
+    ``on_workers``."""
     total = sum(f.size for f in files)
     tasks = tasks_of(files, range_size(total, RANGE_BYTES))
     settings = Settings(produce, folder, _rejects_mode(folder, rejects_out),

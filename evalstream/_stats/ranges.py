@@ -103,8 +103,9 @@ def on_workers(collector: Collector, produce: StatsRange, path: str, workers: in
                rejects_out: Any, on_progress: Progress | None) -> Counts:
     """Read the plain file ``path`` with ``workers`` processes into ``collector``."""
     return _counts(engine.on_workers(
-        produce, StatsMerge(produce, collector), True, path, size, workers,
-        engine.shared_folder(STATS_PARTS), rejects_out, None, on_progress))
+        produce, StatsMerge(produce, collector), path=path, size=size, workers=workers,
+        where=engine.shared_folder(STATS_PARTS), counts_checks=True, rejects_out=rejects_out,
+        on_progress=on_progress))
 
 
 def on_cluster(collector: Collector, produce: StatsRange, files: list[InputFile],
@@ -114,8 +115,9 @@ def on_cluster(collector: Collector, produce: StatsRange, files: list[InputFile]
     processes) into ``collector``; the rejects come back with the results (a stats run has
     no folder for part files)."""
     with Cluster(scheduler, workers) as cluster:
-        return _counts(engine.on_cluster(cluster, produce, StatsMerge(produce, collector), True,
-                                         files, None, rejects_out, on_progress))
+        return _counts(engine.on_cluster(
+            cluster, produce, StatsMerge(produce, collector), files=files, folder=None,
+            counts_checks=True, rejects_out=rejects_out, on_progress=on_progress))
 
 
 def _counts(merged: Merged) -> Counts:

@@ -108,8 +108,9 @@ def test_the_parts_add_up_to_one_process(tmp_path: Path, monkeypatch: pytest.Mon
     ids, rejects, counts, first = _one_process(path)
     assert counts.rejected_by_kind["duplicate id"] >= 6 and len(first) == FIRST_REJECTS_KEPT
     collect, out = Collect(), io.BytesIO()
-    merged = engine.on_workers(Ids(), collect, False, str(path), path.stat().st_size, workers,
-                               (str(tmp_path), "parts-", ""), out, None, None)
+    merged = engine.on_workers(Ids(), collect, path=str(path), size=path.stat().st_size,
+                               workers=workers, where=(str(tmp_path), "parts-", ""),
+                               counts_checks=False, rejects_out=out)
     assert collect.ids == ids
     assert out.getvalue() == rejects
     assert merged.lines == counts and merged.checks is None
