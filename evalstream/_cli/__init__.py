@@ -16,7 +16,7 @@ import signal
 import sys
 from typing import Any
 
-from evalstream._cli.common import Terminated  # there: judge catches it without importing this
+from evalstream._cli.common import Terminated
 from evalstream.errors import (
     EXIT_HANGUP,
     EXIT_INTERNAL,
@@ -40,6 +40,8 @@ WORKFLOW = """the workflow (each command's --help has more examples):
   evalstream judge states.jsonl verdicts.jsonl --model gpt-4.1-mini
   evalstream agree verdicts.jsonl cases.jsonl                     # judge against labels
   evalstream compare verdicts.jsonl other-run.jsonl               # run against run"""
+# Terminated (SIGTERM, SIGHUP unwinding like Ctrl-C) is in common: `judge` catches it, and a
+# command module must not import this package, which imports it.
 
 
 def parser() -> argparse.ArgumentParser:
