@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from evalstream._build.loop import Options, Outcome, checker_for, process, report_of
 from evalstream._cases.reading import case_reader
@@ -20,7 +20,6 @@ from evalstream._checks import encodings
 from evalstream._checks.report import RunReport
 from evalstream._checks.report import encode as encode_report
 from evalstream._checks.rubrics import RubricSet, load_rubrics
-from evalstream.errors import ReaderGone, UsageError
 from evalstream._files.lines import (
     Progress,
     input_size,
@@ -40,6 +39,7 @@ from evalstream._files.replace import check_replaceable
 from evalstream._files.sniff import check_cases_input, check_cases_stream
 from evalstream._files.store import InputFile, is_url, needs_resolving, open_file, resolve
 from evalstream._files.temporaries import remove_stale_shared
+from evalstream.errors import ReaderGone, UsageError
 
 
 def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, list[Reject]]:
