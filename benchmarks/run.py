@@ -95,6 +95,9 @@ VARIANTS: dict[str, Variant] = {
         ("{python}", "-m", "evalstream", "stats", "{input}", "--format", "json", "-o", "{output}"),
         evalstream=True,
     ),
+    "stats-w1": Variant(
+        ("{python}", "-m", "evalstream", "stats", "{input}", "--format", "json", "-o", "{output}",
+         "--workers", "1"), evalstream=True),
     "stats-w2": Variant(
         ("{python}", "-m", "evalstream", "stats", "{input}", "--format", "json", "-o", "{output}",
          "--workers", "2"), evalstream=True),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalstream._build import records
-from evalstream._build.run import process
+from evalstream._build.loop import process
 from evalstream._cases import ids, schema
 from evalstream._cases.reading import case_reader
 from evalstream._checks import checker

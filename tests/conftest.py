@@ -1,10 +1,12 @@
 """Fixtures shared by several test packages: a real Dask cluster and an S3-compatible server,
-each a set of processes on 127.0.0.1 started once per test session and stopped at its end."""
+each a set of processes on 127.0.0.1 started once per test session and stopped at its end;
+worker processes for inputs of any size."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -41,3 +43,29 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iter
         yield cluster.address
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def worker_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``build`` and ``stats`` with ``--workers N`` read any input over worker processes
+    (not only those over ``WORTHWHILE_BYTES``), and each such run is listed here by its parts
+    folder. A test of workers asserts the list is not empty: with small test files the size
+    rule alone once kept every test of tests/build/test_ranges.py and
+    tests/stats/test_parallel.py in one process, comparing one process with itself."""
+    from evalstream._build import ranges as build_ranges
+    from evalstream._engines import ranges as engine
+    from evalstream._stats import ranges as stats_ranges
+
+    monkeypatch.setattr(build_ranges, "WORTHWHILE_BYTES", 0)
+    monkeypatch.setattr(stats_ranges, "WORTHWHILE_BYTES", 0)
+    made: list[str] = []
+    folder = engine.temp_folder
+
+    @contextmanager
+    def spy(*args: str) -> Iterator[str]:
+        with folder(*args) as path:
+            made.append(path)
+            yield path
+
+    monkeypatch.setattr(engine, "temp_folder", spy)
+    return made

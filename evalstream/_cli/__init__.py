@@ -16,6 +16,7 @@ import signal
 import sys
 from typing import Any
 
+from evalstream._cli.common import Terminated
 from evalstream.errors import (
     EXIT_HANGUP,
     EXIT_INTERNAL,
@@ -41,14 +42,8 @@ WORKFLOW = """the workflow (each command's --help has more examples):
   evalstream judge states.jsonl verdicts.jsonl --model gpt-4.1-mini
   evalstream agree verdicts.jsonl cases.jsonl                     # judge against labels
   evalstream compare verdicts.jsonl other-run.jsonl               # run against run"""
-
-
-class Terminated(BaseException):
-    """SIGTERM or SIGHUP arrived; unwinds like Ctrl-C so temporary files are removed."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
+# Terminated (SIGTERM, SIGHUP unwinding like Ctrl-C) is in common: `judge` catches it, and a
+# command module must not import this package, which imports it.
 
 
 class Parser(argparse.ArgumentParser):

@@ -17,6 +17,14 @@ MAX_COUNT = options.MAX_COUNT
 TOKENIZERS = options.TOKENIZERS
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived; unwinds like Ctrl-C so temporary files are removed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 def _argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     """An argparse type from a parser of ``evalstream._options``: the same rule and sentence
     as the Python API, which argparse shows after ``argument --OPTION:``."""

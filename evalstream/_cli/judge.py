@@ -144,7 +144,7 @@ def options(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``judge``; return the exit code."""
-    from evalstream._cli import Terminated
+    from evalstream._cli.common import Terminated
     from evalstream._judge import live
 
     opts = options(args)

@@ -272,7 +272,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     by ``opts.workers`` processes; when Polars is already loaded they are spawned, which
     needs the usual ``if __name__ == "__main__":`` guard in a calling script.
     """
-    from evalstream._stats import parallel
+    from evalstream._stats import ranges
 
     if opts.max_tokens <= 0 or opts.max_line_bytes <= 0:
         raise UsageError("--max-tokens and --max-line-bytes must be positive.")
@@ -307,24 +307,16 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     with targets:
         # A local path, stdout, or a URL written through fsspec.
         rejects_out: Any = targets.open_any("rejects") if opts.rejects else None
+        produce = ranges.StatsRange(opts.by, rubric_set, opts.max_tokens, opts.tokenizer,
+                                    opts.max_line_bytes, opts.allow_unknown_fields)
         if opts.engine == "dask":
-            from evalstream._stats import cluster
-
             assert files is not None
-            settings = parallel.Settings(
-                "", opts.by, rubric_set, opts.max_tokens, opts.tokenizer, opts.max_line_bytes,
-                opts.allow_unknown_fields, None, FIRST_REJECTS)
-            merger, n_bytes = cluster.run(collector, settings, files, opts.scheduler,
-                                          opts.workers, rejects_out, on_progress)
-            lines, checks, first_rejects = merger.lines, merger.checks, merger.first_rejects
-        elif files is None and parallel.worthwhile(opts.input, size, workers):
+            lines, checks, first_rejects, n_bytes = ranges.on_cluster(
+                collector, produce, files, opts.scheduler, opts.workers, rejects_out, on_progress)
+        elif files is None and ranges.worthwhile(opts.input, size, workers):
             assert size is not None
-            settings = parallel.Settings(
-                opts.input, opts.by, rubric_set, opts.max_tokens, opts.tokenizer,
-                opts.max_line_bytes, opts.allow_unknown_fields, None, FIRST_REJECTS)
-            merger = parallel.run(collector, settings, workers, size, rejects_out, on_progress)
-            lines, checks, first_rejects, n_bytes = (merger.lines, merger.checks,
-                                                     merger.first_rejects, size)
+            lines, checks, first_rejects, n_bytes = ranges.on_workers(
+                collector, produce, opts.input, workers, size, rejects_out, on_progress)
         else:
             lines, checks, first_rejects, n_bytes = _read(collector, rubric_set, opts, files,
                                                           rejects_out, size, on_progress)

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from evalstream._build import cluster
 from evalstream._build.run import Options, run
 from evalstream._cases import duplicates
 from evalstream._engines import dask as engine
+from evalstream._engines import ranges
 from evalstream._files import outputs
 from evalstream.errors import InputError, OutputError, UsageError, WrongFileError
 from tests.cluster import DaskProcesses, S3Server
@@ -35,7 +35,7 @@ RANGE = 1024  # tiny ranges: lines cross every boundary, long lines span several
 @pytest.fixture
 def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
     # Both are read by the client only (tasks carry their bounds), so the workers need no patch.
-    monkeypatch.setattr(cluster, "RANGE_BYTES", RANGE)
+    monkeypatch.setattr(ranges, "RANGE_BYTES", RANGE)
     monkeypatch.setattr(duplicates, "REDUCER_BYTES", 16 * RANGE)  # several reducers
     monkeypatch.setattr(engine, "GROUP", 3)  # several groups of tasks for each reducer
 
@@ -206,7 +206,7 @@ def test_sample_in_small_ranges(tmp_path: Path, dask_cluster: str, small_ranges:
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no corpus at {CORPUS}")
 def test_corpus(tmp_path: Path, dask_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cluster, "RANGE_BYTES", 1 << 20)
+    monkeypatch.setattr(ranges, "RANGE_BYTES", 1 << 20)
     monkeypatch.setattr(duplicates, "REDUCER_BYTES", 8 << 20)
     same_as_one_process(tmp_path, [str(CORPUS / "*.jsonl")], dask_cluster)
 
@@ -428,7 +428,7 @@ def test_s3_joins_large_parts_in_the_store(tmp_path: Path, dask_cluster: str, s3
 
     from evalstream._files import parts
 
-    monkeypatch.setattr(cluster, "RANGE_BYTES", 6 << 20)  # parts over S3's 5 MiB least part
+    monkeypatch.setattr(ranges, "RANGE_BYTES", 6 << 20)  # parts over S3's 5 MiB least part
     good = (SAMPLES / "cases.jsonl").read_text().splitlines()
     lines = [line.replace('"id":"case-', f'"id":"n{n}-case-') for n in range(500)
              for line in good]
@@ -453,7 +453,7 @@ def test_s3_joins_large_parts_in_the_store(tmp_path: Path, dask_cluster: str, s3
 
 # -- fault tolerance -----------------------------------------------------------------------------
 def test_a_worker_killed_mid_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cluster, "RANGE_BYTES", 64 << 10)
+    monkeypatch.setattr(ranges, "RANGE_BYTES", 64 << 10)
     monkeypatch.setattr(duplicates, "REDUCER_BYTES", 1 << 20)
     good = (SAMPLES / "cases.jsonl").read_text().splitlines()
     rng = random.Random(5)
@@ -495,7 +495,7 @@ def test_duplicates_filling_a_tasks_over_budget_list(tmp_path: Path, dask_cluste
     # over-budget checks is all late duplicates is listed again without them, by this
     # process reading the task's range (a local file's aligned range, or a URL's through
     # fsspec), so the report is the one process's.
-    monkeypatch.setattr(cluster, "RANGE_BYTES", 60_000)
+    monkeypatch.setattr(ranges, "RANGE_BYTES", 60_000)
     rubric = tmp_path / "r.toml"
     rubric.write_text('[[rubric]]\nid = "r"\nquestion = "Q?"\nshows = ["user_input"]\n')
 

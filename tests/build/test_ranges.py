@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalstream._build import ranges as parallel
+from evalstream._build import ranges
 from evalstream._build.run import Options, run
+from evalstream._engines import ranges as engine
 from tests.helpers import SAMPLES
 
 
@@ -34,13 +35,14 @@ def dataset(tmp_path: Path) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", [2, 3])
 def test_workers_give_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     workers: int) -> None:
+                                     workers: int, worker_runs: list[str]) -> None:
     # many ranges, lines crossing bounds
-    monkeypatch.setattr(parallel, "range_bytes", lambda size, workers: 8192)
+    monkeypatch.setattr(engine, "range_bytes", lambda size, workers: 8192)
     src = dataset(tmp_path)
     one, _ = run(Options(input=str(src), output=str(tmp_path / "one.jsonl"), max_tokens=500))
     many, first = run(Options(input=str(src), output=str(tmp_path / "many.jsonl"),
                               max_tokens=500, workers=workers))
+    assert len(worker_runs) == 1  # the second run, over worker processes
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "many.jsonl").read_bytes()
     assert ((tmp_path / "one.rejects.jsonl").read_bytes()
             == (tmp_path / "many.rejects.jsonl").read_bytes())
@@ -59,18 +61,20 @@ def test_workers_give_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_small_or_compressed_inputs_run_in_one_process(tmp_path: Path) -> None:
-    assert not parallel.worthwhile(Options(input="x.jsonl.gz", output="o", workers=2), 1 << 30)
-    assert not parallel.worthwhile(Options(input="-", output="o", workers=2), None)
-    assert not parallel.worthwhile(Options(input="x.jsonl", output="o", workers=2), 1000)
-    assert parallel.worthwhile(Options(input="x.jsonl", output="o", workers=2), 1 << 30)
+    assert not ranges.worthwhile(Options(input="x.jsonl.gz", output="o", workers=2), 1 << 30)
+    assert not ranges.worthwhile(Options(input="-", output="o", workers=2), None)
+    assert not ranges.worthwhile(Options(input="x.jsonl", output="o", workers=2), 1000)
+    assert ranges.worthwhile(Options(input="x.jsonl", output="o", workers=2), 1 << 30)
 
 
+@pytest.mark.slow  # about a second: three builds of 2,800 cases, two over workers
 def test_duplicates_filling_a_workers_over_budget_list(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       worker_runs: list[str]) -> None:
     # Every check is over budget. The second range starts with 1,200 late duplicates: its
     # worker's list of 1,000 is all duplicates, so once they are dropped the checks after
     # them must still be listed, up to 1,000 in all, as with one process.
-    monkeypatch.setattr(parallel, "range_bytes", lambda size, workers: 60_000)
+    monkeypatch.setattr(engine, "range_bytes", lambda size, workers: 60_000)
     rubric = tmp_path / "r.toml"
     rubric.write_text('[[rubric]]\nid = "r"\nquestion = "Q?"\nshows = ["user_input"]\n')
 
@@ -88,6 +92,7 @@ def test_duplicates_filling_a_workers_over_budget_list(tmp_path: Path,
         reports[workers] = json.loads((tmp_path / f"o{workers}.report.json").read_text())
         for key in ("seconds", "output", "rejects", "report"):
             reports[workers].pop(key, None)
+    assert len(worker_runs) == 2  # workers 2 and 3
     listed = reports[1]["over_budget"]
     assert len(listed) == 1_000
     assert [o["line"] for o in listed] == [*range(1, 701), *range(1_901, 2_201)]
@@ -95,8 +100,8 @@ def test_duplicates_filling_a_workers_over_budget_list(tmp_path: Path,
 
 
 def test_a_when_key_seen_only_in_late_duplicates_is_still_warned(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "range_bytes", lambda size, workers: 4_000)
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker_runs: list[str]) -> None:
+    monkeypatch.setattr(engine, "range_bytes", lambda size, workers: 4_000)
     rubric = tmp_path / "r.toml"
     rubric.write_text('[[rubric]]\nid = "r"\nquestion = "Q?"\nshows = ["user_input"]\n'
                       'when = { lang = "fr" }\n')
@@ -112,6 +117,7 @@ def test_a_when_key_seen_only_in_late_duplicates_is_still_warned(
                                 rubric_files=[str(rubric)], workers=workers))
         assert report.counts.rejected == 300
         assert len(report.warnings) == 1 and report.warnings[0].startswith(warning), workers
+    assert len(worker_runs) == 1
 
 
 def test_ranges_give_every_worker_several_tasks() -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from evalstream._build import ranges
 from evalstream._build.run import Options, run
+from evalstream._engines import ranges as engine
 from evalstream._files import temporaries
 from evalstream._stats.stats import StatsOptions
 from evalstream._stats.stats import collect as stats
@@ -63,7 +64,7 @@ def test_every_temporary_a_dead_run_left_for_a_target_goes_with_the_next_run_of_
 def test_the_workers_parts_folder_is_named_for_its_output(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[str] = []
-    folder = ranges.temp_folder
+    folder = engine.temp_folder
 
     @contextmanager
     def spy(*args: str) -> Iterator[str]:
@@ -71,9 +72,9 @@ def test_the_workers_parts_folder_is_named_for_its_output(
             made.append(path)
             yield path
 
-    monkeypatch.setattr(ranges, "temp_folder", spy)
+    monkeypatch.setattr(engine, "temp_folder", spy)
     monkeypatch.setattr(ranges, "WORTHWHILE_BYTES", 0)
-    monkeypatch.setattr(ranges, "range_bytes", lambda size, workers: 8192)
+    monkeypatch.setattr(engine, "range_bytes", lambda size, workers: 8192)
     run(Options(input=str(SAMPLES / "cases.jsonl"), output=str(tmp_path / "states.jsonl"),
                 workers=2))
     assert len(made) == 1

@@ -14,7 +14,7 @@ import pytest
 
 from evalstream._cases import duplicates
 from evalstream._engines import dask as engine
-from evalstream._stats import cluster
+from evalstream._engines import ranges
 from evalstream._stats.stats import StatsOptions, collect
 from tests.build.test_cluster import hostile_files
 from tests.cluster import S3Server
@@ -28,7 +28,7 @@ RANGE = 1024
 
 @pytest.fixture
 def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cluster, "RANGE_BYTES", RANGE)
+    monkeypatch.setattr(ranges, "RANGE_BYTES", RANGE)
     monkeypatch.setattr(duplicates, "REDUCER_BYTES", 16 * RANGE)
     monkeypatch.setattr(engine, "GROUP", 3)  # several groups of tasks for each reducer
 
@@ -60,7 +60,7 @@ def test_hostile_files(tmp_path: Path, dask_cluster: str, small_ranges: None) ->
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no corpus at {CORPUS}")
 def test_corpus(tmp_path: Path, dask_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cluster, "RANGE_BYTES", 1 << 20)
+    monkeypatch.setattr(ranges, "RANGE_BYTES", 1 << 20)
     monkeypatch.setattr(duplicates, "REDUCER_BYTES", 8 << 20)
     same_as_one_process(tmp_path, [str(CORPUS / "*.jsonl")], dask_cluster)
 
@@ -97,7 +97,7 @@ def test_capped_tables_with_late_duplicates(tmp_path: Path, dask_cluster: str, s
 
     import fsspec
 
-    monkeypatch.setattr(cluster, "RANGE_BYTES", 20_000)
+    monkeypatch.setattr(ranges, "RANGE_BYTES", 20_000)
     label = {"status": "pass", "source": "human"}
 
     def case(i: int, tag: str) -> str:

@@ -11,12 +11,14 @@ import pytest
 
 from evalstream._cli import main
 from evalstream._engines import local
-from evalstream._stats import parallel as stats_parallel
+from evalstream._engines import ranges as engine
+from evalstream._stats import ranges as stats_ranges
 from evalstream._stats.stats import StatsOptions, collect
 from tests.helpers import CORPUS, SAMPLES
 
 
-@pytest.fixture(autouse=True, params=["fork", "spawn"])
+# Spawned workers import evalstream again: about a second a test, so those are slow ones.
+@pytest.fixture(autouse=True, params=["fork", pytest.param("spawn", marks=pytest.mark.slow)])
 def small_ranges(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     # Ranges of a few KiB, so that small files are split between the workers; both ways
     # of starting them (the workers never touch Polars, so forking is safe here).
@@ -25,7 +27,7 @@ def small_ranges(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     if request.param == "fork" and sys.version_info >= (3, 12) and _threads() > 1:
         pytest.skip("Python 3.12+ warns about forking a process that runs threads (Polars' "
                     "pool in this test process); the command line forks before loading it.")
-    monkeypatch.setattr(stats_parallel, "range_bytes", lambda size, workers: 3_000)
+    monkeypatch.setattr(engine, "range_bytes", lambda size, workers: 3_000)
     monkeypatch.setattr(local, "start_method", lambda: request.param)
 
 
@@ -46,20 +48,22 @@ def test_fork_only_before_polars_is_loaded() -> None:
     assert done.stdout.split() == ["fork", "spawn"], done.stderr
 
 
-def _same_with_workers(path: Path, tmp_path: Path, **options: object) -> None:
+def _same_with_workers(path: Path, tmp_path: Path, runs: list[str], **options: object) -> None:
+    before = len(runs)
     one = collect(StatsOptions(input=str(path), workers=1, rejects=str(tmp_path / "r1.jsonl"),
                                **options))  # type: ignore[arg-type]
     two = collect(StatsOptions(input=str(path), workers=2, rejects=str(tmp_path / "r2.jsonl"),
                                **options))  # type: ignore[arg-type]
+    assert len(runs) == before + 1  # the second, over worker processes
     assert two == one
     assert (tmp_path / "r2.jsonl").read_bytes() == (tmp_path / "r1.jsonl").read_bytes()
 
 
-def test_bad_samples(tmp_path: Path) -> None:
-    _same_with_workers(SAMPLES / "bad.jsonl", tmp_path, by=["scenario", "split"])
+def test_bad_samples(tmp_path: Path, worker_runs: list[str]) -> None:
+    _same_with_workers(SAMPLES / "bad.jsonl", tmp_path, worker_runs, by=["scenario", "split"])
 
 
-def test_duplicates_across_ranges(tmp_path: Path) -> None:
+def test_duplicates_across_ranges(tmp_path: Path, worker_runs: list[str]) -> None:
     rng = random.Random(7)
     lines = []
     for i in range(400):
@@ -84,36 +88,38 @@ def test_duplicates_across_ranges(tmp_path: Path) -> None:
     assert path.stat().st_size > 10 * 3_000
     one = collect(StatsOptions(input=str(path), workers=1))
     assert one.overview.rejected_by_kind["duplicate id"] > 30
-    _same_with_workers(path, tmp_path)
+    _same_with_workers(path, tmp_path, worker_runs)
 
 
 @pytest.mark.skipif(not (CORPUS / "faithbench.jsonl").exists(), reason="no corpus")
-def test_a_real_dataset_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stats_parallel, "range_bytes", lambda size, workers: 256 << 10)
+def test_a_real_dataset_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        worker_runs: list[str]) -> None:
+    monkeypatch.setattr(engine, "range_bytes", lambda size, workers: 256 << 10)
     source = CORPUS / "faithbench.jsonl"
     for workers in ("1", "2"):
         assert main(["stats", str(source), "--workers", workers, "--format", "json",
                      "-o", str(tmp_path / f"w{workers}.json"), "-q"]) == 0
+    assert len(worker_runs) == 1
     assert (tmp_path / "w2.json").read_bytes() == (tmp_path / "w1.json").read_bytes()
 
 
 def test_only_plain_files_big_enough_are_split() -> None:
-    big = stats_parallel.WORTHWHILE_BYTES
-    assert stats_parallel.worthwhile("a.jsonl", big + 1, 2)
-    assert not stats_parallel.worthwhile("a.jsonl", big + 1, 1)
-    assert not stats_parallel.worthwhile("a.jsonl", big, 2)
-    assert not stats_parallel.worthwhile("a.jsonl.gz", big + 1, 2)
-    assert not stats_parallel.worthwhile("-", None, 2)
+    big = stats_ranges.WORTHWHILE_BYTES
+    assert stats_ranges.worthwhile("a.jsonl", big + 1, 2)
+    assert not stats_ranges.worthwhile("a.jsonl", big + 1, 1)
+    assert not stats_ranges.worthwhile("a.jsonl", big, 2)
+    assert not stats_ranges.worthwhile("a.jsonl.gz", big + 1, 2)
+    assert not stats_ranges.worthwhile("-", None, 2)
 
 
 @pytest.mark.slow
 def test_capped_tables_are_the_same_for_any_number_of_workers(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch
-                                                               ) -> None:
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               worker_runs: list[str]) -> None:
     # Late duplicates that bring their own metadata keys, rubric ids and values: one process
     # never counts them, so they must not take any of the capped places (1,000 key paths,
     # 1,000 unknown rubric ids, 1,000 exact values of a key) in a worker's figures either.
-    monkeypatch.setattr(stats_parallel, "range_bytes", lambda size, workers: 20_000)
+    monkeypatch.setattr(engine, "range_bytes", lambda size, workers: 20_000)
     label = {"status": "pass", "source": "human"}
 
     def case(i: int, tag: str) -> str:
@@ -134,3 +140,4 @@ def test_capped_tables_are_the_same_for_any_number_of_workers(tmp_path: Path,
     assert one.overview.rejected_by_kind["duplicate id"] == 900
     for workers in (2, 3):
         assert collect(StatsOptions(input=str(path), workers=workers)) == one
+    assert len(worker_runs) == 2
