@@ -12,6 +12,7 @@ import lzma
 import re
 import subprocess
 import sys
+import tarfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,7 @@ from evalstream._files import sniff
 from evalstream._files.sniffed import Sniffed
 from evalstream.errors import UsageError, WrongFileError
 from tests.convert.support import GOLDEN, convert
+from tests.files.test_sniff import PNG
 from tests.helpers import ROOT, golden
 
 DOCS = ROOT / "docs" / "convert.md"
@@ -177,6 +179,16 @@ def test_every_process_gets_the_way_in(tmp_path: Path) -> None:
 
 
 _CASE = b'{"id":"a","input":"hi","output":"hello"}\n'
+
+
+def _tar(data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        info = tarfile.TarInfo("cases.jsonl")
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
 # Files of every kind the sniffer names, and some it does not, under names that say each format
 # or none: what every command says about them is kept in a golden file.
 CONTENTS = {
@@ -193,6 +205,7 @@ CONTENTS = {
     "text": b"hello world\nsecond\n", "empty": b"",
     "verdicts": b'{"case_id":"c","rubric_id":"r","status":"pass"}\n',
     "gzip-csv": gzip.compress(b"q,a\nx,y\n"),
+    "png": PNG, "tar": _tar(_CASE),
 }
 NAMES_TRIED = ["", ".jsonl", ".csv", ".tab", ".json", ".parquet", ".eval", ".arrow", ".gz",
                ".csv.gz", ".db"]

@@ -117,10 +117,10 @@ def infer(path: str) -> tuple[Format, str]:
 # content: compression under another name or none, other compressions, another encoding,
 # documents. Checked before the content, which the name may say is compressed.
 _NOT_ROWS = ("gzip", "zstd", "not-compressed", "bzip2", "xz", "utf-16", "7z", "pdf", "sqlite",
-             "html")
+             "html", "image", "tar")
 # Kinds that are never text, which a format reading any text (``Format.text``) refuses.
 _BINARY = ("parquet", "arrow", "arrow-stream", "inspect-eval", "xlsx", "zip", "utf-16",
-           "sqlite", "pdf")
+           "sqlite", "pdf", "image", "tar")
 
 
 def check(path: str, fmt: Format) -> None:
