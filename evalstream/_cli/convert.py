@@ -49,8 +49,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--id-from", type=text, metavar="COLUMN",
                    help="take case ids from this column, or from a template such as "
                         "'halueval.{ID}' or 'begin.{source}.row-{#}' ({#}: the row number); "
-                        "default: xxh3-128 hex of the row's canonical JSON, stable across runs "
-                        "and machines")
+                        "default: the row's own `id` when it is a valid id, else xxh3-128 hex "
+                        "of the row's canonical JSON, stable across runs and machines")
     p.add_argument("--parse-json", type=text, action="append", default=[], metavar="COLUMNS",
                    help="columns whose text cells hold JSON (lists, objects), parsed before "
                         "mapping; comma-separated")

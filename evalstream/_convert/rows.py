@@ -115,6 +115,21 @@ class Notes:
 
 Builder = Callable[[dict[str, Any], Notes], Built]
 
+OWN_ID = "id"  # the key of a row that holds its own id
+
+
+def own_id(values: dict[str, Any]) -> str | None:
+    """A row's own id: its ``id`` (text, or an integer written as text) when that is a valid
+    case id (``schema.is_id``: the one id rule), else None. Without ``--id-from`` it is the
+    case id; a row without one gets a hash of its content."""
+    from evalstream._cases.schema import is_id
+
+    value = values.get(OWN_ID)
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value)
+    return text if is_id(text) else None
+
 
 def type_word(value: Any) -> str:
     """How a sentence names the type of a value from the data."""

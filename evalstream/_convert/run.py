@@ -22,7 +22,7 @@ from evalstream._cases.rejects import explain, raw_text, reject_kind
 from evalstream._convert import chat, formats, mapping
 from evalstream._convert.formats.base import Format, Given, Source
 from evalstream._convert.report import ConvertCounts, ConvertReject, ConvertReport, encode
-from evalstream._convert.rows import Notes, Row, RowProblem
+from evalstream._convert.rows import OWN_ID, Notes, Row, RowProblem, own_id
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._files.outputs import AtomicOutput, escape_line_breaks
 from evalstream._files.transaction import Target, Transaction
@@ -154,15 +154,17 @@ class _Converter:
         assert values is not None
         notes = Notes()
         case_id = None
+        how = "source"
         try:
             if not self.source.own_ids:
-                case_id = self._case_id(values, row.number)  # first, so rejects can name it
+                # first, so rejects can name it
+                case_id, how = self._case_id(values, row.number, notes)
             built = self.source.build(values, notes)
             case = built.case
             if "id" not in case:
                 case = {"id": case_id, **case}
-                if self.id_from is not None:
-                    built.origin[("id",)] = self.id_from
+                if how != "hash":
+                    built.origin[("id",)] = self.id_from or OWN_ID
             data = escape_line_breaks(self.encode(case))
         except RowProblem as problem:
             if problem.case_id is None and isinstance(case_id, str):
@@ -190,9 +192,10 @@ class _Converter:
             return None
         first = self.index.add_id(decoded.id, row.number)
         if first:
-            hashed = self.id_from is None and not self.source.own_ids
-            why = (" (rows with the same content get the same id: give --id-from COLUMN, or "
-                   "drop the repeated row)") if hashed else ""
+            why = {"hash": " (rows with the same content get the same id: give --id-from "
+                           "COLUMN, or drop the repeated row)",
+                   "own": " (the rows' own `id`: give --id-from to make ids another way, "
+                          "e.g. --id-from 'ID.{#}' with the row number)"}.get(how, "")
             self._reject(row, RowProblem(
                 f"Case id {decoded.id!r} was already used by row {first}{why}; case ids must "
                 "be unique in a dataset.", built.column_of("$.id"), "$.id",
@@ -202,18 +205,26 @@ class _Converter:
             self.notes.merge(notes)
         return data + b"\n"
 
-    def _case_id(self, values: dict[str, Any], number: int) -> Any:
+    def _case_id(self, values: dict[str, Any], number: int, notes: Notes) -> tuple[Any, str]:
+        """A row's case id, and where it came from: ``given`` (--id-from), ``own`` (the row's
+        own valid ``id``: the default, issue 30) or ``hash`` (a row without one)."""
         if self.id_from is None:
-            return xxhash.xxh3_128_hexdigest(msgspec.json.encode(values, order="sorted"))
+            own = own_id(values)
+            if own is not None:
+                return own, "own"
+            if values.get(OWN_ID) is not None:  # said in a warning: its id is in metadata
+                notes.add("own_ids", "not valid")
+            notes.add("generated_ids", "cases")
+            return xxhash.xxh3_128_hexdigest(msgspec.json.encode(values, order="sorted")), "hash"
         if "{" in self.id_from:
-            return mapping.fill_template(self.id_from, values, number)
+            return mapping.fill_template(self.id_from, values, number), "given"
         value = mapping.lookup(values, self.id_from)
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise RowProblem(f"Column {self.id_from!r} (--id-from) holds "
                              f"{'null' if value is None else type(value).__name__}; a case id "
                              "must be a string or an integer.", self.id_from, "$.id",
                              kind="invalid id")
-        return str(value)
+        return str(value), "given"
 
     def _reject(self, row: Row, problem: RowProblem) -> None:
         self.counts.rejected += 1
@@ -234,6 +245,8 @@ class _Converter:
         columns = self.source.columns
         seen = columns if columns is not None else list(self.keys_seen)
         used = set(table_map.used_columns()) if table_map is not None else set()
+        if opts.id_from is None and OWN_ID in seen:
+            used.add(OWN_ID)  # the rows' own ids (those that are not valid: a warning below)
         used |= {c.split(".")[0] for c in used if columns is None}  # `r.text` reads `r`
         unmapped = [c for c in seen if c not in used] \
             if table_map is not None and not table_map.keep_unmapped else []
@@ -248,6 +261,13 @@ class _Converter:
                      and not ("." in c and c.split(".")[0] in self.keys_seen)]
             if never:
                 warnings.append(f"mapped keys found in no row: {', '.join(map(repr, never))}.")
+        bad_ids = self.notes.flat("own_ids").get("not valid", 0)
+        if bad_ids:
+            warnings.append(f"{bad_ids:,} case{'s' if bad_ids > 1 else ''} had an `id` that is "
+                            f"not a valid case id ({schema.ID_RULE}), so "
+                            f"{'their ids are hashes' if bad_ids > 1 else 'its id is a hash'} "
+                            "of the row; give --id-from with a template to make ids from it "
+                            "(e.g. --id-from 'NAME.{#}' with the row number).")
         if self.counts.cases == 0:
             warnings.append("no row became a case" + (
                 ": the input has no rows." if self.counts.rows == self.counts.blank else
