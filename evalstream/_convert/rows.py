@@ -39,10 +39,13 @@ class RowProblem(Exception):
 
 @dataclass
 class Built:
-    """A case as a dict in wire order, and where each of its fields came from."""
+    """A case as a dict in wire order, and where each of its fields came from; for a format
+    that writes verdicts (a peer's judge), the case's verdicts (each without its
+    ``case_id``, which the run adds) and the case holds only its ``id``."""
 
     case: dict[str, Any]
     origin: dict[CasePath, str] = field(default_factory=dict)
+    verdicts: list[dict[str, Any]] | None = None
 
     def column_of(self, path: str | None) -> str | None:
         """The source column (or source JSON path) behind a case JSON path such as
@@ -87,6 +90,12 @@ class Notes:
 
     def label(self, rubric: str, status: str) -> None:
         self.add("labels", rubric, status)
+
+    def verdict(self, rubric: str, status: str, cause: str | None = None) -> None:
+        """A verdict written (formats that write verdicts), and an unscored one's cause."""
+        self.add("verdicts", rubric, status)
+        if cause is not None:
+            self.add("unscored", cause)
 
     def unmapped_score(self, scorer: str, value: str) -> None:
         self.add("unmapped_scores", scorer, value)

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from tests.helpers import ROOT
 
-
 # The grader's answers (each sample's), as model_graded_qa's explanation holds them.
 GRADES = {"q1": "The submission says 4, which meets the criterion.\nGRADE: C",
           "2": "The submission names Lyon; I cannot settle this."}

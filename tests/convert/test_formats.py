@@ -59,6 +59,7 @@ SAMPLES = {
     "jsonl": b'{"q": "x", "a": "y"}\n',
     "inspect": _zip(["_journal/start.json", "samples/1_epoch_1.json"]),
     "hf": _frame("write_ipc_stream"),
+    "inspect-grades": _zip(["_journal/start.json", "samples/1_epoch_1.json"]),
 }
 # A value for each option a format may take or refuse (by the field of convert's Options).
 VALUES = {"maps": ["input=q,output=a"], "sets": ["metadata.x=1"], "values": ["input=a:b"],
@@ -157,8 +158,14 @@ def test_a_json_document_gets_one_sentence_named_or_inferred(tmp_path: Path) -> 
 def test_the_way_in_reads_the_registry() -> None:
     for fmt in FORMATS:
         for kind in fmt.kinds:
-            if kind != "jsonl":  # a file that may be JSONL: cases, never a wrong file
-                assert f"--from {fmt.name}" in (formats.way_in(Sniffed(kind, "", "")) or ""), kind
+            if kind == "jsonl":  # a file that may be JSONL: cases, never a wrong file
+                continue
+            said = formats.way_in(Sniffed(kind, "", "")) or ""
+            if fmt.writes == "cases":
+                assert f"--from {fmt.name}" in said, kind
+            else:  # a peer's verdicts: the way into cases, else into verdicts
+                takers = [f for f in FORMATS if kind in f.kinds and f.writes == "cases"]
+                assert f"--from {(takers or [fmt])[0].name}" in said, kind
     assert formats.way_in(Sniffed("zip", "a zip archive", "extract it")) is None
     # The bottom layer says what a file is; which --from reads it is convert's to say.
     sniff = (ROOT / "evalstream" / "_files" / "sniff.py").read_text()

@@ -14,7 +14,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from evalstream._convert.formats import csv, hf, inspect_log, json, jsonl, openai_chat, parquet, tsv
+from evalstream._convert.formats import (
+    csv,
+    hf,
+    inspect_grades,
+    inspect_log,
+    json,
+    jsonl,
+    openai_chat,
+    parquet,
+    tsv,
+)
 from evalstream._convert.formats.base import OPTIONS, Format, Option
 from evalstream._files import sniff
 from evalstream._files.sniffed import Sniffed
@@ -29,6 +39,7 @@ FORMATS: tuple[Format, ...] = (
     jsonl.FORMAT,
     inspect_log.FORMAT,
     hf.FORMAT,
+    inspect_grades.FORMAT,  # after every format that writes cases: named, never inferred
 )
 NAMES = tuple(f.name for f in FORMATS)
 
@@ -53,6 +64,8 @@ def list_formats() -> str:
 
 
 def _inferred_from(fmt: Format) -> str:
+    if not (fmt.suffixes or fmt.folder or fmt.magic or fmt.guess):
+        return f"never (its files are another format's: give --from {fmt.name})"
     names = ", ".join(s or "no suffix" for s in fmt.suffixes)
     if fmt.stream:
         names += " (.gz, .zst too)"
@@ -139,8 +152,10 @@ def check(path: str, fmt: Format) -> None:
         raise WrongFileError(f"{path} {fmt.mistakes[kind]}.")
     if kind in fmt.kinds or kind in fmt.also or (fmt.text and kind not in _BINARY):
         return
-    # By name, so that the sentence does not depend on the registry's order.
-    readers = sorted(f.name for f in FORMATS if kind in f.kinds)
+    # By name, so that the sentence does not depend on the registry's order; those that write
+    # what was asked for (cases, or verdicts) when any does.
+    readers = sorted(f.name for f in FORMATS if kind in f.kinds and f.writes == fmt.writes) \
+        or sorted(f.name for f in FORMATS if kind in f.kinds)
     fix = f"give --from {' or '.join(readers)}" if readers else _fix(found, path)
     what = found.what if found is not None else "JSONL"
     raise WrongFileError(f"{path} is {what}, not {fmt.name} data; {fix}.")
@@ -161,8 +176,11 @@ def way_in(found: Sniffed) -> str | None:
         if said:
             return said
     for fmt in FORMATS:
-        if found.kind in fmt.kinds:
+        if found.kind in fmt.kinds and fmt.writes == "cases":
             return f"convert it: {fmt.command()}"
+    for fmt in FORMATS:  # a peer's results: no cases in it, its verdicts
+        if found.kind in fmt.kinds:
+            return f"convert its {fmt.writes}: {fmt.command()}"
     return None
 
 

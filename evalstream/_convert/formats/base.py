@@ -148,6 +148,9 @@ class Format:
     name: str  # --from
     reads: str  # what it reads, one line: --list-formats and docs/convert.md
     open: Callable[[Given], Source]
+    # What it writes: "cases", or "verdicts" (a peer's judge: inspect's model-graded scores,
+    # promptfoo's grades), each the output's kind in the run's transaction.
+    writes: str = "cases"
     options: tuple[str, ...] = ()  # the OPTIONS it takes
     refuses: Mapping[str, str] = field(default_factory=dict)  # OPTIONS it refuses: why, said
     stream: bool = False  # read as a byte stream: stdin, .gz and .zst too
@@ -174,4 +177,4 @@ class Format:
     def command(self, file: str = "FILE") -> str:
         """The command that converts a file of this format, for a sentence (in backticks)."""
         flags = " --map input=COLUMN,output=COLUMN" if self.takes("mapping") else ""
-        return f"`evalstream convert {file} cases.jsonl --from {self.name}{flags}`"
+        return f"`evalstream convert {file} {self.writes}.jsonl --from {self.name}{flags}`"
