@@ -58,6 +58,8 @@ _UTF32 = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
 _BOM = b"\xef\xbb\xbf"
 _MARKUP = re.compile(rb"\s*(<!doctype html|<html|<\?xml|<!--|<head|<body|<table)", re.I)
 _INSPECT_JSON = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
+# `promptfoo eval -o results.json`: an object whose first member is the eval's id.
+_PROMPTFOO_JSON = re.compile(rb'^\s*\{\s*"evalId"\s*:\s*"')
 
 
 def diagnose(head: bytes, name: str = "") -> Sniffed | None:
@@ -134,6 +136,8 @@ def _text(head: bytes) -> Sniffed | None:
                        "not the web page that links to it")
     if _INSPECT_JSON.match(start) and b'"eval"' in start:
         return Sniffed("inspect-json", "an inspect_ai eval log (JSON)", "")
+    if _PROMPTFOO_JSON.match(start) and b'"results"' in start:
+        return Sniffed("promptfoo-results", "a promptfoo results file (`promptfoo eval -o`)", "")
     lines = _first_lines(start)
     first = lines[0].strip()
     if any(_is_object_line(line) for line in lines):

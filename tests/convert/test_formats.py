@@ -60,6 +60,7 @@ SAMPLES = {
     "inspect": _zip(["_journal/start.json", "samples/1_epoch_1.json"]),
     "hf": _frame("write_ipc_stream"),
     "inspect-grades": _zip(["_journal/start.json", "samples/1_epoch_1.json"]),
+    "promptfoo-grades": b'{\n  "evalId": "eval-x",\n  "results": {\n    "version": 3,\n    "results": []}}',
 }
 # A value for each option a format may take or refuse (by the field of convert's Options).
 VALUES = {"maps": ["input=q,output=a"], "sets": ["metadata.x=1"], "values": ["input=a:b"],

@@ -121,6 +121,8 @@ TABLE = [
     ("xml", b'<?xml version="1.0"?>\n<cases/>', "c.jsonl", "html"),
     ("inspect JSON log", b'{\n  "version": 2,\n  "status": "success",\n  "eval": {\n', "l.json",
      "inspect-json"),
+    ("promptfoo results", b'{\n  "evalId": "eval-6eH",\n  "results": {\n    "version": 3,\n',
+     "results.json", "promptfoo-results"),
     ("sqlite", b"SQLite format 3\x00" + bytes(100), "c.db", "sqlite"),
     ("pdf", b"%PDF-1.7\n", "c.pdf", "pdf"),
     ("png", PNG, "c.jsonl", "image"),
@@ -161,6 +163,7 @@ def test_wrong_files_raise_one_sentence_with_the_fix(tmp_path: Path, label: str,
 
 FIXES = {
     "image": "give the dataset, not a picture", "tar": "tar -xf",
+    "promptfoo-results": "--from promptfoo-grades",
     "csv": "evalstream convert", "tsv": "--from tsv", "json-array": "jq -c '.[]'",
     "gzip": "rename it to end in .gz", "zstd": ".zst", "bzip2": "bzip2 -dc",
     "parquet": "--from parquet", "inspect-eval": "--from inspect", "utf-16": "iconv",

@@ -13,7 +13,9 @@
   ``refusal``, ``length`` (``finish_reason: length`` / ``stop_reason: max_tokens``), ``echokey``
   (a 400 whose body repeats the credentials it was sent), ``bigusage`` (a pass whose usage
   says 2**63 input tokens), ``latin1id`` (a pass whose request id header is latin-1
-  ``caf\xe9``, not UTF-8). Without a marker: ``pass``.
+  ``caf\xe9``, not UTF-8), ``pfpass`` ``pffail`` (promptfoo's llm-rubric answer
+  ``{reason, pass, score}``), ``pfnopass`` (the same without ``pass``). Without a marker:
+  ``pass``.
 - Hostile answers (issue 23): ``redirect`` (a 307 to the same path on a second port, another
   origin, which counts what reaches it: ``foreign`` in the stats), ``echoheader`` (a ``pass``
   whose request-id header is the key it was sent), ``echoescaped`` (a ``pass`` whose reason
@@ -295,6 +297,12 @@ def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | Non
         # The key escaped inside the answer's JSON: escaped once more in the response body.
         reason = json.dumps(f"fake pass {digest[:8]}, key ")[:-1] + escaped(key or "") + '"'
         return '{"status": "pass", "reason": ' + reason + "}", "stop"
+    if fault in ("pfpass", "pffail"):  # promptfoo's llm-rubric answer: {reason, pass, score}
+        passed = fault == "pfpass"
+        return json.dumps({"reason": f"fake {fault[2:]} {digest[:8]}", "pass": passed,
+                           "score": 1.0 if passed else 0.0}), "stop"
+    if fault == "pfnopass":  # the same without `pass`, which promptfoo reads as a pass
+        return json.dumps({"reason": f"fake, no pass {digest[:8]}", "score": 0.0}), "stop"
     if fault == "notjson":
         return "I think the assistant did fine, so: pass.", "stop"
     if fault == "wrongshape":

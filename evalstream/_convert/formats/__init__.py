@@ -23,6 +23,7 @@ from evalstream._convert.formats import (
     jsonl,
     openai_chat,
     parquet,
+    promptfoo_grades,
     tsv,
 )
 from evalstream._convert.formats.base import OPTIONS, Format, Option
@@ -39,7 +40,9 @@ FORMATS: tuple[Format, ...] = (
     jsonl.FORMAT,
     inspect_log.FORMAT,
     hf.FORMAT,
-    inspect_grades.FORMAT,  # after every format that writes cases: named, never inferred
+    # After every format that writes cases: a wrong-file sentence names the way into cases.
+    inspect_grades.FORMAT,
+    promptfoo_grades.FORMAT,
 )
 NAMES = tuple(f.name for f in FORMATS)
 
@@ -72,7 +75,8 @@ def _inferred_from(fmt: Format) -> str:
     if fmt.first_line is not None:
         names += f", when the first line is {fmt.first_line.said}"
     said = [f"a folder ({fmt.folder})"] if fmt.folder else []
-    said.append(names)
+    if names:
+        said.append(names)
     if fmt.magic:
         said.append(f"any name, by its first bytes ({fmt.magic})")
     elif fmt.guess:

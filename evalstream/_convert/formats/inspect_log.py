@@ -197,19 +197,6 @@ def _too_deep(number: int, name: str, found: depth.Path, data: bytes) -> Row:
     return Row(number, None, depth.too_deep("The sample", name, found), raw=data[:8_000])
 
 
-def _member_value(events: depth.Events, key: str) -> Any:
-    """The value of the log's top-level member ``key`` (built from ijson's events, held to
-    depth.MAX_DEPTH), None when the log has none; the events stop there."""
-    next(events)  # the log's start_map
-    found = depth.find_key(events, key)
-    if found is None:
-        return None
-    first, value = found
-    if first == "start_map" or first == "start_array":
-        return depth.build(first, events)
-    return value
-
-
 def _events(f: BinaryIO, literals: bool) -> depth.Events:
     """ijson's parse events of a log, read through ``nonfinite`` when it holds literals."""
     import ijson
@@ -228,7 +215,7 @@ def _read_json(path: str) -> tuple[EvalHeader, Iterator[Row]]:
         # only a log that holds them pays for.
         literals = nonfinite.file_has_literal(path)
         with open(path, "rb") as f:
-            found = nonfinite.restore(_member_value(_events(f, literals), "eval"))
+            found = nonfinite.restore(depth.member(_events(f, literals), "eval"))
     except (OSError, ijson.JSONError, StopIteration) as exc:
         raise InputError(f"cannot read {path} as an inspect_ai JSON log: {exc}") from exc
     if isinstance(found, depth.Deep):
