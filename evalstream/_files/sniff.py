@@ -265,6 +265,7 @@ _KINDS = (
     ("rejects", ("line", "offset", "error", "raw")),
     ("cases", ("id", "input", "output")),
     ("openai chat", ("messages",)),  # after cases, which may have messages too
+    ("otel traces", ("resourceSpans",)),  # OTLP JSON, as a collector's file exporter writes
     ("batch requests", ("custom_id", "method", "body")),  # OpenAI Batch API, vllm run-batch
     ("message batch requests", ("custom_id", "params")),  # Anthropic Message Batches
     ("batch results", ("custom_id",)),  # after the requests, which have a custom_id too
@@ -272,6 +273,7 @@ _KINDS = (
 _SAID = {"cases": "a cases file", "verdicts": "a verdicts file",
          "judge states": "a judge-states file (build's output)", "rejects": "a rejects file",
          "openai chat": "OpenAI chat transcripts",
+         "otel traces": "OpenTelemetry traces (OTLP JSON)",
          "batch requests": "a batch request file (`evalstream batch prepare` writes them)",
          "message batch requests": "an Anthropic batch request file (`evalstream batch "
                                    "prepare` writes them)",

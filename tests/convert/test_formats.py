@@ -52,6 +52,7 @@ def _frame(write: str) -> bytes:
 # A small file of each format (a new format adds one): what its names and first bytes say.
 SAMPLES = {
     "openai-chat": b'{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}\n',
+    "otel": b'{"resourceSpans":[{"resource":{},"scopeSpans":[{"scope":{},"spans":[]}]}]}\n',
     "csv": b"q,a\nx,y\n",
     "tsv": b"q\ta\nx\ty\n",
     "parquet": _frame("write_parquet"),

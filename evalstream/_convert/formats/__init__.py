@@ -22,6 +22,7 @@ from evalstream._convert.formats import (
     json,
     jsonl,
     openai_chat,
+    otel,
     parquet,
     promptfoo_grades,
     tsv,
@@ -33,6 +34,7 @@ from evalstream.errors import UsageError, WrongFileError
 
 FORMATS: tuple[Format, ...] = (
     openai_chat.FORMAT,
+    otel.FORMAT,  # before json and jsonl: its first line names it among their files
     csv.FORMAT,
     tsv.FORMAT,
     parquet.FORMAT,
