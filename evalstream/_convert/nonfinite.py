@@ -160,6 +160,20 @@ class RewrittenStream(io.RawIOBase):
         return n
 
 
+_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def in_original(message: str, rewritten: bytes) -> str:
+    """A decoder's message about ``rewritten`` text with its ``(byte N)`` moved back to the
+    original text: each marker is 8 bytes longer than its literal (``"\u0000`` and ``"``)."""
+    def back(found: re.Match[str]) -> str:
+        offset = int(found[1])
+        head = rewritten[:offset]
+        return f"(byte {offset - 8 * sum(head.count(m) for m in _MARKER.values())})"
+
+    return _BYTE.sub(back, message)
+
+
 def restore(value: Any) -> Any:
     """``value`` with every marker string made its float again (in place in lists and dicts,
     keys left as they are), walked with a stack: no recursion however deep."""

@@ -189,3 +189,22 @@ def test_a_sample_error_is_a_reject(tmp_path: Path, logs: dict[str, Path]) -> No
     result = convert(tmp_path, path)
     assert [(r["row"], r["id"], r["error"]) for r in result.rejects] == [
         (1, "2", "The sample ended in an error (boom); it has no answer to convert.")]
+
+
+def test_a_broken_sample_with_nan_keeps_its_own_error(tmp_path: Path, logs: dict[str, Path]) -> None:
+    # The rewritten text is read only to find the numbers: a sample broken otherwise is
+    # rejected with the error of its own bytes.
+    src, dst = logs["eval"], tmp_path / "broken.eval"
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(dst, "w") as out:
+        for info in z.infolist():
+            data = _member(z, info)
+            if info.filename == "samples/2_epoch_1.json":  # its NaN, then a bad last byte
+                assert b"NaN" in data and data.endswith(b"}")
+                data = data[:-1] + b"]"
+                at = len(data) - 1
+            out.writestr(info.filename, data)
+    result = convert(tmp_path, dst)
+    [reject] = result.rejects
+    assert reject["error"].startswith("The sample `samples/2_epoch_1.json` cannot be read as an "
+                                      "inspect_ai sample: JSON is malformed")
+    assert f"(byte {at})" in reject["error"]

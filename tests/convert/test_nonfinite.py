@@ -104,3 +104,19 @@ def test_only_text_holding_a_literal_is_rewritten() -> None:
     assert nonfinite.rewrite(b'{"a": 1}') == (b'{"a": 1}', 0)
     assert nonfinite.spelled(math.nan) == "NaN" and nonfinite.spelled(-math.inf) == "-Infinity"
     assert not nonfinite.is_nonfinite(True) and not nonfinite.is_nonfinite(1)
+
+
+def test_a_position_in_the_rewritten_text_is_said_in_the_original() -> None:
+    text = b'{"a": [NaN, -Infinity, Infinity], "b": "NaN", "c": tru}'
+    # The oracle: the same text with each literal a number of its length, read by msgspec.
+    same = text.replace(b"-Infinity", b"-1.000000").replace(b" Infinity", b" 1.000000") \
+        .replace(b"[NaN", b"[0.0")
+    assert len(same) == len(text)
+    with pytest.raises(msgspec.DecodeError) as oracle:
+        msgspec.json.decode(same)
+    rewritten, count = nonfinite.rewrite(text)
+    assert count == 3
+    with pytest.raises(msgspec.DecodeError) as info:
+        msgspec.json.decode(rewritten)
+    assert str(info.value) != str(oracle.value)
+    assert nonfinite.in_original(str(info.value), rewritten) == str(oracle.value)

@@ -154,12 +154,15 @@ def _decode_sample(data: bytes) -> dict[str, Any]:
     floats (``nonfinite``), which msgspec alone refuses as malformed JSON."""
     try:
         return msgspec.structs.asdict(_sample(data))
-    except msgspec.DecodeError:
+    except msgspec.DecodeError as exc:
         rewritten, count = nonfinite.rewrite(data)
         if not count:
             raise
-    values: dict[str, Any] = nonfinite.restore(msgspec.structs.asdict(_sample(rewritten)))
-    return values
+        try:
+            values: dict[str, Any] = msgspec.structs.asdict(_sample(rewritten))
+        except msgspec.DecodeError as again:  # broken otherwise: said at its own byte
+            raise type(again)(nonfinite.in_original(str(again), rewritten)) from exc
+    return nonfinite.restore(values)
 
 
 def _sample_order(name: str) -> tuple[int, str]:
