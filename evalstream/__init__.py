@@ -285,8 +285,10 @@ def compare(run_a: str | os.PathLike[str], run_b: str | os.PathLike[str],
 def convert_cases(input: str | os.PathLike[str], output: str | os.PathLike[str],
                   **options: Any) -> ConvertReport:
     """Run the ``convert`` command (``evalstream._convert`` is its package): cases at
-    ``output`` from another format at ``input`` (OpenAI chats, tables, inspect_ai logs,
-    Hugging Face datasets on disk), with the rejects and the report beside it. Options as the
+    ``output`` from another format at ``input`` (OpenAI chats, OpenTelemetry traces, tables,
+    inspect_ai logs, Hugging Face datasets on disk), or another tool's verdicts
+    (``format="inspect-grades"`` or ``"promptfoo-grades"``: ``report.writes`` says which),
+    with the rejects and the report beside it. Options as the
     command's: ``format`` (``--from``), ``maps``, ``sets``, ``values``, ``id_from``,
     ``parse_json``, ``keep_unmapped``, ``tool_failure_when``, ``split``, ``separator``,
     ``quoting``, ``rejects``, ``report``, ``max_line_bytes``. Returns the report; files

@@ -28,7 +28,8 @@ BELOW = {
     "_stats": {"_files", "_cases", "_checks", "_engines"},
     "_verdicts": {"_files", "_cases", "_checks"},
     "_judge": {"_files", "_cases", "_checks", "_verdicts"},
-    "_convert": {"_files", "_cases", "_checks"},
+    # convert writes verdicts from peers' logs (inspect, promptfoo) in the one verdict format
+    "_convert": {"_files", "_cases", "_checks", "_verdicts"},
     "_view": {"_files", "_cases", "_checks", "_verdicts", "_render"},
     "_render": {"_files", "_cases", "_checks", "_build", "_stats", "_verdicts", "_judge",
                 "_convert"},

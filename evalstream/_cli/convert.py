@@ -13,23 +13,27 @@ def register(subparsers: Any) -> None:
     """Add the ``convert`` subcommand."""
 
     p = subparsers.add_parser(
-        "convert", help="turn other formats (OpenAI chats, CSV, Parquet, inspect logs, ...) "
-                        "into cases",
+        "convert", help="turn other formats (OpenAI chats, traces, CSV, Parquet, inspect logs, "
+                        "...) into cases, and other tools' judges into verdicts",
         **helps(
-            "Convert OpenAI chat JSONL, a table (CSV, TSV, Parquet, a JSON array, JSONL), an "
-            "inspect_ai eval log or a Hugging Face dataset on disk into evalstream cases that "
-            "validate accepts. Rows that cannot become a case are rejected with their row "
-            "number, the column and a sentence.",
+            "Convert OpenAI chat JSONL, OpenTelemetry traces (OTLP JSON with GenAI spans), a "
+            "table (CSV, TSV, Parquet, a JSON array, JSONL), an inspect_ai eval log or a Hugging "
+            "Face dataset on disk into evalstream cases that validate accepts; or another "
+            "tool's judge (inspect_ai's model-graded scores, promptfoo's llm-rubric grades) "
+            "into verdicts that agree, compare and view read. Rows that cannot become a case "
+            "are rejected with their row number, the column and a sentence.",
             ["evalstream convert chats.jsonl cases.jsonl --from openai-chat",
              "evalstream convert qa.csv cases.jsonl --map input=question,output=answer",
-             "evalstream convert logs/task.eval cases.jsonl --from inspect"],
+             "evalstream convert logs/task.eval cases.jsonl --from inspect",
+             "evalstream convert logs/task.eval inspect.verdicts.jsonl --from inspect-grades"],
             [(0, "clean"), (1, "some rows rejected, or no row became a case"),
              (4, "also: the input is not the format named (or inferred)")]))
     p.add_argument("input", type=path, nargs="?",
                    help="the source: a file (.gz/.zst for line and table formats), a folder "
                         "(--from hf), or - for stdin (with --from)")
     p.add_argument("output", nargs="?", type=path,
-                   help="the cases: a .jsonl path, .gz or .zst, or -")
+                   help="the cases (the verdicts, for a format that reads a judge): a .jsonl "
+                        "path, .gz or .zst, or -")
     p.add_argument("--list-formats", action="store_true",
                    help="list the source formats (what each reads, the names and first bytes "
                         "it is inferred from, the options it takes) and exit")
@@ -49,8 +53,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--id-from", type=text, metavar="COLUMN",
                    help="take case ids from this column, or from a template such as "
                         "'halueval.{ID}' or 'begin.{source}.row-{#}' ({#}: the row number); "
-                        "default: xxh3-128 hex of the row's canonical JSON, stable across runs "
-                        "and machines")
+                        "default: the row's own `id` when it is a valid id, else xxh3-128 hex "
+                        "of the row's canonical JSON, stable across runs and machines")
     p.add_argument("--parse-json", type=text, action="append", default=[], metavar="COLUMNS",
                    help="columns whose text cells hold JSON (lists, objects), parsed before "
                         "mapping; comma-separated")

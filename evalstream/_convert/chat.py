@@ -17,12 +17,14 @@ docs/convert.md says the same):
   ``tool_call_id`` into ``toolEvents``: ``id`` the call's id (else ``t<n>``), ``input`` the
   arguments (parsed when they are a JSON object or array), ``output`` the result (parsed
   likewise). The status comes from the failure rules (``--tool-failure-when``), never from
-  a guess; a call without a result, or a result without a call, rejects the row.
+  a guess (or from the source's own record of the call: a trace's tool spans); a call
+  without a result, or a result without a call, rejects the row.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import msgspec
@@ -205,8 +207,11 @@ def arguments(value: Any, where: str) -> Any:
     return value
 
 
-def transcript(messages: Any, source: str, notes: Notes, rules: list[FailureRule]) -> Transcript:
-    """Convert OpenAI chat ``messages`` (found at ``source`` in the row) into case fields."""
+def transcript(messages: Any, source: str, notes: Notes, rules: list[FailureRule],
+               outcomes: Mapping[str, str | None] | None = None) -> Transcript:
+    """Convert OpenAI chat ``messages`` (found at ``source`` in the row) into case fields.
+    ``outcomes``: tool calls whose outcome the source records apart (a trace's tool spans),
+    by call id: None when the call worked, else its error; the rules decide the others."""
     if not isinstance(messages, list):
         raise RowProblem(f"`{source}` is {type_word(messages)}; it must be a list of chat "
                          "messages.", source, "$.messages", kind="bad message")
@@ -240,7 +245,7 @@ def transcript(messages: Any, source: str, notes: Notes, rules: list[FailureRule
                              "`tool_calls` with a `tool` result message.",
                              f"{where}.function_call", kind="bad message")
         if role == "tool":
-            _result(m, where, pending, rules, notes)
+            _result(m, where, pending, rules, notes, outcomes or {})
         msg_id = m.get("id")
         if not isinstance(msg_id, str) or not msg_id:
             msg_id = f"m{i + 1}"
@@ -309,7 +314,8 @@ def _calls(calls: Any, where: str, text: str, events: list[dict[str, Any]],
 
 
 def _result(m: dict[str, Any], where: str, pending: dict[str, tuple[dict[str, Any], str]],
-            rules: list[FailureRule], notes: Notes) -> None:
+            rules: list[FailureRule], notes: Notes,
+            outcomes: Mapping[str, str | None]) -> None:
     call_id = m.get("tool_call_id")
     if not isinstance(call_id, str) or call_id not in pending:
         raise RowProblem(f"`{where}` is a tool result for {call_id!r}, which no earlier "
@@ -319,7 +325,7 @@ def _result(m: dict[str, Any], where: str, pending: dict[str, tuple[dict[str, An
     text = content_text(m.get("content"), f"{where}.content", Notes())
     parsed = arguments(text, f"{where}.content")
     event["output"] = parsed
-    error = tool_failure(rules, text, parsed)
+    error = outcomes[call_id] if call_id in outcomes else tool_failure(rules, text, parsed)
     event["status"] = "success" if error is None else "failure"
     if error is not None:
         event["error"] = error

@@ -133,6 +133,20 @@ def find_key(events: Events, key: str) -> tuple[str, Any] | None:
     return None
 
 
+def member(events: Events, key: str) -> Any:
+    """The value of the top-level member ``key`` of the JSON object ``events`` parse (built
+    from the events, held to ``MAX_DEPTH``: a ``Deep`` deeper), None when it has none; the
+    events stop there."""
+    next(events)  # the object's start_map
+    found = find_key(events, key)
+    if found is None:
+        return None
+    first, value = found
+    if first == "start_map" or first == "start_array":
+        return build(first, events)
+    return value
+
+
 def _skip(events: Events, open_levels: int) -> None:
     """Consume events until ``open_levels`` open arrays and objects are closed."""
     for event, _ in events:

@@ -16,7 +16,15 @@ from typing import Any, NamedTuple
 
 from evalstream._cases import schema
 from evalstream._convert import chat, depth
-from evalstream._convert.rows import Built, CasePath, Notes, RowProblem, type_word
+from evalstream._convert.rows import (
+    OWN_ID,
+    Built,
+    CasePath,
+    Notes,
+    RowProblem,
+    own_id,
+    type_word,
+)
 from evalstream.errors import UsageError
 
 TEXT_FIELDS = ("input", "output", "policy")
@@ -108,8 +116,9 @@ def parse_field(text: str, option: str) -> Field:
     parts = tuple(text.strip().split("."))
     head = parts[0]
     if head == "id":
-        raise UsageError(f"{option} {text!r}: the case id comes from --id-from COLUMN (or, "
-                         "without it, a hash of the row); drop `id` from the mapping.")
+        raise UsageError(f"{option} {text!r}: the case id comes from --id-from COLUMN (without "
+                         "it, from the row's own `id`, else a hash of the row); drop `id` from "
+                         "the mapping.")
     if len(parts) == 1 and head in (*TEXT_FIELDS, *LIST_FIELDS, "metadata"):
         return Field(parts)
     if head == "metadata" and len(parts) > 1 and all(parts[1:]):
@@ -274,6 +283,8 @@ def build(values: dict[str, Any], notes: Notes, mapping: Mapping,
         _assign(step, value, case, metadata, expected, origin, notes, rules)
     if mapping.keep_unmapped:
         used = set(mapping.used_columns())
+        if mapping.id_from is None and own_id(values) is not None:
+            used.add(OWN_ID)  # the case id: not repeated in metadata
         for column, value in values.items():
             if column not in used:
                 _put(metadata, (column,), value, f"metadata.{column}", column)

@@ -18,12 +18,14 @@ class ConvertReject(msgspec.Struct):
 
 
 class ConvertCounts(msgspec.Struct):
-    """Every source row is blank, a case or rejected: ``rows == blank + cases + rejected``."""
+    """Every source row is blank, a case or rejected: ``rows == blank + cases + rejected``.
+    A format that writes verdicts reads a row as a judged case: ``verdicts`` are its lines."""
 
     rows: int = 0
     blank: int = 0
     cases: int = 0
     rejected: int = 0
+    verdicts: int = 0
 
 
 class ConvertReport(msgspec.Struct):
@@ -35,6 +37,7 @@ class ConvertReport(msgspec.Struct):
     output: str
     rejects: str | None  # None: not written (the cases went to stdout)
     format: str
+    writes: str  # "cases", or "verdicts" (a peer's judge)
     inferred: str | None  # how the format was inferred; None when --from named it
     mapping: dict[str, str] | None
     ids: str
@@ -49,6 +52,8 @@ class ConvertReport(msgspec.Struct):
     roles_renamed: dict[str, int]
     labels: dict[str, dict[str, int]]
     unmapped_scores: dict[str, dict[str, int]]
+    verdicts: dict[str, dict[str, int]]  # rubric -> status -> verdicts written
+    unscored: dict[str, int]  # the causes of the unscored verdicts written
     warnings: list[str]
     seconds: float
     exit_code: int = 0

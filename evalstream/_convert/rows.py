@@ -39,10 +39,13 @@ class RowProblem(Exception):
 
 @dataclass
 class Built:
-    """A case as a dict in wire order, and where each of its fields came from."""
+    """A case as a dict in wire order, and where each of its fields came from; for a format
+    that writes verdicts (a peer's judge), the case's verdicts (each without its
+    ``case_id``, which the run adds) and the case holds only its ``id``."""
 
     case: dict[str, Any]
     origin: dict[CasePath, str] = field(default_factory=dict)
+    verdicts: list[dict[str, Any]] | None = None
 
     def column_of(self, path: str | None) -> str | None:
         """The source column (or source JSON path) behind a case JSON path such as
@@ -88,6 +91,12 @@ class Notes:
     def label(self, rubric: str, status: str) -> None:
         self.add("labels", rubric, status)
 
+    def verdict(self, rubric: str, status: str, cause: str | None = None) -> None:
+        """A verdict written (formats that write verdicts), and an unscored one's cause."""
+        self.add("verdicts", rubric, status)
+        if cause is not None:
+            self.add("unscored", cause)
+
     def unmapped_score(self, scorer: str, value: str) -> None:
         self.add("unmapped_scores", scorer, value)
 
@@ -114,6 +123,21 @@ class Notes:
 
 
 Builder = Callable[[dict[str, Any], Notes], Built]
+
+OWN_ID = "id"  # the key of a row that holds its own id
+
+
+def own_id(values: dict[str, Any]) -> str | None:
+    """A row's own id: its ``id`` (text, or an integer written as text) when that is a valid
+    case id (``schema.is_id``: the one id rule), else None. Without ``--id-from`` it is the
+    case id; a row without one gets a hash of its content."""
+    from evalstream._cases.schema import is_id
+
+    value = values.get(OWN_ID)
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value)
+    return text if is_id(text) else None
 
 
 def type_word(value: Any) -> str:

@@ -2,7 +2,10 @@
 
 Every case is encoded and then decoded by the case decoder ``validate`` uses, so a
 converted file holds exactly what ``validate`` accepts; a case it refuses becomes a reject
-with the row number, the source column, the case field and ``validate``'s sentence.
+with the row number, the source column, the case field and ``validate``'s sentence. A
+format that writes verdicts (a peer's judge: ``Format.writes``) gives each row's verdicts,
+each decoded by the verdict decoder ``agree``, ``compare`` and ``view`` use; the output is
+then a target of kind ``verdicts`` in the run's transaction.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from evalstream._cases.rejects import explain, raw_text, reject_kind
 from evalstream._convert import chat, formats, mapping
 from evalstream._convert.formats.base import Format, Given, Source
 from evalstream._convert.report import ConvertCounts, ConvertReject, ConvertReport, encode
-from evalstream._convert.rows import Notes, Row, RowProblem
+from evalstream._convert.rows import OWN_ID, Built, Notes, Row, RowProblem, own_id
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._files.outputs import AtomicOutput, escape_line_breaks
 from evalstream._files.transaction import Target, Transaction
@@ -59,11 +62,11 @@ def run(opts: Options, on_row: Callable[[int], None] | None = None,
     """Convert ``opts.input`` into cases at ``opts.output``; return the report and the first
     rejects. Files appear under their names only if the whole run succeeds."""
     started = time.perf_counter()
-    outputs = _outputs(opts)
     if opts.format is not None:
         fmt, inferred = formats.named(opts.format), None
-    else:
+    else:  # reads the input's first bytes: the targets are checked next, before the rows
         fmt, inferred = formats.infer(opts.input)
+    outputs = _outputs(opts, fmt)
     formats.check(opts.input, fmt)
     formats.check_options(fmt, opts)
     rules = chat.parse_failure_rules(opts.tool_failure_when)
@@ -79,7 +82,7 @@ def run(opts: Options, on_row: Callable[[int], None] | None = None,
             out, rej_out, report_out = (outputs.open(role) if outputs.path(role) else None
                                         for role in ("output", "rejects", "report"))
             assert out is not None
-            converter = _Converter(source, opts.id_from, rej_out)
+            converter = _Converter(source, opts.id_from, rej_out, fmt.writes)
             converter.convert(out, on_row)
             report = converter.report(opts, fmt, inferred, table_map, outputs.path("rejects"),
                                       started)
@@ -88,12 +91,14 @@ def run(opts: Options, on_row: Callable[[int], None] | None = None,
     return report, converter.first_rejects
 
 
-def _outputs(opts: Options) -> Transaction:
-    """The targets, checked: the rejects and report beside an output file by default; with
-    the cases on stdout, only those asked for (as build: the summary has the counts)."""
+def _outputs(opts: Options, fmt: Format) -> Transaction:
+    """The targets, checked: the output (of the format's kind: cases, or verdicts, so that
+    an existing file is replaced only by its own kind), the rejects and report beside an
+    output file by default; with the output on stdout, only those asked for (as build: the
+    summary has the counts)."""
     return Transaction(
         [("input", opts.input)],
-        [Target("output", opts.output, "cases"),
+        [Target("output", opts.output, fmt.writes),
          Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl"),
          Target("report", opts.report, "json", beside=".report.json")], opts.force).check()
 
@@ -109,8 +114,9 @@ class _Converter:
     """The per-row loop and its counters."""
 
     def __init__(self, source: Source, id_from: str | None,
-                 rej_out: AtomicOutput | None) -> None:
+                 rej_out: AtomicOutput | None, writes: str = "cases") -> None:
         self.source, self.id_from, self.rej_out = source, id_from, rej_out
+        self.writes = writes
         self.counts = ConvertCounts()
         self.rejected_by_kind: Counter[str] = Counter()
         self.rejected_by_column: Counter[str] = Counter()
@@ -120,6 +126,12 @@ class _Converter:
         self.keys_seen: dict[str, None] = {}  # columns of JSON rows, in order of first sight
         self.decode = schema.decoder().decode
         self.encode = msgspec.json.Encoder().encode
+        if writes == "verdicts":
+            # What agree, compare and view read: every verdict written is decoded by it.
+            from evalstream._verdicts import records
+
+            self.decode_verdict = records.decoder().decode
+            self.verdict_shape = records.SHAPE
         self._encode_reject = msgspec.json.Encoder().encode
 
     def convert(self, out: AtomicOutput, on_row: Callable[[int], None] | None) -> None:
@@ -140,6 +152,8 @@ class _Converter:
             data = self._case(row)
             if data is not None:
                 counts.cases += 1
+                if self.writes == "verdicts":
+                    counts.verdicts += data.count(b"\n")
                 pending.append(data)
                 if len(pending) >= 256:
                     out.write_all(pending)
@@ -154,15 +168,19 @@ class _Converter:
         assert values is not None
         notes = Notes()
         case_id = None
+        how = "source"
         try:
             if not self.source.own_ids:
-                case_id = self._case_id(values, row.number)  # first, so rejects can name it
+                # first, so rejects can name it
+                case_id, how = self._case_id(values, row.number, notes)
             built = self.source.build(values, notes)
             case = built.case
             if "id" not in case:
                 case = {"id": case_id, **case}
-                if self.id_from is not None:
-                    built.origin[("id",)] = self.id_from
+                if how != "hash":
+                    built.origin[("id",)] = self.id_from or OWN_ID
+            if built.verdicts is not None:
+                return self._verdicts(row, case["id"], built, notes)
             data = escape_line_breaks(self.encode(case))
         except RowProblem as problem:
             if problem.case_id is None and isinstance(case_id, str):
@@ -190,9 +208,10 @@ class _Converter:
             return None
         first = self.index.add_id(decoded.id, row.number)
         if first:
-            hashed = self.id_from is None and not self.source.own_ids
-            why = (" (rows with the same content get the same id: give --id-from COLUMN, or "
-                   "drop the repeated row)") if hashed else ""
+            why = {"hash": " (rows with the same content get the same id: give --id-from "
+                           "COLUMN, or drop the repeated row)",
+                   "own": " (the rows' own `id`: give --id-from to make ids another way, "
+                          "e.g. --id-from 'ID.{#}' with the row number)"}.get(how, "")
             self._reject(row, RowProblem(
                 f"Case id {decoded.id!r} was already used by row {first}{why}; case ids must "
                 "be unique in a dataset.", built.column_of("$.id"), "$.id",
@@ -202,18 +221,54 @@ class _Converter:
             self.notes.merge(notes)
         return data + b"\n"
 
-    def _case_id(self, values: dict[str, Any], number: int) -> Any:
+    def _verdicts(self, row: Row, case_id: Any, built: Built, notes: Notes) -> bytes | None:
+        """The verdict lines of one judged case (a peer's), each checked by the verdict
+        decoder; None when the row is rejected (one bad verdict rejects its case's row, so
+        that a case is judged whole or not at all)."""
+        assert built.verdicts is not None
+        lines = []
+        for verdict in built.verdicts:
+            data = escape_line_breaks(self.encode({"case_id": case_id, **verdict}))
+            try:
+                self.decode_verdict(data)
+            except (msgspec.DecodeError, RecursionError) as exc:
+                path, sentence = explain(exc, data, self.verdict_shape)
+                self._reject(row, RowProblem(sentence, built.column_of(path), path,
+                                             kind=reject_kind(exc, data, self.verdict_shape),
+                                             case_id=case_id if isinstance(case_id, str)
+                                             else None))
+                return None
+            lines.append(data + b"\n")
+        first = self.index.add_id(case_id, row.number)
+        if first:
+            self._reject(row, RowProblem(
+                f"Case id {case_id!r} was already used by row {first}; a case's verdicts come "
+                "from one row (give --id-from to tell the rows apart).",
+                built.column_of("$.id"), "$.case_id", kind="duplicate id", case_id=case_id))
+            return None
+        self.notes.merge(notes)
+        return b"".join(lines)
+
+    def _case_id(self, values: dict[str, Any], number: int, notes: Notes) -> tuple[Any, str]:
+        """A row's case id, and where it came from: ``given`` (--id-from), ``own`` (the row's
+        own valid ``id``: the default, issue 30) or ``hash`` (a row without one)."""
         if self.id_from is None:
-            return xxhash.xxh3_128_hexdigest(msgspec.json.encode(values, order="sorted"))
+            own = own_id(values)
+            if own is not None:
+                return own, "own"
+            if values.get(OWN_ID) is not None:  # said in a warning: its id is in metadata
+                notes.add("own_ids", "not valid")
+            notes.add("generated_ids", "cases")
+            return xxhash.xxh3_128_hexdigest(msgspec.json.encode(values, order="sorted")), "hash"
         if "{" in self.id_from:
-            return mapping.fill_template(self.id_from, values, number)
+            return mapping.fill_template(self.id_from, values, number), "given"
         value = mapping.lookup(values, self.id_from)
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise RowProblem(f"Column {self.id_from!r} (--id-from) holds "
                              f"{'null' if value is None else type(value).__name__}; a case id "
                              "must be a string or an integer.", self.id_from, "$.id",
                              kind="invalid id")
-        return str(value)
+        return str(value), "given"
 
     def _reject(self, row: Row, problem: RowProblem) -> None:
         self.counts.rejected += 1
@@ -234,6 +289,8 @@ class _Converter:
         columns = self.source.columns
         seen = columns if columns is not None else list(self.keys_seen)
         used = set(table_map.used_columns()) if table_map is not None else set()
+        if opts.id_from is None and OWN_ID in seen:
+            used.add(OWN_ID)  # the rows' own ids (those that are not valid: a warning below)
         used |= {c.split(".")[0] for c in used if columns is None}  # `r.text` reads `r`
         unmapped = [c for c in seen if c not in used] \
             if table_map is not None and not table_map.keep_unmapped else []
@@ -248,15 +305,22 @@ class _Converter:
                      and not ("." in c and c.split(".")[0] in self.keys_seen)]
             if never:
                 warnings.append(f"mapped keys found in no row: {', '.join(map(repr, never))}.")
+        bad_ids = self.notes.flat("own_ids").get("not valid", 0)
+        if bad_ids:
+            warnings.append(f"{bad_ids:,} case{'s' if bad_ids > 1 else ''} had an `id` that is "
+                            f"not a valid case id ({schema.ID_RULE}), so "
+                            f"{'their ids are hashes' if bad_ids > 1 else 'its id is a hash'} "
+                            "of the row; give --id-from with a template to make ids from it "
+                            "(e.g. --id-from 'NAME.{#}' with the row number).")
         if self.counts.cases == 0:
-            warnings.append("no row became a case" + (
+            warnings.append(f"no row became a {'judged ' * (fmt.writes == 'verdicts')}case" + (
                 ": the input has no rows." if self.counts.rows == self.counts.blank else
                 "; see the rejects for why."))
         exit_code = 1 if self.counts.rejected or self.counts.cases == 0 else 0
         n = self.notes
         return ConvertReport(
             command="convert", evalstream=__version__, input=opts.input, output=opts.output,
-            rejects=rejects, format=fmt.name, inferred=inferred,
+            rejects=rejects, format=fmt.name, writes=fmt.writes, inferred=inferred,
             mapping=table_map.describe() if table_map is not None else None,
             ids=self.source.ids_from, columns=columns, unmapped_columns=unmapped,
             counts=self.counts,
@@ -265,6 +329,7 @@ class _Converter:
             placeholders=n.flat("placeholders"), generated_ids=n.flat("generated_ids"),
             tool_events=n.flat("tool_events"), roles_renamed=n.flat("roles_renamed"),
             labels=n.nested("labels"), unmapped_scores=n.nested("unmapped_scores"),
+            verdicts=n.nested("verdicts"), unscored=n.flat("unscored"),
             warnings=warnings, seconds=round(time.perf_counter() - started, 3),
             exit_code=exit_code)
 

@@ -28,6 +28,7 @@ HEAD_BYTES = 1 << 16  # enough for several lines of any table, and the magic of 
 _LINES = 8  # lines of text looked at (the first may be a header)
 
 
+_NOT_DATA = "give the dataset, not a picture: evaluation cases must be JSONL text"
 # (magic bytes, kind, what, fix); checked in order on the file's raw first bytes. A fix ""
 # (or the first step of one): the way in is to convert the file, which convert says.
 _MAGIC: list[tuple[bytes, str, str, str]] = [
@@ -45,6 +46,11 @@ _MAGIC: list[tuple[bytes, str, str, str]] = [
      "decompress it first (`xz -dc FILE > cases.jsonl`), or pipe it in: "
      "`xz -dc FILE | evalstream ... -`"),
     (b"7z\xbc\xaf\x27\x1c", "7z", "a 7-Zip archive", "extract the JSONL file from it first"),
+    # Images: read as JSONL, a PNG was 522 lines of garbage rejects and exit 1 (issue 30).
+    (b"\x89PNG\r\n\x1a\n", "image", "a PNG image", _NOT_DATA),
+    (b"\xff\xd8\xff", "image", "a JPEG image", _NOT_DATA),
+    (b"GIF87a", "image", "a GIF image", _NOT_DATA),
+    (b"GIF89a", "image", "a GIF image", _NOT_DATA),
 ]
 _GZIP, _ZSTD, _ZIP = b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"PK\x03\x04"
 _UTF16 = (b"\xff\xfe", b"\xfe\xff")
@@ -52,6 +58,8 @@ _UTF32 = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
 _BOM = b"\xef\xbb\xbf"
 _MARKUP = re.compile(rb"\s*(<!doctype html|<html|<\?xml|<!--|<head|<body|<table)", re.I)
 _INSPECT_JSON = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
+# `promptfoo eval -o results.json`: an object whose first member is the eval's id.
+_PROMPTFOO_JSON = re.compile(rb'^\s*\{\s*"evalId"\s*:\s*"')
 
 
 def diagnose(head: bytes, name: str = "") -> Sniffed | None:
@@ -70,6 +78,9 @@ def diagnose(head: bytes, name: str = "") -> Sniffed | None:
     for magic, kind, what, fix in _MAGIC:
         if head.startswith(magic):
             return Sniffed(kind, what, fix)
+    if _is_tar(head):
+        return Sniffed("tar", "a tar archive", "extract the JSONL file from it first "
+                       "(`tar -xf FILE`)")
     if head.startswith(_UTF32) or head.startswith(_UTF16) or _nul_between_chars(head):
         return Sniffed("utf-16", "UTF-16 text", "convert it to UTF-8 first: "
                        "`iconv -f UTF-16 -t UTF-8 FILE > cases.utf8.jsonl`")
@@ -87,6 +98,19 @@ def _misnamed(fmt: str, ext: str, name: str) -> Sniffed:
                        f"decompress it on the way in (`{tool} -dc FILE | evalstream ... -`)")
     return Sniffed(fmt, f"{fmt}-compressed data without a {ext} name",
                    f"rename it to end in {ext} (`mv FILE FILE{ext}`), or decompress it first")
+
+
+def _is_tar(head: bytes) -> bool:
+    """Whether ``head`` opens with a tar header: ``ustar`` at byte 257 (POSIX and GNU tar),
+    and the header's checksum right, so that text which happens to hold "mustard" there is
+    never called an archive."""
+    if len(head) < 512 or head[257:263] not in (b"ustar\x00", b"ustar "):
+        return False
+    try:
+        stored = int(head[148:156].strip(b" \x00") or b"-1", 8)
+    except ValueError:
+        return False
+    return stored == sum(head[:148]) + 8 * 32 + sum(head[156:512])
 
 
 def _nul_between_chars(head: bytes) -> bool:
@@ -112,6 +136,8 @@ def _text(head: bytes) -> Sniffed | None:
                        "not the web page that links to it")
     if _INSPECT_JSON.match(start) and b'"eval"' in start:
         return Sniffed("inspect-json", "an inspect_ai eval log (JSON)", "")
+    if _PROMPTFOO_JSON.match(start) and b'"results"' in start:
+        return Sniffed("promptfoo-results", "a promptfoo results file (`promptfoo eval -o`)", "")
     lines = _first_lines(start)
     first = lines[0].strip()
     if any(_is_object_line(line) for line in lines):
@@ -239,6 +265,7 @@ _KINDS = (
     ("rejects", ("line", "offset", "error", "raw")),
     ("cases", ("id", "input", "output")),
     ("openai chat", ("messages",)),  # after cases, which may have messages too
+    ("otel traces", ("resourceSpans",)),  # OTLP JSON, as a collector's file exporter writes
     ("batch requests", ("custom_id", "method", "body")),  # OpenAI Batch API, vllm run-batch
     ("message batch requests", ("custom_id", "params")),  # Anthropic Message Batches
     ("batch results", ("custom_id",)),  # after the requests, which have a custom_id too
@@ -246,6 +273,7 @@ _KINDS = (
 _SAID = {"cases": "a cases file", "verdicts": "a verdicts file",
          "judge states": "a judge-states file (build's output)", "rejects": "a rejects file",
          "openai chat": "OpenAI chat transcripts",
+         "otel traces": "OpenTelemetry traces (OTLP JSON)",
          "batch requests": "a batch request file (`evalstream batch prepare` writes them)",
          "message batch requests": "an Anthropic batch request file (`evalstream batch "
                                    "prepare` writes them)",

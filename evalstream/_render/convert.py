@@ -11,8 +11,17 @@ def render_summary(report: ConvertReport, file: TextIO) -> None:
     """A few plain lines for stderr: the counts, what conversion did, where rejects went."""
     c = report.counts
     how = f"inferred from {report.inferred}" if report.inferred else "--from"
-    lines = [f"convert: {c.rows:,} rows = {c.cases:,} cases + {c.rejected:,} rejected + "
+    cases = f"{c.cases:,} cases"
+    if report.writes == "verdicts":  # a peer's judge: each case its verdicts
+        cases = f"{c.cases:,} judged cases ({c.verdicts:,} verdicts)"
+    lines = [f"convert: {c.rows:,} rows = {cases} + {c.rejected:,} rejected + "
              f"{c.blank:,} blank (from {report.format}: {how})"]
+    for rubric, statuses in report.verdicts.items():
+        lines.append(f"verdicts of {rubric}: " + ", ".join(f"{k}: {v:,}" for k, v in
+                                                          statuses.items()))
+    if report.unscored:
+        lines.append("unscored, by cause: " + ", ".join(f"{k}: {v:,}" for k, v in
+                                                        report.unscored.items()))
     if report.placeholders:
         named = ", ".join(f"{k}: {v:,}" for k, v in sorted(report.placeholders.items()))
         lines.append(f"non-text content parts named by placeholders: {named}")

@@ -550,7 +550,7 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
     import numpy as np
 
     from evalstream._checks.rubrics import builtin
-    from evalstream._files.sniff import check_cases_input
+    from evalstream._files.sniff import check_cases_input, check_input
 
     started = time.perf_counter()
     paths = [(CASES, opts.cases), (VERDICTS, opts.verdicts), (COMPARE, opts.compare),
@@ -559,6 +559,12 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
         if path is not None:
             plain_file(path, role)
     check_cases_input(opts.cases)
+    usage = "; usage: evalstream view VERDICTS --cases CASES"
+    for path in (opts.verdicts, opts.compare):
+        if path is not None:
+            check_input(path, "verdicts", usage)
+    if opts.states is not None:
+        check_input(opts.states, "judge states", "; --states takes build's output")
     rubrics = opts.rubrics or builtin()
     b = _Builder(opts, rubrics, on_progress)
     b.read_cases()

@@ -3,7 +3,10 @@
 A two-sample task runs on inspect's mock model, with scripted outputs: sample ``q1`` calls a
 tool that fails, then answers; sample ``2`` calls a tool that works and answers wrongly.
 Two scorers (``match``, ``includes``) give labels; one custom scorer gives a partial score
-(``P``), which convert does not map.
+(``P``), which convert does not map. ``model_graded_qa`` grades with a second mock model
+whose scripted grades are ``GRADE: C`` for ``q1`` and text without a grade for ``2``, which
+inspect scores as unscored: ``"value": NaN`` in the log (issue 30). A custom scorer gives
+``Infinity`` and ``-Infinity``, which inspect writes as those literals.
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ import sys
 from pathlib import Path
 
 from tests.helpers import ROOT
+
+# The grader's answers (each sample's), as model_graded_qa's explanation holds them.
+GRADES = {"q1": "The submission says 4, which meets the criterion.\nGRADE: C",
+          "2": "The submission names Lyon; I cannot settle this."}
 
 
 def write_logs_apart(folder: Path, runs: dict[str, tuple[str, int]]) -> dict[str, Path]:
@@ -45,7 +52,7 @@ def write_logs(folder: Path, log_format: str = "eval", epochs: int = 1) -> Path:
         ModelUsage,
         get_model,
     )
-    from inspect_ai.scorer import Score, Target, includes, match, scorer
+    from inspect_ai.scorer import Score, Target, includes, match, model_graded_qa, scorer
     from inspect_ai.solver import TaskState, generate, system_message, use_tools
     from inspect_ai.tool import ToolCall, ToolError, tool
 
@@ -70,6 +77,13 @@ def write_logs(folder: Path, log_format: str = "eval", epochs: int = 1) -> Path:
 
         return score
 
+    @scorer(metrics=[])
+    def extreme():  # type: ignore[no-untyped-def]
+        async def score(state: TaskState, target: Target) -> Score:
+            return Score(value=float("inf") if state.sample_id == "q1" else float("-inf"))
+
+        return score
+
     usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
 
     # Outputs written out in full (not inspect's helpers), so the texts are the test's own.
@@ -80,17 +94,19 @@ def write_logs(folder: Path, log_format: str = "eval", epochs: int = 1) -> Path:
         return ModelOutput(model="mockllm/model", usage=usage, choices=[ChatCompletionChoice(
             message=message, stop_reason="tool_calls" if call else "stop")])
 
-    script = []
+    script, grades = [], []
     for _ in range(epochs):
         script += [out("Let me look.", ("call_a", "Atlantis")), out("4"),
                    out("", ("call_b", "Paris")), out("Lyon")]
+        grades += [out(GRADES["q1"]), out(GRADES["2"])]
+    grader = get_model("mockllm/grader", custom_outputs=grades)
     task = Task(
         dataset=[Sample(input="What is 2+2?", target="4", id="q1",
                         metadata={"scenario": "math"}),
                  Sample(input="Weather in the capital of France?", target="Paris", id=2,
                         metadata={"scenario": "weather"})],
         solver=[system_message("Be brief."), use_tools(lookup()), generate()],
-        scorer=[match(), includes(), partial()],
+        scorer=[match(), includes(), partial(), model_graded_qa(model=grader), extreme()],
         epochs=epochs,
     )
     folder.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,8 @@ def test_list_formats(capsys: pytest.CaptureFixture[str]) -> None:
     assert [line.split()[0] for line in lines[::3]] == list(NAMES)
     assert [line.split()[:2] for line in lines[1::3]] == [["inferred", "from:"]] * len(NAMES)
     assert [line.split()[0] for line in lines[2::3]] == ["options:"] * len(NAMES)
-    assert NAMES == ("openai-chat", "csv", "tsv", "parquet", "json", "jsonl", "inspect", "hf")
+    assert NAMES == ("openai-chat", "otel", "csv", "tsv", "parquet", "json", "jsonl", "inspect",
+                     "hf", "inspect-grades", "promptfoo-grades")
 
 
 def test_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

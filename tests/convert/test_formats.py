@@ -12,6 +12,7 @@ import lzma
 import re
 import subprocess
 import sys
+import tarfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,7 @@ from evalstream._files import sniff
 from evalstream._files.sniffed import Sniffed
 from evalstream.errors import UsageError, WrongFileError
 from tests.convert.support import GOLDEN, convert
+from tests.files.test_sniff import PNG
 from tests.helpers import ROOT, golden
 
 DOCS = ROOT / "docs" / "convert.md"
@@ -50,6 +52,7 @@ def _frame(write: str) -> bytes:
 # A small file of each format (a new format adds one): what its names and first bytes say.
 SAMPLES = {
     "openai-chat": b'{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}\n',
+    "otel": b'{"resourceSpans":[{"resource":{},"scopeSpans":[{"scope":{},"spans":[]}]}]}\n',
     "csv": b"q,a\nx,y\n",
     "tsv": b"q\ta\nx\ty\n",
     "parquet": _frame("write_parquet"),
@@ -57,6 +60,8 @@ SAMPLES = {
     "jsonl": b'{"q": "x", "a": "y"}\n',
     "inspect": _zip(["_journal/start.json", "samples/1_epoch_1.json"]),
     "hf": _frame("write_ipc_stream"),
+    "inspect-grades": _zip(["_journal/start.json", "samples/1_epoch_1.json"]),
+    "promptfoo-grades": b'{\n  "evalId": "eval-x",\n  "results": {\n    "version": 3,\n    "results": []}}',
 }
 # A value for each option a format may take or refuse (by the field of convert's Options).
 VALUES = {"maps": ["input=q,output=a"], "sets": ["metadata.x=1"], "values": ["input=a:b"],
@@ -155,8 +160,14 @@ def test_a_json_document_gets_one_sentence_named_or_inferred(tmp_path: Path) -> 
 def test_the_way_in_reads_the_registry() -> None:
     for fmt in FORMATS:
         for kind in fmt.kinds:
-            if kind != "jsonl":  # a file that may be JSONL: cases, never a wrong file
-                assert f"--from {fmt.name}" in (formats.way_in(Sniffed(kind, "", "")) or ""), kind
+            if kind == "jsonl":  # a file that may be JSONL: cases, never a wrong file
+                continue
+            said = formats.way_in(Sniffed(kind, "", "")) or ""
+            if fmt.writes == "cases":
+                assert f"--from {fmt.name}" in said, kind
+            else:  # a peer's verdicts: the way into cases, else into verdicts
+                takers = [f for f in FORMATS if kind in f.kinds and f.writes == "cases"]
+                assert f"--from {(takers or [fmt])[0].name}" in said, kind
     assert formats.way_in(Sniffed("zip", "a zip archive", "extract it")) is None
     # The bottom layer says what a file is; which --from reads it is convert's to say.
     sniff = (ROOT / "evalstream" / "_files" / "sniff.py").read_text()
@@ -177,6 +188,16 @@ def test_every_process_gets_the_way_in(tmp_path: Path) -> None:
 
 
 _CASE = b'{"id":"a","input":"hi","output":"hello"}\n'
+
+
+def _tar(data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        info = tarfile.TarInfo("cases.jsonl")
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
 # Files of every kind the sniffer names, and some it does not, under names that say each format
 # or none: what every command says about them is kept in a golden file.
 CONTENTS = {
@@ -193,6 +214,7 @@ CONTENTS = {
     "text": b"hello world\nsecond\n", "empty": b"",
     "verdicts": b'{"case_id":"c","rubric_id":"r","status":"pass"}\n',
     "gzip-csv": gzip.compress(b"q,a\nx,y\n"),
+    "png": PNG, "tar": _tar(_CASE),
 }
 NAMES_TRIED = ["", ".jsonl", ".csv", ".tab", ".json", ".parquet", ".eval", ".arrow", ".gz",
                ".csv.gz", ".db"]

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,8 +45,11 @@ def test_golden(tmp_path: Path, logs: dict[str, Path]) -> None:
     with zipfile.ZipFile(logs["eval"]) as z:
         assert {i.compress_type for i in z.infolist() if i.filename.startswith("samples/")} == {93}
     result = convert(tmp_path, logs["eval"])
-    golden_run("inspect", result)
     validate_accepts(result.out)
+    # The grader's messages carry ids inspect draws at random each run (22 characters).
+    result.out.write_bytes(re.sub(rb'"id":"[A-Za-z0-9]{22}"', b'"id":"RANDOM"',
+                                  result.out.read_bytes()))
+    golden_run("inspect", result)
     assert result.report.format == "inspect"
     assert result.report.inferred == "its content: an inspect_ai eval log"
 
@@ -55,7 +60,20 @@ def test_every_log_format_gives_the_same_cases(tmp_path: Path, logs: dict[str, P
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     first = convert(tmp_path / "a", logs["eval"]).out.read_bytes()
-    assert convert(tmp_path / "b", logs[kind]).out.read_bytes() == first
+    second = convert(tmp_path / "b", logs[kind]).out.read_bytes()
+    if kind == "deflated":  # the same log, recompressed
+        assert second == first
+    else:  # another run: only the grader's message ids (random per run) differ
+        assert _without_grading_ids(second) == _without_grading_ids(first)
+
+
+def _without_grading_ids(data: bytes) -> list[dict[str, Any]]:
+    cases = [json.loads(line) for line in data.splitlines()]
+    for case in cases:
+        for score in case["metadata"]["inspect"]["scores"].values():
+            for message in (score.get("metadata") or {}).get("grading", []):
+                message.pop("id")
+    return cases
 
 
 def test_mapping(tmp_path: Path, logs: dict[str, Path]) -> None:
@@ -70,12 +88,20 @@ def test_mapping(tmp_path: Path, logs: dict[str, Path]) -> None:
                      "input": {"city": "Atlantis"}, "output": "", "error": "no such city"}
     assert by_id["2"]["toolEvents"][0]["status"] == "success"
     assert q1["expected"] == {"match": {"status": "pass", "source": "imported"},
-                              "includes": {"status": "pass", "source": "imported"}}
+                              "includes": {"status": "pass", "source": "imported"},
+                              "model_graded_qa": {"status": "pass", "source": "imported"}}
     assert q1["metadata"]["scenario"] == "math"
     assert q1["metadata"]["inspect"]["scores"]["partial"]["value"] == "P"
-    assert result.report.unmapped_scores == {"partial": {'"P"': 2}}
+    # NaN (inspect's unscored score) and infinities: no label, counted as the log spells them.
+    assert result.report.unmapped_scores == {"extreme": {"-Infinity": 1, "Infinity": 1},
+                                             "model_graded_qa": {"NaN": 1},
+                                             "partial": {'"P"': 2}}
     assert result.report.labels == {"includes": {"fail": 1, "pass": 1},
-                                    "match": {"fail": 1, "pass": 1}}
+                                    "match": {"fail": 1, "pass": 1}, "model_graded_qa": {"pass": 1}}
+    graded = by_id["2"]["metadata"]["inspect"]["scores"]["model_graded_qa"]
+    assert graded["value"] is None and graded["reason"] == "grader_failed"
+    assert "model_graded_qa" not in by_id["2"]["expected"]
+    assert result.report.counts.rejected == 0
 
 
 def test_epochs_get_their_own_ids(tmp_path: Path, logs: dict[str, Path]) -> None:
@@ -86,8 +112,57 @@ def test_epochs_get_their_own_ids(tmp_path: Path, logs: dict[str, Path]) -> None
 def test_options_that_do_not_apply(tmp_path: Path, logs: dict[str, Path]) -> None:
     with pytest.raises(UsageError, match="--map applies to tables"):
         convert(tmp_path, logs["eval"], maps=["input=x,output=y"])
-    with pytest.raises(UsageError, match="its sample id"):
-        convert(tmp_path, logs["eval"], id_from="x")
+    with pytest.raises(UsageError, match="a tool message records its own error"):
+        convert(tmp_path, logs["eval"], tool_failure_when=["never"])
+
+
+def _with_sample_ids(tmp_path: Path, logs: dict[str, Path], ids: list[object]) -> Path:
+    """The JSON log with its samples' ids replaced, in the log's order (``2``, then ``q1``):
+    inspect allows `/` and spaces in them."""
+    src = json.loads(logs["json"].read_text())
+    for sample, new_id in zip(src["samples"], ids, strict=True):
+        sample["id"] = new_id
+    path = tmp_path / "renamed.json"
+    path.write_text(json.dumps(src))
+    return path
+
+
+def test_a_sample_id_that_is_not_a_case_id_says_how_to_remap_it(
+        tmp_path: Path, logs: dict[str, Path]) -> None:
+    # It was rejected with the case format's sentence, with no way to remap it (issue 30).
+    path = _with_sample_ids(tmp_path, logs, ["math/add", "q1"])
+    result = convert(tmp_path, path)
+    [reject] = result.rejects
+    assert reject["row"] == 1 and reject["column"] == "id" and reject["path"] == "$.id"
+    assert reject["error"].startswith("The sample id 'math/add' is not a valid case id "
+                                      "(non-empty, at most 512 characters, without whitespace "
+                                      "or `/`); give --id-from a template")
+
+
+@pytest.mark.parametrize(("template", "ids"), [
+    ("arith.{#}", ["arith.1", "arith.2"]),
+    ("arith.{metadata.scenario}.{#}", ["arith.weather.1", "arith.math.2"]),
+    ("t.{epoch}.{metadata.scenario}", ["t.1.weather", "t.1.math"]),
+])
+def test_id_from_remaps_sample_ids(tmp_path: Path, logs: dict[str, Path], template: str,
+                                   ids: list[str]) -> None:
+    path = _with_sample_ids(tmp_path, logs, ["math/add", "geo weather"])
+    result = convert(tmp_path, path, id_from=template)
+    assert [c["id"] for c in result.cases] == ids and not result.rejects
+    # The sample ids as the log has them stay in metadata.
+    assert [c["metadata"]["inspect"]["id"] for c in result.cases] == ["math/add", "geo weather"]
+    assert result.report.ids == f"column {template}"
+    validate_accepts(result.out)
+
+
+def test_id_from_over_epochs_must_tell_them_apart(tmp_path: Path, logs: dict[str, Path]) -> None:
+    result = convert(tmp_path, logs["epochs"], id_from="s.{id}")
+    assert [c["id"] for c in result.cases] == ["s.2", "s.q1"]
+    assert [r["error"][:45] for r in result.rejects] == ["Case id 's.2' was already used by row 1; case"] \
+        + ["Case id 's.q1' was already used by row 2; cas"]
+    (tmp_path / "b").mkdir()
+    apart = convert(tmp_path / "b", logs["epochs"], id_from="s.{id}.{epoch}")
+    assert [c["id"] for c in apart.cases] == ["s.2.1", "s.q1.1", "s.2.2", "s.q1.2"]
 
 
 def test_damaged_log(tmp_path: Path, logs: dict[str, Path]) -> None:
@@ -114,3 +189,22 @@ def test_a_sample_error_is_a_reject(tmp_path: Path, logs: dict[str, Path]) -> No
     result = convert(tmp_path, path)
     assert [(r["row"], r["id"], r["error"]) for r in result.rejects] == [
         (1, "2", "The sample ended in an error (boom); it has no answer to convert.")]
+
+
+def test_a_broken_sample_with_nan_keeps_its_own_error(tmp_path: Path, logs: dict[str, Path]) -> None:
+    # The rewritten text is read only to find the numbers: a sample broken otherwise is
+    # rejected with the error of its own bytes.
+    src, dst = logs["eval"], tmp_path / "broken.eval"
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(dst, "w") as out:
+        for info in z.infolist():
+            data = _member(z, info)
+            if info.filename == "samples/2_epoch_1.json":  # its NaN, then a bad last byte
+                assert b"NaN" in data and data.endswith(b"}")
+                data = data[:-1] + b"]"
+                at = len(data) - 1
+            out.writestr(info.filename, data)
+    result = convert(tmp_path, dst)
+    [reject] = result.rejects
+    assert reject["error"].startswith("The sample `samples/2_epoch_1.json` cannot be read as an "
+                                      "inspect_ai sample: JSON is malformed")
+    assert f"(byte {at})" in reject["error"]

@@ -94,8 +94,76 @@ def test_report_counts_what_conversion_did(tmp_path: Path) -> None:
     assert report.placeholders == {"audio": 1, "file": 1, "image": 2}
     assert report.tool_events == {"failure": 1, "success": 1}
     assert report.roles_renamed == {"developer -> system": 1}
-    assert report.generated_ids == {"messages": 6}
-    assert report.ids == "xxh3-128 of the row's canonical JSON"
+    assert report.generated_ids == {"cases": 2, "messages": 6}  # neither line has an `id`
+    assert report.ids == ("the row's own `id` where it is a valid id, else xxh3-128 of its "
+                          "canonical JSON")
+
+
+# -- a line's own id (issue 30: it was filed under metadata.id, the case id a hash) --------------
+def _chat(own: object = None, text: str = "hi", **keys: object) -> dict[str, object]:
+    line: dict[str, object] = {"messages": [{"role": "user", "content": text},
+                                            {"role": "assistant", "content": "hello"}], **keys}
+    if own is not None:
+        line["id"] = own
+    return line
+
+
+def test_a_lines_own_id_is_the_case_id(tmp_path: Path) -> None:
+    result = convert(tmp_path, _lines(tmp_path, [_chat("conv-17", split="dev"), _chat(18, "b")]))
+    assert [c["id"] for c in result.cases] == ["conv-17", "18"]
+    # Not repeated in metadata: the case id holds it.
+    assert [c.get("metadata") for c in result.cases] == [{"split": "dev"}, None]
+    assert "cases" not in result.report.generated_ids and not result.report.warnings
+
+
+def test_lines_with_and_without_ids(tmp_path: Path) -> None:
+    # Each line on its own: its own id when it has a valid one, else the hash of the line
+    # (stable: the same line gives the same id), counted as generated.
+    rows = [_chat("a1"), _chat(text="no id"), _chat(None, "null id"), _chat("a2")]
+    rows[2]["id"] = None
+    src = _lines(tmp_path, rows)
+    first = convert(tmp_path, src)
+    ids = [c["id"] for c in first.cases]
+    assert ids[0] == "a1" and ids[3] == "a2"
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids[1:3])
+    assert first.report.generated_ids["cases"] == 2
+    assert (tmp_path / "again").mkdir() is None
+    assert convert(tmp_path / "again", src).out.read_bytes() == first.out.read_bytes()
+
+
+@pytest.mark.parametrize("bad", ["a/b", "two words", "", "x" * 513, True, 1.5, {"n": 1}, ["a"]])
+def test_an_id_that_is_not_a_valid_id_is_kept_and_said(tmp_path: Path, bad: object) -> None:
+    result = convert(tmp_path, _lines(tmp_path, [_chat(bad), _chat("ok", "b")]))
+    case, other = result.cases
+    assert len(case["id"]) == 32 and case["metadata"] == {"id": bad}  # never lost
+    assert other["id"] == "ok"
+    assert result.report.generated_ids["cases"] == 1
+    [warning] = result.report.warnings
+    assert warning.startswith("1 case had an `id` that is not a valid case id (non-empty, at "
+                              "most 512 characters, without whitespace or `/`), so its id is "
+                              "a hash of the row; give --id-from with a template")
+
+
+def test_a_repeated_own_id_is_a_duplicate(tmp_path: Path) -> None:
+    result = convert(tmp_path, _lines(tmp_path, [_chat("same"), _chat("same", "other text")]))
+    assert [c["id"] for c in result.cases] == ["same"]
+    [reject] = result.rejects
+    assert reject["row"] == 2 and reject["id"] == "same" and reject["column"] == "id"
+    assert reject["error"] == (
+        "Case id 'same' was already used by row 1 (the rows' own `id`: give --id-from to make "
+        "ids another way, e.g. --id-from 'ID.{#}' with the row number); case ids must be unique "
+        "in a dataset.")
+
+
+def test_id_from_wins_over_the_own_id(tmp_path: Path) -> None:
+    src = _lines(tmp_path, [_chat("a", conv="c1"), _chat("b", "x", conv="c2")])
+    result = convert(tmp_path, src, id_from="chat.{conv}.{#}")
+    assert [c["id"] for c in result.cases] == ["chat.c1.1", "chat.c2.2"]
+    assert result.cases[0]["metadata"] == {"conv": "c1", "id": "a"}  # not the case id: kept
+    (tmp_path / "b").mkdir()
+    by_key = convert(tmp_path / "b", src, id_from="id")
+    assert [c["id"] for c in by_key.cases] == ["a", "b"]
+    assert by_key.cases[0]["metadata"] == {"conv": "c1"}
 
 
 @pytest.mark.parametrize(("rules", "failed"), [

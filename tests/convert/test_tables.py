@@ -194,6 +194,23 @@ def test_hostile_rows_are_rejected_by_row(tmp_path: Path) -> None:
     assert result.cases[1]["input"] == "a\x00b\x1b[31m"  # text is kept as it is, escaped in JSON
 
 
+def test_a_tables_id_column_is_the_case_id_by_default(tmp_path: Path) -> None:
+    # Issue 30: a row's own `id` is its case id without --id-from, in a table as in a line;
+    # a row whose id is not a valid one gets the hash, keeps the value, and is said.
+    path = _csv(tmp_path, "id,q,a,who\nq-1,x,y,ann\n,x2,y2,bob\nbad/id,x3,y3,cy\n")
+    result = convert(tmp_path, path, maps=["input=q,output=a"], keep_unmapped=True)
+    first, second, third = result.cases
+    assert first["id"] == "q-1" and first["metadata"] == {"who": "ann"}  # not repeated there
+    assert len(second["id"]) == 32 and second["metadata"] == {"id": None, "who": "bob"}
+    assert len(third["id"]) == 32 and third["metadata"] == {"id": "bad/id", "who": "cy"}
+    assert result.report.generated_ids == {"cases": 2}
+    assert [w[:39] for w in result.report.warnings] == ["1 case had an `id` that is not a valid "]
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    report = convert(plain, path, maps=["input=q,output=a"]).report
+    assert report.unmapped_columns == ["who"]  # the id column is read: not "unmapped"
+
+
 def test_malformed_csv_is_an_input_error(tmp_path: Path) -> None:
     path = _csv(tmp_path, 'q,a\n"unclosed,x\ny,z\n')
     with pytest.raises(InputError, match="cannot read"):

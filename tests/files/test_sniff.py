@@ -9,7 +9,10 @@ import io
 import json
 import lzma
 import re
+import struct
+import tarfile
 import zipfile
+import zlib
 from pathlib import Path
 
 import polars as pl
@@ -48,6 +51,30 @@ def _parquet() -> bytes:
     pl.DataFrame({"question": ["q"], "answer": ["a"]}).write_parquet(buf)
     return buf.getvalue()
 
+
+def _tar(form: int) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=form) as t:
+        info = tarfile.TarInfo("cases.jsonl")
+        info.size = len(CASES)
+        t.addfile(info, io.BytesIO(CASES))
+    return buf.getvalue()
+
+
+# A real PNG (one 64x64 RGB picture), made by hand: signature, IHDR, IDAT, IEND.
+def _png() -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    pixels = b"".join(b"\x00" + bytes(range(192)) for _ in range(64))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 64, 64, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(pixels)) + chunk(b"IEND", b""))
+
+
+PNG = _png()
+_HEAD = b'{"id":"p","input":"'
+MUSTARD = _HEAD + b"x" * (256 - len(_HEAD)) + b'mustard","output":"o"}\n' + CASES
+assert MUSTARD[257:262] == b"ustar"
 
 PRETTY = json.dumps({"id": "a", "input": "hi", "output": "hello"}, indent=2).encode()
 PRETTY_ARRAY = json.dumps([{"id": "a", "input": "hi", "output": "x"}], indent=2).encode()
@@ -94,8 +121,19 @@ TABLE = [
     ("xml", b'<?xml version="1.0"?>\n<cases/>', "c.jsonl", "html"),
     ("inspect JSON log", b'{\n  "version": 2,\n  "status": "success",\n  "eval": {\n', "l.json",
      "inspect-json"),
+    ("promptfoo results", b'{\n  "evalId": "eval-6eH",\n  "results": {\n    "version": 3,\n',
+     "results.json", "promptfoo-results"),
     ("sqlite", b"SQLite format 3\x00" + bytes(100), "c.db", "sqlite"),
     ("pdf", b"%PDF-1.7\n", "c.pdf", "pdf"),
+    ("png", PNG, "c.jsonl", "image"),
+    ("jpeg", b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(600), "c.jsonl", "image"),
+    ("gif", b"GIF89a\x01\x00\x01\x00" + bytes(40), "c.jsonl", "image"),
+    ("gif87", b"GIF87a\x01\x00\x01\x00" + bytes(40), "c.jsonl", "image"),
+    ("tar", _tar(tarfile.USTAR_FORMAT), "cases.jsonl", "tar"),
+    ("gnu tar", _tar(tarfile.GNU_FORMAT), "cases.tar", "tar"),
+    ("tar.gz", gzip.compress(_tar(tarfile.PAX_FORMAT)), "cases.tar.gz", "tar"),
+    # "ustar" at byte 257 of text ("mustard"): a JSONL file, never an archive.
+    ("jsonl with ustar at byte 257", MUSTARD, "c.jsonl", None),
 ]
 
 
@@ -124,6 +162,8 @@ def test_wrong_files_raise_one_sentence_with_the_fix(tmp_path: Path, label: str,
 
 
 FIXES = {
+    "image": "give the dataset, not a picture", "tar": "tar -xf",
+    "promptfoo-results": "--from promptfoo-grades",
     "csv": "evalstream convert", "tsv": "--from tsv", "json-array": "jq -c '.[]'",
     "gzip": "rename it to end in .gz", "zstd": ".zst", "bzip2": "bzip2 -dc",
     "parquet": "--from parquet", "inspect-eval": "--from inspect", "utf-16": "iconv",

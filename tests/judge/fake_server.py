@@ -13,7 +13,11 @@
   ``refusal``, ``length`` (``finish_reason: length`` / ``stop_reason: max_tokens``), ``echokey``
   (a 400 whose body repeats the credentials it was sent), ``bigusage`` (a pass whose usage
   says 2**63 input tokens), ``latin1id`` (a pass whose request id header is latin-1
-  ``caf\xe9``, not UTF-8). Without a marker: ``pass``.
+  ``caf\xe9``, not UTF-8), ``pfpass`` ``pffail`` (promptfoo's llm-rubric answer
+  ``{reason, pass, score}``), ``pfnopass`` (the same without ``pass``), ``toolcall`` (OpenAI
+  only: a call of the request's first tool with ``{"query": the user's text}``, then, once
+  the last message is the tool's result, an answer that quotes it). Without a marker:
+  ``pass``.
 - Hostile answers (issue 23): ``redirect`` (a 307 to the same path on a second port, another
   origin, which counts what reaches it: ``foreign`` in the stats), ``echoheader`` (a ``pass``
   whose request-id header is the key it was sent), ``echoescaped`` (a ``pass`` whose reason
@@ -295,6 +299,14 @@ def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | Non
         # The key escaped inside the answer's JSON: escaped once more in the response body.
         reason = json.dumps(f"fake pass {digest[:8]}, key ")[:-1] + escaped(key or "") + '"'
         return '{"status": "pass", "reason": ' + reason + "}", "stop"
+    if fault == "toolcall":  # the text after the tool's result (the call: _openai)
+        return "Done.", "stop"
+    if fault in ("pfpass", "pffail"):  # promptfoo's llm-rubric answer: {reason, pass, score}
+        passed = fault == "pfpass"
+        return json.dumps({"reason": f"fake {fault[2:]} {digest[:8]}", "pass": passed,
+                           "score": 1.0 if passed else 0.0}), "stop"
+    if fault == "pfnopass":  # the same without `pass`, which promptfoo reads as a pass
+        return json.dumps({"reason": f"fake, no pass {digest[:8]}", "score": 0.0}), "stop"
     if fault == "notjson":
         return "I think the assistant did fine, so: pass.", "stop"
     if fault == "wrongshape":
@@ -311,6 +323,20 @@ def _openai(request: dict[str, Any], fault: str, text: str | None, finish: str, 
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
     if fault == "refusal":
         message["refusal"] = "I'm sorry, I can't help with that."
+    messages = request.get("messages") or [{}]
+    if fault == "toolcall" and messages[-1].get("role") == "tool":
+        # After the tool's result: an answer that quotes it.
+        message["content"] = f"From the tool: {messages[-1].get('content')}"
+    elif fault == "toolcall":  # a call of the request's first tool, asked with the user's text
+        tools = request.get("tools") or [{"function": {"name": "lookup"}}]
+        question = next((m.get("content") for m in reversed(messages)
+                         if m.get("role") == "user"), "")
+        message["content"] = None
+        message["tool_calls"] = [{"id": "call_" + rid[4:16], "type": "function", "function": {
+            "name": tools[0]["function"]["name"],
+            "arguments": json.dumps({"query": _MARK.sub(b"", str(question).encode())
+                                     .decode().strip()})}}]
+        finish = "tool_calls"
     return {"id": "ECHOED-ID" if fault == "echoescaped" else "chatcmpl-" + rid[4:],
             "object": "chat.completion", "created": 0,
             "model": request.get("model"),

@@ -14,7 +14,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from evalstream._convert.formats import csv, hf, inspect_log, json, jsonl, openai_chat, parquet, tsv
+from evalstream._convert.formats import (
+    csv,
+    hf,
+    inspect_grades,
+    inspect_log,
+    json,
+    jsonl,
+    openai_chat,
+    otel,
+    parquet,
+    promptfoo_grades,
+    tsv,
+)
 from evalstream._convert.formats.base import OPTIONS, Format, Option
 from evalstream._files import sniff
 from evalstream._files.sniffed import Sniffed
@@ -22,6 +34,7 @@ from evalstream.errors import UsageError, WrongFileError
 
 FORMATS: tuple[Format, ...] = (
     openai_chat.FORMAT,
+    otel.FORMAT,  # before json and jsonl: its first line names it among their files
     csv.FORMAT,
     tsv.FORMAT,
     parquet.FORMAT,
@@ -29,6 +42,9 @@ FORMATS: tuple[Format, ...] = (
     jsonl.FORMAT,
     inspect_log.FORMAT,
     hf.FORMAT,
+    # After every format that writes cases: a wrong-file sentence names the way into cases.
+    inspect_grades.FORMAT,
+    promptfoo_grades.FORMAT,
 )
 NAMES = tuple(f.name for f in FORMATS)
 
@@ -53,13 +69,16 @@ def list_formats() -> str:
 
 
 def _inferred_from(fmt: Format) -> str:
+    if not (fmt.suffixes or fmt.folder or fmt.magic or fmt.guess):
+        return f"never (its files are another format's: give --from {fmt.name})"
     names = ", ".join(s or "no suffix" for s in fmt.suffixes)
     if fmt.stream:
         names += " (.gz, .zst too)"
     if fmt.first_line is not None:
         names += f", when the first line is {fmt.first_line.said}"
     said = [f"a folder ({fmt.folder})"] if fmt.folder else []
-    said.append(names)
+    if names:
+        said.append(names)
     if fmt.magic:
         said.append(f"any name, by its first bytes ({fmt.magic})")
     elif fmt.guess:
@@ -117,10 +136,10 @@ def infer(path: str) -> tuple[Format, str]:
 # content: compression under another name or none, other compressions, another encoding,
 # documents. Checked before the content, which the name may say is compressed.
 _NOT_ROWS = ("gzip", "zstd", "not-compressed", "bzip2", "xz", "utf-16", "7z", "pdf", "sqlite",
-             "html")
+             "html", "image", "tar")
 # Kinds that are never text, which a format reading any text (``Format.text``) refuses.
 _BINARY = ("parquet", "arrow", "arrow-stream", "inspect-eval", "xlsx", "zip", "utf-16",
-           "sqlite", "pdf")
+           "sqlite", "pdf", "image", "tar")
 
 
 def check(path: str, fmt: Format) -> None:
@@ -139,8 +158,10 @@ def check(path: str, fmt: Format) -> None:
         raise WrongFileError(f"{path} {fmt.mistakes[kind]}.")
     if kind in fmt.kinds or kind in fmt.also or (fmt.text and kind not in _BINARY):
         return
-    # By name, so that the sentence does not depend on the registry's order.
-    readers = sorted(f.name for f in FORMATS if kind in f.kinds)
+    # By name, so that the sentence does not depend on the registry's order; those that write
+    # what was asked for (cases, or verdicts) when any does.
+    readers = sorted(f.name for f in FORMATS if kind in f.kinds and f.writes == fmt.writes) \
+        or sorted(f.name for f in FORMATS if kind in f.kinds)
     fix = f"give --from {' or '.join(readers)}" if readers else _fix(found, path)
     what = found.what if found is not None else "JSONL"
     raise WrongFileError(f"{path} is {what}, not {fmt.name} data; {fix}.")
@@ -161,8 +182,11 @@ def way_in(found: Sniffed) -> str | None:
         if said:
             return said
     for fmt in FORMATS:
-        if found.kind in fmt.kinds:
+        if found.kind in fmt.kinds and fmt.writes == "cases":
             return f"convert it: {fmt.command()}"
+    for fmt in FORMATS:  # a peer's results: no cases in it, its verdicts
+        if found.kind in fmt.kinds:
+            return f"convert its {fmt.writes}: {fmt.command()}"
     return None
 
 

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from evalstream._convert import mapping as mapping_
 from evalstream._convert.chat import FailureRule
-from evalstream._convert.rows import Builder, Built, Notes, Row
+from evalstream._convert.rows import OWN_ID, Builder, Built, Notes, Row, own_id
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, open_input
 from evalstream._files.sniffed import Sniffed
 
@@ -98,7 +98,14 @@ class Given:
     @property
     def ids_from(self) -> str:
         """Where case ids come from, said for the report."""
-        return f"column {self.id_from}" if self.id_from else "xxh3-128 of the row's canonical JSON"
+        if self.id_from:
+            return f"column {self.id_from}"
+        return "the row's own `id` where it is a valid id, else xxh3-128 of its canonical JSON"
+
+    def takes_own_id(self, values: dict[str, Any]) -> bool:
+        """Whether a row's ``id`` is its case id (``--id-from id``, or no ``--id-from`` and a
+        valid own id): a builder then does not repeat it in the case's metadata."""
+        return self.id_from == OWN_ID or (self.id_from is None and own_id(values) is not None)
 
     def stream(self) -> BinaryIO:
         """The input's bytes (a file, ``.gz``/``.zst`` read through, or stdin), closed with
@@ -141,6 +148,9 @@ class Format:
     name: str  # --from
     reads: str  # what it reads, one line: --list-formats and docs/convert.md
     open: Callable[[Given], Source]
+    # What it writes: "cases", or "verdicts" (a peer's judge: inspect's model-graded scores,
+    # promptfoo's grades), each the output's kind in the run's transaction.
+    writes: str = "cases"
     options: tuple[str, ...] = ()  # the OPTIONS it takes
     refuses: Mapping[str, str] = field(default_factory=dict)  # OPTIONS it refuses: why, said
     stream: bool = False  # read as a byte stream: stdin, .gz and .zst too
@@ -167,4 +177,4 @@ class Format:
     def command(self, file: str = "FILE") -> str:
         """The command that converts a file of this format, for a sentence (in backticks)."""
         flags = " --map input=COLUMN,output=COLUMN" if self.takes("mapping") else ""
-        return f"`evalstream convert {file} cases.jsonl --from {self.name}{flags}`"
+        return f"`evalstream convert {file} {self.writes}.jsonl --from {self.name}{flags}`"

@@ -8,15 +8,20 @@ zstd-compressed, method 93, in newer ones); a ``.json`` log is one JSON object w
 fields a case needs are decoded (the events, usually most of a sample, are skipped).
 
 Mapping (docs/convert.md, the ``inspect`` table): ``id`` the sample id (``<id>.epoch-<n>`` when
-eval ran more than one epoch); ``input`` the sample input (its last user message when the
+eval ran more than one epoch), or ``--id-from`` (a template of the sample's fields: ``{id}``,
+``{epoch}``, ``{#}`` its number in inspect's order, ``{metadata.KEY}``), as for any source;
+``input`` the sample input (its last user message when the
 input is a list of messages); ``output`` the model output's completion, else the last
 assistant message with text; ``messages`` the sample's messages with ids ``m1``, ``m2``...
 (inspect's own message ids are random per run); ``toolEvents`` from assistant tool calls and
 their tool messages (status ``failure`` when the tool message has an ``error``);
 ``expected`` one label a scorer, source ``imported``: ``C``, true, 1 -> pass; ``I``, false,
-0 -> fail; ``N`` -> na; any other value (``P``, 0.5, a dict) is not mapped and counted;
-``metadata`` the sample metadata plus ``inspect``: task, model, epoch, target and each
-score's value, answer, explanation and metadata.
+0 -> fail; ``N`` -> na; any other value (``P``, 0.5, a dict) is not mapped and counted, and so
+is ``NaN`` (inspect's unscored score, ``Score.unscored()``), ``Infinity`` and ``-Infinity``,
+which the log writes as those literals (read through ``nonfinite``); ``metadata`` the sample
+metadata plus ``inspect``: task, model, the sample id, epoch, target and each score's value
+(null for a non-finite one: JSON has no such number), answer, explanation, reason and
+metadata.
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ import io
 import struct
 import zipfile
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
-from evalstream._convert import depth
+from evalstream._cases import schema
+from evalstream._convert import depth, nonfinite
 from evalstream._convert.chat import ROLES, TOOL_CALL_PREFIX, arguments, content_text
 from evalstream._convert.formats.base import Format, Given, Source
 from evalstream._convert.rows import Built, CasePath, Notes, Row, RowProblem
@@ -72,14 +78,20 @@ _start = msgspec.json.Decoder(_Start).decode
 def _open(given: Given) -> Source:
     header, rows = read(given.path)
     given.stack.callback(getattr(rows, "close", lambda: None))
-    return Source(rows, lambda v, n: build(v, n, header), None, "the sample id", own_ids=True)
+    remapped = given.id_from is not None  # then the run makes each id, as for any source
+
+    def build_sample(values: dict[str, Any], notes: Notes) -> Built:
+        return build(values, notes, header, with_id=not remapped)
+
+    if remapped:
+        return Source(rows, build_sample, None, given.ids_from)
+    return Source(rows, build_sample, None, "the sample id", own_ids=True)
 
 
 FORMAT = Format(
     "inspect", "an inspect_ai eval log (.eval or .json): one case a sample, scores as "
-    "imported labels", _open,
+    "imported labels", _open, options=("id_from",),
     refuses={"mapping": "inspect has its own fixed mapping (see docs/convert.md)",
-             "id_from": "in an inspect log a case's id is its sample id",
              "tool_failure_when": "in an inspect log a tool message records its own error"},
     suffixes=(".eval",), kinds=("inspect-eval", "inspect-json"),
     magic="an inspect_ai eval log")
@@ -117,7 +129,7 @@ def _read_zip(path: str) -> tuple[EvalHeader, Iterator[Row]]:
             for number, name in enumerate(members, 1):
                 data = _member(archive, path, name)
                 try:
-                    values = msgspec.structs.asdict(_sample(data))
+                    values = _decode_sample(data)
                 except msgspec.DecodeError as exc:
                     yield Row(number, None, RowProblem(
                         f"The sample `{name}` cannot be read as an inspect_ai sample: {exc}.",
@@ -135,6 +147,22 @@ def _read_zip(path: str) -> tuple[EvalHeader, Iterator[Row]]:
                 yield Row(number, values)
 
     return header, rows()
+
+
+def _decode_sample(data: bytes) -> dict[str, Any]:
+    """A sample member's fields; ``NaN``/``Infinity`` (inspect's unscored scores) read as
+    floats (``nonfinite``), which msgspec alone refuses as malformed JSON."""
+    try:
+        return msgspec.structs.asdict(_sample(data))
+    except msgspec.DecodeError as exc:
+        rewritten, count = nonfinite.rewrite(data)
+        if not count:
+            raise
+        try:
+            values: dict[str, Any] = msgspec.structs.asdict(_sample(rewritten))
+        except msgspec.DecodeError as again:  # broken otherwise: said at its own byte
+            raise type(again)(nonfinite.in_original(str(again), rewritten)) from exc
+    return nonfinite.restore(values)
 
 
 def _sample_order(name: str) -> tuple[int, str]:
@@ -172,25 +200,25 @@ def _too_deep(number: int, name: str, found: depth.Path, data: bytes) -> Row:
     return Row(number, None, depth.too_deep("The sample", name, found), raw=data[:8_000])
 
 
-def _member_value(events: depth.Events, key: str) -> Any:
-    """The value of the log's top-level member ``key`` (built from ijson's events, held to
-    depth.MAX_DEPTH), None when the log has none; the events stop there."""
-    next(events)  # the log's start_map
-    found = depth.find_key(events, key)
-    if found is None:
-        return None
-    first, value = found
-    if first == "start_map" or first == "start_array":
-        return depth.build(first, events)
-    return value
+def _events(f: BinaryIO, literals: bool) -> depth.Events:
+    """ijson's parse events of a log, read through ``nonfinite`` when it holds literals."""
+    import ijson
+
+    stream: BinaryIO = f
+    if literals:
+        stream = io.BufferedReader(nonfinite.RewrittenStream(f))
+    return iter(ijson.basic_parse(stream, use_float=True))
 
 
 def _read_json(path: str) -> tuple[EvalHeader, Iterator[Row]]:
     import ijson
 
     try:
+        # NaN and Infinity (inspect's unscored scores) are read through a rewriter, which
+        # only a log that holds them pays for.
+        literals = nonfinite.file_has_literal(path)
         with open(path, "rb") as f:
-            found = _member_value(ijson.basic_parse(f, use_float=True), "eval")
+            found = nonfinite.restore(depth.member(_events(f, literals), "eval"))
     except (OSError, ijson.JSONError, StopIteration) as exc:
         raise InputError(f"cannot read {path} as an inspect_ai JSON log: {exc}") from exc
     if isinstance(found, depth.Deep):
@@ -204,7 +232,7 @@ def _read_json(path: str) -> tuple[EvalHeader, Iterator[Row]]:
         number = 0
         try:
             with open(path, "rb") as f:
-                events = ijson.basic_parse(f, use_float=True)
+                events = _events(f, literals)
                 next(events)  # the log's start_map
                 if depth.find_key(events, "samples") != ("start_array", None):
                     return
@@ -215,6 +243,8 @@ def _read_json(path: str) -> tuple[EvalHeader, Iterator[Row]]:
                         yield _too_deep(number, name, value.path,
                                         msgspec.json.encode(value.partial))
                         continue
+                    if literals:
+                        nonfinite.restore(value)
                     try:
                         sample = msgspec.convert(value, Sample, strict=False)
                     except msgspec.ValidationError as exc:
@@ -246,17 +276,33 @@ def label_of(value: Any) -> str | None:
     return None
 
 
-def build(values: dict[str, Any], notes: Notes, header: EvalHeader) -> Built:
-    """A case from one sample (``values``: the fields of ``Sample``)."""
+def sample_case_id(values: dict[str, Any], header: EvalHeader) -> str:
+    """A sample's case id without ``--id-from``: its id (``<id>.epoch-<n>`` when the eval ran
+    more than one epoch), or a RowProblem saying how to remap it when it is not a valid id
+    (inspect allows `/` and spaces in sample ids)."""
     epochs = header.config.get("epochs") or 1
     sample_id = str(values["id"])
     case_id = sample_id if epochs == 1 else f"{sample_id}.epoch-{values['epoch']}"
+    if not schema.is_id(case_id):
+        raise RowProblem(
+            f"The sample id {sample_id[:80]!r} is not a valid case id ({schema.ID_RULE}); give "
+            "--id-from a template of the sample's fields, e.g. --id-from 'TASK.{#}' (the "
+            "sample's number), 'TASK.{metadata.KEY}' or 'TASK.{#}.epoch-{epoch}' (the sample "
+            "id stays in metadata.inspect.id).", "id", "$.id", kind="invalid id")
+    return case_id
+
+
+def build(values: dict[str, Any], notes: Notes, header: EvalHeader,
+          with_id: bool = True) -> Built:
+    """A case from one sample (``values``: the fields of ``Sample``), with its id unless the
+    run makes ids (``--id-from``; ``with_id`` false)."""
+    case_id = sample_case_id(values, header) if with_id else None
     if values.get("error"):
         error = values["error"]
         message = error.get("message") if isinstance(error, dict) else error
         raise RowProblem(f"The sample ended in an error ({str(message)[:200]}); it has no answer "
                          "to convert.", "error", "$", kind="sample error", case_id=case_id)
-    origin: dict[CasePath, str] = {("id",): "id"}
+    origin: dict[CasePath, str] = {("id",): "id"} if with_id else {}
     messages, events = _transcript(values.get("messages") or [], notes, origin)
     notes.add("generated_ids", "messages", n=len(messages))  # inspect's ids: random per run
     output = _completion(values.get("output"))
@@ -272,9 +318,9 @@ def build(values: dict[str, Any], notes: Notes, header: EvalHeader) -> Built:
         origin[("output",)] = f"messages[{last}].content"
     user = _input_text(values.get("input"), notes)
     origin[("input",)] = "input"
-    case: dict[str, Any] = {"id": case_id, "input": user, "output": output,
-                            "messages": [{k: m[k] for k in ("id", "role", "content")}
-                                         for m in messages]}
+    case: dict[str, Any] = {"id": case_id} if with_id else {}
+    case.update({"input": user, "output": output,
+                 "messages": [{k: m[k] for k in ("id", "role", "content")} for m in messages]})
     if events:
         case["toolEvents"] = events
     scores = values.get("scores") or {}
@@ -283,7 +329,7 @@ def build(values: dict[str, Any], notes: Notes, header: EvalHeader) -> Built:
         raise RowProblem("The sample metadata has a key `inspect`, where convert puts the "
                          "task, model, epoch, target and scores; rename that key.", "metadata",
                          "$.metadata.inspect", kind="metadata clash", case_id=case_id)
-    metadata["inspect"] = {"task": header.task, "model": header.model,
+    metadata["inspect"] = {"task": header.task, "model": header.model, "id": values["id"],
                            "epoch": values.get("epoch"), "target": values.get("target"),
                            "scores": {name: _score_fields(score)
                                       for name, score in scores.items()}}
@@ -294,7 +340,7 @@ def build(values: dict[str, Any], notes: Notes, header: EvalHeader) -> Built:
         value = score.get("value") if isinstance(score, dict) else score
         status = label_of(value)
         if status is None:
-            notes.unmapped_score(scorer, msgspec.json.encode(value).decode()[:40])
+            notes.unmapped_score(scorer, shown_value(value))
             continue
         notes.label(scorer, status)
         expected[scorer] = {"status": status, "source": "imported"}
@@ -304,7 +350,15 @@ def build(values: dict[str, Any], notes: Notes, header: EvalHeader) -> Built:
     return Built(case, origin)
 
 
-SCORE_FIELDS = ("value", "answer", "explanation", "metadata")
+SCORE_FIELDS = ("value", "answer", "explanation", "reason", "metadata")
+
+
+def shown_value(value: Any) -> str:
+    """A score value as the report counts it: its JSON (40 characters), or ``NaN``,
+    ``Infinity``, ``-Infinity`` as the log spells them (JSON has no such number)."""
+    if nonfinite.is_nonfinite(value):
+        return nonfinite.spelled(value)
+    return msgspec.json.encode(value).decode()[:40]
 
 
 def _score_fields(score: Any) -> Any:

@@ -14,7 +14,7 @@ import msgspec
 
 from evalstream._convert.chat import FailureRule, transcript
 from evalstream._convert.formats.base import FirstLine, Format, Given, Source
-from evalstream._convert.rows import Built, Notes, RowProblem
+from evalstream._convert.rows import OWN_ID, Built, Notes, RowProblem
 
 
 def _open(given: Given) -> Source:
@@ -22,7 +22,11 @@ def _open(given: Given) -> Source:
 
     rows = jsonl_rows(given.stream(), given.max_line_bytes)
     rules = given.rules
-    return Source(rows, lambda v, n: build(v, n, rules), None, given.ids_from)
+
+    def build_line(values: dict[str, Any], notes: Notes) -> Built:
+        return build(values, notes, rules, given.takes_own_id(values))
+
+    return Source(rows, build_line, None, given.ids_from)
 
 
 def _looks_like_chat(head: bytes) -> bool:
@@ -45,9 +49,11 @@ FORMAT = Format(
 
 
 # -- a whole line ----------------------------------------------------------------------------------
-def build(values: dict[str, Any], notes: Notes, rules: list[FailureRule]) -> Built:
+def build(values: dict[str, Any], notes: Notes, rules: list[FailureRule],
+          own_id: bool = False) -> Built:
     """A case (without its id) from one line of OpenAI chat JSONL: ``messages`` and, in
-    ``metadata``, every other key (a ``metadata`` object's keys at the top)."""
+    ``metadata``, every other key (a ``metadata`` object's keys at the top) but ``id`` when it
+    is the case id (``own_id``)."""
     if "messages" not in values:
         keys = ", ".join(f"`{k}`" for k in list(values)[:8]) or "none"
         raise RowProblem(f"The line has no `messages` (its keys: {keys}); an OpenAI chat line "
@@ -64,7 +70,7 @@ def build(values: dict[str, Any], notes: Notes, rules: list[FailureRule]) -> Bui
     case: dict[str, Any] = {"input": t.input, "output": t.output, "messages": t.messages}
     if t.tool_events:
         case["toolEvents"] = t.tool_events
-    metadata = other_keys(values, ("messages",))
+    metadata = other_keys(values, ("messages", OWN_ID) if own_id else ("messages",))
     if metadata:
         case["metadata"] = metadata
     origin = dict(t.origin)
