@@ -35,12 +35,14 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from evalstream._checks.rubrics import builtin_text, load_rubrics
+    import evalstream
     from evalstream._render.rubrics import rubric_blocks
     from evalstream._render.tables import print_blocks
 
     if args.show_builtin:
+        from evalstream._checks.rubrics import builtin_text  # the built-in file, as shipped
+
         sys.stdout.write(builtin_text())
         return 0
-    print_blocks(rubric_blocks(load_rubrics(args.files or None)), sys.stdout)
+    print_blocks(rubric_blocks(evalstream.load_rubrics(args.files or None)), sys.stdout)
     return 0
