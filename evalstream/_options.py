@@ -224,10 +224,10 @@ def _texts(name: str, value: Any) -> list[str]:
 
 
 def _keys(name: str, value: Any) -> list[str]:
-    """Metadata keys: ``"scenario,split"`` or a list of keys."""
+    """Metadata keys: ``"scenario,split"`` (split by the command, as its command line's text)
+    or a list of keys."""
     if isinstance(value, str):
-        from_text = [k.strip() for k in value.split(",")]
-        return [_item(name, from_text, i, _text) for i in range(len(from_text))]
+        return [value]
     return _texts(name, value)
 
 

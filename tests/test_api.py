@@ -188,7 +188,8 @@ def _calls(tmp: Path) -> dict[str, Any]:
     # The four of the issue: a stray TypeError or AttributeError, or nothing at all, before.
     ("build", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path, not a list of "
                                           "paths; give rubric_files=['x.toml']."),
-    ("validate", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path"),
+    # validate takes no rubrics (the old API took them and did nothing with them).
+    ("validate", {"rubric_files": ["x.toml"]}, "validate() has no option 'rubric_files'."),
     ("stats", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path"),
     ("export_view", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path"),
     ("stats", {"by": ["scenario", None]}, "--by: item 2: None is not text."),

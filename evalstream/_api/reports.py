@@ -44,7 +44,7 @@ REPORT_BYTES = 64 << 20  # a .json input larger than this is not read as a saved
 
 
 @dataclass(frozen=True)
-class _Shown:
+class Shown:
     """How a command's result is shown: its blocks (tables, markdown) and its HTML page, each
     with links relative to ``base``, the folder of the file they are written in; its JSON."""
 
@@ -60,9 +60,13 @@ class _Shown:
             if "html" in opened:
                 opened["html"].write(self.page(result, _folder(html)).encode())
             if "output" in opened:
-                opened["output"].write(self.encode(result) if fmt == "json" else
-                                       _render(self.blocks(result, _folder(output)), fmt))
+                opened["output"].write(self.rendered(result, fmt, _folder(output)))
         return write
+
+    def rendered(self, result: Any, fmt: str, base: str = ".") -> bytes:
+        """The report in ``fmt`` as it is written to a file (a table ``TEXT_WIDTH`` wide)."""
+        return self.encode(result) if fmt == "json" else render_text(self.blocks(result, base),
+                                                                     fmt)
 
     def show(self, result: Any, fmt: str, output: str | None) -> None:
         """The table on the terminal, when that is where the result goes (after the commit)."""
@@ -79,18 +83,21 @@ def _folder(path: str | None) -> str:
     return "." if path in (None, "-") else os.path.dirname(path) or "."
 
 
-def _render(blocks: list[Block], fmt: str) -> bytes:
+def render_text(blocks: list[Block], fmt: str) -> bytes:
+    """Blocks as markdown, or as plain-text tables ``TEXT_WIDTH`` wide (``table``)."""
     from evalstream._render.tables import render_format
 
     return render_format(blocks, fmt, TEXT_WIDTH)
 
 
-def _stats_shown(sections: Sequence[str] | None) -> _Shown:
+def stats_shown(sections: Sequence[str] | None) -> Shown:
+    """How stats shows a result (a dataset's stats or a run report): only ``sections`` of its
+    table (see ``_render.stats.blocks``)."""
     from evalstream._checks.report import encode
     from evalstream._render.stats import blocks
     from evalstream._render.stats_html import page
 
-    return _Shown(lambda result, _: blocks(result, sections), lambda result, _: page(result),
+    return Shown(lambda result, _: blocks(result, sections), lambda result, _: page(result),
                   encode)
 
 
@@ -116,7 +123,7 @@ def stats(input: Inputs, *, by: str | Sequence[str] = "scenario",
 
     given = options(stats, locals(), rules={"format": REPORT_FORMAT, "output": OUTPUT_OPTION})
     fmt, out, shown_sections = given["format"], given["output"], given.pop("sections")
-    shown = _stats_shown(shown_sections if fmt == "table" else None)
+    shown = stats_shown(shown_sections if fmt == "table" else None)
     # A list of keys is read as the command line's "a,b": one way to read them.
     given["by"] = parse_by(",".join(given["by"]))
     result = collect(StatsOptions(**inputs(input), **given), on_progress,
@@ -205,7 +212,7 @@ def render_stats(report: Path, *, format: ReportFormat = "table", output: Path |
     given = options(render_stats, locals(), rules={"format": REPORT_FORMAT,
                                                    "output": OUTPUT_OPTION})
     source, fmt, out = path("input", report), given["format"], given["output"]
-    shown = _stats_shown(given["sections"] if fmt == "table" else None)
+    shown = stats_shown(given["sections"] if fmt == "table" else None)
     with Transaction([("input", source)], report_targets(out, fmt, given["html"], None),
                      given["force"]) as targets:
         opened = open_reports(targets, fmt)
@@ -246,7 +253,7 @@ def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: flo
 
     given = options(agree, locals(), rules={"format": REPORT_FORMAT, "output": OUTPUT_OPTION,
                                             "by": (None, ONE_KEY)})
-    shown = _Shown(blocks, agree_page, encode)
+    shown = Shown(blocks, agree_page, encode)
     result = run(AgreeOptions(verdicts=path("verdicts", verdicts), cases=path("cases", cases),
                               **given), shown.write(given["format"], given["output"],
                                                     given["html"]))
@@ -270,7 +277,7 @@ def compare(run_a: Path, run_b: Path, *, include_incomparable: bool = False,
     from evalstream._verdicts.compare import CompareOptions, encode, run
 
     given = options(compare, locals(), rules={"format": REPORT_FORMAT, "output": OUTPUT_OPTION})
-    shown = _Shown(blocks, compare_page, encode)
+    shown = Shown(blocks, compare_page, encode)
     result = run(CompareOptions(run_a=path("run_a", run_a), run_b=path("run_b", run_b),
                                 **given), shown.write(given["format"], given["output"],
                                                       given["html"]))
