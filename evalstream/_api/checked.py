@@ -44,8 +44,10 @@ def front_door(function: Callable[P, R]) -> Callable[P, R]:
     return call
 
 
-def refuse_unknown(function: Callable[..., Any], given: dict[str, Any]) -> None:
-    """UnknownOptionError for the first keyword of ``given`` that ``function`` does not take."""
+def refuse_unknown(function: Callable[..., Any], given: dict[str, Any],
+                   called: str | None = None) -> None:
+    """UnknownOptionError for the first keyword of ``given`` that ``function`` does not take
+    (``called``: the name it was called by, a mode of it)."""
     code = getattr(function, "__wrapped__", function).__code__
     positional, keywords = code.co_argcount, code.co_kwonlyargcount
     names = code.co_varnames[:positional + keywords]
@@ -55,7 +57,7 @@ def refuse_unknown(function: Callable[..., Any], given: dict[str, Any]) -> None:
             from evalstream.errors import UnknownOptionError
 
             raise UnknownOptionError(
-                f"{function.__name__}() has no option {keyword!r}."
+                f"{called or function.__name__}() has no option {keyword!r}."
                 f"{did_you_mean(keyword, names)} Its options: "
                 f"{', '.join(sorted(names[positional:]))}.")
 

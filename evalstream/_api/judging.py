@@ -90,7 +90,7 @@ def _mode(command: Callable[..., Any], function: Callable[..., Any],
     def call(*args: Any, **kwargs: Any) -> Any:
         import inspect
 
-        refuse_unknown(command, kwargs)
+        refuse_unknown(command, kwargs, function.__name__)
         bound = inspect.signature(command).bind(*args[leading:], **kwargs)
         bound.apply_defaults()
         return function(*args[:leading], bound.arguments)

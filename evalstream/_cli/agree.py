@@ -32,7 +32,7 @@ def add_output_options(p: argparse.ArgumentParser, function: Callable[..., Any])
     the help shows): output styles, rejects, reading limits."""
     p.add_argument("--format", choices=REPORT_FORMATS,
                    help="table (terminal), json (stable shape, for scripts) or markdown (for a "
-                        "pull request); default table")
+                        f"pull request); default {default(function, 'format')}")
     p.add_argument("-o", "--output", type=path, metavar="FILE",
                    help="write the result here instead of stdout (atomically)")
     p.add_argument("--html", type=path, metavar="FILE",

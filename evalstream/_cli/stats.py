@@ -61,7 +61,8 @@ def register(subparsers: Any) -> None:
                         f"metadata (default: {default(evalstream.stats, 'by')})")
     p.add_argument("--format", choices=REPORT_FORMATS,
                    help="table (terminal), json (stable shape, for scripts and diffs) or "
-                        "markdown (for a pull request); default table")
+                        "markdown (for a pull request); default "
+                        f"{default(evalstream.stats, 'format')}")
     p.add_argument("-o", "--output", type=path, metavar="FILE",
                    help="write the report here instead of stdout (atomically)")
     p.add_argument("--html", type=path, metavar="FILE",

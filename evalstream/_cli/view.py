@@ -74,7 +74,8 @@ def register(subparsers: Any) -> None:
                    help=f"with --export: entries of each list (and of each filter value) with "
                         f"a page of their own (default {default(evalstream.export_view, 'limit')})")
     p.add_argument("--host", type=text, metavar="ADDRESS",
-                   help="the address to listen on (default 127.0.0.1: this machine only)")
+                   help="the address to listen on (default "
+                        f"{default(evalstream.serve_view, 'host')}: this machine only)")
     p.add_argument("--port", type=count, metavar="N",
                    help="the port to listen on (default: the first free of 8765-8774; 0: any "
                         "free port); a port given and in use is an error")
