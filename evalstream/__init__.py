@@ -82,6 +82,7 @@ if TYPE_CHECKING:
         OutputError,
         RubricError,
         SetupError,
+        UnknownOptionError,
         UsageError,
         WrongFileError,
     )
@@ -103,8 +104,8 @@ __all__ = [
     "RunReport", "DatasetStats", "AgreeReport", "CompareReport", "ConvertReport",
     "JudgeReport", "DryRun", "PrepareReport", "CollectReport", "BatchSummary", "ExportReport",
     # errors
-    "EvalstreamError", "UsageError", "RubricError", "InputError", "WrongFileError",
-    "OutputError", "SetupError", "InvalidCaseError",
+    "EvalstreamError", "UsageError", "UnknownOptionError", "RubricError", "InputError",
+    "WrongFileError", "OutputError", "SetupError", "InvalidCaseError",
 ]
 
 _LAZY = {
@@ -127,7 +128,7 @@ _LAZY = {
     "EvalstreamError": "evalstream.errors", "UsageError": "evalstream.errors",
     "RubricError": "evalstream.errors", "InputError": "evalstream.errors",
     "WrongFileError": "evalstream.errors", "OutputError": "evalstream.errors",
-    "SetupError": "evalstream.errors",
+    "SetupError": "evalstream.errors", "UnknownOptionError": "evalstream.errors",
     "InvalidCaseError": "evalstream._build.states",
 }
 

@@ -208,6 +208,8 @@ def _calls(tmp: Path) -> dict[str, Any]:
     ("build", {"engine": "spark"}, "--engine: 'spark' is not one of local, dask."),
     ("build", {"exact_tokens": "yes"}, "--exact-tokens: 'yes' is text, not True or False."),
     ("build", {"max_token": 5}, "build() has no option 'max_token'. Did you mean `max_tokens`?"),
+    ("batch_prepare", {"cache": "s.sqlite"}, "batch_prepare() has no option 'cache'. It is "
+                                             "`store` now. Its options: "),
     ("agree", {"confidence": 1.5}, "--confidence: 1.5 must be between 0 and 1 (e.g. 0.95)."),
     ("agree", {"max_ids": -1}, "--max-ids: -1 must be 0 or more."),
     ("compare", {"max_unscored_rate": 2}, "--max-unscored-rate: 2.0 must be between 0 and 1"),
@@ -343,6 +345,42 @@ def test_every_default_of_the_api_is_the_library_s() -> None:
             assert ours == theirs[0], (name, option, default, theirs[0])
             compared += 1
         assert compared, name
+
+
+def _signature(function: Any) -> str:
+    """A function's signature as docs/api.md writes it: names and defaults (sizes in MiB as
+    ``256 << 20``, text in double quotes)."""
+    import inspect
+
+    def shown(value: Any) -> str:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1 << 20:
+            return f"{value >> 20} << 20"
+        return f'"{value}"' if isinstance(value, str) else repr(value)
+
+    parts, star = [], False
+    for p in inspect.signature(function).parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        parts.append(p.name if p.default is p.empty else f"{p.name}={shown(p.default)}")
+    return f"{function.__name__}({', '.join(parts)})"
+
+
+def test_docs_api_shows_every_function_as_it_is() -> None:
+    text = (ROOT / "docs" / "api.md").read_text()
+    modes = {"judge_dry_run": "judge_dry_run(input, output, model, *, ...judge's options)",
+             "judge_request": "judge_request(case_id, rubric_id, input, output, model, *, "
+                              "...judge's options)"}
+    for name, function in _functions().items():
+        if name in ("convert_cases", "judge_verdicts"):
+            assert f"`{name}`" in text, name  # the old names, said to be the new functions
+            continue
+        assert f"| `{modes.get(name) or _signature(function)}` |" in text, name
+    for name in evalstream.__all__:
+        if name[0].isupper() and name not in ("Case", "Message", "Passage", "ToolEvent", "Label",
+                                              "Rubric", "Exposure", "Tokens", "Sizes",
+                                              "JudgeConfig", "JudgeVerdict"):
+            assert f"`{name}`" in text, name
 
 
 def test_the_old_names_are_the_commands_functions() -> None:

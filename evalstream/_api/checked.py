@@ -23,6 +23,7 @@ Progress = Callable[[int, int | None], None]  # (bytes read, bytes in all, when 
 
 P = ParamSpec("P")
 R = TypeVar("R")
+RENAMED = {"cache": "store"}  # an option's name before issue 24: its name now
 
 # The defaults several functions share, each written once (tests/test_api.py checks that every
 # default of the API is the library's own).
@@ -56,10 +57,11 @@ def refuse_unknown(function: Callable[..., Any], given: dict[str, Any],
             from evalstream._cases.rejects import did_you_mean
             from evalstream.errors import UnknownOptionError
 
+            hint = f" It is `{RENAMED[keyword]}` now." if RENAMED.get(keyword) in names else \
+                did_you_mean(keyword, names)
             raise UnknownOptionError(
-                f"{called or function.__name__}() has no option {keyword!r}."
-                f"{did_you_mean(keyword, names)} Its options: "
-                f"{', '.join(sorted(names[positional:]))}.")
+                f"{called or function.__name__}() has no option {keyword!r}.{hint} Its "
+                f"options: {', '.join(sorted(names[positional:]))}.")
 
 
 def options(function: Callable[..., Any], given: dict[str, Any], *,
