@@ -181,6 +181,8 @@ def _calls(tmp: Path) -> dict[str, Any]:
         "batch_prepare": lambda **o: evalstream.batch_prepare(
             tmp / "states.jsonl", tmp / "batch", "m", **o),
         "export_view": lambda **o: evalstream.export_view(VERDICTS, CASES, tmp / "view", **o),
+        "batch_submit": lambda **o: evalstream.batch_submit(tmp / "batch", **o),
+        "batch_status": lambda **o: evalstream.batch_status(tmp / "batch", **o),
     }
 
 
@@ -193,6 +195,9 @@ def _calls(tmp: Path) -> dict[str, Any]:
     ("stats", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path"),
     ("export_view", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path"),
     ("stats", {"by": ["scenario", None]}, "--by: item 2: None is not text."),
+    # The command line's sentence, with the fix (the API said another before issue 24).
+    ("stats", {"by": "scenario,,split"}, "--by 'scenario,,split': give metadata keys separated "
+                                         "by commas, e.g. --by scenario,split"),
     ("agree", {"by": ["scenario", None]}, "--by: ['scenario', None] is a list, not text."),
     ("build", {"max_tokens": "32000"}, "--max-tokens: '32000' is text, not a whole number; "
                                        "give max_tokens=32000."),
@@ -210,6 +215,10 @@ def _calls(tmp: Path) -> dict[str, Any]:
     ("build", {"max_token": 5}, "build() has no option 'max_token'. Did you mean `max_tokens`?"),
     ("batch_prepare", {"cache": "s.sqlite"}, "batch_prepare() has no option 'cache'. It is "
                                              "`store` now. Its options: "),
+    # Another command's option: taken and ignored before issue 24.
+    ("batch_submit", {"wait": True}, "batch_submit() has no option 'wait'."),
+    ("batch_status", {"resubmit_unconfirmed": True}, "batch_status() has no option "
+                                                     "'resubmit_unconfirmed'."),
     ("agree", {"confidence": 1.5}, "--confidence: 1.5 must be between 0 and 1 (e.g. 0.95)."),
     ("agree", {"max_ids": -1}, "--max-ids: -1 must be 0 or more."),
     ("compare", {"max_unscored_rate": 2}, "--max-unscored-rate: 2.0 must be between 0 and 1"),
