@@ -474,9 +474,6 @@ def run(opts: AgreeOptions,
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
     from evalstream._files.sniff import check_input
 
-    usage = "; usage: evalstream agree VERDICTS CASES"
-    check_input(opts.verdicts, "verdicts", usage)
-    check_input(opts.cases, "cases", usage)
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     if opts.by is not None and ("," in opts.by or not opts.by.strip(".")):
@@ -485,9 +482,14 @@ def run(opts: AgreeOptions,
     if not 0 < opts.confidence < 1:
         raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
     check_unscored_rate(opts.max_unscored_rate)
+    # The targets before the inputs' first bytes are read: an input named as a target is
+    # refused as that, whatever it holds.
     targets = Transaction([("verdicts", opts.verdicts), ("cases", opts.cases)],
                           report_targets(opts.output, opts.format, opts.html, opts.rejects),
                           opts.force).check()
+    usage = "; usage: evalstream agree VERDICTS CASES"
+    check_input(opts.verdicts, "verdicts", usage)
+    check_input(opts.cases, "cases", usage)
     check_view(opts.view)
     rubrics, groups = Codes(MAX_RUBRICS), Codes()
     with targets:

@@ -314,15 +314,16 @@ def run(opts: CompareOptions,
         raise UsageError("only one of the two runs can be read from stdin (-).")
     from evalstream._files.sniff import check_input
 
-    usage = "; compare reads two verdict files (the runs to compare)"
-    check_input(opts.run_a, "verdicts", usage)
-    check_input(opts.run_b, "verdicts", usage)
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     check_unscored_rate(opts.max_unscored_rate)
+    # The targets before the runs' first bytes are read (as agree's).
     targets = Transaction([("run-a", opts.run_a), ("run-b", opts.run_b)],
                           report_targets(opts.output, opts.format, opts.html, opts.rejects),
                           opts.force).check()
+    usage = "; compare reads two verdict files (the runs to compare)"
+    check_input(opts.run_a, "verdicts", usage)
+    check_input(opts.run_b, "verdicts", usage)
     check_view(opts.view)
     rubrics = Codes(MAX_RUBRICS)
     with targets:
