@@ -21,6 +21,10 @@ from evalstream.errors import UsageError
 
 MAX_COUNT = 1 << 62  # far above anything useful, and within every integer type used
 TOKENIZERS = ("o200k_base", "cl100k_base")  # evalstream._checks.encodings.ENCODINGS (tested)
+REPORT_FORMATS = ("table", "json", "markdown")  # stats, agree, compare: --format
+# The sections of stats' table (evalstream._render.stats.SECTIONS, tested): here so that
+# --help, which lists them, imports no renderer.
+SECTIONS = ("overview", "groups", "sizes", "labels", "coverage", "checks", "metadata")
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")  # ASCII digits only: int() also takes "1_0", "١٢"
 _WHOLE = re.compile(r"-?[0-9]+")
 
@@ -220,10 +224,10 @@ def _texts(name: str, value: Any) -> list[str]:
 
 
 def _keys(name: str, value: Any) -> list[str]:
-    """Metadata keys: ``"scenario,split"`` or a list of keys."""
+    """Metadata keys: ``"scenario,split"`` (split by the command, as its command line's text)
+    or a list of keys."""
     if isinstance(value, str):
-        from_text = [k.strip() for k in value.split(",")]
-        return [_item(name, from_text, i, _text) for i in range(len(from_text))]
+        return [value]
     return _texts(name, value)
 
 
@@ -246,6 +250,19 @@ def choice(*allowed: str) -> Callable[[str, Any], str]:
         if value not in allowed or not isinstance(value, str):
             raise UsageError(f"{value!r} is not one of {', '.join(allowed)}")
         return value
+    return rule
+
+
+def choices(*allowed: str) -> Callable[[str, Any], list[str]]:
+    """The rule of an option that takes a list of values, each one of ``allowed``."""
+    one = choice(*allowed)
+
+    def rule(name: str, value: Any) -> list[str]:
+        if isinstance(value, str):
+            raise UsageError(f"{value!r} is one text, not a list; give {name}=[{value!r}]")
+        if not isinstance(value, (list, tuple)):
+            raise _not(value, "a list of texts")
+        return [_item(name, value, i, one) for i in range(len(value))]
     return rule
 
 
@@ -280,7 +297,7 @@ _add(_float(_fraction), "confidence")
 _add(_float(_share), "max_unscored_rate")
 _add(_float(_amount), "timeout", "poll", "rpm", "tpm", "price_in", "price_out", "max_cost")
 _add(_float(_temperature), "temperature")
-_add(_path, "rejects", "report", "cache", "states", "compare", "view", "only_missing")
+_add(_path, "rejects", "report", "store", "states", "compare", "view", "only_missing", "html")
 _add(_paths, "rubric_files", flag="--rubrics")
 _add(_paths, "results", flag="RESULTS")
 _add(_paths, "paths", flag="--rubrics")  # load_rubrics(paths)
@@ -305,14 +322,21 @@ _add(_flag, "open_browser", flag="--no-browser")
 _add(_environ, "environ", flag="environ")
 for _name in ("input", "output", "folder", "verdicts", "cases", "run_a", "run_b"):
     _add(_path, _name, flag=_name.upper())  # the positional arguments
+_add(choices(*SECTIONS), "sections", flag="--section")
 ONE_KEY: Rule = _text  # `by` where a command groups by one metadata key (agree, view)
+# Keywords whose flag or rule is another in some commands: (flag, rule) for ``check``.
+REPORT_FORMAT = ("--format", choice(*REPORT_FORMATS))  # stats, agree, compare
+VALIDATE_FORMAT = ("--format", choice("table", "json"))
+OUTPUT_OPTION = ("--output", _path)  # -o of stats, agree, compare (a positional elsewhere)
 
 
-def check(name: str, value: Any, optional: bool = False, rule: Rule | None = None) -> Any:
-    """The value of the API option ``name`` checked by its rule (``rule`` where the command
-    reads it otherwise), path-likes made ``str``; None passes when ``optional``. A bad value
-    is a UsageError naming the option's flag, in the command line's words."""
-    flag, usual = RULES[name]
+def check(name: str, value: Any, optional: bool = False, rule: Rule | None = None,
+          flag: str | None = None) -> Any:
+    """The value of the API option ``name`` checked by its rule (``rule`` and ``flag`` where
+    the command reads it otherwise), path-likes made ``str``; None passes when ``optional``. A
+    bad value is a UsageError naming the option's flag, in the command line's words."""
+    usual_flag, usual = RULES[name]
+    flag = flag or usual_flag
     if value is None and optional:
         return None
     try:

@@ -28,6 +28,11 @@ class UsageError(EvalstreamError):
     """The command line or API call asks for something that cannot be done."""
 
 
+class UnknownOptionError(UsageError, TypeError):
+    """An API function was given a keyword it does not take (a TypeError too, as Python's
+    own would be); the message names the nearest option and all of them."""
+
+
 class RubricError(UsageError, ValueError):
     """A rubric file cannot be used; the message names the file, the rubric and the key."""
 

@@ -181,6 +181,8 @@ def _calls(tmp: Path) -> dict[str, Any]:
         "batch_prepare": lambda **o: evalstream.batch_prepare(
             tmp / "states.jsonl", tmp / "batch", "m", **o),
         "export_view": lambda **o: evalstream.export_view(VERDICTS, CASES, tmp / "view", **o),
+        "batch_submit": lambda **o: evalstream.batch_submit(tmp / "batch", **o),
+        "batch_status": lambda **o: evalstream.batch_status(tmp / "batch", **o),
     }
 
 
@@ -188,10 +190,14 @@ def _calls(tmp: Path) -> dict[str, Any]:
     # The four of the issue: a stray TypeError or AttributeError, or nothing at all, before.
     ("build", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path, not a list of "
                                           "paths; give rubric_files=['x.toml']."),
-    ("validate", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path"),
+    # validate takes no rubrics (the old API took them and did nothing with them).
+    ("validate", {"rubric_files": ["x.toml"]}, "validate() has no option 'rubric_files'."),
     ("stats", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path"),
     ("export_view", {"rubric_files": "x.toml"}, "--rubrics: 'x.toml' is one path"),
     ("stats", {"by": ["scenario", None]}, "--by: item 2: None is not text."),
+    # The command line's sentence, with the fix (the API said another before issue 24).
+    ("stats", {"by": "scenario,,split"}, "--by 'scenario,,split': give metadata keys separated "
+                                         "by commas, e.g. --by scenario,split"),
     ("agree", {"by": ["scenario", None]}, "--by: ['scenario', None] is a list, not text."),
     ("build", {"max_tokens": "32000"}, "--max-tokens: '32000' is text, not a whole number; "
                                        "give max_tokens=32000."),
@@ -207,6 +213,12 @@ def _calls(tmp: Path) -> dict[str, Any]:
     ("build", {"engine": "spark"}, "--engine: 'spark' is not one of local, dask."),
     ("build", {"exact_tokens": "yes"}, "--exact-tokens: 'yes' is text, not True or False."),
     ("build", {"max_token": 5}, "build() has no option 'max_token'. Did you mean `max_tokens`?"),
+    ("batch_prepare", {"cache": "s.sqlite"}, "batch_prepare() has no option 'cache'. It is "
+                                             "`store` now. Its options: "),
+    # Another command's option: taken and ignored before issue 24.
+    ("batch_submit", {"wait": True}, "batch_submit() has no option 'wait'."),
+    ("batch_status", {"resubmit_unconfirmed": True}, "batch_status() has no option "
+                                                     "'resubmit_unconfirmed'."),
     ("agree", {"confidence": 1.5}, "--confidence: 1.5 must be between 0 and 1 (e.g. 0.95)."),
     ("agree", {"max_ids": -1}, "--max-ids: -1 must be 0 or more."),
     ("compare", {"max_unscored_rate": 2}, "--max-unscored-rate: 2.0 must be between 0 and 1"),
@@ -248,24 +260,234 @@ def test_the_api_and_the_command_line_say_the_same(
     assert str(caught.value) == f"{flag}: {cli}."
 
 
-def test_every_option_the_api_passes_on_has_a_rule() -> None:
-    # A new field in one of these Options reaches the API through **options: it needs a rule.
-    import dataclasses
+# -- the one front door (issue 24) ---------------------------------------------------------------
+def _functions() -> dict[str, Any]:
+    return {name: getattr(evalstream, name) for name in evalstream.__all__
+            if callable(getattr(evalstream, name)) and not isinstance(getattr(evalstream, name),
+                                                                    type)}
 
+
+def test_no_function_takes_options_it_does_not_name() -> None:
+    import inspect
+
+    for name, function in _functions().items():
+        if name == "judge_request":  # a mode of judge: a case id, a rubric id, judge's arguments
+            assert function.__kwdefaults__ is evalstream.judge.__kwdefaults__
+            with pytest.raises(evalstream.UsageError, match="no option 'max_token'"):
+                function("c", "r", "s.jsonl", "v.jsonl", "m", max_token=5)
+            continue
+        for parameter in inspect.signature(function).parameters.values():
+            assert parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL), \
+                f"{name}(*{parameter.name})"
+
+
+def test_every_option_of_the_api_has_a_rule() -> None:
+    # The values of every keyword option are checked as the command line checks them.
     from evalstream import _options as options
+
+    for name, function in _functions().items():
+        for option in function.__kwdefaults__ or {}:
+            assert option in options.RULES or option.startswith("on_"), (name, option)
+
+
+def _library_defaults() -> dict[str, list[dict[str, Any]]]:
+    """Each API function's library options and functions: their defaults, by option name."""
+    import dataclasses
+    import inspect
+
+    from evalstream._build import states
     from evalstream._build.run import Options as BuildOptions
+    from evalstream._cases import reading
     from evalstream._convert.run import Options as ConvertOptions
     from evalstream._judge.batch.collect import Options as CollectOptions
     from evalstream._judge.batch.prepare import Options as PrepareOptions
     from evalstream._judge.batch.remote import Options as RemoteOptions
     from evalstream._judge.live import Options as JudgeOptions
+    from evalstream._judge.request import JudgeConfig
     from evalstream._stats.stats import StatsOptions
     from evalstream._verdicts.agree import AgreeOptions
     from evalstream._verdicts.compare import CompareOptions
+    from evalstream._view import run as view
     from evalstream._view.index import Options as ViewOptions
 
-    set_by_the_api = {"inputs", "config", "rubrics"}
-    for kind in (BuildOptions, StatsOptions, AgreeOptions, CompareOptions, ConvertOptions,
-                 JudgeOptions, PrepareOptions, RemoteOptions, CollectOptions, ViewOptions):
-        for f in dataclasses.fields(kind):
-            assert f.name in options.RULES or f.name in set_by_the_api, (kind, f.name)
+    def fields(kind: Any) -> dict[str, Any]:
+        return {f.name: f.default_factory() if f.default is dataclasses.MISSING else f.default
+                for f in dataclasses.fields(kind) if f.default_factory is not dataclasses.MISSING
+                or f.default is not dataclasses.MISSING}
+
+    def defaults(function: Any) -> dict[str, Any]:
+        return {n: p.default for n, p in inspect.signature(function).parameters.items()
+                if p.default is not p.empty}
+
+    judge = [fields(JudgeOptions), fields(JudgeConfig)]
+    return {
+        "read_cases": [defaults(reading.read_cases)],
+        "judge_states": [defaults(states.judge_states)],
+        "build": [fields(BuildOptions)], "validate": [fields(BuildOptions)],
+        "stats": [fields(StatsOptions)], "agree": [fields(AgreeOptions)],
+        "compare": [fields(CompareOptions)], "convert": [fields(ConvertOptions)],
+        "judge": judge, "judge_dry_run": judge, "batch_prepare": [fields(PrepareOptions),
+                                                                 fields(JudgeConfig)],
+        "batch_submit": [fields(RemoteOptions)], "batch_status": [fields(RemoteOptions)],
+        "batch_collect": [fields(CollectOptions)],
+        "export_view": [fields(ViewOptions), defaults(view.export_view)],
+        "serve_view": [fields(ViewOptions), defaults(view.serve_view)],
+    }
+
+
+def test_every_default_of_the_api_is_the_library_s() -> None:
+    # The API's signatures hold the defaults users and the command line see; the library's
+    # own (for its internal callers and tests) may never say otherwise.
+    library = _library_defaults()
+    for name, function in _functions().items():
+        if name in ("convert_cases", "judge_verdicts", "judge_request", "render_stats",
+                    "read_report", "load_rubrics", "count_tokens"):
+            continue  # aliases, a mode whose options are judge's, no library options
+        compared = 0
+        for option, default in (function.__kwdefaults__ or {}).items():
+            theirs = [d[option] for d in library[name] if option in d]
+            if not theirs or option == "environ":
+                continue  # the API's own (format, output, sections...); environ: os.environ
+            ours = list(default) if isinstance(default, tuple) else default
+            if (name, option) == ("stats", "by"):
+                ours = [default]  # "scenario": the command line's text, read as a list
+            assert ours == theirs[0], (name, option, default, theirs[0])
+            compared += 1
+        assert compared, name
+
+
+def _signature(function: Any) -> str:
+    """A function's signature as docs/api.md writes it: names and defaults (sizes in MiB as
+    ``256 << 20``, text in double quotes)."""
+    import inspect
+
+    def shown(value: Any) -> str:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1 << 20:
+            return f"{value >> 20} << 20"
+        return f'"{value}"' if isinstance(value, str) else repr(value)
+
+    parts, star = [], False
+    for p in inspect.signature(function).parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        parts.append(p.name if p.default is p.empty else f"{p.name}={shown(p.default)}")
+    return f"{function.__name__}({', '.join(parts)})"
+
+
+def test_docs_api_shows_every_function_as_it_is() -> None:
+    text = (ROOT / "docs" / "api.md").read_text()
+    modes = {"judge_dry_run": "judge_dry_run(input, output, model, *, ...judge's options)",
+             "judge_request": "judge_request(case_id, rubric_id, input, output, model, *, "
+                              "...judge's options)"}
+    for name, function in _functions().items():
+        if name in ("convert_cases", "judge_verdicts"):
+            assert f"`{name}`" in text, name  # the old names, said to be the new functions
+            continue
+        assert f"| `{modes.get(name) or _signature(function)}` |" in text, name
+    for name in evalstream.__all__:
+        if name[0].isupper() and name not in ("Case", "Message", "Passage", "ToolEvent", "Label",
+                                              "Rubric", "Exposure", "Tokens", "Sizes",
+                                              "JudgeConfig", "JudgeVerdict"):
+            assert f"`{name}`" in text, name
+
+
+def test_the_old_names_are_the_commands_functions() -> None:
+    assert evalstream.convert_cases is evalstream.convert
+    assert evalstream.judge_verdicts is evalstream.judge
+
+
+def test_a_record_gives_its_state_and_question_as_python_values() -> None:
+    cases = [json.loads(line) for line in (SAMPLES / "cases.jsonl").read_text().splitlines()]
+    records = list(evalstream.judge_states(cases))
+    written = (ROOT / "tests" / "golden" / "samples.states.jsonl").read_text().splitlines()
+    with pytest.raises(TypeError):
+        json.dumps(msgspec.structs.asdict(records[0]))  # msgspec.Raw: refused
+    for record, line in zip(records, written, strict=True):
+        values = record.to_builtins()
+        assert values == json.loads(line)  # exactly what build writes, decoded
+        assert json.loads(json.dumps(values)) == values
+    judge = next(r for r in records if isinstance(r, evalstream.CheckRecord)).to_builtins()
+    assert isinstance(judge["question"], str) and isinstance(judge["state"], dict)
+    assert set(judge["state"]) == set(judge["exposure"]["shown"])
+
+
+def test_stats_writes_its_report_and_page_with_the_rejects(tmp_path: Path) -> None:
+    """The Python API writes what `evalstream stats` writes (before issue 24 the command line
+    planned the report and page, so the API could not write the page with its rejects)."""
+    from evalstream._cli import main
+
+    bad = SAMPLES / "bad.jsonl"
+    api, cli = tmp_path / "api", tmp_path / "cli"
+    api.mkdir()
+    cli.mkdir()
+    result = evalstream.stats(bad, format="json", output=api / "s.json", html=api / "s.html",
+                              rejects=api / "r.jsonl")
+    assert result.overview.rejected == 21
+    assert main(["stats", str(bad), "--format", "json", "-o", str(cli / "s.json"), "--html",
+                 str(cli / "s.html"), "--rejects", str(cli / "r.jsonl"), "-q"]) == 1
+    for name in ("s.json", "s.html", "r.jsonl"):
+        assert (api / name).read_bytes() == (cli / name).read_bytes(), name
+    # All or none: a page that cannot be written leaves no report and no rejects.
+    with pytest.raises(evalstream.OutputError):
+        evalstream.stats(bad, format="json", output=tmp_path / "t.json",
+                         html=tmp_path / "no" / "t.html", rejects=tmp_path / "t.jsonl")
+    assert not (tmp_path / "t.json").exists() and not (tmp_path / "t.jsonl").exists()
+    # A saved stats JSON, rendered again as the command line renders it.
+    saved = evalstream.read_report(api / "s.json")
+    assert isinstance(saved, evalstream.DatasetStats) and saved == result
+    assert evalstream.read_report(SAMPLES / "cases.jsonl") is None
+    again = evalstream.render_stats(api / "s.json", format="markdown", output=tmp_path / "s.md")
+    assert again == result
+    assert main(["stats", str(api / "s.json"), "--format", "markdown", "-o",
+                 str(cli / "s.md")]) == 1
+    assert (tmp_path / "s.md").read_bytes() == (cli / "s.md").read_bytes()
+
+
+@pytest.mark.parametrize("function", ["agree", "compare"])
+def test_agree_and_compare_write_what_the_command_line_writes(tmp_path: Path,
+                                                              function: str) -> None:
+    from evalstream._cli import main
+
+    second = CASES if function == "agree" else SAMPLES / "verdicts-b.jsonl"
+    for fmt, name in (("markdown", "r.md"), ("json", "r.json"), ("table", "r.txt")):
+        report = getattr(evalstream, function)(VERDICTS, second, format=fmt,
+                                               output=tmp_path / f"api-{name}",
+                                               html=tmp_path / "api.html")
+        assert report.exit_code == 0
+        assert main([function, str(VERDICTS), str(second), "--format", fmt, "-o",
+                     str(tmp_path / f"cli-{name}"), "--html", str(tmp_path / "cli.html")]) == 0
+        assert (tmp_path / f"api-{name}").read_bytes() == (tmp_path / f"cli-{name}").read_bytes()
+        assert (tmp_path / "api.html").read_bytes() == (tmp_path / "cli.html").read_bytes()
+
+
+def test_the_modes_of_judge_take_its_options(tmp_path: Path,
+                                            capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    from evalstream._cli import main
+
+    evalstream.build(CASES, tmp_path / "states.jsonl")
+    arguments = (tmp_path / "states.jsonl", tmp_path / "v.jsonl", "gpt-4.1-mini")
+    plan = evalstream.judge_dry_run(*arguments, price_in=0.4, price_out=1.6,
+                                    max_connections=4)
+    assert isinstance(plan, evalstream.DryRun)
+    assert (plan.judge_states, plan.to_send, plan.exact_verdicts) == (101, 101, 11)
+    assert plan.cost_bound_usd is not None and plan.cost_bound_usd > 0
+    with pytest.raises(evalstream.UsageError, match="judge_dry_run\\(\\) has no option "
+                                                    "'max_conections'. Did you mean"):
+        evalstream.judge_dry_run(*arguments, max_conections=4)  # type: ignore[call-arg]
+    with pytest.raises(evalstream.UsageError, match="--max-connections: 0 must be positive"):
+        evalstream.judge_dry_run(*arguments, max_connections=0)
+    request = evalstream.judge_request("case-01", "tool-backed-claims", *arguments,
+                                       provider="anthropic", api_key_env="MY_KEY")
+    assert request.headers == {"x-api-key": "$MY_KEY"}  # the variable, never a key
+    assert json.loads(request.body)["model"] == "gpt-4.1-mini" and "tools" in json.loads(request.body)
+    capsysbinary.readouterr()
+    assert main(["judge", *map(str, arguments[:2]), "--model", "gpt-4.1-mini", "--provider",
+                 "anthropic", "--api-key-env", "MY_KEY", "--show-request", "case-01",
+                 "tool-backed-claims"]) == 0
+    shown = capsysbinary.readouterr()
+    assert shown.out == request.body + b"\n"
+    assert shown.err.decode() == (f"POST {request.url}  (x-api-key: $MY_KEY); store key "
+                                  f"{request.key}\n")
+    # Neither mode wrote anything: no verdicts, no store.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["states.jsonl", "states.report.json"]

@@ -33,7 +33,19 @@ BELOW = {
     "_view": {"_files", "_cases", "_checks", "_verdicts", "_render"},
     "_render": {"_files", "_cases", "_checks", "_build", "_stats", "_verdicts", "_judge",
                 "_convert"},
+    # The public API's functions (re-exported by evalstream/__init__.py): everything but _cli.
+    "_api": {"_options", "_files", "_cases", "_checks", "_engines", "_build", "_stats",
+             "_verdicts", "_judge", "_convert", "_render", "_view"},
 }
+# What the command line may import: the API (the package and its functions), the rules of
+# option values, what renders a result, and the registries it lists (choices, help,
+# --list-formats, the built-in rubric file). Never a library module's options or runs.
+CLI_IMPORTS = {"evalstream", "evalstream._options",
+               "evalstream.errors", "evalstream._version", "evalstream._judge.providers",
+               "evalstream._convert.formats", "evalstream._checks.rubrics"}
+# The library's option objects and transactions: the API makes them, the command line never.
+OPTION_OBJECTS = {"Options", "StatsOptions", "AgreeOptions", "CompareOptions", "JudgeConfig",
+                  "Transaction", "Target"}
 
 
 def _package_of(path: Path) -> str:
@@ -177,6 +189,32 @@ def test_the_graph_reads_imports_inside_functions(tmp_path: Path) -> None:
                      "evalstream._build.loop": set()}
     assert find_cycle(graph) == ["evalstream._build.ranges", "evalstream._build.run",
                                  "evalstream._build.ranges"]
+
+
+def _cli_modules() -> list[Path]:
+    return sorted((PACKAGE / "_cli").glob("*.py"))
+
+
+def test_the_command_line_imports_only_the_api_and_what_renders() -> None:
+    for path in _cli_modules():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for module in modules:
+                if module == "evalstream" or module.startswith("evalstream."):
+                    assert module in CLI_IMPORTS or module.startswith(
+                        ("evalstream._render", "evalstream._cli")), \
+                        f"{path.relative_to(ROOT)} imports {module}: call the API instead"
+
+
+def test_the_command_line_makes_no_option_object_of_the_library() -> None:
+    for path in _cli_modules():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                    node.func.id if isinstance(node.func, ast.Name) else None
+                assert name not in OPTION_OBJECTS, \
+                    f"{path.relative_to(ROOT)}:{node.lineno} makes a {name}: the API does"
 
 
 def test_every_package_is_in_the_architecture_document() -> None:

@@ -312,22 +312,28 @@ def test_the_shell_glob_example_of_reliability_is_refused_as_shown(tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_the_python_api_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("page", [DOCS / "api.md", ROOT / "README.md"], ids=_relative)
+def test_the_python_api_example_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     import ast
 
-    text = (DOCS / "api.md").read_text()
+    text = page.read_text()
     code = text[text.index("```python\n") + 10:]
     code = code[:code.index("\n```")]
     tree = ast.parse(code)
     # The live judge needs a key and the network: every other statement runs as shown.
-    live = [s for s in tree.body if "judge_verdicts" in ast.unparse(s)]
+    live = [s for s in tree.body if "evalstream.judge(" in ast.unparse(s)]
     assert len(live) == 1
     tree.body.remove(live[0])
     shutil.copytree(ROOT / "data" / "samples", tmp_path / "data" / "samples")
     monkeypatch.chdir(tmp_path)
-    exec(compile(tree, "docs/api.md", "exec"), {})
+    exec(compile(tree, _relative(page), "exec"), {})
     printed = capsys.readouterr().out.splitlines()
-    shown = re.search(r'count_tokens\("How many tokens\?", "cl100k_base"\)\)\s+# (\d+)', code)
-    assert shown and shown.group(1) in printed
-    assert (tmp_path / "review" / "evalstream-view.json").is_file()
+    assert (tmp_path / "stats.html").is_file() and (tmp_path / "rejects.jsonl").is_file()
+    if page.name == "api.md":
+        shown = re.search(r'count_tokens\("How many tokens\?", "cl100k_base"\)\)\s+# (\d+)',
+                          code)
+        assert shown and shown.group(1) in printed
+        assert (tmp_path / "review" / "evalstream-view.json").is_file()
+    else:
+        assert any("'state': {" in line for line in printed)  # a record as Python values

@@ -32,7 +32,7 @@ FLUSH_BYTES = 1 << 18  # output handed to the writer in pieces of about this siz
 
 @dataclass
 class Options:
-    """Everything a build or validate run needs; the CLI fills it from its arguments."""
+    """Everything a build or validate run needs (``evalstream.build``, ``validate`` fill it)."""
 
     input: str
     output: str | None = None  # None: validate only

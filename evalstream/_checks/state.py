@@ -62,7 +62,11 @@ class Exposure(msgspec.Struct, gc=False, omit_defaults=True):
 
 
 class CheckRecord(msgspec.Struct, gc=False):
-    """One output line: a judge state and its question for one (case, rubric)."""
+    """One output line: a judge state and its question for one (case, rubric).
+
+    ``question`` and ``state`` are the JSON bytes written (``msgspec.Raw``), which
+    ``state_hash`` checks: ``build`` writes them as they are, never decoding them.
+    ``to_builtins()`` gives the record as Python values, on request."""
 
     case_id: str
     rubric_id: str
@@ -71,6 +75,14 @@ class CheckRecord(msgspec.Struct, gc=False):
     exposure: Exposure
     rubric_hash: str
     state_hash: str
+
+    def to_builtins(self) -> dict[str, Any]:
+        """The record as plain Python values (the question a ``str``, the state a ``dict``,
+        the exposure dicts and lists), exactly as the line ``build`` writes decodes: for
+        ``json.dumps``, a DataFrame or a notebook, which refuse ``msgspec.Raw``. Decoded from
+        the bytes on each call; the record keeps only the bytes."""
+        decoded: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
+        return decoded
 
 
 class ExactVerdict(msgspec.Struct, gc=False):
@@ -83,6 +95,12 @@ class ExactVerdict(msgspec.Struct, gc=False):
     evidence: list[str]
     exposure: Exposure
     rubric_hash: str
+
+    def to_builtins(self) -> dict[str, Any]:
+        """The record as plain Python values, as ``CheckRecord.to_builtins`` gives a judge
+        record's (so that every record ``judge_states`` yields has one)."""
+        built: dict[str, Any] = msgspec.to_builtins(self)
+        return built
 
 
 def present_names(case: Any) -> tuple[str, ...]:

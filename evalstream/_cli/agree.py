@@ -1,48 +1,53 @@
-"""``evalstream agree``: the command line, and the output writing it shares with ``compare``.
+"""``evalstream agree``: the command line, and the options it shares with ``compare``
+(``evalstream.agree`` and ``evalstream.compare`` read, count and write the report).
 
-Only argparse is imported at the top: ``python -m evalstream --help`` must stay cheap and
-``build``/``validate`` must never import polars.
+Only argparse and the API's signatures are imported at the top: ``python -m evalstream
+--help`` must stay cheap and ``build``/``validate`` must never import polars.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from evalstream._cli.common import add_force, count, fraction, helps, path, share, size, text
+import evalstream
+from evalstream._cli.common import (
+    add_force,
+    add_max_line_bytes,
+    count,
+    default,
+    fraction,
+    given,
+    helps,
+    path,
+    share,
+    text,
+)
+from evalstream._options import REPORT_FORMATS
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
-    from evalstream._files.outputs import Committable
-    from evalstream._files.transaction import Transaction
-    from evalstream._render.tables import Block
-
-FORMATS = ("table", "json", "markdown")
-TEXT_WIDTH = 100  # the width of a table written to a file with -o
-
-
-def add_output_options(p: argparse.ArgumentParser) -> None:
-    """The options agree and compare share: output styles, rejects, reading limits."""
-    p.add_argument("--format", choices=FORMATS, default="table",
+def add_output_options(p: argparse.ArgumentParser, function: Callable[..., Any]) -> None:
+    """The options agree and compare share (``function``: the API function, whose defaults
+    the help shows): output styles, rejects, reading limits."""
+    p.add_argument("--format", choices=REPORT_FORMATS,
                    help="table (terminal), json (stable shape, for scripts) or markdown (for a "
-                        "pull request); default table")
+                        f"pull request); default {default(function, 'format')}")
     p.add_argument("-o", "--output", type=path, metavar="FILE",
                    help="write the result here instead of stdout (atomically)")
     p.add_argument("--html", type=path, metavar="FILE",
                    help="also write a self-contained HTML page with the charts")
-    p.add_argument("--max-ids", type=count, default=20, metavar="N",
-                   help="case ids listed per rubric for each kind of difference (default 20; "
-                        "0 lists none); the counts are always complete")
+    p.add_argument("--max-ids", type=count, metavar="N",
+                   help="case ids listed per rubric for each kind of difference (default "
+                        f"{default(function, 'max_ids')}; 0 lists none); the counts are always "
+                        "complete")
     p.add_argument("--rejects", type=path, metavar="FILE",
                    help="also write every rejected line here (JSONL with a `file` field); by "
                         "default rejects are counted and the first 20 per file shown")
     p.add_argument("--allow-unknown-fields", action="store_true",
                    help="ignore fields the verdict (and case) format does not know instead of "
                         "rejecting the line")
-    p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
-                   help="reject longer lines without reading them whole (default 256MiB)")
+    add_max_line_bytes(p, function)
     p.add_argument("--max-unscored-rate", type=share, metavar="R",
                    help="exit 1 when more than this share of a verdict file's verdicts are "
                         "unscored (e.g. 0.02); the rate is reported either way")
@@ -77,80 +82,21 @@ def register(subparsers: Any) -> None:
     p.add_argument("--by", type=text, metavar="KEY",
                    help="also break the results down by this metadata key (dots reach nested "
                         "metadata, e.g. source.kind)")
-    p.add_argument("--confidence", type=fraction, default=0.95, metavar="C",
-                   help="confidence of the kappa interval (default 0.95)")
-    add_output_options(p)
+    p.add_argument("--confidence", type=fraction, metavar="C",
+                   help="confidence of the kappa interval (default "
+                        f"{default(evalstream.agree, 'confidence')})")
+    add_output_options(p, evalstream.agree)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``agree``; return the exit code (1 when some line was rejected)."""
-    from evalstream._render import agree as agree_view
-    from evalstream._render.agree_html import agree_page
-    from evalstream._verdicts import agree
-
-    with targets(args, [("verdicts", args.verdicts), ("cases", args.cases)]) as made:
-        report = agree.run(agree.AgreeOptions(
-            verdicts=args.verdicts, cases=args.cases, by=args.by, rejects=args.rejects,
-            force=args.force,
-            max_ids=args.max_ids, confidence=args.confidence,
-            max_line_bytes=args.max_line_bytes, allow_unknown_fields=args.allow_unknown_fields,
-            max_unscored_rate=args.max_unscored_rate, view=args.view),
-            outputs(args, made, agree.encode, agree_view.blocks, agree_page))
-    show(args, report, agree_view.blocks)
+    report = evalstream.agree(args.verdicts, args.cases,
+                              **shown_options(args, "verdicts", "cases"))
     return report.exit_code
 
 
-def targets(args: argparse.Namespace, inputs: list[tuple[str, str]]) -> Transaction:
-    """The targets of agree or compare, checked before anything is read: no output is an
-    input or another output, or shares a stream with one; -o and --html replace only a
-    file evalstream wrote as such (``files.replace``), unless --force."""
-    from evalstream._files.transaction import Target, Transaction
-
-    return Transaction(inputs, [
-        Target("output", args.output or "-", "json" if args.format == "json" else "text"),
-        Target("html", args.html, "html"), Target("rejects", args.rejects)], args.force).check()
-
-
-def outputs(args: argparse.Namespace, made: Transaction, encode: Callable[[Any], bytes],
-            blocks: Callable[[Any, str], list[Block]], page: Callable[[Any, str], str],
-            ) -> Callable[[Any], list[Committable]]:
-    """The writer of the result in the chosen format (-o, atomically) and the HTML page,
-    opened in ``made`` and handed to the library, which commits them with the rejects: all
-    or none. Links to view pages are relative to the folder of the file they are written in."""
-    import os
-
-    def write(report: Any) -> list[Committable]:
-        opened = []
-        if args.html:
-            opened.append(made.open("html"))
-            opened[-1].write(page(report, os.path.dirname(args.html) or ".").encode())
-        if not _to_terminal(args):
-            base = "." if args.output in (None, "-") else os.path.dirname(args.output) or "."
-            data = encode(report) if args.format == "json" else render(
-                blocks(report, base), args.format)
-            opened.append(made.open("output"))
-            opened[-1].write(data)
-        return made.hand_over(opened)
-
-    return write
-
-
-def show(args: argparse.Namespace, report: Any,
-         blocks: Callable[[Any, str], list[Block]]) -> None:
-    """The table on the terminal, when that is where the result goes (after the commit)."""
-    if _to_terminal(args):
-        from evalstream._render.tables import print_blocks
-
-        print_blocks(blocks(report, "."), sys.stdout)
-
-
-def _to_terminal(args: argparse.Namespace) -> bool:
-    return bool(args.format == "table" and args.output in (None, "-"))
-
-
-def render(blocks: list[Block], fmt: str, width: int = TEXT_WIDTH) -> bytes:
-    """Blocks as markdown, or as plain-text tables ``width`` wide."""
-    from evalstream._render.tables import render_format
-
-    return render_format(blocks, fmt, width)
+def shown_options(args: argparse.Namespace, *arguments: str) -> dict[str, Any]:
+    """The options given to agree or compare (their ``arguments`` left out): the command line
+    shows the report on stdout unless -o says where; the API writes nothing unless asked."""
+    return {"output": "-", **given(args, *arguments)}

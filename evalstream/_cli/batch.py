@@ -1,7 +1,8 @@
 """``evalstream batch``: judging through the providers' batch APIs (prepare, submit, status,
-collect).
+collect; ``evalstream.batch_prepare`` and the others do the work).
 
-Only argparse is imported at the top: ``python -m evalstream --help`` must stay cheap.
+Only argparse and the API's signatures are imported at the top: ``python -m evalstream
+--help`` must stay cheap.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+
+import evalstream
+from evalstream._cli.common import given
 
 
 def register(subparsers: Any) -> None:
@@ -35,13 +39,14 @@ def register(subparsers: Any) -> None:
 
 def _prepare(sub: Any) -> None:
     from evalstream._cli.common import (
-        add_provider,
+        add_judge,
+        add_max_line_bytes,
+        add_quiet,
+        add_store,
         helps,
         path,
         positive,
         size,
-        temperature,
-        text,
     )
 
     p = sub.add_parser(
@@ -66,15 +71,9 @@ def _prepare(sub: Any) -> None:
                    help="build's output: a .jsonl path, .gz or .zst, or - for stdin")
     p.add_argument("folder", type=path, metavar="DIR", help="the folder to write (new, or empty)")
     who = p.add_argument_group("the judge (as for `evalstream judge`)")
-    who.add_argument("--model", type=text, required=True, help="the model, e.g. gpt-4.1-mini")
-    add_provider(who, batch=True)
-    who.add_argument("--base-url", metavar="URL", default="",
-                     help="the API's base URL, as for a live run (default the provider's); "
-                          "submit sends there, and answers are stored under it")
-    who.add_argument("--temperature", type=temperature, default=0.0, metavar="T",
-                     help="sampling temperature (default 0); `none` sends none")
-    who.add_argument("--max-output-tokens", type=positive, default=1024, metavar="N",
-                     help="the answer's token limit (default 1024)")
+    add_judge(who, evalstream.batch_prepare,
+              "the API's base URL, as for a live run (default the provider's); submit sends "
+              "there, and answers are stored under it", batch=True)
     files = p.add_argument_group("files")
     files.add_argument("--max-requests-per-file", type=positive, metavar="N",
                        help="requests a file may hold (default the provider's limit)")
@@ -84,27 +83,28 @@ def _prepare(sub: Any) -> None:
                        help="leave out every request whose answer came back to a batch folder "
                             "already collected (what never came back, or failed, is prepared "
                             "again)")
-    files.add_argument("--cache", type=path, metavar="FILE",
-                       help="leave out every request whose answer this answer store holds "
-                            "(a live run's, or a collect's)")
-    files.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
-                       help="reject longer input lines without reading them whole (default "
-                            "256MiB)")
-    files.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    add_store(files, "leave out every request whose answer this answer store holds (a live "
+                     "run's, or a collect's; --cache: its name before)")
+    add_max_line_bytes(files, evalstream.batch_prepare, "input lines")
+    add_quiet(files, "no summary on stderr")
     p.set_defaults(func=_run_prepare)
 
 
-def _remote_options(p: argparse.ArgumentParser) -> None:
-    from evalstream._cli.common import amount, key_variables, path, positive, text
+def _remote_options(p: argparse.ArgumentParser, function: Any) -> None:
+    """The options submit and status share (``function``: the API function, whose defaults
+    the help shows)."""
+    from evalstream._cli.common import amount, default, key_variables, path, positive, text
 
     p.add_argument("folder", type=path, metavar="DIR", help="a folder written by `batch prepare`")
     p.add_argument("--api-key-env", type=text, metavar="NAME",
                    help=f"the environment variable holding the API key (default "
                         f"{key_variables()})")
-    p.add_argument("--timeout", type=amount, default=600.0, metavar="S",
-                   help="seconds one call may take (default 600: uploads are large)")
-    p.add_argument("--max-attempts", type=positive, default=5, metavar="N",
-                   help="attempts per call, the first included (default 5)")
+    p.add_argument("--timeout", type=amount, metavar="S",
+                   help=f"seconds one call may take (default {default(function, 'timeout')}: "
+                        "uploads are large)")
+    p.add_argument("--max-attempts", type=positive, metavar="N",
+                   help=f"attempts per call, the first included (default "
+                        f"{default(function, 'max_attempts')})")
     p.add_argument("--format", choices=["text", "json"], default="text",
                    help="text (one line a request file) or json (default text)")
 
@@ -124,15 +124,15 @@ def _submit(sub: Any) -> None:
                  (2, "also: the server refused the key or URL (ids learned so far are kept: "
                      "run it again to continue)"),
                  (3, "some files have no batch yet")]))
-    _remote_options(p)
+    _remote_options(p, evalstream.batch_submit)
     p.add_argument("--resubmit-unconfirmed", action="store_true",
                    help="Anthropic: create the batch of a file whose create call got no answer "
                         "(a batch of it may exist already: see the message)")
-    p.set_defaults(func=_run_remote, action="submit")
+    p.set_defaults(func=_run_remote, action=evalstream.batch_submit)
 
 
 def _status(sub: Any) -> None:
-    from evalstream._cli.common import amount, helps
+    from evalstream._cli.common import amount, default, helps
 
     p = sub.add_parser(
         "status", help="show each batch's state; download the results of ended batches",
@@ -144,17 +144,27 @@ def _status(sub: Any) -> None:
                  "evalstream batch status batch/ --wait --poll 300"],
                 [(0, "every batch has ended and its results are in DIR/results/"),
                  (3, "some batches have not ended (or were never submitted)")]))
-    _remote_options(p)
+    _remote_options(p, evalstream.batch_status)
     p.add_argument("--wait", action="store_true", help="poll until every batch has ended")
-    p.add_argument("--poll", type=amount, default=60.0, metavar="S",
-                   help="seconds between polls with --wait (default 60)")
+    p.add_argument("--poll", type=amount, metavar="S",
+                   help="seconds between polls with --wait (default "
+                        f"{default(evalstream.batch_status, 'poll')})")
     p.add_argument("--no-download", dest="download", action="store_false",
                    help="only show the states; download nothing")
-    p.set_defaults(func=_run_remote, action="status")
+    p.set_defaults(func=_run_remote, action=evalstream.batch_status)
 
 
 def _collect(sub: Any) -> None:
-    from evalstream._cli.common import add_force, amount, helps, path, share, size
+    from evalstream._cli.common import (
+        add_force,
+        add_max_line_bytes,
+        add_quiet,
+        add_store,
+        amount,
+        helps,
+        path,
+        share,
+    )
 
     p = sub.add_parser(
         "collect", help="turn result files into verdicts, one per judge state",
@@ -181,10 +191,10 @@ def _collect(sub: Any) -> None:
                    help="verdicts: a .jsonl path, .gz or .zst, or - for stdout")
     p.add_argument("results", type=path, nargs="*", metavar="RESULT_FILE",
                    help="result files (default: DIR/results/*.jsonl, as status downloads them)")
-    p.add_argument("--cache", type=path, metavar="FILE",
-                   help="the answer store (default: the one prepare consulted, else beside the "
-                        "output: verdicts.judge.sqlite, where `evalstream judge` looks)")
-    p.add_argument("--missing", choices=["unscored", "skip"], default="unscored",
+    add_store(p, "the answer store (default: the one prepare consulted, else beside the "
+                 "output: verdicts.judge.sqlite, where `evalstream judge` looks; --cache: its "
+                 "name before)")
+    p.add_argument("--missing", choices=["unscored", "skip"],
                    help="errored, canceled, expired requests: unscored verdicts with that cause "
                         "(default), or skip: no verdict, listed as missing")
     p.add_argument("--price-in", type=amount, metavar="USD",
@@ -197,11 +207,9 @@ def _collect(sub: Any) -> None:
                    help="where rejected result lines go (default verdicts.rejects.jsonl)")
     p.add_argument("--report", type=path, metavar="FILE",
                    help="where the report goes (default verdicts.report.json)")
-    p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
-                   help="reject longer result lines without reading them whole (default "
-                        "256MiB)")
+    add_max_line_bytes(p, evalstream.batch_collect, "result lines")
     add_force(p)
-    p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    add_quiet(p, "no summary on stderr")
     p.set_defaults(func=_run_collect)
 
 
@@ -215,17 +223,10 @@ def _print(lines: list[str], file: Any) -> None:
 
 
 def _run_prepare(args: argparse.Namespace) -> int:
-    from evalstream._judge.batch import prepare
-    from evalstream._judge.request import JudgeConfig
     from evalstream._render.batch import prepare_lines
 
-    config = JudgeConfig(model=args.model, provider=args.provider, base_url=args.base_url,
-                         temperature=args.temperature, max_output_tokens=args.max_output_tokens)
-    report = prepare.run(prepare.Options(
-        input=args.input, folder=args.folder, config=config,
-        max_requests_per_file=args.max_requests_per_file,
-        max_bytes_per_file=args.max_bytes_per_file, only_missing=args.only_missing,
-        cache=args.cache, max_line_bytes=args.max_line_bytes))
+    report = evalstream.batch_prepare(args.input, args.folder, args.model,
+                                      **given(args, "input", "folder", "model"))
     if not args.quiet:
         _print(prepare_lines(report), sys.stderr)
     return report.exit_code
@@ -234,17 +235,9 @@ def _run_prepare(args: argparse.Namespace) -> int:
 def _run_remote(args: argparse.Namespace) -> int:
     import msgspec
 
-    from evalstream._judge.batch import remote
     from evalstream._render.batch import summary_lines
 
-    opts = remote.Options(folder=args.folder, api_key_env=args.api_key_env,
-                          timeout=args.timeout, max_attempts=args.max_attempts)
-    if args.action == "submit":
-        opts.resubmit_unconfirmed = args.resubmit_unconfirmed
-        summary = remote.submit(opts)
-    else:
-        opts.wait, opts.poll, opts.download = args.wait, args.poll, args.download
-        summary = remote.status(opts)
+    summary = args.action(args.folder, **given(args, "folder", "action", "format"))
     if args.format == "json":
         sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(summary), indent=2)
                                 + b"\n")
@@ -254,14 +247,10 @@ def _run_remote(args: argparse.Namespace) -> int:
 
 
 def _run_collect(args: argparse.Namespace) -> int:
-    from evalstream._judge.batch import collect
     from evalstream._render.batch import collect_lines
 
-    report = collect.run(collect.Options(
-        folder=args.folder, output=args.output, results=args.results, cache=args.cache,
-        missing=args.missing, price_in=args.price_in, price_out=args.price_out,
-        max_unscored_rate=args.max_unscored_rate, rejects=args.rejects, report=args.report,
-        max_line_bytes=args.max_line_bytes, force=args.force))
+    report = evalstream.batch_collect(args.folder, args.output, getattr(args, "results", []),
+                                      **given(args, "folder", "output", "results"))
     if not args.quiet:
         _print(collect_lines(report), sys.stderr)
     return report.exit_code

@@ -1,23 +1,26 @@
-"""``evalstream build`` and ``evalstream validate``: the command lines of the build pipeline."""
+"""``evalstream build`` and ``evalstream validate``: the command lines of the build pipeline
+(``evalstream.build`` and ``evalstream.validate`` do the work)."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
+import evalstream
 from evalstream._cli.common import (
     add_engine,
     add_force,
     add_reading,
     add_tokenizer,
+    default,
+    given,
     helps,
     path,
     positive,
-    progress_bar,
+    with_progress,
 )
-from evalstream.errors import EXIT_PIPE
+from evalstream.errors import EXIT_PIPE, ReaderGone
 
 
 def register(sub: Any) -> None:
@@ -49,21 +52,23 @@ def register(sub: Any) -> None:
                         "a name ending in /) unless -o gives it")
     b.add_argument("-o", "--output", type=path, metavar="OUTPUT", dest="output_option",
                    help="the output; every path before it is then an input")
-    b.add_argument("--rubrics", type=path, action="append", default=[], metavar="FILE",
+    b.add_argument("--rubrics", dest="rubric_files", type=path, action="append", metavar="FILE",
                    help="a TOML rubric file; repeatable; replaces the built-in rubrics "
                         "(`--rubrics builtin --rubrics mine.toml` adds to them)")
-    b.add_argument("--max-tokens", type=positive, default=32_000, metavar="N",
-                   help="the judge's budget for state plus longest question (default 32000)")
-    add_tokenizer(b)
+    b.add_argument("--max-tokens", type=positive, metavar="N",
+                   help="the judge's budget for state plus longest question (default "
+                        f"{default(evalstream.build, 'max_tokens')})")
+    add_tokenizer(b, evalstream.build, "every token count")
     b.add_argument("--exact-tokens", action="store_true",
                    help="count every judge state exactly (records then carry exact counts); "
                         "by default only states whose UTF-8 bytes exceed the budget are "
                         "counted, and the others carry their byte sizes, an upper bound")
-    b.add_argument("--workers", type=positive, default=1, metavar="N",
-                   help="worker processes for a plain input file (default 1); output is "
-                        "byte-identical for any N")
+    b.add_argument("--workers", type=positive, metavar="N",
+                   help=f"worker processes for a plain input file (default "
+                        f"{default(evalstream.build, 'workers')}); output is byte-identical "
+                        "for any N")
     add_engine(b)
-    add_reading(b)
+    add_reading(b, evalstream.build)
     add_force(b)
     b.set_defaults(func=_build)
 
@@ -81,75 +86,51 @@ def register(sub: Any) -> None:
     v.add_argument("input", type=path, nargs="+",
                    help="cases: a .jsonl path, .gz or .zst, or - for stdin; several paths, "
                         "globs or URLs are read in order as one input")
-    v.add_argument("--format", choices=["table", "json"], default="table",
+    v.add_argument("--format", choices=["table", "json"],
                    help="table: the first problems as a table on stdout; json: every reject as "
                         "JSONL on stdout (default table)")
-    v.add_argument("--workers", type=positive, default=1, metavar="N",
+    v.add_argument("--workers", type=positive, metavar="N",
                    help="worker processes for a plain input file, or the size of a local Dask "
-                        "cluster (default 1)")
+                        f"cluster (default {default(evalstream.validate, 'workers')})")
     add_engine(v)
-    add_reading(v)
+    add_reading(v, evalstream.validate)
     add_force(v)
     v.set_defaults(func=_validate)
 
 
 
-def _run(args: argparse.Namespace, output: str | None) -> int:
-    from evalstream._build.run import Options, run
-    from evalstream._render.summary import render_summary
-
-    opts = Options(
-        input=" ".join(args.input), inputs=args.input if len(args.input) > 1 else [],
-        engine=args.engine, scheduler=args.scheduler, output=output, rejects=args.rejects,
-        report=args.report,
-        rubric_files=getattr(args, "rubrics", []), max_tokens=getattr(args, "max_tokens", 32_000),
-        tokenizer=getattr(args, "tokenizer", "o200k_base"),
-        exact_tokens=getattr(args, "exact_tokens", False),
-        max_line_bytes=args.max_line_bytes, allow_unknown_fields=args.allow_unknown_fields,
-        workers=getattr(args, "workers", 1), force=args.force)
-    json_rejects = getattr(args, "format", None) == "json"
-    if json_rejects:
-        if opts.rejects not in (None, "-"):
-            from evalstream.errors import UsageError
-
-            raise UsageError("--format json writes the rejects to stdout; drop --rejects.")
-        opts.rejects = "-"
-    progress = progress_bar(args.quiet)
-    if progress is None:
-        report, first = run(opts)
-    else:
-        with progress:
-            task = progress.add_task(args.command, total=None)
-            report, first = run(opts, lambda done, total: progress.update(
-                task, completed=done, total=total))
-    if report.exit_code == EXIT_PIPE:
-        # The reader of stdout has gone (`| head`): end quietly, as Unix tools do, and keep
-        # the interpreter from complaining when it flushes stdout at exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return report.exit_code
-    if output is None and not json_rejects:
-        from evalstream._render.validate_view import print_problems
-
-        print_problems(report, first, sys.stdout)
-    elif not args.quiet:
-        render_summary(report, sys.stderr)
-    return report.exit_code
-
-
 def _build(args: argparse.Namespace) -> int:
+    options = given(args, "paths", "output_option")
     paths = list(args.paths)
-    if args.output_option is not None:
-        args.input, output = paths, args.output_option
+    if "output_option" in args:
+        inputs, output = paths, args.output_option
     elif len(paths) < 2:
         from evalstream.errors import UsageError
 
         raise UsageError("build needs an input and an output: `evalstream build IN OUT` or "
                          "`evalstream build IN... -o OUT`.")
     else:
-        args.input, output = paths[:-1], paths[-1]
-    return _run(args, output)
+        inputs, output = paths[:-1], paths[-1]
+    report = with_progress(args.quiet, "build", lambda on_progress: evalstream.build(
+        inputs, output, on_progress=on_progress, **options))
+    return _shown(report, args.quiet)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    return _run(args, None)
+    # The command line shows the problems (or every reject, --format json) on stdout; the
+    # API shows nothing unless asked.
+    options = {"format": "table", **given(args, "input")}
+    report = with_progress(args.quiet, "validate", lambda on_progress: evalstream.validate(
+        args.input, on_progress=on_progress, **options))
+    return _shown(report, args.quiet or options["format"] == "table")
+
+
+def _shown(report: evalstream.RunReport, quiet: bool) -> int:
+    """The run's summary on stderr (not ``quiet``); its exit code."""
+    if report.exit_code == EXIT_PIPE:
+        raise ReaderGone("the reader of standard output went away")  # | head: end quietly
+    if not quiet:
+        from evalstream._render.summary import render_summary
+
+        render_summary(report, sys.stderr)
+    return report.exit_code

@@ -1,20 +1,48 @@
 """What the commands share: argument types that refuse bad values with a usage error (the
-rules of ``evalstream._options``, shared with the Python API), the reading options, and the
-progress bar. Only argparse and evalstream._options are imported here (and the judge
-providers' registry, light to import, where the judge's options are added)."""
+rules of ``evalstream._options``, shared with the Python API), the options a user gave
+(``given``: the parser adds no defaults, so the API's apply), the API's defaults as the help
+shows them, the options several commands take, and the progress bar. Only argparse, the API's
+signatures and evalstream._options are imported here (and the judge providers' registry,
+light to import, where the judge's options are added)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from evalstream import _options as options
 from evalstream.errors import UsageError
 
 MAX_COUNT = options.MAX_COUNT
 TOKENIZERS = options.TOKENIZERS
+T = TypeVar("T")
+# What a parsed command line holds besides the options of the API function it calls.
+NOT_OPTIONS = {"func", "command", "batch_command", "quiet"}
+
+
+def given(args: argparse.Namespace, *also: str) -> dict[str, Any]:
+    """The options the user gave, by the API's names (each option's ``dest``): the parsers
+    are made with ``argument_default=SUPPRESS`` (``helps``), so an option not given is absent
+    and the API function's default applies. ``also``: the names the command reads itself."""
+    return {name: value for name, value in vars(args).items()
+            if name not in NOT_OPTIONS and name not in also}
+
+
+def default(function: Callable[..., Any], name: str) -> str:
+    """The default of the API function's option ``name``, as the help shows it (sizes in
+    MiB or GiB): read from the function's signature, never written again here."""
+    value = (function.__kwdefaults__ or {})[name]
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1 << 20:
+        for unit, shift in (("GiB", 30), ("MiB", 20)):
+            if value % (1 << shift) == 0:
+                return f"{value >> shift}{unit}"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 
 
 class Terminated(BaseException):
@@ -58,25 +86,62 @@ def add_force(p: argparse.ArgumentParser) -> None:
                         "refused, before anything is read")
 
 
-def add_tokenizer(p: argparse.ArgumentParser) -> None:
-    """``--tokenizer``, for every command that counts tokens."""
-    p.add_argument("--tokenizer", choices=TOKENIZERS, default=TOKENIZERS[0],
-                   help="the judge's encoding, for every token count: o200k_base (GPT-4o, "
-                        "GPT-4.1, o-series, GPT-5) or cl100k_base (GPT-4, GPT-3.5); default "
-                        "o200k_base")
+def add_tokenizer(p: Any, function: Callable[..., Any], what: str) -> None:
+    """``--tokenizer``, for every command that counts tokens (``what``: the counts it
+    makes); the default is ``function``'s."""
+    p.add_argument("--tokenizer", choices=TOKENIZERS, metavar="NAME",
+                   help=f"the judge's encoding, for {what}: o200k_base (GPT-4o, GPT-4.1, "
+                        "o-series, GPT-5) or cl100k_base (GPT-4, GPT-3.5); default "
+                        f"{default(function, 'tokenizer')}")
 
 
-def add_provider(p: Any, batch: bool = False) -> None:
-    """``--provider``, for ``judge`` and ``batch prepare``: its choices, default and help read
-    from the registry of judge providers."""
-    from evalstream._judge.providers import DEFAULT, NAMES, REGISTRY
+def add_judge(p: Any, function: Callable[..., Any], base_url: str,
+              batch: bool = False) -> None:
+    """The judge's options, for ``judge`` and ``batch prepare`` (``function``: the API
+    function, whose defaults the help shows): the model, ``--provider`` (its choices and
+    help read from the registry of judge providers), the base URL (``base_url``: what its
+    help says of it), the temperature and the answer's token limit."""
+    from evalstream._judge.providers import NAMES, REGISTRY
 
+    p.add_argument("--model", type=text, required=True, help="the model, e.g. gpt-4.1-mini")
     if batch:
         said = "; ".join(f"{q.name}: {q.batch_speaks}" for q in REGISTRY.values())
     else:
         said = "the API: " + " or ".join(q.speaks for q in REGISTRY.values())
-    p.add_argument("--provider", choices=NAMES, default=DEFAULT,
-                   help=f"{said} (default {DEFAULT})")
+    p.add_argument("--provider", choices=NAMES,
+                   help=f"{said} (default {default(function, 'provider')})")
+    p.add_argument("--base-url", metavar="URL", help=base_url)
+    p.add_argument("--temperature", type=temperature, metavar="T",
+                   help=f"sampling temperature (default {default(function, 'temperature')}); "
+                        "`none` sends none, for models that accept only their default")
+    p.add_argument("--max-output-tokens", type=positive, metavar="N",
+                   help=f"the answer's token limit (default "
+                        f"{default(function, 'max_output_tokens')}); a longer answer is "
+                        "unscored (truncated)")
+
+
+def add_store(p: Any, said: str) -> None:
+    """``--store`` (``--cache``, its name before issue 24, still read): the answer store."""
+    p.add_argument("--store", "--cache", dest="store", type=path, metavar="FILE", help=said)
+
+
+def add_max_line_bytes(p: Any, function: Callable[..., Any], lines: str = "lines") -> None:
+    """``--max-line-bytes``, for every command that reads lines; the default is
+    ``function``'s."""
+    p.add_argument("--max-line-bytes", type=size, metavar="N",
+                   help=f"reject longer {lines} without reading them whole (default "
+                        f"{default(function, 'max_line_bytes')})")
+
+
+def with_progress(quiet: bool, label: str, call: Callable[[Any], T]) -> T:
+    """``call(on_progress)``, with a progress bar (bytes, speed) on stderr when it is a
+    terminal and not ``quiet`` (``on_progress`` None otherwise)."""
+    bar = progress_bar(quiet)
+    if bar is None:
+        return call(None)
+    with bar:
+        task = bar.add_task(label, total=None)
+        return call(lambda done, total: bar.update(task, completed=done, total=total))
 
 
 def key_variables() -> str:
@@ -93,8 +158,9 @@ def public_urls() -> str:
     return " or ".join(q.base_url for q in REGISTRY.values())
 
 
-def add_reading(p: argparse.ArgumentParser) -> None:
-    """The options of every command that reads cases as build does."""
+def add_reading(p: argparse.ArgumentParser, function: Callable[..., Any]) -> None:
+    """The options of every command that reads cases as build does (``function``: the API
+    function, whose defaults the help shows)."""
     p.add_argument("--rejects", type=path, metavar="FILE",
                    help="where rejected lines go (JSONL); build: next to the output "
                         "(states.rejects.jsonl) when a line is rejected; validate: none")
@@ -103,16 +169,18 @@ def add_reading(p: argparse.ArgumentParser) -> None:
                         "(states.report.json); validate: none")
     p.add_argument("--allow-unknown-fields", action="store_true",
                    help="ignore fields the case format does not know instead of rejecting the line")
-    p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
-                   help="reject lines longer than this, without reading them whole "
-                        "(default 256MiB)")
-    p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress bar and no summary on stderr")
+    add_max_line_bytes(p, function)
+    add_quiet(p, "no progress bar and no summary on stderr")
+
+
+def add_quiet(p: Any, said: str) -> None:
+    """``-q``: what the command line shows, never what the run does."""
+    p.add_argument("-q", "--quiet", action="store_true", default=False, help=said)
 
 
 def add_engine(p: argparse.ArgumentParser) -> None:
     """``--engine`` and ``--scheduler``: where the work runs."""
-    p.add_argument("--engine", choices=["local", "dask"], default="local",
+    p.add_argument("--engine", choices=["local", "dask"],
                    help="local: this process, or --workers processes of this machine "
                         "(default); dask: a Dask cluster (pip install 'evalstream[dask]'); "
                         "the output is byte-identical either way")
@@ -138,8 +206,9 @@ COMMON_CODES = [(2, "usage, input or I/O error (nothing written)"),
 
 
 def helps(description: str, examples: list[str], codes: list[tuple[int, str]]) -> dict[str, Any]:
-    """``add_parser`` keywords for a command's help: its description (wrapped), two or three
-    examples and its exit codes (the command's own first, then the common ones)."""
+    """``add_parser`` keywords for a command: its help (the description, wrapped; two or three
+    examples; its exit codes, the command's own first, then the common ones), and no default
+    for an option not given (``given``: the API's apply)."""
     import textwrap
 
     lines = ["examples:", *(f"  {example}" for example in examples), "", "exit codes:"]
@@ -147,4 +216,5 @@ def helps(description: str, examples: list[str], codes: list[tuple[int, str]]) -
         lines += textwrap.wrap(f"{code:>5}  {meaning}", 88, subsequent_indent=" " * 7)
     return {"description": textwrap.fill(description, 88),
             "epilog": "\n".join(lines),
-            "formatter_class": argparse.RawDescriptionHelpFormatter}
+            "formatter_class": argparse.RawDescriptionHelpFormatter,
+            "argument_default": argparse.SUPPRESS}

@@ -1,6 +1,8 @@
-"""``evalstream compare``: the command line (output writing is shared with ``agree``).
+"""``evalstream compare``: the command line (its options shared with ``agree``;
+``evalstream.compare`` does the work).
 
-Only argparse is imported at the top: ``python -m evalstream --help`` must stay cheap.
+Only argparse and the API's signatures are imported at the top: ``python -m evalstream
+--help`` must stay cheap.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand."""
+    import evalstream
     from evalstream._cli.agree import add_output_options
     from evalstream._cli.common import helps, path
 
@@ -33,24 +36,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--include-incomparable", action="store_true",
                    help="include pairs that are not comparable in the statistics (they are "
                         "still counted as not comparable)")
-    add_output_options(p)
+    add_output_options(p, evalstream.compare)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``compare``; return the exit code (1 when some line was rejected)."""
-    from evalstream._cli.agree import outputs, show, targets
-    from evalstream._render import agree_html
-    from evalstream._render import compare as compare_view
-    from evalstream._verdicts import compare
+    import evalstream
+    from evalstream._cli.agree import shown_options
 
-    with targets(args, [("run-a", args.run_a), ("run-b", args.run_b)]) as made:
-        report = compare.run(compare.CompareOptions(
-            run_a=args.run_a, run_b=args.run_b, include_incomparable=args.include_incomparable,
-            force=args.force, rejects=args.rejects,
-            max_ids=args.max_ids, max_line_bytes=args.max_line_bytes,
-            allow_unknown_fields=args.allow_unknown_fields,
-            max_unscored_rate=args.max_unscored_rate, view=args.view),
-            outputs(args, made, compare.encode, compare_view.blocks, agree_html.compare_page))
-    show(args, report, compare_view.blocks)
+    report = evalstream.compare(args.run_a, args.run_b,
+                                **shown_options(args, "run_a", "run_b"))
     return report.exit_code

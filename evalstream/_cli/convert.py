@@ -1,4 +1,5 @@
-"""``evalstream convert``: the command line. Only argparse is imported at the top."""
+"""``evalstream convert``: the command line (``evalstream.convert`` does the work). Only
+argparse and the API's signatures are imported at the top."""
 
 from __future__ import annotations
 
@@ -6,7 +7,16 @@ import argparse
 import sys
 from typing import Any
 
-from evalstream._cli.common import add_force, helps, path, size, text
+import evalstream
+from evalstream._cli.common import (
+    add_force,
+    add_max_line_bytes,
+    add_quiet,
+    given,
+    helps,
+    path,
+    text,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -34,20 +44,20 @@ def register(subparsers: Any) -> None:
     p.add_argument("output", nargs="?", type=path,
                    help="the cases (the verdicts, for a format that reads a judge): a .jsonl "
                         "path, .gz or .zst, or -")
-    p.add_argument("--list-formats", action="store_true",
+    p.add_argument("--list-formats", action="store_true", default=False,
                    help="list the source formats (what each reads, the names and first bytes "
                         "it is inferred from, the options it takes) and exit")
-    p.add_argument("--from", type=text, dest="source_format", metavar="FORMAT",
+    p.add_argument("--from", type=text, dest="format", metavar="FORMAT",
                    help="the source format, one of --list-formats; default: inferred from the "
                         "name and first bytes, and said in the report")
-    p.add_argument("--map", type=text, action="append", default=[], metavar="FIELD=COLUMN,...",
+    p.add_argument("--map", dest="maps", type=text, action="append", metavar="FIELD=COLUMN,...",
                    help="case fields from columns, e.g. input=question,output=answer,"
                         "context=passages,metadata.task=task,expected.RUBRIC.status=label; "
                         "repeatable")
-    p.add_argument("--set", type=text, action="append", default=[], metavar="FIELD=VALUE",
+    p.add_argument("--set", dest="sets", type=text, action="append", metavar="FIELD=VALUE",
                    help="a constant for every case, e.g. expected.claim-support.source=human; "
                         "repeatable")
-    p.add_argument("--values", type=text, action="append", default=[], metavar="FIELD=FROM:TO,...",
+    p.add_argument("--values", type=text, action="append", metavar="FIELD=FROM:TO,...",
                    help="rewrite a mapped column's values, e.g. expected.x.status=yes:fail,"
                         "no:pass (an empty TO leaves the field out); repeatable")
     p.add_argument("--id-from", type=text, metavar="COLUMN",
@@ -55,12 +65,12 @@ def register(subparsers: Any) -> None:
                         "'halueval.{ID}' or 'begin.{source}.row-{#}' ({#}: the row number); "
                         "default: the row's own `id` when it is a valid id, else xxh3-128 hex "
                         "of the row's canonical JSON, stable across runs and machines")
-    p.add_argument("--parse-json", type=text, action="append", default=[], metavar="COLUMNS",
+    p.add_argument("--parse-json", type=text, action="append", metavar="COLUMNS",
                    help="columns whose text cells hold JSON (lists, objects), parsed before "
                         "mapping; comma-separated")
     p.add_argument("--keep-unmapped", action="store_true",
                    help="keep every column not mapped in metadata, under its own name")
-    p.add_argument("--tool-failure-when", type=text, action="append", default=[], metavar="RULE",
+    p.add_argument("--tool-failure-when", type=text, action="append", metavar="RULE",
                    help="when a tool result is a failure: a JSON path ($.error: present, not "
                         "null or false), PATH=VALUE, re:PATTERN on the result text, or never; "
                         "repeatable (any matches); default $.error")
@@ -68,7 +78,7 @@ def register(subparsers: Any) -> None:
                    help="the split of a Hugging Face dataset folder")
     p.add_argument("--separator", type=text, metavar="CHAR",
                    help="the CSV separator (default , for csv and a tab for tsv)")
-    p.add_argument("--no-quoting", action="store_true",
+    p.add_argument("--no-quoting", dest="quoting", action="store_false",
                    help="read quote characters as text (TSV written without quoting)")
     add_force(p)
     p.add_argument("--rejects", type=path, metavar="FILE",
@@ -77,10 +87,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--report", type=path, metavar="FILE",
                    help="where the run report goes (JSON); default: next to the output "
                         "(cases.report.json)")
-    p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
-                   help="reject longer lines of JSONL sources without reading them whole "
-                        "(default 256MiB)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    add_max_line_bytes(p, evalstream.convert, "lines of JSONL sources")
+    add_quiet(p, "no summary on stderr")
     p.set_defaults(func=run)
 
 
@@ -93,19 +101,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from evalstream.errors import UsageError
 
-    if args.input is None or args.output is None:
+    if "input" not in args or "output" not in args:
         raise UsageError("convert needs INPUT and OUTPUT (or --list-formats).")
-    from evalstream._convert import Options
-    from evalstream._convert import run as convert_run
-    from evalstream._render.convert import render_summary
-
-    report, _ = convert_run(Options(
-        input=args.input, output=args.output, format=args.source_format, maps=args.map,
-        sets=args.set, values=args.values, id_from=args.id_from, parse_json=args.parse_json,
-        keep_unmapped=args.keep_unmapped, tool_failure_when=args.tool_failure_when,
-        split=args.split, separator=args.separator, quoting=not args.no_quoting,
-        rejects=args.rejects, report=args.report, force=args.force,
-        max_line_bytes=args.max_line_bytes))
+    report = evalstream.convert(args.input, args.output,
+                                **given(args, "input", "output", "list_formats"))
     if not args.quiet:
+        from evalstream._render.convert import render_summary
+
         render_summary(report, sys.stderr)
     return report.exit_code

@@ -1,7 +1,9 @@
-"""``evalstream judge``: the command line of the live judge.
+"""``evalstream judge``: the command line of the live judge (``evalstream.judge`` and its
+modes do the work).
 
-Only argparse is imported at the top: ``python -m evalstream --help`` must stay cheap, and
-aiohttp, tiktoken and rich are imported when a judge run needs them.
+Only argparse and the API's signatures are imported at the top: ``python -m evalstream
+--help`` must stay cheap, and aiohttp, tiktoken and rich are imported when a judge run needs
+them.
 """
 
 from __future__ import annotations
@@ -10,22 +12,27 @@ import argparse
 import sys
 from typing import Any
 
+import evalstream
+from evalstream._cli.common import given
+
 
 def register(subparsers: Any) -> None:
     """Add the ``judge`` subcommand."""
     from evalstream._cli.common import (
         TOKENIZERS,
         add_force,
-        add_provider,
+        add_judge,
+        add_max_line_bytes,
+        add_quiet,
+        add_store,
         count,
+        default,
         helps,
         key_variables,
         path,
         positive,
         public_urls,
         share,
-        size,
-        temperature,
         text,
     )
     from evalstream._cli.common import amount as _number
@@ -54,29 +61,23 @@ def register(subparsers: Any) -> None:
                         "or .zst, or - for stdin (copied to a temporary file: it is read twice)")
     p.add_argument("output", type=path,
                    help="verdicts: a .jsonl path, .gz or .zst, or - for stdout")
+    judge = evalstream.judge
     who = p.add_argument_group("the judge")
-    who.add_argument("--model", type=text, required=True, help="the model, e.g. gpt-4.1-mini")
-    add_provider(who)
-    who.add_argument("--base-url", metavar="URL", default="",
-                     help=f"the API's base URL (default {public_urls()}), e.g. "
+    add_judge(who, judge, f"the API's base URL (default {public_urls()}), e.g. "
                           "http://127.0.0.1:8000/v1")
     who.add_argument("--api-key-env", type=text, metavar="NAME",
                      help=f"the environment variable holding the API key (default "
                           f"{key_variables()}; optional for a --base-url server that needs "
                           "none)")
-    who.add_argument("--temperature", type=temperature, default=0.0, metavar="T",
-                     help="sampling temperature (default 0); `none` sends none, for models "
-                          "that accept only their default")
-    who.add_argument("--max-output-tokens", type=positive, default=1024, metavar="N",
-                     help="the answer's token limit (default 1024); a longer answer is "
-                          "unscored (truncated)")
     net = p.add_argument_group("sending")
-    net.add_argument("--max-connections", type=positive, default=16, metavar="N",
-                     help="requests in flight at most (default 16)")
-    net.add_argument("--max-attempts", type=positive, default=5, metavar="N",
-                     help="HTTP attempts per request, first one included (default 5)")
-    net.add_argument("--timeout", type=_number, default=120.0, metavar="S",
-                     help="seconds an attempt may take (default 120)")
+    net.add_argument("--max-connections", type=positive, metavar="N",
+                     help="requests in flight at most (default "
+                          f"{default(judge, 'max_connections')})")
+    net.add_argument("--max-attempts", type=positive, metavar="N",
+                     help="HTTP attempts per request, first one included (default "
+                          f"{default(judge, 'max_attempts')})")
+    net.add_argument("--timeout", type=_number, metavar="S",
+                     help=f"seconds an attempt may take (default {default(judge, 'timeout')})")
     net.add_argument("--rpm", type=_number, metavar="N", help="requests per minute at most")
     net.add_argument("--tpm", type=_number, metavar="N",
                      help="tokens per minute at most (input tokens counted exactly, plus "
@@ -97,18 +98,18 @@ def register(subparsers: Any) -> None:
                             "--max-cost): o200k_base or cl100k_base; default: the model "
                             "family's (gpt-4o, gpt-4.1, o-series, gpt-5: o200k_base; gpt-4, "
                             "gpt-3.5: cl100k_base), else o200k_base, an estimate")
-    money.add_argument("--dry-run", action="store_true",
+    money.add_argument("--dry-run", action="store_true", default=False,
                        help="count the requests to send, their exact input tokens and the cost "
                             "bound; send nothing, write nothing")
     store = p.add_argument_group("store and outputs")
-    store.add_argument("--cache", type=path, metavar="FILE",
-                       help="the answer store (SQLite); default beside the output "
-                            "(verdicts.judge.sqlite); share one to never pay twice across "
-                            "datasets")
+    add_store(store, "the answer store (SQLite); default beside the output "
+                     "(verdicts.judge.sqlite); share one to never pay twice across datasets "
+                     "(--cache: its name before)")
     store.add_argument("--retry-unscored", action="store_true",
                        help="ask again where the stored answer is unscored (not JSON, wrong "
                             "shape, refusal, truncated)")
     store.add_argument("--show-request", type=text, nargs=2, metavar=("CASE_ID", "RUBRIC_ID"),
+                       default=None,
                        help="print the exact request body for one judge state and exit")
     store.add_argument("--max-unscored-rate", type=share, metavar="R",
                        help="exit 1 when more than this share of the verdicts are unscored")
@@ -117,82 +118,48 @@ def register(subparsers: Any) -> None:
                        help="where rejected lines go (default verdicts.rejects.jsonl)")
     store.add_argument("--report", type=path, metavar="FILE",
                        help="where the run report goes (default verdicts.report.json)")
-    store.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
-                       help="reject longer lines without reading them whole (default 256MiB)")
-    store.add_argument("-q", "--quiet", action="store_true",
-                       help="no progress bar and no summary on stderr")
+    add_max_line_bytes(store, judge)
+    add_quiet(store, "no progress bar and no summary on stderr")
     p.set_defaults(func=run)
 
 
-def options(args: argparse.Namespace) -> Any:
-    """The library's options from the parsed arguments."""
-    from evalstream._judge.live import Options
-    from evalstream._judge.request import JudgeConfig
-
-    config = JudgeConfig(model=args.model, provider=args.provider, base_url=args.base_url,
-                         temperature=args.temperature,
-                         max_output_tokens=args.max_output_tokens)
-    return Options(
-        input=args.input, output=args.output, config=config, rejects=args.rejects,
-        report=args.report, cache=args.cache, api_key_env=args.api_key_env,
-        max_connections=args.max_connections, max_attempts=args.max_attempts,
-        timeout=args.timeout, rpm=args.rpm, tpm=args.tpm, max_cost=args.max_cost,
-        max_requests=args.max_requests, price_in=args.price_in, price_out=args.price_out,
-        retry_unscored=args.retry_unscored, max_unscored_rate=args.max_unscored_rate,
-        max_line_bytes=args.max_line_bytes, tokenizer=args.tokenizer, force=args.force)
-
-
 def run(args: argparse.Namespace) -> int:
-    """Run ``judge``; return the exit code."""
+    """Run ``judge`` (or one of its modes: ``--show-request``, ``--dry-run``); return the exit
+    code."""
     from evalstream._cli.common import Terminated
-    from evalstream._judge import live
 
-    opts = options(args)
+    options = given(args, "input", "output", "model", "show_request", "dry_run")
+    arguments = (args.input, args.output, args.model)
     if args.show_request:
-        return _show_request(opts, *args.show_request)
-    targets = live.check(opts)
-    if args.dry_run:
-        from evalstream._judge.dryrun import dry_run, text
-
-        sys.stdout.write(text(dry_run(opts)))
+        case_id, rubric_id = args.show_request
+        request = evalstream.judge_request(case_id, rubric_id, *arguments, **options)
+        # The headers that carry the key, with the variable in its place: never the key itself.
+        auth = ", ".join(f"{name}: {value}" for name, value in request.headers.items())
+        print(f"POST {request.url}  ({auth}); store key {request.key}", file=sys.stderr)
+        sys.stdout.buffer.write(request.body + b"\n")
+        sys.stdout.flush()
         return 0
-    progress = None if args.quiet or not sys.stderr.isatty() else _Bar(opts.input)
+    if args.dry_run:
+        from evalstream._render.judge_summary import dry_run_text
+
+        sys.stdout.write(dry_run_text(evalstream.judge_dry_run(*arguments, **options)))
+        return 0
+    progress = None if args.quiet or not sys.stderr.isatty() else _Bar(args.input)
     try:
         if progress is None:
-            report = live.run(opts, targets=targets)
+            report = evalstream.judge(*arguments, **options)
         else:
             with progress.bar:
-                report = live.run(opts, progress.update, targets)
-    except (KeyboardInterrupt, Terminated):
-        print(f"evalstream: answers received so far are kept in {live.store_path(opts)}; "
-              "run the same command again to continue.", file=sys.stderr)
+                report = evalstream.judge(*arguments, on_progress=progress.update, **options)
+    except (KeyboardInterrupt, Terminated) as stopped:
+        for note in getattr(stopped, "__notes__", []):  # where the answers received are kept
+            print(f"evalstream: {note}", file=sys.stderr)
         raise
     if not args.quiet:
         from evalstream._render.judge_summary import render
 
         render(report, sys.stderr)
     return report.exit_code
-
-
-def _show_request(opts: Any, case_id: str, rubric_id: str) -> int:
-    from evalstream._judge.live import first_state, held
-    from evalstream._judge.request import build
-    from evalstream.errors import UsageError
-
-    with held(opts) as source:
-        state = first_state(source, case_id, rubric_id, opts.max_line_bytes)
-    if state is None:
-        raise UsageError(f"no judge state for case `{case_id}` and rubric `{rubric_id}` in "
-                         f"{opts.input}.")
-    req = build(opts.config, state.question, state.state)
-    api = opts.config.api
-    # The headers that carry the key, with the variable in its place: never the key itself.
-    shown = api.headers("$" + (opts.api_key_env or api.key_env))
-    auth = ", ".join(f"{name}: {shown[name]}" for name in api.credential_headers)
-    print(f"POST {opts.config.url}  ({auth}); store key {req.key}", file=sys.stderr)
-    sys.stdout.buffer.write(req.body + b"\n")
-    sys.stdout.flush()
-    return 0
 
 
 class _Bar:

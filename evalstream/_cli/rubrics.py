@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
                     "its kind, the judge-state names it shows, when it applies, its hash. With "
                     "no file, the built-in set.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="*", type=path, metavar="FILE",
+    p.add_argument("paths", nargs="*", type=path, metavar="FILE",
                    help="TOML rubric files, in order; `builtin` names the built-in set")
     p.add_argument("--show-builtin", action="store_true",
                    help="print the built-in rubric file as shipped, to start a file of your own")
@@ -35,12 +35,14 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from evalstream._checks.rubrics import builtin_text, load_rubrics
+    import evalstream
     from evalstream._render.rubrics import rubric_blocks
     from evalstream._render.tables import print_blocks
 
     if args.show_builtin:
+        from evalstream._checks.rubrics import builtin_text  # the built-in file, as shipped
+
         sys.stdout.write(builtin_text())
         return 0
-    print_blocks(rubric_blocks(load_rubrics(args.files or None)), sys.stdout)
+    print_blocks(rubric_blocks(evalstream.load_rubrics(args.paths or None)), sys.stdout)
     return 0

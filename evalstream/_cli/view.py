@@ -1,5 +1,6 @@
-"""``evalstream view``: the command line of the review pages (a local server, or a static
-export). Only argparse is imported at the top: ``--help`` stays cheap."""
+"""``evalstream view``: the command line of the review pages (``evalstream.serve_view``, a
+local server, or ``evalstream.export_view``, a static export). Only argparse and the API's
+signatures are imported at the top: ``--help`` stays cheap."""
 
 from __future__ import annotations
 
@@ -7,19 +8,20 @@ import argparse
 import sys
 from typing import Any
 
+import evalstream
 from evalstream._cli.common import (
     add_force,
+    add_max_line_bytes,
+    add_quiet,
     count,
+    default,
+    given,
     helps,
     path,
     positive,
     progress_bar,
-    size,
     text,
 )
-
-DEFAULT_LIMIT = 100
-DEFAULT_PORT = 8765
 
 
 def register(subparsers: Any) -> None:
@@ -55,60 +57,56 @@ def register(subparsers: Any) -> None:
     p.add_argument("--compare", type=path, metavar="FILE",
                    help="another run's verdicts: lists the changes, and shows that run's verdict "
                         "on each check page")
-    p.add_argument("--rubrics", type=path, action="append", default=[], metavar="FILE",
+    p.add_argument("--rubrics", dest="rubric_files", type=path, action="append", metavar="FILE",
                    help="the rubric files build used (repeatable; default the built-in set): "
                         "they decide the skipped checks and rebuild states without --states")
-    p.add_argument("--max-tokens", type=positive, default=32_000, metavar="N",
-                   help="the budget build used (default 32000)")
-    p.add_argument("--by", type=text, default="scenario", metavar="KEY",
-                   help="the metadata key of the group filter (default scenario; dots reach "
-                        "nested metadata)")
-    p.add_argument("--export", type=path, metavar="DIR",
+    p.add_argument("--max-tokens", type=positive, metavar="N",
+                   help="the budget build used (default "
+                        f"{default(evalstream.serve_view, 'max_tokens')})")
+    p.add_argument("--by", type=text, metavar="KEY",
+                   help="the metadata key of the group filter (default "
+                        f"{default(evalstream.serve_view, 'by')}; dots reach nested metadata)")
+    p.add_argument("--export", dest="folder", type=path, metavar="DIR",
                    help="write a static site to this folder instead of serving (plain HTML, "
                         "no script, works from file://); an earlier export there is replaced, "
                         "a folder holding anything else is refused (see --force)")
     p.add_argument("--limit", type=positive, metavar="N",
                    help=f"with --export: entries of each list (and of each filter value) with "
-                        f"a page of their own (default {DEFAULT_LIMIT})")
+                        f"a page of their own (default {default(evalstream.export_view, 'limit')})")
     p.add_argument("--host", type=text, metavar="ADDRESS",
-                   help="the address to listen on (default 127.0.0.1: this machine only)")
+                   help="the address to listen on (default "
+                        f"{default(evalstream.serve_view, 'host')}: this machine only)")
     p.add_argument("--port", type=count, metavar="N",
-                   help=f"the port to listen on (default: the first free of {DEFAULT_PORT}-"
-                        f"{DEFAULT_PORT + 9}; 0: any free port); a port given and in use is an "
-                        "error")
-    p.add_argument("--no-browser", action="store_true",
+                   help="the port to listen on (default: the first free of 8765-8774; 0: any "
+                        "free port); a port given and in use is an error")
+    p.add_argument("--no-browser", dest="open_browser", action="store_false",
                    help="do not open a browser; the address to open is printed")
     p.add_argument("--allow-unknown-fields", action="store_true",
                    help="ignore fields the case and verdict formats do not know instead of "
                         "rejecting the line")
-    p.add_argument("--max-line-bytes", type=size, default=256 << 20, metavar="N",
-                   help="reject longer lines without reading them whole (default 256MiB)")
+    add_max_line_bytes(p, evalstream.serve_view)
     add_force(p)
-    p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress bar and no summary on stderr")
+    add_quiet(p, "no progress bar and no summary on stderr")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``view``: serve until Ctrl-C (0), or export (0, or 1 with rejected lines)."""
-    from evalstream._checks.rubrics import load_rubrics
-    from evalstream._view.index import Options
     from evalstream.errors import UsageError
 
-    if args.export is not None:
+    options = given(args, "verdicts", "cases")
+    export = "folder" in options
+    if export:
         # --no-browser is harmless with --export (an export opens no browser): a script may
         # pass it to both forms. --host and --port would be silently ignored: refused.
-        given = [o for o, v in (("--host", args.host), ("--port", args.port)) if v is not None]
-        if given:
-            raise UsageError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} "
+        options.pop("open_browser", None)
+        wrong = [o for o, name in (("--host", "host"), ("--port", "port")) if name in options]
+        if wrong:
+            raise UsageError(f"{' and '.join(wrong)} {'apply' if len(wrong) > 1 else 'applies'} "
                              "to the server; --export writes files and serves nothing.")
-    elif args.limit is not None or args.force:
-        raise UsageError(f"{'--limit' if args.limit is not None else '--force'} applies to "
+    elif "limit" in options or "force" in options:
+        raise UsageError(f"{'--limit' if 'limit' in options else '--force'} applies to "
                          "--export (the server writes nothing and shows every entry).")
-    opts = Options(verdicts=args.verdicts, cases=args.cases, states=args.states,
-                   compare=args.compare, rubrics=load_rubrics(args.rubrics or None),
-                   max_tokens=args.max_tokens, by=args.by, max_line_bytes=args.max_line_bytes,
-                   allow_unknown_fields=args.allow_unknown_fields)
     progress = progress_bar(args.quiet)
 
     def on_index(index: Any) -> None:
@@ -128,24 +126,17 @@ def run(args: argparse.Namespace) -> int:
             progress.update(tasks[role], completed=done)
 
     try:
-        if args.export is not None:
-            from evalstream._view.run import export_view
-
-            report: Any = export_view(opts, args.export, args.limit or DEFAULT_LIMIT,
-                                      on_progress, on_index, force=args.force)
+        if export:
+            report = evalstream.export_view(args.verdicts, args.cases, on_progress=on_progress,
+                                            on_index=on_index, **options)
             if not args.quiet:
-                print(f"view: wrote {report.files:,} files to {args.export} ({report.checks:,} "
+                print(f"view: wrote {report.files:,} files to {args.folder} ({report.checks:,} "
                       f"check pages, the first {report.limit:,} entries of each list and "
                       f"filter) in {report.seconds:.2f} s; open "
-                      f"{args.export.rstrip('/')}/index.html", file=sys.stderr)
+                      f"{args.folder.rstrip('/')}/index.html", file=sys.stderr)
             return int(report.exit_code)
-        from evalstream._view.run import serve_view
-
-        def announce(url: str) -> None:
-            print(f"view: serving at {url}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
-
-        code = serve_view(opts, args.host or "127.0.0.1", args.port, not args.no_browser,
-                          on_progress, on_index, announce)
+        code = evalstream.serve_view(args.verdicts, args.cases, on_progress=on_progress,
+                                     on_index=on_index, **options)
         print("view: stopped.", file=sys.stderr)
         return code
     finally:

@@ -36,7 +36,7 @@ FIRST_REJECTS_KEPT = 20
 
 @dataclass
 class Options:
-    """Everything a convert run needs; the CLI fills it from its arguments."""
+    """Everything a convert run needs (``evalstream.convert`` fills it)."""
 
     input: str
     output: str

@@ -38,7 +38,6 @@ from evalstream._files import store
 from evalstream._files.outputs import (
     AtomicFolder,
     AtomicOutput,
-    Committable,
     Named,
     Refusal,
     check_folder,
@@ -216,18 +215,6 @@ class Transaction:
         target = self._targets[role]
         self._targets[role] = Target(role, None, target.kind)
 
-    def adopt(self, outputs: Sequence[Committable]) -> None:
-        """Commit ``outputs`` (opened elsewhere: the command line's report and page) with this
-        run's own targets, all or none."""
-        self._owned += outputs
-
-    def hand_over(self, outputs: Sequence[Committable]) -> list[Committable]:
-        """Give ``outputs`` (opened here) to another transaction to commit (``adopt``); this
-        one then neither commits nor aborts them."""
-        for out in outputs:
-            self._owned.remove(out)
-        return list(outputs)
-
     def commit(self) -> None:
         """Commit every target opened, all or none (``outputs.commit_all``)."""
         owned, self._owned = self._owned, []
@@ -249,6 +236,27 @@ class Transaction:
             self.commit()
         else:
             self.abort()
+
+
+def report_targets(output: str | None, fmt: str, html: str | None,
+                   rejects: str | None) -> list[Target]:
+    """The targets of a command that reports (``stats``, ``agree``, ``compare``): the report
+    in ``fmt`` (``table`` or ``markdown``: text; ``json``) at ``output`` (``-``: stdout),
+    its HTML page, and the rejects; none is a sidecar of another."""
+    return [Target("output", output, "json" if fmt == "json" else "text"),
+            Target("html", html, "html"), Target("rejects", rejects, "rejects")]
+
+
+def open_reports(targets: Transaction, fmt: str) -> dict[str, AtomicOutput]:
+    """The report targets of ``report_targets`` that are files to write, opened at once (a
+    folder that cannot be written to fails before the input is read): the HTML page, and the
+    report unless it is a table for the terminal, which is printed once the run is committed
+    (fitted to the terminal's width)."""
+    roles = ["html"] if targets.path("html") else []
+    if targets.path("output") is not None and not (fmt == "table" and
+                                                   targets.path("output") == "-"):
+        roles.append("output")
+    return {role: targets.open(role) for role in roles}
 
 
 def _default(target: Target, main: Target | None, beside_streams: bool) -> str | None:

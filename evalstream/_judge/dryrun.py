@@ -94,25 +94,3 @@ def dry_run(opts: Options) -> DryRun:
         tokens_exact=counter.exact, tokens_note=counter.note,
         max_output_tokens=config.max_output_tokens, output_tokens_bound=output_bound,
         prices=prices, cost_bound_usd=cost, max_requests=opts.max_requests)
-
-
-def text(d: DryRun) -> str:
-    """The dry run for a person."""
-    out = [f"judge --dry-run: {d.input}: {d.lines:,} lines = {d.judge_states:,} judge states + "
-           f"{d.exact_verdicts:,} exact verdicts + {d.rejected:,} rejected + {d.blank:,} blank.",
-           f"  requests to send: {d.to_send:,}; answers already stored: {d.stored:,} (in "
-           f"{d.store}); duplicates of another state's request: {d.duplicates:,}."]
-    if d.max_requests is not None and d.to_send > d.max_requests:
-        out.append(f"  --max-requests {d.max_requests:,} stops the run before the other "
-                   f"{d.to_send - d.max_requests:,} (the figures below are for all).")
-    approx = "" if d.tokens_exact else "about "
-    out.append(f"  input tokens: {approx}{d.input_tokens:,} ({d.tokens_note}).")
-    out.append(f"  output tokens: at most {d.output_tokens_bound:,} ({d.max_output_tokens:,} "
-               "each, --max-output-tokens).")
-    if d.prices is None or d.cost_bound_usd is None:
-        out.append("  cost: give --price-in and --price-out (USD per million tokens) to see it.")
-    else:
-        out.append(f"  cost: at most ${d.cost_bound_usd:,.4f} (${d.prices.input:g} in, "
-                   f"${d.prices.output:g} out per million tokens; output at its bound).")
-    out.append("No request was sent.")
-    return "\n".join(out) + "\n"

@@ -53,7 +53,7 @@ WAIT_POLL = 0.1  # seconds between looks at the requests another run on the stor
 
 @dataclass
 class Options:
-    """Everything a judge run needs; the CLI fills it from its arguments."""
+    """Everything a judge run needs (``evalstream.judge`` fills it)."""
 
     input: str
     output: str | None
@@ -61,7 +61,7 @@ class Options:
     rejects: str | None = None
     report: str | None = None
     force: bool = False  # replace targets that hold something else
-    cache: str | None = None  # the answer store; default beside the output
+    store: str | None = None  # the answer store; default beside the output
     api_key_env: str | None = None  # default OPENAI_API_KEY / ANTHROPIC_API_KEY
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
@@ -118,15 +118,15 @@ def check(opts: Options) -> Transaction:
             raise UsageError(f"{name} must be more than 0.")
     if opts.max_requests is not None and opts.max_requests < 0:
         raise UsageError("--max-requests must be 0 or more.")
-    if opts.output == "-" and not opts.cache:
-        raise UsageError("with the verdicts on stdout, give --cache FILE for the answer store "
+    if opts.output == "-" and not opts.store:
+        raise UsageError("with the verdicts on stdout, give --store FILE for the answer store "
                          "(it is kept beside the output otherwise).")
     return outputs(opts).check()
 
 
 def outputs(opts: Options) -> Transaction:
     """The run's targets: the verdicts, the rejects and the report beside them by default,
-    and the answer store (--cache, else beside the output: verdicts.jsonl ->
+    and the answer store (--store, else beside the output: verdicts.jsonl ->
     verdicts.judge.sqlite), which is read and written: it may be neither an input nor
     another target (SQLite opens it, not the transaction)."""
     return Transaction(
@@ -134,13 +134,13 @@ def outputs(opts: Options) -> Transaction:
         [Target("output", opts.output, "verdicts"),
          Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl"),
          Target("report", opts.report, "json", beside=".report.json"),
-         Target("cache", opts.cache or None, beside=STORE_SUFFIX)], opts.force)
+         Target("store", opts.store or None, beside=STORE_SUFFIX)], opts.force)
 
 
 def store_path(opts: Options) -> str:
-    """The answer store: --cache, else beside the output (verdicts.jsonl ->
+    """The answer store: --store, else beside the output (verdicts.jsonl ->
     verdicts.judge.sqlite)."""
-    path = outputs(opts).path("cache")
+    path = outputs(opts).path("store")
     assert path is not None
     return path
 
@@ -527,7 +527,7 @@ def run(opts: Options, hook: ProgressHook | None = None,
     rejects_path, report_path = targets.path("rejects"), targets.path("report")
     if rejects_path is None or report_path is None:
         raise UsageError("with the verdicts on stdout, give --rejects and --report.")
-    path_of_store = targets.path("cache")
+    path_of_store = targets.path("store")
     assert path_of_store is not None
     with held(opts) as source:
         store = Store(path_of_store)

@@ -19,7 +19,7 @@ its bytes as ``\xe9`` escapes. Both once crashed a run after the answer was paid
 before it was stored, so each re-run paid again.
 
 Several runs may share a store at once (a second terminal, overlapping cron jobs, datasets
-sharing ``--cache``). Each keeps its own table of requests, so before sending one a run
+sharing ``--store``). Each keeps its own table of requests, so before sending one a run
 claims it in the store's ``claims`` table, in a transaction that also checks that no answer
 arrived meanwhile (``claim``): a request claimed by another live run is not sent again; its
 answer is read when it arrives (or, if that run gets none, or dies, it is claimed and sent
@@ -133,10 +133,10 @@ class Store:
             version = self._db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
         except sqlite3.Error as exc:
             raise OutputError(f"cannot open the answer store {path}: {exc}; give another "
-                              "file with --cache.") from exc
+                              "file with --store.") from exc
         if version is None or version[0] != SCHEMA_VERSION:
             raise OutputError(f"{path} is not an evalstream answer store of schema "
-                              f"{SCHEMA_VERSION}; give another file with --cache.")
+                              f"{SCHEMA_VERSION}; give another file with --store.")
         check_tables(self._db, _SCHEMA, self)
         if cache_mib is not None:
             self._db.execute(f"PRAGMA cache_size=-{int(cache_mib) * 1024}")
@@ -146,7 +146,7 @@ class Store:
         return OutputError(
             f"the answer store {self.path} {what}: it is damaged, or another program changed "
             "it. Move it aside and run again (the answers it held are then asked again), or "
-            "give another file with --cache.")
+            "give another file with --store.")
 
     def _unwritable(self, exc: Exception) -> OutputError:
         if type(exc) is sqlite3.DatabaseError:  # "database disk image is malformed"

@@ -1,10 +1,14 @@
-"""The summary a judge run prints on stderr: statuses, causes, requests, usage, cost, latency."""
+"""The summary a judge run prints on stderr (statuses, causes, requests, usage, cost,
+latency), and what a dry run would send."""
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from evalstream._judge.report import JudgeReport
+
+if TYPE_CHECKING:
+    from evalstream._judge.dryrun import DryRun
 
 
 def lines(report: JudgeReport) -> list[str]:
@@ -63,3 +67,25 @@ def render(report: JudgeReport, file: TextIO) -> None:
         console.print(literal(f"rejects written to {report.rejects}"), soft_wrap=True)
     for warning in report.warnings:
         console.print(literal(f"warning: {warning}"), soft_wrap=True)
+
+
+def dry_run_text(d: DryRun) -> str:
+    """The dry run for a person."""
+    out = [f"judge --dry-run: {d.input}: {d.lines:,} lines = {d.judge_states:,} judge states + "
+           f"{d.exact_verdicts:,} exact verdicts + {d.rejected:,} rejected + {d.blank:,} blank.",
+           f"  requests to send: {d.to_send:,}; answers already stored: {d.stored:,} (in "
+           f"{d.store}); duplicates of another state's request: {d.duplicates:,}."]
+    if d.max_requests is not None and d.to_send > d.max_requests:
+        out.append(f"  --max-requests {d.max_requests:,} stops the run before the other "
+                   f"{d.to_send - d.max_requests:,} (the figures below are for all).")
+    approx = "" if d.tokens_exact else "about "
+    out.append(f"  input tokens: {approx}{d.input_tokens:,} ({d.tokens_note}).")
+    out.append(f"  output tokens: at most {d.output_tokens_bound:,} ({d.max_output_tokens:,} "
+               "each, --max-output-tokens).")
+    if d.prices is None or d.cost_bound_usd is None:
+        out.append("  cost: give --price-in and --price-out (USD per million tokens) to see it.")
+    else:
+        out.append(f"  cost: at most ${d.cost_bound_usd:,.4f} (${d.prices.input:g} in, "
+                   f"${d.prices.output:g} out per million tokens; output at its bound).")
+    out.append("No request was sent.")
+    return "\n".join(out) + "\n"

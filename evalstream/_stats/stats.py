@@ -42,11 +42,11 @@ from evalstream._files.lines import (
     read_chunks,
     read_files,
 )
-from evalstream._files.outputs import Committable, escape_line_breaks
+from evalstream._files.outputs import AtomicOutput, escape_line_breaks
 from evalstream._files.sniff import check_cases_input, check_cases_stream
 from evalstream._files.store import InputFile, is_url, needs_resolving, open_file, resolve
 from evalstream._files.temporaries import remove_stale_shared
-from evalstream._files.transaction import Target, Transaction
+from evalstream._files.transaction import Transaction, open_reports, report_targets
 from evalstream._stats.rows import (
     DISTINCT_CAP,
     FIELDS,
@@ -226,7 +226,7 @@ class DatasetStats(msgspec.Struct):
 # -- options -------------------------------------------------------------------------------------
 @dataclass
 class StatsOptions:
-    """What a stats run reads and how; the CLI fills it from its arguments."""
+    """What a stats run reads and how, and where it writes (``evalstream.stats`` fills it)."""
 
     input: str
     by: list[str] = field(default_factory=lambda: ["scenario"])
@@ -241,6 +241,11 @@ class StatsOptions:
     inputs: list[str] = field(default_factory=list)  # several inputs, read in order as one
     engine: str = "local"  # or "dask"
     scheduler: str | None = None  # a Dask scheduler's address; None: a local cluster
+    # The report (in ``format``; ``-``: stdout) and its HTML page, rendered by the caller's
+    # ``write`` (``_render`` sits above this package) and committed with the rejects.
+    output: str | None = None
+    html: str | None = None
+    format: str = "table"
 
     def arguments(self) -> list[str]:
         """The input arguments as given."""
@@ -262,10 +267,12 @@ def parse_by(text: str) -> list[str]:
 
 # -- the run -------------------------------------------------------------------------------------
 def collect(opts: StatsOptions, on_progress: Progress | None = None,
-            also: Callable[[DatasetStats], list[Committable]] | None = None) -> DatasetStats:
+            write: Callable[[DatasetStats, dict[str, AtomicOutput]], None] | None = None,
+            ) -> DatasetStats:
     """Read the dataset once and return its stats; rejects go to ``opts.rejects`` if given.
-    ``also(stats)`` may write more outputs (the CLI's report and page): they are committed
-    with the rejects, all or none.
+    The report and page (``opts.output``, ``opts.html``) are checked with the rejects before
+    anything is read and opened at once; ``write(stats, opened)`` renders them, and they are
+    committed with the rejects, all or none.
 
     Raises UsageError for bad options, RubricError for bad rubric files, InputError and
     OutputError for files that cannot be read or written. A plain file over 128 MiB is read
@@ -292,7 +299,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     inputs = [f.url for f in files] if files is not None else [opts.input]
     targets = Transaction(
         [*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
-        [Target("rejects", opts.rejects, "rejects")], opts.force).check()
+        report_targets(opts.output, opts.format, opts.html, opts.rejects), opts.force).check()
     remove_stale_shared()  # what killed runs left in /tmp, whether this run needs it or not
     rubric_set = load_rubrics(opts.rubric_files)
     if files is not None:
@@ -309,6 +316,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
         rejects_out: Any = targets.open_any("rejects") if opts.rejects else None
         produce = ranges.StatsRange(opts.by, rubric_set, opts.max_tokens, opts.tokenizer,
                                     opts.max_line_bytes, opts.allow_unknown_fields)
+        reports = open_reports(targets, opts.format)
         if opts.engine == "dask":
             assert files is not None
             lines, checks, first_rejects, n_bytes = ranges.on_cluster(
@@ -322,8 +330,8 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
                                                           rejects_out, size, on_progress)
         collector.flush()
         stats = _summarize(collector, lines, checks, opts, rubric_set, n_bytes, first_rejects)
-        if also is not None:
-            targets.adopt(also(stats))  # committed with the rejects, all or none
+        if write is not None:
+            write(stats, reports)  # committed with the rejects, all or none
     return stats
 
 

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    from evalstream._files.outputs import Committable
+    from evalstream._files.outputs import AtomicOutput
 
 
 LABEL_STATUSES = ("pass", "fail", "na")
@@ -183,7 +183,7 @@ class AgreeReport(Struct):
 
 @dataclass
 class AgreeOptions:
-    """What an ``agree`` run needs; the CLI fills it from its arguments."""
+    """What an ``agree`` run needs; ``evalstream.agree`` fills it."""
 
     verdicts: str
     cases: str
@@ -196,6 +196,11 @@ class AgreeOptions:
     allow_unknown_fields: bool = False
     max_unscored_rate: float | None = None  # exit 1 when the verdicts' unscored rate is above
     view: str | None = None  # a view export folder: link each example id to its page
+    # The report (in ``format``; ``-``: stdout) and its HTML page, rendered by the caller's
+    # ``write`` (``_render`` sits above this package) and committed with the rejects.
+    output: str | None = None
+    html: str | None = None
+    format: str = "table"
 
 
 # -- reading the cases -----------------------------------------------------------------------------
@@ -452,23 +457,23 @@ def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], l
 
 
 def run(opts: AgreeOptions,
-        also: Callable[[AgreeReport], list[Committable]] | None = None) -> AgreeReport:
-    """Read both files, join them and compute the agreement of every rubric. ``also(report)``
-    may write more outputs (the CLI's): they are committed with the rejects, all or none.
+        write: Callable[[AgreeReport, dict[str, AtomicOutput]], None] | None = None,
+        ) -> AgreeReport:
+    """Read both files, join them and compute the agreement of every rubric. The report and
+    page (``opts.output``, ``opts.html``) are checked with the rejects before anything is
+    read and opened at once; ``write(report, opened)`` renders them, and they are committed
+    with the rejects, all or none.
 
     Rejects go to ``opts.rejects`` when given (written only if the run succeeds); raises
     DuplicateKeyError (exit 2) when a verdict file repeats a key.
     """
-    from evalstream._files.transaction import Target, Transaction
+    from evalstream._files.transaction import Transaction, open_reports, report_targets
     from evalstream.errors import UsageError
 
     if opts.verdicts == "-" and opts.cases == "-":
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
     from evalstream._files.sniff import check_input
 
-    usage = "; usage: evalstream agree VERDICTS CASES"
-    check_input(opts.verdicts, "verdicts", usage)
-    check_input(opts.cases, "cases", usage)
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     if opts.by is not None and ("," in opts.by or not opts.by.strip(".")):
@@ -477,12 +482,19 @@ def run(opts: AgreeOptions,
     if not 0 < opts.confidence < 1:
         raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
     check_unscored_rate(opts.max_unscored_rate)
+    # The targets before the inputs' first bytes are read: an input named as a target is
+    # refused as that, whatever it holds.
     targets = Transaction([("verdicts", opts.verdicts), ("cases", opts.cases)],
-                          [Target("rejects", opts.rejects, "rejects")], opts.force).check()
+                          report_targets(opts.output, opts.format, opts.html, opts.rejects),
+                          opts.force).check()
+    usage = "; usage: evalstream agree VERDICTS CASES"
+    check_input(opts.verdicts, "verdicts", usage)
+    check_input(opts.cases, "cases", usage)
     check_view(opts.view)
     rubrics, groups = Codes(MAX_RUBRICS), Codes()
     with targets:
         sink = RejectSink(opts.rejects, targets.open("rejects") if opts.rejects else None)
+        reports = open_reports(targets, opts.format)
         verdict_file = read_verdicts(opts.verdicts, rubrics, sink,
                                      max_line_bytes=opts.max_line_bytes,
                                      allow_unknown_fields=opts.allow_unknown_fields)
@@ -502,8 +514,8 @@ def run(opts: AgreeOptions,
             cases=case_file.summary, by=opts.by, confidence=opts.confidence,
             max_ids=opts.max_ids, max_unscored_rate=opts.max_unscored_rate, view=opts.view,
             rubrics=results, rejects=opts.rejects, exit_code=1 if rejected or too_many else 0)
-        if also is not None:
-            targets.adopt(also(report))  # committed with the rejects, all or none
+        if write is not None:
+            write(report, reports)  # committed with the rejects, all or none
     return report
 
 

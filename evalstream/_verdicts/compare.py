@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    from evalstream._files.outputs import Committable
+    from evalstream._files.outputs import AtomicOutput
 
 
 DEFAULT_MAX_IDS = 20
@@ -151,7 +151,7 @@ class CompareReport(Struct):
 
 @dataclass
 class CompareOptions:
-    """What a ``compare`` run needs; the CLI fills it from its arguments."""
+    """What a ``compare`` run needs; ``evalstream.compare`` fills it."""
 
     run_a: str
     run_b: str
@@ -163,6 +163,11 @@ class CompareOptions:
     allow_unknown_fields: bool = False
     max_unscored_rate: float | None = None  # exit 1 when either run's unscored rate is above
     view: str | None = None  # a view export folder (of run A): link each example id to its page
+    # The report (in ``format``; ``-``: stdout) and its HTML page, rendered by the caller's
+    # ``write`` (``_render`` sits above this package) and committed with the rejects.
+    output: str | None = None
+    html: str | None = None
+    format: str = "table"
 
 
 # -- joining and counting --------------------------------------------------------------------------
@@ -291,14 +296,17 @@ def _comparison(rubric: str, tally: _Tally, examples: dict[str, list[Example]],
 
 
 def run(opts: CompareOptions,
-        also: Callable[[CompareReport], list[Committable]] | None = None) -> CompareReport:
-    """Read both runs, join them and compare them rubric by rubric. ``also(report)`` may
-    write more outputs (the CLI's): they are committed with the rejects, all or none.
+        write: Callable[[CompareReport, dict[str, AtomicOutput]], None] | None = None,
+        ) -> CompareReport:
+    """Read both runs, join them and compare them rubric by rubric. The report and page
+    (``opts.output``, ``opts.html``) are checked with the rejects before anything is read and
+    opened at once; ``write(report, opened)`` renders them, and they are committed with the
+    rejects, all or none.
 
     Rejects go to ``opts.rejects`` when given; raises DuplicateKeyError (exit 2) when a run
     repeats a key.
     """
-    from evalstream._files.transaction import Target, Transaction
+    from evalstream._files.transaction import Transaction, open_reports, report_targets
     from evalstream._verdicts.agree import check_unscored_rate, check_view, over_unscored_rate
     from evalstream.errors import UsageError
 
@@ -306,18 +314,21 @@ def run(opts: CompareOptions,
         raise UsageError("only one of the two runs can be read from stdin (-).")
     from evalstream._files.sniff import check_input
 
-    usage = "; compare reads two verdict files (the runs to compare)"
-    check_input(opts.run_a, "verdicts", usage)
-    check_input(opts.run_b, "verdicts", usage)
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     check_unscored_rate(opts.max_unscored_rate)
+    # The targets before the runs' first bytes are read (as agree's).
     targets = Transaction([("run-a", opts.run_a), ("run-b", opts.run_b)],
-                          [Target("rejects", opts.rejects, "rejects")], opts.force).check()
+                          report_targets(opts.output, opts.format, opts.html, opts.rejects),
+                          opts.force).check()
+    usage = "; compare reads two verdict files (the runs to compare)"
+    check_input(opts.run_a, "verdicts", usage)
+    check_input(opts.run_b, "verdicts", usage)
     check_view(opts.view)
     rubrics = Codes(MAX_RUBRICS)
     with targets:
         sink = RejectSink(opts.rejects, targets.open("rejects") if opts.rejects else None)
+        reports = open_reports(targets, opts.format)
         files = [read_verdicts(path, rubrics, sink, with_hashes=True,
                                max_line_bytes=opts.max_line_bytes,
                                allow_unknown_fields=opts.allow_unknown_fields)
@@ -347,8 +358,8 @@ def run(opts: CompareOptions,
             max_unscored_rate=opts.max_unscored_rate, view=opts.view, summary=whole.counts(),
             rubrics=results, rejects=opts.rejects,
             exit_code=1 if rejected or too_many else 0)
-        if also is not None:
-            targets.adopt(also(report))  # committed with the rejects, all or none
+        if write is not None:
+            write(report, reports)  # committed with the rejects, all or none
     return report
 
 

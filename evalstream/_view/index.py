@@ -35,6 +35,7 @@ from evalstream._cases.rejects import Reject
 from evalstream._cases.schema import group_value
 from evalstream._checks.checker import OVER_BUDGET, Checker
 from evalstream._checks.rubrics import RubricSet
+from evalstream._checks.tokens import DEFAULT_BUDGET
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, open_input, progress, read_chunks
 from evalstream._verdicts.records import (
     STATUSES,
@@ -174,14 +175,14 @@ class Skip:
 
 @dataclass
 class Options:
-    """What to index; the CLI fills it from its arguments."""
+    """What to index (``evalstream.export_view`` and ``serve_view`` fill it)."""
 
     verdicts: str
     cases: str
     states: str | None = None
     compare: str | None = None
     rubrics: RubricSet | None = None  # the built-in set when None
-    max_tokens: int = 32_000
+    max_tokens: int = DEFAULT_BUDGET
     by: str = "scenario"
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False

@@ -210,21 +210,38 @@ def test_an_optional_target_replaces_an_earlier_file_or_one_asked_for(folder: Pa
     assert (folder / "asked.jsonl").read_bytes() == b""
 
 
-def test_outputs_handed_over_are_committed_with_the_other_run(folder: Path) -> None:
-    """The command line's report and page, committed by the library with its rejects."""
+@pytest.mark.parametrize(("fmt", "output", "opened"), [
+    ("table", "-", ["html"]), ("markdown", "-", ["html", "output"]),
+    ("json", "report.json", ["html", "output"]), ("table", "report.txt", ["html", "output"]),
+    ("table", None, ["html"]),
+])
+def test_a_report_and_its_page_are_committed_with_the_rejects(
+        folder: Path, fmt: str, output: str | None, opened: list[str]) -> None:
+    """stats, agree and compare: the report and page are the run's targets with its rejects,
+    opened at once (a table for the terminal is printed after the commit, not opened), and
+    committed all or none."""
     page, rejects = folder / "page.html", folder / "r.jsonl"
+    report = str(folder / output) if output not in (None, "-") else output
     for fails in (True, False):
-        cli = Transaction([], [Target("html", str(page), "html")])
-        library = Transaction([], [Target("rejects", str(rejects), "rejects")])
-        with pytest.raises(RuntimeError) if fails else nullcontext(), cli:
-            with library:
-                library.open("rejects").write(b"")
-                opened = cli.open("html")
-                opened.write(b"<title>evalstream</title>")
-                library.adopt(cli.hand_over([opened]))
-                if fails:
-                    raise RuntimeError("the library failed after the hand-over")
+        targets = Transaction([], transaction.report_targets(report, fmt, str(page),
+                                                             str(rejects)))
+        with pytest.raises(RuntimeError) if fails else nullcontext(), targets:
+            targets.open("rejects").write(b"")
+            reports = transaction.open_reports(targets, fmt)
+            assert sorted(reports) == opened
+            for out in reports.values():
+                out.write(b"written")
+            if fails:
+                raise RuntimeError("the run failed after the report was written")
         assert page.exists() == rejects.exists() == (not fails)
+        if report not in (None, "-"):
+            assert Path(report).exists() == (not fails)
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+def test_a_report_and_the_rejects_cannot_share_stdout(folder: Path) -> None:
+    with pytest.raises(UsageError, match="cannot both go to stdout"):
+        Transaction([], transaction.report_targets("-", "json", None, "-")).check()
 
 
 def test_checked_once(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -153,6 +153,7 @@ def test_a_damaged_store_is_exit_2_naming_it(tmp_path: Path, server: FakeServer)
         assert f"the answer store {store} cannot be read (database disk image is malformed): " \
             "it is damaged" in r.stderr and "Traceback" not in r.stderr
     renamed = tmp_path / "renamed.judge.sqlite"
+    # --cache, the option's name before issue 24, is still read as --store.
     assert cli(*args(server, src, out, "-q", "--cache", str(renamed))).returncode == 0
     import sqlite3
 
@@ -160,7 +161,7 @@ def test_a_damaged_store_is_exit_2_naming_it(tmp_path: Path, server: FakeServer)
     db.execute("ALTER TABLE answers RENAME COLUMN request_id TO rid")
     db.close()
     for extra in ([], ["--dry-run"]):
-        r = cli(*args(server, src, out, "-q", "--cache", str(renamed), *extra))
+        r = cli(*args(server, src, out, "-q", "--store", str(renamed), *extra))
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         assert f"the answer store {renamed} has the table answers with the columns (key, " \
             "provider, model, body, rid, " in r.stderr

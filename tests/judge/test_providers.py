@@ -127,10 +127,15 @@ def test_the_command_line_offers_the_registry() -> None:
                      if isinstance(a, argparse._SubParsersAction)).choices[name]
         return p
 
-    for command, said in ((("judge",), "speaks"), (("batch", "prepare"), "batch_speaks")):
+    for command, said, function in ((("judge",), "speaks", evalstream.judge),
+                                     (("batch", "prepare"), "batch_speaks",
+                                      evalstream.batch_prepare)):
         provider = next(a for a in sub(parser(), *command)._actions
                         if "--provider" in a.option_strings)
-        assert tuple(provider.choices or ()) == NAMES and provider.default == DEFAULT
+        # Not given, the API's default applies: the registry's, as the help says.
+        assert tuple(provider.choices or ()) == NAMES and provider.default == argparse.SUPPRESS
+        assert function.__kwdefaults__["provider"] == DEFAULT
+        assert f"(default {DEFAULT})" in (provider.help or "")
         for p in REGISTRY.values():
             assert getattr(p, said) in (provider.help or "")
 

@@ -162,7 +162,7 @@ def test_kill_9_of_judge_on_stdin_leaves_no_copy_of_the_states(
     with open(src, "rb") as stdin:
         proc = subprocess.Popen([sys.executable, "-m", "evalstream",
                                  *judge_args(slow_server, Path("-"), tmp_path / "v.jsonl",
-                                             "-q", "--cache", str(tmp_path / "s.sqlite"))],
+                                             "-q", "--store", str(tmp_path / "s.sqlite"))],
                                 cwd=ROOT, env=env, stdin=stdin, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
         wait_for(slow_server, 10, proc)
@@ -176,14 +176,14 @@ def test_kill_9_of_judge_on_stdin_leaves_no_copy_of_the_states(
 def test_two_runs_on_one_store_never_send_the_same_request(
         tmp_path: Path, slow_server: FakeServer) -> None:
     """Two judge runs at once on one store (a second terminal, overlapping cron jobs, two
-    datasets sharing --cache) each kept their own table of requests in flight, so both sent
+    datasets sharing --cache, now --store) each kept their own table of requests in flight, so both sent
     nearly every request (issue 23). They now claim requests in the store."""
     import json
 
     src = states(tmp_path / "in", [f"state {i}" for i in range(N)])
     cache = str(tmp_path / "shared.sqlite")
     outs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
-    procs = [start(judge_args(slow_server, src, out, "--cache", cache)) for out in outs]
+    procs = [start(judge_args(slow_server, src, out, "--store", cache)) for out in outs]
     errs = []
     for proc in procs:
         _, err = proc.communicate(timeout=120)

@@ -60,7 +60,7 @@ def test_readonly_creates_nothing(tmp_path: Path) -> None:
 
 def test_a_foreign_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "text.sqlite").write_text("not a database at all, just some text\n" * 100)
-    with pytest.raises(OutputError, match="cannot open the answer store .*--cache"):
+    with pytest.raises(OutputError, match="cannot open the answer store .*--store"):
         Store(str(tmp_path / "text.sqlite"))
     db = sqlite3.connect(tmp_path / "other.sqlite")
     db.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")

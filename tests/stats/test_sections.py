@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalstream._cli import main
-from evalstream._cli.stats import SECTIONS as CLI_SECTIONS
+from evalstream._options import SECTIONS as OPTION_SECTIONS
 from evalstream._render.names import MARK, cut_names, key_note
 from evalstream._render.stats import SECTIONS
 from tests.helpers import SAMPLES
@@ -51,7 +51,7 @@ def _stats(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 
 def test_one_screen_by_default_full_and_sections_on_request(
         capsys: pytest.CaptureFixture[str]) -> None:
-    assert CLI_SECTIONS == SECTIONS
+    assert OPTION_SECTIONS == SECTIONS  # the copy --help lists
     summary = _stats(capsys)
     assert len(summary.splitlines()) <= 50
     for heading in ("Groups by scenario", "Expected labels", "Checks build would write"):

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.inter_rater import cohens_kappa
 
+from evalstream._api.reports import render_text as render
 from evalstream._cli import main
-from evalstream._cli.agree import render
 from evalstream._render.agree import blocks, unscored_line
 from evalstream._verdicts.agree import AgreeOptions, AgreeReport, Cell, encode, run
 from evalstream._verdicts.records import DuplicateKeyError

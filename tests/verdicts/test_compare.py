@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
+from evalstream._api.reports import render_text as render
 from evalstream._cli import main
-from evalstream._cli.agree import render
 from evalstream._render.compare import blocks
 from evalstream._verdicts.compare import CompareOptions, CompareReport, encode, run
 from evalstream._verdicts.records import STATUSES

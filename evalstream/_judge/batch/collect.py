@@ -75,12 +75,12 @@ CONFLICT = "conflicting answer"
 
 @dataclass
 class Options:
-    """Everything a collect needs; the CLI fills it from its arguments."""
+    """Everything a collect needs (``evalstream.batch_collect`` fills it)."""
 
     folder: str
     output: str
     results: list[str] = field(default_factory=list)  # empty: DIR/results/*.jsonl
-    cache: str | None = None  # the answer store; default: the one prepare consulted, else
+    store: str | None = None  # the answer store; default: the one prepare consulted, else
     # beside the output (verdicts.judge.sqlite, where `evalstream judge` looks)
     missing: str = "unscored"
     price_in: float | None = None
@@ -119,14 +119,14 @@ def outputs(opts: Options, manifest: Manifest, paths: list[str]) -> Transaction:
     answer store (the one prepare consulted, else beside the output, where `evalstream
     judge` looks; SQLite opens it)."""
     if opts.output == "-" and not (opts.rejects and opts.report and (
-            opts.cache or manifest.meta.get("store"))):
-        raise UsageError("with the verdicts on stdout, give --rejects, --report and --cache.")
+            opts.store or manifest.meta.get("store"))):
+        raise UsageError("with the verdicts on stdout, give --rejects, --report and --store.")
     return Transaction(
         [("manifest", manifest.path), *(("result file", p) for p in paths)],
         [Target("output", opts.output, "verdicts"),
          Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl"),
          Target("report", opts.report, "json", beside=".report.json"),
-         Target("cache", opts.cache or manifest.meta.get("store"), beside=".judge.sqlite")],
+         Target("store", opts.store or manifest.meta.get("store"), beside=".judge.sqlite")],
         opts.force).check()
 
 
@@ -332,7 +332,7 @@ def run(opts: Options) -> CollectReport:
                 f"results), or run `evalstream batch status {opts.folder}` to download them into "
                 f"{os.path.join(opts.folder, RESULTS_FOLDER)}.")
         targets = outputs(opts, manifest, paths)
-        rejects_path, store_path = targets.path("rejects"), targets.path("cache")
+        rejects_path, store_path = targets.path("rejects"), targets.path("store")
         assert rejects_path is not None and store_path is not None
         store = Store(store_path, cache_mib=STORE_CACHE_MIB)
         try:

@@ -4,7 +4,7 @@ One pass over the input, through the one read loop (``judge.inputs``): each judg
 request is built by ``judge.request.build`` (the body a live run would send) and written as
 one request line whose ``custom_id`` is the request's store key (64 hex characters: the same
 for the same request whichever dataset it came from). Two states with the same request share
-one line; a state whose answer the consulted store already holds (``--cache``,
+one line; a state whose answer the consulted store already holds (``--store``,
 ``--only-missing``) gets none. Files are split at the provider's limits, never mid-line, and
 named ``requests-00001.jsonl``, ... in order: the same input gives the same bytes.
 
@@ -53,7 +53,7 @@ USAGE = ("; batch prepare reads build's output: run `evalstream build {input} st
 
 @dataclass
 class Options:
-    """Everything a prepare needs; the CLI fills it from its arguments."""
+    """Everything a prepare needs (``evalstream.batch_prepare`` fills it)."""
 
     input: str
     folder: str
@@ -61,7 +61,7 @@ class Options:
     max_requests_per_file: int | None = None  # default: the provider's limit
     max_bytes_per_file: int | None = None
     only_missing: str | None = None  # a collected batch folder: leave out what came back
-    cache: str | None = None  # an answer store: leave out what it holds
+    store: str | None = None  # an answer store: leave out what it holds
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 
 
@@ -74,11 +74,11 @@ def limits(opts: Options) -> formats.Limits:
 
 def consulted_store(opts: Options) -> tuple[str | None, list[str]]:
     """The store whose answers are not asked again (and warnings about it)."""
-    if opts.cache and opts.only_missing:
-        raise UsageError("give --only-missing DIR or --cache FILE, not both: --only-missing "
+    if opts.store and opts.only_missing:
+        raise UsageError("give --only-missing DIR or --store FILE, not both: --only-missing "
                          "uses the store DIR was collected into.")
-    if opts.cache:
-        return os.path.abspath(opts.cache), []
+    if opts.store:
+        return os.path.abspath(opts.store), []
     if not opts.only_missing:
         return None, []
     earlier = Manifest.open(opts.only_missing, readonly=True)
@@ -88,7 +88,7 @@ def consulted_store(opts: Options) -> tuple[str | None, list[str]]:
         if store is None:
             raise UsageError(f"{opts.only_missing} was never collected, so what came back is not "
                              f"known: run `evalstream batch collect {opts.only_missing} "
-                             "VERDICTS` first (or give --cache STORE).")
+                             "VERDICTS` first (or give --store FILE).")
         if earlier.config().hash != opts.config.hash:
             warnings.append(f"{opts.only_missing} was prepared for another judge config "
                             f"(model {earlier.meta['model']}): none of its answers answer these "
@@ -97,7 +97,7 @@ def consulted_store(opts: Options) -> tuple[str | None, list[str]]:
         earlier.close()
     if not os.path.exists(store):
         raise UsageError(f"{opts.only_missing} was collected into {store}, which no longer "
-                         "exists; give --cache STORE.")
+                         "exists; give --store FILE.")
     return store, warnings
 
 

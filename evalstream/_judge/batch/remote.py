@@ -47,7 +47,7 @@ DEFAULT_POLL = 60.0
 
 @dataclass
 class Options:
-    """Everything submit and status need; the CLI fills it from its arguments."""
+    """Everything submit and status need (``evalstream.batch_submit``, ``batch_status``)."""
 
     folder: str
     api_key_env: str | None = None

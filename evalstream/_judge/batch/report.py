@@ -51,7 +51,7 @@ class PrepareReport(Struct):
     judge: JudgeInfo
     format: str  # openai (also vLLM run-batch) or anthropic
     limits: Limit
-    store: str | None  # the store consulted (--cache, --only-missing): its answers not asked
+    store: str | None  # the store consulted (--store, --only-missing): its answers not asked
     counts: PrepareCounts
     files: list[FileEntry]
     rejected_by_kind: dict[str, int]

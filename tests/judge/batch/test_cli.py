@@ -88,9 +88,9 @@ def test_collect_to_stdout_needs_the_side_files(tmp_path: Path) -> None:
                "--base-url", "http://127.0.0.1:9/v1", "-q").returncode == 0
     files = write_split([row for _, row in results(folder)], tmp_path / "r", parts=1)
     r = cli("batch", "collect", str(folder), "-", *map(str, files))
-    assert r.returncode == 2 and "give --rejects, --report and --cache" in r.stderr
+    assert r.returncode == 2 and "give --rejects, --report and --store" in r.stderr
     r = cli("batch", "collect", str(folder), "-", *map(str, files), "--rejects",
-            str(tmp_path / "x.jsonl"), "--report", str(tmp_path / "x.json"), "--cache",
+            str(tmp_path / "x.jsonl"), "--report", str(tmp_path / "x.json"), "--store",
             str(tmp_path / "s.sqlite"), "-q")
     assert r.returncode == 0 and json.loads(r.stdout)["status"] == "pass"
 

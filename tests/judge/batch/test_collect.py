@@ -101,7 +101,7 @@ def test_collecting_twice_or_in_another_order_gives_the_same_bytes(tmp_path: Pat
     files = write_split(rows, tmp_path / "r", parts=4)
     first = collected(tmp_path / "b", tmp_path / "v1.jsonl", files)
     again = collected(tmp_path / "b", tmp_path / "v2.jsonl", files[::-1],
-                      cache=str(tmp_path / "v1.judge.sqlite"))
+                      store=str(tmp_path / "v1.judge.sqlite"))
     fresh = collected(tmp_path / "b", tmp_path / "v3.jsonl", files[::-1])  # a new store
     assert (tmp_path / "v1.jsonl").read_bytes() == (tmp_path / "v2.jsonl").read_bytes() \
         == (tmp_path / "v3.jsonl").read_bytes()
@@ -368,7 +368,7 @@ def test_two_targets_naming_one_new_file_through_a_symlinked_folder_are_refused(
     (tmp_path / "link").symlink_to(tmp_path / "real")
     for more in ({"report": str(tmp_path / "link" / "v.jsonl")},
                  {"rejects": str(tmp_path / "link" / "v.jsonl")},
-                 {"cache": str(tmp_path / "link" / "v.jsonl")}):
+                 {"store": str(tmp_path / "link" / "v.jsonl")}):
         with pytest.raises(UsageError, match="are the same file"):
             collected(tmp_path / "b", tmp_path / "real" / "v.jsonl", files, **more)
         assert list((tmp_path / "real").iterdir()) == []

@@ -187,7 +187,7 @@ def test_cache_leaves_out_what_the_store_already_answered(tmp_path: Path) -> Non
     config = JudgeConfig(model="fake-judge-1", base_url="http://127.0.0.1:9/v1",
                          max_output_tokens=256)
     _store_with(tmp_path / "s.sqlite", config, src, {1, 3})
-    report = prepared(src, tmp_path / "b", cache=str(tmp_path / "s.sqlite"))
+    report = prepared(src, tmp_path / "b", store=str(tmp_path / "s.sqlite"))
     assert (report.counts.requests, report.counts.stored, report.counts.judge_states) == (2, 2, 4)
     assert report.store == str(tmp_path / "s.sqlite")
     m = Manifest.open(str(tmp_path / "b"), readonly=True)
@@ -202,7 +202,7 @@ def test_only_missing_needs_a_collected_folder(tmp_path: Path) -> None:
         prepared(src, tmp_path / "b2", only_missing=str(tmp_path / "b1"))
     assert not (tmp_path / "b2").exists()
     with pytest.raises(UsageError, match="not both"):
-        prepared(src, tmp_path / "b2", only_missing=str(tmp_path / "b1"), cache="x")
+        prepared(src, tmp_path / "b2", only_missing=str(tmp_path / "b1"), store="x")
 
 
 @pytest.mark.parametrize("existing", ["file", "full folder"])

@@ -1,0 +1,285 @@
+"""The commands that report: ``stats``, ``agree``, ``compare``, and a saved stats JSON or run
+report rendered again (``render_stats``, ``read_report``).
+
+Each run plans its report (text, markdown or JSON, to a file or stdout) and HTML page as
+targets of its own transaction, with its rejects (``_files.transaction.report_targets``),
+checks them before anything is read and opens them at once; the rendering is done here, the
+module above ``_render/``, and everything is committed together, all or none. A table for
+stdout is printed once the run is committed, fitted to the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evalstream._api.checked import (
+    MAX_LINE_BYTES,
+    MAX_TOKENS,
+    TOKENIZER,
+    Engine,
+    Inputs,
+    Path,
+    Progress,
+    ReportFormat,
+    Tokenizer,
+    front_door,
+    inputs,
+    options,
+    path,
+)
+
+if TYPE_CHECKING:
+    from evalstream._checks.report import RunReport
+    from evalstream._files.outputs import AtomicOutput
+    from evalstream._render.tables import Block
+    from evalstream._stats.stats import DatasetStats
+    from evalstream._verdicts.agree import AgreeReport
+    from evalstream._verdicts.compare import CompareReport
+
+TEXT_WIDTH = 100  # the width of a table written to a file
+REPORT_BYTES = 64 << 20  # a .json input larger than this is not read as a saved report
+
+
+@dataclass(frozen=True)
+class Shown:
+    """How a command's result is shown: its blocks (tables, markdown) and its HTML page, each
+    with links relative to ``base``, the folder of the file they are written in; its JSON."""
+
+    blocks: Callable[[Any, str], list[Block]]
+    page: Callable[[Any, str], str]
+    encode: Callable[[Any], bytes]
+
+    def write(self, fmt: str, output: str | None,
+              html: str | None) -> Callable[[Any, dict[str, AtomicOutput]], None]:
+        """The writer the library's run calls with its result and the report targets it
+        opened (``_files.transaction.open_reports``)."""
+        def write(result: Any, opened: dict[str, AtomicOutput]) -> None:
+            if "html" in opened:
+                opened["html"].write(self.page(result, _folder(html)).encode())
+            if "output" in opened:
+                opened["output"].write(self.rendered(result, fmt, _folder(output)))
+        return write
+
+    def rendered(self, result: Any, fmt: str, base: str = ".") -> bytes:
+        """The report in ``fmt`` as it is written to a file (a table ``TEXT_WIDTH`` wide)."""
+        return self.encode(result) if fmt == "json" else render_text(self.blocks(result, base),
+                                                                     fmt)
+
+    def show(self, result: Any, fmt: str, output: str | None) -> None:
+        """The table on the terminal, when that is where the result goes (after the commit)."""
+        if fmt == "table" and output == "-":
+            import sys
+
+            from evalstream._render.tables import print_blocks
+
+            print_blocks(self.blocks(result, "."), sys.stdout)
+
+
+def _folder(path: str | None) -> str:
+    """Where links in a file written at ``path`` start from."""
+    return "." if path in (None, "-") else os.path.dirname(path) or "."
+
+
+def render_text(blocks: list[Block], fmt: str) -> bytes:
+    """Blocks as markdown, or as plain-text tables ``TEXT_WIDTH`` wide (``table``)."""
+    from evalstream._render.tables import render_format
+
+    return render_format(blocks, fmt, TEXT_WIDTH)
+
+
+def stats_shown(sections: Sequence[str] | None) -> Shown:
+    """How stats shows a result (a dataset's stats or a run report): only ``sections`` of its
+    table (see ``_render.stats.blocks``)."""
+    from evalstream._checks.report import encode
+    from evalstream._render.stats import blocks
+    from evalstream._render.stats_html import page
+
+    return Shown(lambda result, _: blocks(result, sections), lambda result, _: page(result),
+                  encode)
+
+
+@front_door
+def stats(input: Inputs, *, by: str | Sequence[str] = "scenario",
+          rubric_files: Sequence[Path] = (), max_tokens: int = MAX_TOKENS,
+          tokenizer: Tokenizer = TOKENIZER, format: ReportFormat = "table",
+          output: Path | None = None, html: Path | None = None,
+          sections: Sequence[str] | None = (), rejects: Path | None = None,
+          workers: int | None = None, engine: Engine = "local", scheduler: str | None = None,
+          allow_unknown_fields: bool = False, max_line_bytes: int = MAX_LINE_BYTES,
+          force: bool = False, on_progress: Progress | None = None) -> DatasetStats:
+    """Run ``stats``: what a dataset holds, grouped by the metadata keys ``by`` (a list, or
+    ``"a,b"``): sizes, labels, checks, metadata keys. The report is written only where asked:
+    ``output`` (a file, or ``-`` for stdout) in ``format`` (``table``: plain text, on a
+    terminal fitted to it; ``markdown``; ``json``), ``html`` a page with charts, ``rejects``
+    the rejected lines; all of them, or none, once the whole dataset was read. ``sections``:
+    the table's (``()``: the one-screen summary, None: every section; markdown and JSON are
+    always complete). ``workers`` None: the CPUs available, for a plain file over 128 MiB.
+    Returns the stats."""
+    from evalstream._options import OUTPUT_OPTION, REPORT_FORMAT
+    from evalstream._stats.stats import StatsOptions, collect, parse_by
+
+    given = options(stats, locals(), rules={"format": REPORT_FORMAT, "output": OUTPUT_OPTION})
+    fmt, out, shown_sections = given["format"], given["output"], given.pop("sections")
+    shown = stats_shown(shown_sections if fmt == "table" else None)
+    # A list of keys is read as the command line's "a,b": one way to read them.
+    given["by"] = parse_by(",".join(given["by"]))
+    result = collect(StatsOptions(**inputs(input), **given), on_progress,
+                     shown.write(fmt, out, given["html"]))
+    shown.show(result, fmt, out)
+    return result
+
+
+@front_door
+def read_report(path: Path) -> DatasetStats | RunReport | None:
+    """The stats JSON (``stats --format json``) or build/validate run report saved at
+    ``path``, or None when the file is neither (a dataset: ``stats`` reads it). A stats JSON of
+    another version, or another command's JSON, is a UsageError or WrongFileError naming the
+    file."""
+    from evalstream._options import check
+
+    found = check("input", path)
+    if found == "-" or not found.endswith(".json"):
+        return None
+    import msgspec
+
+    from evalstream._checks.report import RunReport
+    from evalstream._files.lines import InputError
+    from evalstream._stats.stats import SHAPE, DatasetStats
+    from evalstream.errors import UsageError, WrongFileError
+
+    try:
+        with open(found, "rb") as f:
+            head = f.read(REPORT_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read {found}: {exc.strerror or exc}") from exc
+    if len(head) > REPORT_BYTES:
+        return None
+    try:
+        return msgspec.json.decode(head, type=DatasetStats)
+    except msgspec.DecodeError:
+        pass
+    shape = _shape(head)
+    if shape is not None and shape != SHAPE:
+        raise UsageError(f"{found} is a stats JSON of shape {shape!r}, written by another "
+                         f"version of evalstream (this one reads {SHAPE!r}); run stats on the "
+                         "dataset again.")
+    try:
+        return msgspec.json.decode(head, type=RunReport)
+    except msgspec.DecodeError:
+        pass
+    # Another command's JSON (agree, compare, judge, convert): say so, do not read it as cases.
+    try:
+        other = msgspec.json.decode(head)
+    except msgspec.DecodeError:
+        return None
+    if isinstance(other, dict) and isinstance(other.get("command"), str) and "evalstream" in other:
+        raise WrongFileError(f"{found} is the JSON of `evalstream {other['command']}`, not cases, "
+                             "a stats JSON or a build/validate report; stats reads and renders "
+                             "those.")
+    return None
+
+
+def _shape(head: bytes) -> str | None:
+    """The ``shape`` of a stats JSON of any version, or None."""
+    import msgspec
+
+    class Shaped(msgspec.Struct):
+        shape: str
+
+    try:
+        shape = msgspec.json.decode(head, type=Shaped).shape
+    except msgspec.DecodeError:
+        return None
+    return shape if shape.startswith("evalstream.stats/") else None
+
+
+@front_door
+def render_stats(report: Path, *, format: ReportFormat = "table", output: Path | None = None,
+                 html: Path | None = None, sections: Sequence[str] | None = (),
+                 force: bool = False) -> DatasetStats | RunReport:
+    """Render a saved stats JSON or run report again (``evalstream stats REPORT.json``), as
+    ``stats`` renders a dataset's: ``output``, ``format``, ``html`` and ``sections`` as there.
+    Returns what the file holds; one that is neither, or that evalstream cannot render, is a
+    UsageError naming it."""
+    from evalstream._files.transaction import Transaction, open_reports, report_targets
+    from evalstream._options import OUTPUT_OPTION, REPORT_FORMAT
+    from evalstream._stats.stats import DatasetStats, check_shape
+    from evalstream.errors import UsageError
+
+    given = options(render_stats, locals(), rules={"format": REPORT_FORMAT,
+                                                   "output": OUTPUT_OPTION})
+    source, fmt, out = path("input", report), given["format"], given["output"]
+    shown = stats_shown(given["sections"] if fmt == "table" else None)
+    with Transaction([("input", source)], report_targets(out, fmt, given["html"], None),
+                     given["force"]) as targets:
+        opened = open_reports(targets, fmt)
+        loaded = read_report(source)
+        if loaded is None:
+            raise UsageError(f"{source} is not a stats JSON or a run report; give it to "
+                             "evalstream.stats, which reads datasets.")
+        try:
+            if isinstance(loaded, DatasetStats):
+                check_shape(loaded)
+            shown.write(fmt, out, given["html"])(loaded, opened)
+            if not opened:  # the table on the terminal: rendered here first, to be sure
+                shown.blocks(loaded, ".")
+        except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as exc:
+            raise UsageError(f"{source} is not a report evalstream can render ({exc}); render "
+                             "the stats JSON or run report evalstream wrote, or run stats on "
+                             "the dataset again.") from None
+    shown.show(loaded, fmt, out)
+    return loaded
+
+
+@front_door
+def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: float = 0.95,
+          format: ReportFormat = "table", output: Path | None = None, html: Path | None = None,
+          max_ids: int = 20, rejects: Path | None = None, max_unscored_rate: float | None = None,
+          view: Path | None = None, allow_unknown_fields: bool = False,
+          max_line_bytes: int = MAX_LINE_BYTES, force: bool = False) -> AgreeReport:
+    """Run ``agree``: how well a judge's verdicts agree with the cases' expected labels, per
+    rubric, label source and ``by`` group (one metadata key). The report is written only where
+    asked, as ``stats`` writes it (``output``, ``format``, ``html``, ``rejects``); ``view``, a
+    folder of ``evalstream view --export``, links each listed id to its page. Returns the
+    report (``exit_code`` 1: lines rejected, or unscored verdicts above
+    ``max_unscored_rate``)."""
+    from evalstream._options import ONE_KEY, OUTPUT_OPTION, REPORT_FORMAT
+    from evalstream._render.agree import blocks
+    from evalstream._render.agree_html import agree_page
+    from evalstream._verdicts.agree import AgreeOptions, encode, run
+
+    given = options(agree, locals(), rules={"format": REPORT_FORMAT, "output": OUTPUT_OPTION,
+                                            "by": (None, ONE_KEY)})
+    shown = Shown(blocks, agree_page, encode)
+    result = run(AgreeOptions(verdicts=path("verdicts", verdicts), cases=path("cases", cases),
+                              **given), shown.write(given["format"], given["output"],
+                                                    given["html"]))
+    shown.show(result, given["format"], given["output"])
+    return result
+
+
+@front_door
+def compare(run_a: Path, run_b: Path, *, include_incomparable: bool = False,
+            format: ReportFormat = "table", output: Path | None = None,
+            html: Path | None = None, max_ids: int = 20, rejects: Path | None = None,
+            max_unscored_rate: float | None = None, view: Path | None = None,
+            allow_unknown_fields: bool = False, max_line_bytes: int = MAX_LINE_BYTES,
+            force: bool = False) -> CompareReport:
+    """Run ``compare``: what changed between two judge runs, pair by pair (flips, pass rates,
+    McNemar's test, keys in one run only). The report is written only where asked, as
+    ``agree`` writes it. Returns the report."""
+    from evalstream._options import OUTPUT_OPTION, REPORT_FORMAT
+    from evalstream._render.agree_html import compare_page
+    from evalstream._render.compare import blocks
+    from evalstream._verdicts.compare import CompareOptions, encode, run
+
+    given = options(compare, locals(), rules={"format": REPORT_FORMAT, "output": OUTPUT_OPTION})
+    shown = Shown(blocks, compare_page, encode)
+    result = run(CompareOptions(run_a=path("run_a", run_a), run_b=path("run_b", run_b),
+                                **given), shown.write(given["format"], given["output"],
+                                                      given["html"]))
+    shown.show(result, given["format"], given["output"])
+    return result
