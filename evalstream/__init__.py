@@ -307,7 +307,8 @@ def judge_verdicts(input: str | os.PathLike[str], output: str | os.PathLike[str]
     (``openai`` or ``anthropic``; ``base_url`` for any compatible server), with every answer
     kept in the store beside the output (``cache=`` to share one). The API key is read from
     the environment (``api_key_env=`` names the variable). Options as the command's:
-    ``max_connections``, ``max_attempts``, ``timeout``, ``rpm``, ``tpm``, ``price_in``,
+    ``max_connections``, ``max_attempts``, ``timeout``, ``max_wait``, ``rpm``, ``tpm``,
+    ``price_in``,
     ``price_out``, ``max_cost``, ``max_requests``, ``retry_unscored``, ``max_unscored_rate``,
     ``rejects``, ``report``, ``max_line_bytes``. Returns the report (``exit_code`` 3: stopped
     by a limit, run again to continue); files appear only if the whole run succeeds."""

@@ -77,6 +77,9 @@ def register(subparsers: Any) -> None:
                      help="HTTP attempts per request, first one included (default 5)")
     net.add_argument("--timeout", type=_number, default=120.0, metavar="S",
                      help="seconds an attempt may take (default 120)")
+    net.add_argument("--max-wait", type=_number, default=600.0, metavar="S",
+                     help="seconds a request may spend waiting as 429s and 503s with "
+                          "Retry-After ask (default 600); such a wait is not a failed attempt")
     net.add_argument("--rpm", type=_number, metavar="N", help="requests per minute at most")
     net.add_argument("--tpm", type=_number, metavar="N",
                      help="tokens per minute at most (input tokens counted exactly, plus "
@@ -136,7 +139,8 @@ def options(args: argparse.Namespace) -> Any:
         input=args.input, output=args.output, config=config, rejects=args.rejects,
         report=args.report, cache=args.cache, api_key_env=args.api_key_env,
         max_connections=args.max_connections, max_attempts=args.max_attempts,
-        timeout=args.timeout, rpm=args.rpm, tpm=args.tpm, max_cost=args.max_cost,
+        timeout=args.timeout, max_wait=args.max_wait, rpm=args.rpm, tpm=args.tpm,
+        max_cost=args.max_cost,
         max_requests=args.max_requests, price_in=args.price_in, price_out=args.price_out,
         retry_unscored=args.retry_unscored, max_unscored_rate=args.max_unscored_rate,
         max_line_bytes=args.max_line_bytes, tokenizer=args.tokenizer, force=args.force)

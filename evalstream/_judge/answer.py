@@ -23,6 +23,9 @@ Causes (the ``error.cause`` of an unscored verdict):
 - ``http_error``: an HTTP error status (after the last attempt, for retryable ones).
 - ``timeout``: no complete answer within the timeout, on every attempt.
 - ``connection``: the connection failed or was cut, on every attempt.
+- ``garbled``: a 200 whose body is not JSON at all (a proxy's error page, a body cut short),
+  on every attempt: a fault on the way, not an answer (issue 27; before, it was stored as
+  ``bad_response`` and never asked again).
 - ``errored``, ``expired``, ``canceled``: a batch request the provider did not answer (an error
   result, the batch's window ran out, the batch was canceled before it ran).
 
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
     from evalstream._verdicts.records import TokenUsage
 
 CAUSES = ("not_json", "wrong_shape", "refusal", "truncated", "bad_response", "ambiguous",
-          "http_error", "timeout", "connection", "errored", "expired", "canceled")
+          "http_error", "timeout", "connection", "garbled", "errored", "expired", "canceled")
 DETAIL_CHARS = 200
 TOOL_NAME = "record_verdict"  # the tool a provider without JSON-schema answers is made to call
 

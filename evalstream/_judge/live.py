@@ -39,7 +39,13 @@ from evalstream._judge.report import (
 from evalstream._judge.report import encode as encode_report
 from evalstream._judge.request import JudgeConfig, Request, build, system_text
 from evalstream._judge.store import ANSWERED, HELD, LEASE, Store
-from evalstream._judge.transport import Reply, Transport, answer_bytes, key_from_environment
+from evalstream._judge.transport import (
+    DEFAULT_MAX_WAIT,
+    Reply,
+    Transport,
+    answer_bytes,
+    key_from_environment,
+)
 from evalstream._verdicts.records import JudgeInfo, TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
@@ -66,6 +72,7 @@ class Options:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     timeout: float = DEFAULT_TIMEOUT
+    max_wait: float = DEFAULT_MAX_WAIT  # seconds of Retry-After waits a request may take
     rpm: float | None = None
     tpm: float | None = None
     max_cost: float | None = None
@@ -111,7 +118,8 @@ def check(opts: Options) -> Transaction:
                         ("--max-attempts", opts.max_attempts)):
         if value < 1:
             raise UsageError(f"{name} must be at least 1.")
-    for name, number in (("--timeout", opts.timeout), ("--rpm", opts.rpm), ("--tpm", opts.tpm),
+    for name, number in (("--timeout", opts.timeout), ("--max-wait", opts.max_wait),
+                         ("--rpm", opts.rpm), ("--tpm", opts.tpm),
                          ("--max-cost", opts.max_cost), ("--price-in", opts.price_in),
                          ("--price-out", opts.price_out)):
         if number is not None and not number > 0:
@@ -183,6 +191,7 @@ class Asker:
         self.usage = [0, 0]
         self.stopped_by: str | None = None
         self.fatal: str | None = None
+        self.refused: str | None = None  # every attempt refused alike (transport.refused)
         # an error in a request's task (the store failed; a bug): stop paying for answers
         self.broken: Exception | None = None
         self.usage_unknown = 0  # answers without usable token counts: charged their worst case
@@ -231,7 +240,8 @@ class Asker:
         rpm = TokenBucket(self.opts.rpm) if self.opts.rpm else None
         tpm = TokenBucket(self.opts.tpm) if self.opts.tpm else None
         transport = Transport(self.config, self.key, self.concurrency, timeout=self.opts.timeout,
-                              max_attempts=self.opts.max_attempts, rpm=rpm, tpm=tpm)
+                              max_attempts=self.opts.max_attempts, rpm=rpm, tpm=tpm,
+                              max_wait=self.opts.max_wait)
         tasks: set[asyncio.Task[None]] = set()
         ticker = asyncio.create_task(self._tick()) if self.hook else None
         renewer = asyncio.create_task(self._renew())
@@ -266,6 +276,8 @@ class Asker:
             self.requests.retries = transport.tally.retries
             self.requests.retried = dict(sorted(transport.tally.retried.items()))
             self.requests.rate_limited = transport.tally.rate_limited
+            self.requests.paced_seconds = round(transport.pacer.waited, 3)
+            self.refused = transport.refused
             self.requests.max_in_flight = self.concurrency.most_held
             self.requests.lowest_concurrency = self.concurrency.lowest
             if self.hook:
@@ -534,6 +546,14 @@ def run(opts: Options, hook: ProgressHook | None = None,
         try:
             asker = Asker(opts, store, key, hook)
             _ask_all(asker, source)
+            if asker.refused is not None:
+                sent = asker.requests.sent
+                raise UsageError(
+                    f"the server refused every request the same way ({asker.refused}), so the "
+                    f"run stopped: {sent:,} request{'s were' if sent != 1 else ' was'} sent "
+                    f"and none answered (nothing paid). Check the API key variable, --model "
+                    f"and --base-url ({opts.config.url}); the server's message above says "
+                    "what it wants.")
             if asker.fatal is not None:
                 raise UsageError(
                     f"the server refused the request ({asker.fatal}); check the API key "

@@ -45,6 +45,7 @@ class Requests(Struct):
     retries: int = 0
     retried: dict[str, int] = {}  # retries by reason: timeout, connection, http 429, ...
     rate_limited: int = 0  # 429 answers
+    paced_seconds: float = 0.0  # held by the server's rate-limit headers (limits.Pacer)
     max_in_flight: int = 0
     lowest_concurrency: int = 0  # after halving on 429s
 

@@ -42,7 +42,7 @@ from tests.judge.fake_server import escaped
 
 _BATCH_ONLY = {"batcherror", "expired", "canceled", "vllmerror", "batchfail", "echofail",
                "deepbatch"}
-_LIVE_ONLY = {"cut", "slow", "429", "500", "503", "429zone", "redirect", "huge", "deep",
+_LIVE_ONLY = {"cut", "slow", "429", "500", "503", "429zone", "redirect", "huge", "deep", "garbled",
               "deeperror", "hugeheader", "manyheaders"}  # a batch provider retries these, or they are about one response
 
 

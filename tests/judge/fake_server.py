@@ -13,7 +13,13 @@
   ``refusal``, ``length`` (``finish_reason: length`` / ``stop_reason: max_tokens``), ``echokey``
   (a 400 whose body repeats the credentials it was sent), ``bigusage`` (a pass whose usage
   says 2**63 input tokens), ``latin1id`` (a pass whose request id header is latin-1
-  ``caf\xe9``, not UTF-8). Without a marker: ``pass``.
+  ``caf\xe9``, not UTF-8), ``garbled`` (a 200 whose body is an HTML error page, as a proxy
+  sends). Without a marker: ``pass``.
+- As a gateway or a quota does (issue 27): ``--refuse CODE`` answers every request with that
+  status and one message (the LiteLLM proxy's wrong model); ``--quota N --quota-seconds S``
+  takes N requests every S seconds (refilled continuously, N at most at once), says what is
+  left in OpenAI's and Anthropic's rate-limit headers on every answer, and refuses the
+  request over it with a 429 whose ``Retry-After`` is the real wait.
 - Hostile answers (issue 23): ``redirect`` (a 307 to the same path on a second port, another
   origin, which counts what reaches it: ``foreign`` in the stats), ``echoheader`` (a ``pass``
   whose request-id header is the key it was sent), ``echoescaped`` (a ``pass`` whose reason
@@ -45,7 +51,9 @@ import os
 import re
 import signal
 import sys
+import time
 from collections import Counter
+from datetime import datetime, timezone
 from typing import Any
 
 _MARK = re.compile(rb"FAKE:([a-z0-9]+?)(?:x(\d+))?(?![a-z0-9])")
@@ -76,7 +84,9 @@ class Stats:
 
 class Server:
     def __init__(self, latency: float, slow: float, key: str | None, retry_after: str,
-                 batch_polls: int = 2, lose_create: int = 0, huge_bytes: int = 64 << 20) -> None:
+                 batch_polls: int = 2, lose_create: int = 0, huge_bytes: int = 64 << 20,
+                 refuse: int | None = None, quota: int | None = None,
+                 quota_seconds: float = 60.0) -> None:
         from tests.judge.fake_batches import Batches
 
         self.latency = latency
@@ -87,6 +97,8 @@ class Server:
         self.attempts: Counter[str] = Counter()
         self.batches = Batches(batch_polls, lose_create)
         self.huge_bytes = huge_bytes
+        self.refuse = refuse
+        self.quota = None if quota is None else Quota(quota, quota_seconds)
         self.port = 0
         self.foreign_port = 0  # another origin: a redirect's target
 
@@ -169,6 +181,16 @@ class Server:
             headers.get("authorization", "").removeprefix("Bearer ")
         if self.key is not None and sent_key != self.key:
             return await self.send(writer, 401, _error("invalid api key", "authentication_error"))
+        if self.refuse is not None:
+            return await self.send(writer, self.refuse, _error(
+                "litellm.BadRequestError: Invalid model name passed in model=fake-judge-1",
+                "invalid_request_error"))
+        quota: dict[str, str] = {}
+        if self.quota is not None:
+            wait, quota = self.quota.admit()
+            if wait:
+                return await self.send(writer, 429, _error("rate limit reached", "rate_limit"),
+                                       {**quota, "retry-after": f"{wait:.3f}"})
         fault = "pass"
         found = _MARK.search(body)
         if found:
@@ -177,7 +199,7 @@ class Server:
             if times is None or self.attempts[digest] <= times:
                 fault = found[1].decode()
         rid = "req_" + digest[:20]
-        extra = {"request-id" if anthropic else "x-request-id": rid}
+        extra = {"request-id" if anthropic else "x-request-id": rid, **quota}
         if fault in ("429", "500", "503", "400", "401", "429zone"):
             code = int(fault[:3])
             if code == 429:
@@ -187,6 +209,9 @@ class Server:
             path = "/v1/messages" if anthropic else "/v1/chat/completions"
             extra["location"] = f"http://127.0.0.1:{self.foreign_port}{path}"
             return await self.send(writer, 307, b"", extra)
+        if fault == "garbled":
+            page = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+            return await self.send(writer, 200, page, extra)
         if fault in ("deep", "deeperror"):
             data = b'{"x":' + b"[" * DEEP + b"]" * DEEP + b"}"
             return await self.send(writer, 200 if fault == "deep" else 500, data, extra)
@@ -256,6 +281,33 @@ class Server:
         writer.write(_head(code, len(data), extra or {}) + data)
         await writer.drain()
         return True
+
+
+class Quota:
+    """N requests every S seconds, refilled continuously, N at most at once (as LLMock's
+    ``--rpm`` and the providers' quotas)."""
+
+    def __init__(self, limit: int, seconds: float) -> None:
+        self.limit, self.rate = limit, limit / seconds
+        self.level, self.stamp = float(limit), time.monotonic()
+
+    def admit(self) -> tuple[float, dict[str, str]]:
+        """(seconds to wait, 0 when admitted; the rate-limit headers of the answer)."""
+        now = time.monotonic()
+        self.level = min(self.limit, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+        wait = 0.0 if self.level >= 1 else (1 - self.level) / self.rate
+        if not wait:
+            self.level -= 1
+        reset = (self.limit - self.level) / self.rate
+        stamp = datetime.fromtimestamp(time.time() + reset, timezone.utc)
+        return wait, {"x-ratelimit-limit-requests": str(self.limit),
+                      "x-ratelimit-remaining-requests": str(int(self.level)),
+                      "x-ratelimit-reset-requests": f"{reset * 1000:.0f}ms",
+                      "anthropic-ratelimit-requests-limit": str(self.limit),
+                      "anthropic-ratelimit-requests-remaining": str(int(self.level)),
+                      "anthropic-ratelimit-requests-reset": stamp.isoformat(
+                          timespec="milliseconds").replace("+00:00", "Z")}
 
 
 async def _chunked(reader: asyncio.StreamReader) -> bytes:
@@ -343,7 +395,8 @@ def _anthropic(request: dict[str, Any], fault: str, text: str | None, rid: str, 
 
 async def serve(args: argparse.Namespace) -> None:
     server = Server(args.latency, args.slow, args.key, args.retry_after, args.batch_polls,
-                    args.lose_create, args.huge_bytes)
+                    args.lose_create, args.huge_bytes, args.refuse, args.quota,
+                    args.quota_seconds)
     listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024,
                                           limit=1 << 24)
     port = server.port = listener.sockets[0].getsockname()[1]
@@ -372,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="make the first N batches but cut the connection before answering")
     p.add_argument("--huge-bytes", type=int, default=64 << 20,
                    help="the size of a `huge` answer")
+    p.add_argument("--refuse", type=int, help="answer every request with this status")
+    p.add_argument("--quota", type=int, help="requests a --quota-seconds window takes")
+    p.add_argument("--quota-seconds", type=float, default=60.0)
     args = p.parse_args(argv)
     try:
         asyncio.run(serve(args))
