@@ -301,52 +301,69 @@ def convert_cases(input: str | os.PathLike[str], output: str | os.PathLike[str],
 def judge_verdicts(input: str | os.PathLike[str], output: str | os.PathLike[str], model: str,
                    *, provider: str = "openai", base_url: str = "",
                    temperature: float | None = 0.0, max_output_tokens: int = 1024,
+                   response_format: str = "", reasoning_effort: str | None = None,
+                   thinking_budget: int | None = None, deployment: str = "",
+                   api_version: str = "", region: str = "",
                    **options: Any) -> JudgeReport:
     """Run ``judge`` (``evalstream._judge`` is its package): a verdict at ``output`` for every
     judge state of ``input`` (a ``build`` output), asked of ``model`` at ``provider``
-    (``openai`` or ``anthropic``; ``base_url`` for any compatible server), with every answer
-    kept in the store beside the output (``cache=`` to share one). The API key is read from
-    the environment (``api_key_env=`` names the variable). Options as the command's:
-    ``max_connections``, ``max_attempts``, ``timeout``, ``max_wait``, ``rpm``, ``tpm``,
-    ``price_in``,
+    (``openai``, ``anthropic``, ``azure``, ``gemini``, ``bedrock``; ``base_url`` for any
+    compatible server), with every answer kept in the store beside the output (``cache=`` to
+    share one). The provider's settings, as the command's options: ``response_format``
+    (``""``: the provider's), ``reasoning_effort``, ``thinking_budget``, ``deployment`` and
+    ``api_version`` (Azure), ``region`` (Bedrock). The API key is read from the environment
+    (``api_key_env=`` names the variable). Options as the command's: ``max_connections``,
+    ``max_attempts``, ``timeout``, ``max_wait``, ``rpm``, ``tpm``, ``price_in``,
     ``price_out``, ``max_cost``, ``max_requests``, ``retry_unscored``, ``max_unscored_rate``,
     ``rejects``, ``report``, ``max_line_bytes``. Returns the report (``exit_code`` 3: stopped
     by a limit, run again to continue); files appear only if the whole run succeeds."""
     from evalstream._judge.live import Options, run
 
     given = _given("judge_verdicts", Options, options, "input", "output", "config")
+    config = _judge_config(model, provider, base_url, temperature, max_output_tokens, dict(
+        response_format=response_format, reasoning_effort=reasoning_effort,
+        thinking_budget=thinking_budget, deployment=deployment, api_version=api_version,
+        region=region))
     return run(Options(input=_path("input", input), output=_path("output", output),
-                       config=_judge_config(model, provider, base_url, temperature,
-                                            max_output_tokens), **given))
+                       config=config, **given))
 
 
 def _judge_config(model: str, provider: str, base_url: str, temperature: float | None,
-                  max_output_tokens: int) -> Any:
+                  max_output_tokens: int, settings: dict[str, Any] | None = None) -> Any:
     from evalstream._judge.providers import NAMES
     from evalstream._judge.request import JudgeConfig
     from evalstream._options import check, choice
 
+    given = {name: check(name, value) for name, value in (settings or {}).items()
+             if value not in (None, "")}
     return JudgeConfig(**_checked(model=model, base_url=base_url,
                                   max_output_tokens=max_output_tokens),
                        provider=check("provider", provider, rule=choice(*NAMES)),
-                       temperature=check("temperature", temperature, optional=True))
+                       temperature=check("temperature", temperature, optional=True), **given)
 
 
 def batch_prepare(input: str | os.PathLike[str], folder: str | os.PathLike[str], model: str,
                   *, provider: str = "openai", base_url: str = "",
                   temperature: float | None = 0.0, max_output_tokens: int = 1024,
+                  response_format: str = "", reasoning_effort: str | None = None,
+                  thinking_budget: int | None = None, deployment: str = "",
+                  api_version: str = "", region: str = "",
                   **options: Any) -> PrepareReport:
     """Run ``batch prepare``: request files for ``model`` at ``provider`` (``openai``: also
-    vllm run-batch; ``anthropic``), a manifest, the rejects and the report in the new folder
-    ``folder``, from the judge states of ``input``. Options as the command's:
+    vllm run-batch; ``anthropic``; ``azure``; ``gemini``; ``bedrock``), a manifest, the
+    rejects and the report in the new folder ``folder``, from the judge states of ``input``.
+    The provider's settings as ``judge_verdicts``'. Options as the command's:
     ``max_requests_per_file``, ``max_bytes_per_file``, ``only_missing``, ``cache``,
     ``max_line_bytes``."""
     from evalstream._judge.batch.prepare import Options, run
 
     given = _given("batch_prepare", Options, options, "input", "folder", "config")
+    config = _judge_config(model, provider, base_url, temperature, max_output_tokens, dict(
+        response_format=response_format, reasoning_effort=reasoning_effort,
+        thinking_budget=thinking_budget, deployment=deployment, api_version=api_version,
+        region=region))
     return run(Options(input=_path("input", input), folder=_path("folder", folder),
-                       config=_judge_config(model, provider, base_url, temperature,
-                                            max_output_tokens), **given))
+                       config=config, **given))
 
 
 def batch_submit(folder: str | os.PathLike[str], **options: Any) -> BatchSummary:

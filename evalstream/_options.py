@@ -273,7 +273,7 @@ def _add(rule: Rule, *names: str, flag: str | None = None) -> None:
 
 
 _add(_int(1), "max_tokens", "workers", "max_connections", "max_attempts", "max_output_tokens",
-     "limit", "max_requests_per_file")
+     "limit", "max_requests_per_file", "thinking_budget")
 _add(_int(0), "max_ids", "max_requests", "port")
 _add(_size_rule, "max_line_bytes", "max_bytes_per_file")
 _add(_float(_fraction), "confidence")
@@ -290,6 +290,9 @@ _add(_texts, "sets", flag="--set")
 _add(_texts, "values", "parse_json", "tool_failure_when")
 _add(_keys, "by")
 _add(_text, "scheduler", "api_key_env", "id_from", "split", "separator", "model", "host")
+# A judge provider's settings: each provider says which it takes and checks their values
+# (evalstream._judge.providers; JudgeConfig refuses one a provider does not take).
+_add(_text, "response_format", "reasoning_effort", "deployment", "api_version", "region")
 _add(_text, "format", flag="--from")
 _add(_base_url, "base_url")
 _add(choice(*TOKENIZERS), "tokenizer")

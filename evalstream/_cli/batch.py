@@ -36,6 +36,7 @@ def register(subparsers: Any) -> None:
 def _prepare(sub: Any) -> None:
     from evalstream._cli.common import (
         add_provider,
+        add_settings,
         helps,
         path,
         positive,
@@ -68,6 +69,7 @@ def _prepare(sub: Any) -> None:
     who = p.add_argument_group("the judge (as for `evalstream judge`)")
     who.add_argument("--model", type=text, required=True, help="the model, e.g. gpt-4.1-mini")
     add_provider(who, batch=True)
+    add_settings(who)
     who.add_argument("--base-url", metavar="URL", default="",
                      help="the API's base URL, as for a live run (default the provider's); "
                           "submit sends there, and answers are stored under it")
@@ -215,12 +217,14 @@ def _print(lines: list[str], file: Any) -> None:
 
 
 def _run_prepare(args: argparse.Namespace) -> int:
+    from evalstream._cli.common import settings
     from evalstream._judge.batch import prepare
     from evalstream._judge.request import JudgeConfig
     from evalstream._render.batch import prepare_lines
 
     config = JudgeConfig(model=args.model, provider=args.provider, base_url=args.base_url,
-                         temperature=args.temperature, max_output_tokens=args.max_output_tokens)
+                         temperature=args.temperature, max_output_tokens=args.max_output_tokens,
+                         **settings(args))
     report = prepare.run(prepare.Options(
         input=args.input, folder=args.folder, config=config,
         max_requests_per_file=args.max_requests_per_file,

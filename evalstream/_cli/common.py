@@ -71,6 +71,39 @@ def add_provider(p: Any, batch: bool = False) -> None:
                    help=f"{said} (default {DEFAULT})")
 
 
+def add_settings(p: Any) -> None:
+    """The provider's settings beyond the shared ones, for ``judge`` and ``batch prepare``:
+    each provider says which it takes (a setting given to another is refused with a
+    sentence) and checks their values."""
+    from evalstream._judge.providers import REGISTRY
+
+    formats = list(dict.fromkeys(f for q in REGISTRY.values() for f in q.response_formats))
+    p.add_argument("--response-format", choices=formats, default="", metavar="FORMAT",
+                   help=f"how the answer is asked for: {', '.join(formats)} (default: the "
+                        "provider's structured output, json_schema; json_object: llama.cpp's "
+                        "dialect, the schema beside {\"type\": \"json_object\"}; none: the "
+                        "instruction alone); the answer is checked the same way whatever")
+    p.add_argument("--reasoning-effort", type=text, metavar="LEVEL",
+                   help="OpenAI and Azure reasoning models: none, minimal, low, medium or "
+                        "high (o-series and GPT-5 are sent no temperature either way)")
+    p.add_argument("--thinking-budget", type=positive, metavar="N",
+                   help="Anthropic (also on Bedrock) extended thinking, Gemini thinking: the "
+                        "tokens the model may think for, within --max-output-tokens")
+    p.add_argument("--deployment", type=text, metavar="NAME",
+                   help="Azure: the deployment (default: named as --model)")
+    p.add_argument("--api-version", type=text, metavar="VERSION",
+                   help="Azure: the api-version (default 2024-10-21)")
+    p.add_argument("--region", type=text, metavar="REGION",
+                   help="Bedrock: the AWS region (default AWS_REGION, else us-east-1)")
+
+
+def settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The provider's settings given on the command line, as ``JudgeConfig`` takes them."""
+    return {name: value for name in ("response_format", "reasoning_effort", "thinking_budget",
+                                     "deployment", "api_version", "region")
+            if (value := getattr(args, name)) not in (None, "")}
+
+
 def key_variables() -> str:
     """The providers' key variables, as the help of ``--api-key-env`` names its default."""
     from evalstream._judge.providers import REGISTRY

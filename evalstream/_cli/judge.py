@@ -17,6 +17,7 @@ def register(subparsers: Any) -> None:
         TOKENIZERS,
         add_force,
         add_provider,
+        add_settings,
         count,
         helps,
         key_variables,
@@ -57,6 +58,7 @@ def register(subparsers: Any) -> None:
     who = p.add_argument_group("the judge")
     who.add_argument("--model", type=text, required=True, help="the model, e.g. gpt-4.1-mini")
     add_provider(who)
+    add_settings(who)
     who.add_argument("--base-url", metavar="URL", default="",
                      help=f"the API's base URL (default {public_urls()}), e.g. "
                           "http://127.0.0.1:8000/v1")
@@ -129,12 +131,13 @@ def register(subparsers: Any) -> None:
 
 def options(args: argparse.Namespace) -> Any:
     """The library's options from the parsed arguments."""
+    from evalstream._cli.common import settings
     from evalstream._judge.live import Options
     from evalstream._judge.request import JudgeConfig
 
     config = JudgeConfig(model=args.model, provider=args.provider, base_url=args.base_url,
                          temperature=args.temperature,
-                         max_output_tokens=args.max_output_tokens)
+                         max_output_tokens=args.max_output_tokens, **settings(args))
     return Options(
         input=args.input, output=args.output, config=config, rejects=args.rejects,
         report=args.report, cache=args.cache, api_key_env=args.api_key_env,

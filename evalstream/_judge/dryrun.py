@@ -38,6 +38,7 @@ class DryRun(Struct):
     tokens_note: str
     max_output_tokens: int
     output_tokens_bound: int
+    reasoning: bool  # the judge thinks first: the bound holds its reasoning too
     prices: Prices | None
     cost_bound_usd: float | None
     max_requests: int | None
@@ -93,6 +94,7 @@ def dry_run(opts: Options) -> DryRun:
         duplicates=duplicates, input_tokens=input_tokens, tokenizer=counter.encoding,
         tokens_exact=counter.exact, tokens_note=counter.note,
         max_output_tokens=config.max_output_tokens, output_tokens_bound=output_bound,
+        reasoning=config.api.reasons(config),
         prices=prices, cost_bound_usd=cost, max_requests=opts.max_requests)
 
 
@@ -107,8 +109,10 @@ def text(d: DryRun) -> str:
                    f"{d.to_send - d.max_requests:,} (the figures below are for all).")
     approx = "" if d.tokens_exact else "about "
     out.append(f"  input tokens: {approx}{d.input_tokens:,} ({d.tokens_note}).")
+    thinking = "; the judge reasons first, and its reasoning is output within that bound" \
+        if d.reasoning else ""
     out.append(f"  output tokens: at most {d.output_tokens_bound:,} ({d.max_output_tokens:,} "
-               "each, --max-output-tokens).")
+               f"each, --max-output-tokens{thinking}).")
     if d.prices is None or d.cost_bound_usd is None:
         out.append("  cost: give --price-in and --price-out (USD per million tokens) to see it.")
     else:

@@ -46,7 +46,7 @@ from evalstream._judge.transport import (
     answer_bytes,
     key_from_environment,
 )
-from evalstream._verdicts.records import JudgeInfo, TokenUsage
+from evalstream._verdicts.records import TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 
@@ -188,7 +188,7 @@ class Asker:
         self.histogram = Histogram()
         self.spent = 0.0
         self.reserved = 0.0
-        self.usage = [0, 0]
+        self.usage = [0, 0, 0]  # input, output, reasoning (of output) tokens
         self.stopped_by: str | None = None
         self.fatal: str | None = None
         self.refused: str | None = None  # every attempt refused alike (transport.refused)
@@ -385,6 +385,7 @@ class Asker:
         if usage is not None:
             self.usage[0] += usage.input_tokens
             self.usage[1] += usage.output_tokens
+            self.usage[2] += usage.reasoning_tokens or 0
             self.progress.input_tokens += usage.input_tokens
             self.progress.output_tokens += usage.output_tokens
         if usage is None and self.opts.price_in is not None and self.opts.price_out is not None:
@@ -457,14 +458,14 @@ class Writer:
         self.opts = opts
         self.config = opts.config
         self.store = store
-        self.info = JudgeInfo(self.config.model, self.config.provider, self.config.host,
-                              self.config.temperature, self.config.hash)
+        self.info = self.config.info
         self.counts = Counts()
         self.by_status: Counter[str] = Counter()
         self.by_cause: Counter[str] = Counter()
         self.rejected_by_kind: Counter[str] = Counter()
         self.not_judged: list[NotJudged] = []
-        self.usage_all = [0, 0]
+        self.usage_all = [0, 0, 0]
+        self.unstructured = 0  # answers read from text structured output did not shape
         self._encode = msgspec.json.Encoder().encode
 
     def verdict(self, state: inputs.JudgeState) -> bytes | None:
@@ -472,12 +473,14 @@ class Writer:
         req = build(self.config, state.question, state.state)
         stored = self.store.get(req.key)
         if stored is not None:
-            v = verdict.answered(self.info, self.config.api, stored, state.case_id,
-                                 state.rubric_id, state.rubric_hash, state.state_hash,
-                                 state.exposure)
+            v, parsed = verdict.answered(self.info, self.config.api, stored, state.case_id,
+                                         state.rubric_id, state.rubric_hash, state.state_hash,
+                                         state.exposure)
+            self.unstructured += parsed.unstructured
             if v.usage is not None:
                 self.usage_all[0] += v.usage.input_tokens
                 self.usage_all[1] += v.usage.output_tokens
+                self.usage_all[2] += v.usage.reasoning_tokens or 0
         else:
             failure = self.store.failure(req.key)
             if failure is None:
@@ -605,15 +608,21 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
         by_status={s: writer.by_status[s] for s in ("pass", "fail", "na", "unscored")},
         by_cause=dict(sorted(writer.by_cause.items())), unscored_rate=rate,
         max_unscored_rate=opts.max_unscored_rate, requests=asker.requests,
-        usage=TokenUsage(*asker.usage), usage_all=TokenUsage(*writer.usage_all),
+        usage=tallied(asker.usage), usage_all=tallied(writer.usage_all),
         tokenizer=asker.counter.encoding if asker.counter is not None else None, prices=prices,
         cost_usd=round(asker.spent, 6) if prices else None, max_cost=opts.max_cost,
         max_requests=opts.max_requests,
         stopped_by=asker.stopped_by if c.not_judged else None,
         latency_ms=asker.histogram.latency(), not_judged=writer.not_judged,
         not_judged_listed=len(writer.not_judged),
-        rejected_by_kind=dict(sorted(writer.rejected_by_kind.items())), warnings=warnings,
+        rejected_by_kind=dict(sorted(writer.rejected_by_kind.items())),
+        without_structured_output=writer.unstructured, warnings=warnings,
         seconds=round(time.perf_counter() - started, 3), exit_code=exit_code)
+
+
+def tallied(usage: list[int]) -> TokenUsage:
+    """A run's token counts (input, output, reasoning of the output) as a report writes them."""
+    return TokenUsage(usage[0], usage[1], usage[2] or None)
 
 
 def first_state(source: HeldInput, case_id: str, rubric_id: str,

@@ -103,6 +103,9 @@ class JudgeReport(Struct):
     not_judged: list[NotJudged]
     not_judged_listed: int
     rejected_by_kind: dict[str, int]
+    # verdicts whose answer came in text that structured output did not shape (a fence, a
+    # <think> block before it, text where a tool call was asked for): read all the same
+    without_structured_output: int
     warnings: list[str]
     seconds: float
     exit_code: int

@@ -91,7 +91,8 @@ def key_from_environment(config: JudgeConfig, api_key_env: str | None,
     named on purpose, would give no key."""
     name = api_key_env or config.api.key_env
     key = environ.get(name) or None
-    public = any(p.key_required and config.base_url == p.base_url for p in REGISTRY.values())
+    public = config.api.key_always or any(p.key_required and config.base_url == p.base_url
+                                          for p in REGISTRY.values())
     if key is None and (public or api_key_env):
         raise UsageError(f"set {name} in the environment to the API key (keys are read from the "
                          "environment only, never from a file or an option).")

@@ -14,7 +14,10 @@
   (a 400 whose body repeats the credentials it was sent), ``bigusage`` (a pass whose usage
   says 2**63 input tokens), ``latin1id`` (a pass whose request id header is latin-1
   ``caf\xe9``, not UTF-8), ``garbled`` (a 200 whose body is an HTML error page, as a proxy
-  sends). Without a marker: ``pass``.
+  sends), ``think`` (a reasoning model's ``pass``: OpenAI a ``<think>`` block holding a
+  ``fail`` verdict before the JSON, ``reasoning_content`` and ``reasoning_tokens``;
+  Anthropic a thinking block holding one before the tool call), ``fenced`` (the ``pass``
+  in a Markdown fence, as a server without structured output writes it). Without a marker: ``pass``.
 - As a gateway or a quota does (issue 27): ``--refuse CODE`` answers every request with that
   status and one message (the LiteLLM proxy's wrong model); ``--quota N --quota-seconds S``
   takes N requests every S seconds (refilled continuously, N at most at once), says what is
@@ -62,6 +65,8 @@ _REASONS = {200: "OK", 302: "Found", 307: "Temporary Redirect", 400: "Bad Reques
             500: "Internal Server Error", 503: "Service Unavailable"}
 ABSURD_DATE = "Wed, 21 Oct 2015 07:28:00 +99999999999999"  # parsedate: OverflowError
 DEEP = 100_000
+# A reasoning model's thought, holding a verdict that is not its answer.
+THOUGHT = 'Maybe {"status": "fail", "reason": "a thought, not the answer"}? No: it helps.'
 
 
 class Stats:
@@ -340,9 +345,12 @@ def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | Non
     """The answer text and OpenAI finish reason for a fault (or a status); ``key``: what
     ``echoescaped`` echoes."""
     if fault in ("pass", "fail", "na", "cut", "echoheader", "negusage", "hugeheader",
-                 "manyheaders", "bigusage", "latin1id"):
+                 "manyheaders", "bigusage", "latin1id", "think", "fenced"):
         status = fault if fault in ("fail", "na") else "pass"
-        return json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"}), "stop"
+        text = json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"})
+        if fault == "fenced":
+            text = f"```json\n{text}\n```"
+        return text, "stop"
     if fault == "echoescaped":
         # The key escaped inside the answer's JSON: escaped once more in the response body.
         reason = json.dumps(f"fake pass {digest[:8]}, key ")[:-1] + escaped(key or "") + '"'
@@ -361,15 +369,22 @@ def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | Non
 def _openai(request: dict[str, Any], fault: str, text: str | None, finish: str, rid: str,
             usage_in: int, usage_out: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    details = None
     if fault == "refusal":
         message["refusal"] = "I'm sorry, I can't help with that."
+    if fault == "think":
+        message["content"] = f"<think>{THOUGHT}</think>\n{text}"
+        message["reasoning_content"] = THOUGHT
+        usage_out += 40
+        details = {"reasoning_tokens": 40}
     return {"id": "ECHOED-ID" if fault == "echoescaped" else "chatcmpl-" + rid[4:],
             "object": "chat.completion", "created": 0,
             "model": request.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish,
                          "logprobs": None}],
             "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
-                      "total_tokens": usage_in + usage_out}}
+                      "total_tokens": usage_in + usage_out,
+                      **({"completion_tokens_details": details} if details else {})}}
 
 
 def _anthropic(request: dict[str, Any], fault: str, text: str | None, rid: str, usage_in: int,
@@ -383,10 +398,14 @@ def _anthropic(request: dict[str, Any], fault: str, text: str | None, rid: str, 
         content, stop = [{"type": "text", "text": text}], "max_tokens"
     elif fault == "notjson":
         content, stop = [{"type": "text", "text": text}], "end_turn"
+    elif fault == "fenced":
+        content, stop = [{"type": "text", "text": text}], "end_turn"
     else:
         assert text is not None
         content = [{"type": "tool_use", "id": "toolu_" + rid[4:], "name": tool,
                     "input": json.loads(text)}]
+        if fault == "think":
+            content.insert(0, {"type": "thinking", "thinking": THOUGHT, "signature": "sig"})
     return {"id": "ECHOED-ID" if fault == "echoescaped" else "msg_" + rid[4:],
             "type": "message", "role": "assistant",
             "model": request.get("model"), "content": content, "stop_reason": stop,

@@ -51,6 +51,18 @@ class Config(Protocol):
     def max_output_tokens(self) -> int: ...
     @property
     def encoder(self) -> msgspec.json.Encoder: ...  # the config's own: one per run
+    @property
+    def response_format(self) -> str: ...  # one of the provider's ``response_formats``
+    @property
+    def reasoning_effort(self) -> str | None: ...  # OpenAI's reasoning models: low, high...
+    @property
+    def thinking_budget(self) -> int | None: ...  # Anthropic's (and Gemini's) thinking tokens
+    @property
+    def deployment(self) -> str: ...  # Azure: the deployment ("": the model's name)
+    @property
+    def api_version(self) -> str: ...  # Azure: the api-version ("": the provider's)
+    @property
+    def region(self) -> str: ...  # Bedrock: the AWS region ("": the environment's)
 
 
 class Unconfirmed(Exception):
@@ -98,10 +110,41 @@ class Provider(abc.ABC):
     path: ClassVar[str]  # where requests go, below the base URL
     key_env: ClassVar[str]  # the environment variable of the key, the default --api-key-env
     key_required: ClassVar[bool] = True  # the public endpoint refuses requests without one
+    # every endpoint of it wants the key (Azure, Gemini), not only the public one
+    key_always: ClassVar[bool] = False
+    url_query: ClassVar[tuple[str, ...]] = ()  # what --base-url may carry as a query
+    # where --base-url is required (no public endpoint): what it is, for the sentence
+    base_url_help: ClassVar[str] = ""
     credential_headers: ClassVar[tuple[str, ...]]  # the headers of ``headers`` holding the key
     request_id_header: ClassVar[str]  # the response header naming the request
     batch_speaks: ClassVar[str]  # what `batch prepare --provider`'s help says of it
     batch_limits: ClassVar[Limits]  # what one request file may hold
+    # How the answer is asked for (--response-format): the first is the default. ``none``
+    # asks for nothing (the answer instruction alone); the answer is checked all the same.
+    response_formats: ClassVar[tuple[str, ...]] = ("json_schema", "none")
+    # The settings of a judge config beyond the shared ones that this provider reads (the
+    # names of ``Config``'s properties); any other given is refused with a sentence.
+    settings: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, config: Config) -> None:
+        """Raise UsageError where the config asks for what this provider cannot do (beyond
+        ``response_formats`` and ``settings``, which ``JudgeConfig`` checks)."""
+        return None
+
+    def default_base_url(self, config: Config) -> str:
+        """The base URL when --base-url is not given (``base_url``; Bedrock's depends on the
+        region). An empty one: --base-url is required."""
+        return self.base_url
+
+    def reasons(self, config: Config) -> bool:
+        """Whether the judge thinks before it answers (a reasoning model, a thinking budget):
+        its reasoning then counts against --max-output-tokens, and --dry-run says so."""
+        return False
+
+    def sent_temperature(self, config: Config) -> float | None:
+        """The temperature the body carries (what a verdict records): None where it is not
+        sent (reasoning models, which refuse one)."""
+        return config.temperature
 
     # -- a request -------------------------------------------------------------------------------
     def url(self, config: Config) -> str:
@@ -112,6 +155,12 @@ class Provider(abc.ABC):
     def headers(self, api_key: str | None) -> dict[str, str]:
         """The provider's own headers of every call (live and batch), the key among them
         when there is one (in ``credential_headers``)."""
+
+    def sign(self, config: Config, url: str, body: bytes,
+             headers: dict[str, str]) -> dict[str, str]:
+        """Headers computed from each request itself (a signature: Bedrock's SigV4), added to
+        ``headers``; none by default. Never stored, like every header."""
+        return {}
 
     @abc.abstractmethod
     def body(self, config: Config, system: str, state: str) -> bytes:
