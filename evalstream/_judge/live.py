@@ -177,8 +177,10 @@ class Asker:
     """Pass 1: reads the judge states and sends what is not stored, within the limits."""
 
     def __init__(self, opts: Options, store: Store, key: str | None,
-                 hook: ProgressHook | None) -> None:
+                 hook: ProgressHook | None,
+                 signer: Callable[[str, bytes], dict[str, str]] | None = None) -> None:
         self.opts = opts
+        self.signer = signer
         self.config = opts.config
         self.store = store
         self.key = key
@@ -241,7 +243,7 @@ class Asker:
         tpm = TokenBucket(self.opts.tpm) if self.opts.tpm else None
         transport = Transport(self.config, self.key, self.concurrency, timeout=self.opts.timeout,
                               max_attempts=self.opts.max_attempts, rpm=rpm, tpm=tpm,
-                              max_wait=self.opts.max_wait)
+                              max_wait=self.opts.max_wait, signer=self.signer)
         tasks: set[asyncio.Task[None]] = set()
         ticker = asyncio.create_task(self._tick()) if self.hook else None
         renewer = asyncio.create_task(self._renew())
@@ -539,6 +541,7 @@ def run(opts: Options, hook: ProgressHook | None = None,
     targets = targets if targets is not None else check(opts)
     assert opts.output is not None
     key = api_key(opts)
+    signer = opts.config.api.signer(opts.config, key, opts.environ)
     rejects_path, report_path = targets.path("rejects"), targets.path("report")
     if rejects_path is None or report_path is None:
         raise UsageError("with the verdicts on stdout, give --rejects and --report.")
@@ -547,7 +550,7 @@ def run(opts: Options, hook: ProgressHook | None = None,
     with held(opts) as source:
         store = Store(path_of_store)
         try:
-            asker = Asker(opts, store, key, hook)
+            asker = Asker(opts, store, key, hook, signer)
             _ask_all(asker, source)
             if asker.refused is not None:
                 sent = asker.requests.sent

@@ -40,7 +40,7 @@ import hashlib
 import random
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import msgspec
@@ -91,6 +91,9 @@ def key_from_environment(config: JudgeConfig, api_key_env: str | None,
     named on purpose, would give no key."""
     name = api_key_env or config.api.key_env
     key = environ.get(name) or None
+    for other in () if api_key_env else config.api.key_env_also:
+        if key is None and environ.get(other):
+            name, key = other, environ[other]
     public = config.api.key_always or any(p.key_required and config.base_url == p.base_url
                                           for p in REGISTRY.values())
     if key is None and (public or api_key_env):
@@ -218,12 +221,14 @@ class Transport:
 
     def __init__(self, config: JudgeConfig, api_key: str | None, concurrency: Concurrency, *,
                  timeout: float, max_attempts: int, rpm: TokenBucket | None = None,
-                 tpm: TokenBucket | None = None, max_wait: float = DEFAULT_MAX_WAIT) -> None:
+                 tpm: TokenBucket | None = None, max_wait: float = DEFAULT_MAX_WAIT,
+                 signer: Callable[[str, bytes], dict[str, str]] | None = None) -> None:
         self.config = config
         self.concurrency = concurrency
         self.timeout = timeout
         self.max_attempts = max_attempts
         self.max_wait = max_wait
+        self.signer = signer  # headers computed from each request (Provider.signer)
         self.pacer = Pacer(MAX_RETRY_AFTER)
         self.answered = False  # an answer came: refusals alike no longer stop the run
         # the refusal every attempt met, once SAME_REFUSALS of them were alike: stop
@@ -246,6 +251,10 @@ class Transport:
         self._aiohttp = aiohttp
         connector = aiohttp.TCPConnector(limit=self.concurrency.maximum, limit_per_host=0,
                                          ttl_dns_cache=300)
+        import yarl
+
+        # Sent exactly as built (a signature covers the path: `%3A` must stay escaped).
+        self._url = yarl.URL(self.config.url, encoded=True)
         self._session = aiohttp.ClientSession(
             connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout),
             headers=self._headers, auto_decompress=True, trust_env=False)
@@ -280,7 +289,8 @@ class Transport:
             wait: float | None = None
             headers = None
             try:
-                async with self._session.post(self.config.url, data=body,
+                signed = self.signer(self.config.url, body) if self.signer else None
+                async with self._session.post(self._url, data=body, headers=signed,
                                               allow_redirects=False) as response:
                     status, headers = response.status, response.headers
                     data, whole = await read_body(

@@ -164,9 +164,9 @@ class Server:
             if cut:
                 return False  # the caller closes the connection: no answer
             return await self.send(writer, code, data)
-        if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages"):
+        dialect = _dialect(path.split("?", 1)[0])
+        if method != "POST" or dialect is None:
             return await self.send(writer, 404, b'{"error": {"message": "no such route"}}')
-        anthropic = path == "/v1/messages"
         digest = hashlib.sha256(body).hexdigest()
         stats = self.stats
         stats.requests += 1
@@ -174,16 +174,16 @@ class Server:
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:
-            return await self.answer(anthropic, headers, body, digest, writer)
+            return await self.answer(dialect, headers, body, digest, writer, path)
         finally:
             stats.in_flight -= 1
 
-    async def answer(self, anthropic: bool, headers: dict[str, str], body: bytes, digest: str,
-                     writer: asyncio.StreamWriter) -> bool:
+    async def answer(self, dialect: str, headers: dict[str, str], body: bytes, digest: str,
+                     writer: asyncio.StreamWriter, path: str) -> bool:
+        anthropic = dialect == "anthropic"
         if self.latency:
             await asyncio.sleep(self.latency)
-        sent_key = headers.get("x-api-key") if anthropic else \
-            headers.get("authorization", "").removeprefix("Bearer ")
+        sent_key = _sent_key(dialect, headers)
         if self.key is not None and sent_key != self.key:
             return await self.send(writer, 401, _error("invalid api key", "authentication_error"))
         if self.refuse is not None:
@@ -204,15 +204,15 @@ class Server:
             if times is None or self.attempts[digest] <= times:
                 fault = found[1].decode()
         rid = "req_" + digest[:20]
-        extra = {"request-id" if anthropic else "x-request-id": rid, **quota}
+        extra = {name: rid for name in ID_HEADERS[dialect]}
+        extra.update(quota)
         if fault in ("429", "500", "503", "400", "401", "429zone"):
             code = int(fault[:3])
             if code == 429:
                 extra["retry-after"] = ABSURD_DATE if fault == "429zone" else self.retry_after
             return await self.send(writer, code, _error(f"fake {code}", "fake_error"), extra)
         if fault == "redirect":
-            path = "/v1/messages" if anthropic else "/v1/chat/completions"
-            extra["location"] = f"http://127.0.0.1:{self.foreign_port}{path}"
+            extra["location"] = f"http://127.0.0.1:{self.foreign_port}{path.split('?')[0]}"
             return await self.send(writer, 307, b"", extra)
         if fault == "garbled":
             page = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
@@ -242,7 +242,11 @@ class Server:
             usage_in, usage_out = -1_000_000, -1_000_000
         if fault == "bigusage":
             usage_in = 2**63  # one past SQLite's INTEGER
-        if anthropic:
+        if dialect == "gemini":
+            payload = _gemini(fault, text, rid, usage_in, usage_out)
+        elif dialect == "bedrock":
+            payload = _bedrock(fault, text, rid, usage_in, usage_out)
+        elif anthropic:
             payload = _anthropic(request, fault, text, rid, usage_in, usage_out)
         else:
             payload = _openai(request, fault, text, finish, rid, usage_in, usage_out)
@@ -410,6 +414,75 @@ def _anthropic(request: dict[str, Any], fault: str, text: str | None, rid: str, 
             "type": "message", "role": "assistant",
             "model": request.get("model"), "content": content, "stop_reason": stop,
             "stop_sequence": None, "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}
+
+
+def _dialect(path: str) -> str | None:
+    """Which API a request's path speaks: OpenAI's (and Azure's deployments), Anthropic's,
+    Gemini's generateContent, Bedrock's Converse; None for no API of the fake."""
+    if path.endswith("/chat/completions"):
+        return "openai"
+    if path.endswith("/v1/messages"):
+        return "anthropic"
+    if re.fullmatch(r".*/models/[^/]+:generateContent", path):
+        return "gemini"
+    if re.fullmatch(r".*/model/[^/]+/converse", path):
+        return "bedrock"
+    return None
+
+
+# The request-id headers of each API (OpenAI's answer carries Azure's too).
+ID_HEADERS = {"openai": ("x-request-id", "apim-request-id"), "anthropic": ("request-id",),
+              "gemini": ("x-goog-request-id",), "bedrock": ("x-amzn-requestid",)}
+
+
+def _sent_key(dialect: str, headers: dict[str, str]) -> str | None:
+    """The credential a request carries in its API's header: ``x-api-key`` (Anthropic),
+    ``api-key`` (Azure), ``x-goog-api-key`` (Gemini), a bearer token; for a SigV4-signed
+    request, ``sigv4:`` and the access key id of its credential scope."""
+    for name in ("x-api-key", "api-key", "x-goog-api-key"):
+        if name in headers:
+            return headers[name]
+    auth = headers.get("authorization", "")
+    if auth.startswith("AWS4-HMAC-SHA256 "):
+        found = re.search(r"Credential=([^/]+)/", auth)
+        return "sigv4:" + (found[1] if found else "")
+    return auth.removeprefix("Bearer ") if auth else None
+
+
+def _gemini(fault: str, text: str | None, rid: str, usage_in: int,
+            usage_out: int) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [] if text is None else [{"text": text}]
+    finish = {"refusal": "SAFETY", "length": "MAX_TOKENS"}.get(fault, "STOP")
+    usage = {"promptTokenCount": usage_in, "candidatesTokenCount": usage_out,
+             "totalTokenCount": usage_in + usage_out}
+    if fault == "think":
+        parts.insert(0, {"text": THOUGHT, "thought": True})
+        usage["thoughtsTokenCount"] = 40
+    return {"candidates": [{"content": {"role": "model", "parts": parts},
+                            "finishReason": finish, "index": 0}],
+            "usageMetadata": usage,
+            "responseId": "ECHOED-ID" if fault == "echoescaped" else "gem-" + rid[4:]}
+
+
+def _bedrock(fault: str, text: str | None, rid: str, usage_in: int,
+             usage_out: int) -> dict[str, Any]:
+    content: list[dict[str, Any]]
+    stop = "tool_use"
+    if fault == "refusal":
+        content, stop = [], "content_filtered"
+    elif fault in ("length", "notjson", "fenced"):
+        content = [{"text": text}]
+        stop = "max_tokens" if fault == "length" else "end_turn"
+    else:
+        assert text is not None
+        content = [{"toolUse": {"toolUseId": "tooluse_" + rid[4:], "name": "record_verdict",
+                                "input": json.loads(text)}}]
+        if fault == "think":
+            content.insert(0, {"reasoningContent": {"reasoningText": {"text": THOUGHT}}})
+    return {"output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": stop, "metrics": {"latencyMs": 1},
+            "usage": {"inputTokens": usage_in, "outputTokens": usage_out,
+                      "totalTokens": usage_in + usage_out}}
 
 
 async def serve(args: argparse.Namespace) -> None:

@@ -201,6 +201,8 @@ class RequestFiles:
 def run(opts: Options) -> PrepareReport:
     """Prepare ``opts.folder`` from ``opts.input``; return the report (also written there)."""
     started = time.perf_counter()
+    if opts.config.api.batch_none:
+        raise UsageError(f"--provider {opts.config.provider}: {opts.config.api.batch_none}.")
     limit = limits(opts)
     if limit.requests < 1 or limit.bytes < 1:
         raise UsageError("--max-requests-per-file and --max-bytes-per-file must be positive.")

@@ -29,6 +29,7 @@ from msgspec import Struct
 
 from evalstream._judge.answer import Parsed, excerpt, http_error_detail, unscored
 from evalstream._judge.batch.formats import Limits, Outcome, ResultLine
+from evalstream.errors import UsageError
 
 
 class Message(Struct, gc=False):
@@ -109,6 +110,7 @@ class Provider(abc.ABC):
     base_url: ClassVar[str]  # the public endpoint, the default --base-url
     path: ClassVar[str]  # where requests go, below the base URL
     key_env: ClassVar[str]  # the environment variable of the key, the default --api-key-env
+    key_env_also: ClassVar[tuple[str, ...]] = ()  # read when key_env is not set (by default)
     key_required: ClassVar[bool] = True  # the public endpoint refuses requests without one
     # every endpoint of it wants the key (Azure, Gemini), not only the public one
     key_always: ClassVar[bool] = False
@@ -118,6 +120,9 @@ class Provider(abc.ABC):
     credential_headers: ClassVar[tuple[str, ...]]  # the headers of ``headers`` holding the key
     request_id_header: ClassVar[str]  # the response header naming the request
     batch_speaks: ClassVar[str]  # what `batch prepare --provider`'s help says of it
+    # why `batch` cannot be used with it, where evalstream does not speak its batch form
+    # (then ``NoBatch`` gives the batch members); "" where it does
+    batch_none: ClassVar[str] = ""
     batch_limits: ClassVar[Limits]  # what one request file may hold
     # How the answer is asked for (--response-format): the first is the default. ``none``
     # asks for nothing (the answer instruction alone); the answer is checked all the same.
@@ -156,11 +161,13 @@ class Provider(abc.ABC):
         """The provider's own headers of every call (live and batch), the key among them
         when there is one (in ``credential_headers``)."""
 
-    def sign(self, config: Config, url: str, body: bytes,
-             headers: dict[str, str]) -> dict[str, str]:
-        """Headers computed from each request itself (a signature: Bedrock's SigV4), added to
-        ``headers``; none by default. Never stored, like every header."""
-        return {}
+    def signer(self, config: Config, api_key: str | None,
+               environ: Mapping[str, str]) -> Callable[[str, bytes], dict[str, str]] | None:
+        """A function of a request's URL and body giving headers computed from the request
+        itself (a signature: Bedrock's SigV4, with credentials found in ``environ``), or
+        None (the default: ``headers`` say all). Raises UsageError when it cannot sign.
+        What it gives is never stored, like every header."""
+        return None
 
     @abc.abstractmethod
     def body(self, config: Config, system: str, state: str) -> bytes:
@@ -212,6 +219,10 @@ class Provider(abc.ABC):
         """What a result line (passed by ``result_problem``) says about its request."""
 
     # -- batch endpoints -------------------------------------------------------------------------
+    def endpoint(self, config: Config, path: str) -> str:
+        """The URL of a batch endpoint (``/files``, ``/batches?limit=100``) of this config."""
+        return config.base_url + path
+
     @abc.abstractmethod
     def batch_path(self, batch_id: str) -> str:
         """Where a batch is asked for, below the base URL."""
@@ -235,3 +246,38 @@ class Provider(abc.ABC):
                        stem: str) -> list[str]:
         """An ended batch's result files saved into ``folder`` (named from ``stem``), once,
         atomically; their names."""
+
+
+class NoBatch:
+    """The batch members of a provider whose batch form evalstream does not speak: each
+    refuses with the provider's ``batch_none`` sentence (``batch prepare`` says it first)."""
+
+    batch_none: ClassVar[str]
+
+    def _refuse(self) -> UsageError:
+        return UsageError(self.batch_none)
+
+    def request_line(self, custom_id: str, body: bytes) -> bytes:
+        raise self._refuse()
+
+    def result_problem(self, line: ResultLine) -> tuple[str, str] | None:
+        raise self._refuse()
+
+    def outcome(self, line: ResultLine) -> Outcome:
+        raise self._refuse()
+
+    def batch_path(self, batch_id: str) -> str:
+        raise self._refuse()
+
+    def batch_status(self, batch: Mapping[str, Any]) -> str:
+        raise self._refuse()
+
+    def batch_ended(self, status: str) -> bool:
+        raise self._refuse()
+
+    async def submit(self, client: BatchCalls, job: Submission) -> dict[str, Any]:
+        raise self._refuse()
+
+    async def download(self, client: BatchCalls, batch: Mapping[str, Any], folder: str,
+                       stem: str) -> list[str]:
+        raise self._refuse()

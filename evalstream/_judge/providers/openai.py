@@ -31,7 +31,7 @@ import os
 import time
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import msgspec
@@ -172,7 +172,12 @@ class OpenAI(Provider):
     # 50,000 requests and 200 MB an input file; MB read as 10^6 bytes, the smaller reading.
     batch_limits = Limits(50_000, 200_000_000)
     response_formats = tuple(RESPONSE_FORMATS)
-    settings = ("reasoning_effort",)
+    settings: ClassVar[tuple[str, ...]] = ("reasoning_effort",)
+    batch_endpoint = BATCH_ENDPOINT  # a request line's url, and the batch's endpoint
+
+    def body_model(self, config: Config) -> str:
+        """What the body's ``model`` says (Azure: the deployment)."""
+        return config.model
 
     def check(self, config: Config) -> None:
         effort = config.reasoning_effort
@@ -202,7 +207,8 @@ class OpenAI(Provider):
     def body(self, config: Config, system: str, state: str) -> bytes:
         completion = self.completion_limit(config)
         return config.encoder.encode(Body(
-            model=config.model, messages=[Message("system", system), Message("user", state)],
+            model=self.body_model(config),
+            messages=[Message("system", system), Message("user", state)],
             temperature=self.sent_temperature(config),
             max_completion_tokens=config.max_output_tokens if completion else None,
             max_tokens=None if completion else config.max_output_tokens,
@@ -248,7 +254,7 @@ class OpenAI(Provider):
     # -- batch files -----------------------------------------------------------------------------
     def request_line(self, custom_id: str, body: bytes) -> bytes:
         return (b'{"custom_id":"' + custom_id.encode() + b'","method":"POST","url":"'
-                + BATCH_ENDPOINT.encode() + b'","body":' + body + b"}\n")
+                + self.batch_endpoint.encode() + b'","body":' + body + b"}\n")
 
     def result_problem(self, line: ResultLine) -> tuple[str, str] | None:
         given = request_line_problem(line)
@@ -318,7 +324,7 @@ class OpenAI(Provider):
             attempt += 1
             job.save(creating=time.time())
             try:
-                return await _create(client, file_id, metadata)
+                return await _create(client, file_id, metadata, self.batch_endpoint)
             except Unconfirmed as exc:
                 # The batch may exist: it would be listed with this file as its input.
                 await asyncio.sleep(min(2.0 ** attempt, 30.0) / 4)
@@ -368,9 +374,10 @@ async def _upload(client: BatchCalls, path: str, name: str) -> str:
     return file_id
 
 
-async def _create(client: BatchCalls, file_id: str, metadata: dict[str, str]) -> dict[str, Any]:
+async def _create(client: BatchCalls, file_id: str, metadata: dict[str, str],
+                  endpoint: str) -> dict[str, Any]:
     """Create a batch of an uploaded file."""
-    payload = msgspec.json.encode({"input_file_id": file_id, "endpoint": BATCH_ENDPOINT,
+    payload = msgspec.json.encode({"input_file_id": file_id, "endpoint": endpoint,
                                    "completion_window": COMPLETION_WINDOW,
                                    "metadata": metadata})
     return await client.json("POST", "/batches", body=lambda: payload, creates=True,
