@@ -216,7 +216,7 @@ def _calls(tmp: Path) -> dict[str, Any]:
     ("judge_verdicts", {"temperature": "hot"}, "--temperature: 'hot' is text, not a number."),
     ("judge_verdicts", {"max_connections": 0}, "--max-connections: 0 must be positive."),
     ("judge_verdicts", {"timeout": float("nan")}, "--timeout: nan must be a number above 0."),
-    ("judge_verdicts", {"provider": "gemini"}, "--provider: 'gemini' is not one of openai"),
+    ("judge_verdicts", {"provider": "vertex"}, "--provider: 'vertex' is not one of openai"),
     ("batch_prepare", {"max_bytes_per_file": 0}, "--max-bytes-per-file: 0 must be a positive "
                                                  "size up to 4 EiB."),
     ("export_view", {"limit": "5"}, "--limit: '5' is text, not a whole number; give limit=5."),
