@@ -115,9 +115,10 @@ class Concurrency:
 
 class Pacer:
     """Paces requests by the quota the server says it has left (issue 27): the rate-limit
-    headers of every answer, OpenAI's (``x-ratelimit-remaining-requests``, ``-limit-``,
-    ``-reset-``: durations such as ``1s``, ``6m0s``, ``20ms``; the same for ``tokens``, which
-    Azure, LiteLLM, vLLM and most compatible servers copy) and Anthropic's
+    headers of every answer (a refusal's wait is its ``Retry-After``), OpenAI's
+    (``x-ratelimit-remaining-requests``, ``-limit-``, ``-reset-``: durations such as ``1s``,
+    ``6m0s``, ``20ms``; the same for ``tokens``, which Azure, LiteLLM, vLLM and most
+    compatible servers copy) and Anthropic's
     (``anthropic-ratelimit-requests-remaining``, ``-limit``, ``-reset``: an RFC 3339 time).
 
     Without it a run learnt its quota from 429s only: under a real quota (60 requests a
@@ -128,12 +129,15 @@ class Pacer:
     is missing (the reset time over what was used: a quota refilled continuously, as
     OpenAI's and Anthropic's are, gives that back exactly; a fixed window is paced by its
     429's ``Retry-After`` instead). What the server said is taken less the requests in
-    flight, which its count may not hold yet. A wait is never longer than ``longest``."""
+    flight, which its count may not hold yet, and forgotten once the reset it gave has passed
+    (the quota is whole again; answers may stop saying). A wait is never longer than
+    ``longest``."""
 
     def __init__(self, longest: float = 120.0) -> None:
         self.longest = longest
         self.quota: dict[str, float] = {}  # "requests"/"tokens" -> units left, as we count
         self.per_unit: dict[str, float] = {}  # seconds the quota takes to grow back by one
+        self.until: dict[str, float] = {}  # when the server said the quota is whole again
         self.in_flight = 0
         self.waited = 0.0  # seconds held, in all (the report)
         self._heard = asyncio.Event()  # the first answer's headers (or its failure) came
@@ -149,7 +153,10 @@ class Pacer:
             else:
                 self._probing = True  # this one goes alone: its answer says the quota
         async with self._lock:
+            now = time.monotonic()
             for kind, units in (("requests", 1), ("tokens", tokens)):
+                if self.until.get(kind, now) < now:
+                    del self.quota[kind], self.until[kind]  # whole again: what was said is old
                 left = self.quota.get(kind)
                 if left is None or not units:
                     continue
@@ -162,15 +169,16 @@ class Pacer:
             self.in_flight += 1
 
     def after(self, headers: Any) -> None:
-        """An attempt ended: ``headers`` of its answer, or None (no answer)."""
+        """An attempt ended: ``headers`` of its answer, or None (no answer, or a refusal)."""
         self.in_flight -= 1
         if headers is not None:
             for kind in ("requests", "tokens"):
                 said = quota_said(headers, kind)
                 if said is not None:
-                    left, per_unit = said
+                    left, per_unit, reset = said
                     self.quota[kind] = left - self.in_flight
                     self.per_unit[kind] = per_unit
+                    self.until[kind] = time.monotonic() + reset
         self._heard.set()
 
 
@@ -178,10 +186,10 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-def quota_said(headers: Any, kind: str) -> tuple[float, float] | None:
-    """(units left, seconds a unit takes to grow back) that the rate-limit headers of an
-    answer say of ``kind`` (``requests`` or ``tokens``), or None when they say nothing that
-    can be read."""
+def quota_said(headers: Any, kind: str) -> tuple[float, float, float] | None:
+    """(units left, seconds a unit takes to grow back, seconds until the quota is whole) that
+    the rate-limit headers of an answer say of ``kind`` (``requests`` or ``tokens``), or None
+    when they say nothing that can be read."""
     for remaining_name, limit_name, reset_name in (
             (f"x-ratelimit-remaining-{kind}", f"x-ratelimit-limit-{kind}",
              f"x-ratelimit-reset-{kind}"),
@@ -193,7 +201,7 @@ def quota_said(headers: Any, kind: str) -> tuple[float, float] | None:
             continue
         limit = _number(headers.get(limit_name))
         used = (limit - remaining) if limit is not None and limit > remaining else 1.0
-        return remaining, reset / used
+        return remaining, reset / used, reset
     return None
 
 

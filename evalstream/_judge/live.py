@@ -559,7 +559,11 @@ def run(opts: Options, hook: ProgressHook | None = None,
                     f"run stopped: {sent:,} request{'s were' if sent != 1 else ' was'} sent "
                     f"and none answered (nothing paid). Check the API key variable, --model "
                     f"and --base-url ({opts.config.url}); the server's message above says "
-                    "what it wants.")
+                    "what it wants." + (
+                        " It names response_format: this server may not take the structured "
+                        "output asked for (llama.cpp's takes --response-format json_object; "
+                        "any server, --response-format none)."
+                        if "response_format" in asker.refused else ""))
             if asker.fatal is not None:
                 raise UsageError(
                     f"the server refused the request ({asker.fatal}); check the API key "

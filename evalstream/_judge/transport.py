@@ -310,7 +310,9 @@ class Transport:
                     self.concurrency.succeeded()
                     self.answered = True
                     return Reply(data, request_id, None, None, latency, attempt, whole=whole)
-            self.pacer.after(headers)
+            # The pace is set by answers; a refusal's wait is its Retry-After (AIMock's 429s
+            # carry fixed headers saying no tokens are left for six minutes).
+            self.pacer.after(None)
             if headers is not None:
                 if status == 200:
                     # Not JSON at all (a proxy's error page, a body cut short): a fault on

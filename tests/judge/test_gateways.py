@@ -85,12 +85,13 @@ def test_the_servers_rate_limit_headers_pace_the_requests(
 def test_the_rate_limit_headers_are_read_in_both_dialects() -> None:
     openai = {"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0",
               "x-ratelimit-reset-requests": "1m0s"}
-    assert quota_said(openai, "requests") == (0.0, 1.0)
-    assert quota_said({**openai, "x-ratelimit-reset-requests": "1.5s"}, "requests") == (0, 0.025)
+    assert quota_said(openai, "requests") == (0.0, 1.0, 60.0)
+    assert quota_said({**openai, "x-ratelimit-reset-requests": "1.5s"}, "requests") == (
+        0, 0.025, 1.5)
     assert quota_said({**openai, "x-ratelimit-reset-requests": "20ms"}, "requests")[1] == \
         pytest.approx(0.02 / 60)  # type: ignore[index]
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 30))
-    left, per = quota_said({"anthropic-ratelimit-tokens-remaining": "900",  # type: ignore[misc]
+    left, per, _ = quota_said({"anthropic-ratelimit-tokens-remaining": "900",  # type: ignore[misc]
                             "anthropic-ratelimit-tokens-limit": "1000",
                             "anthropic-ratelimit-tokens-reset": stamp}, "tokens")
     assert left == 900 and 0.25 < per <= 0.31
@@ -113,3 +114,26 @@ def test_a_200_that_is_not_json_is_asked_again_and_never_stored(
     server.reset()
     live.run(options(server, path, out, max_attempts=2))  # only the garbled one again
     assert server.stats()["requests"] == 2
+
+
+def test_the_pace_is_forgotten_once_the_quota_is_whole_again() -> None:
+    """A quota said once holds until its reset: later answers without headers (AIMock's
+    200s) do not keep every request waiting on it."""
+    import asyncio
+
+    from evalstream._judge.limits import Pacer
+
+    async def go() -> tuple[float, float]:
+        pacer = Pacer()
+        await pacer.before(0)  # the first request goes alone
+        pacer.after({"x-ratelimit-remaining-requests": "0", "x-ratelimit-limit-requests": "2",
+                     "x-ratelimit-reset-requests": "200ms"})
+        await pacer.before(0)  # held: the server said none is left, one back in 0.1 s
+        held = pacer.waited
+        pacer.after(None)
+        await asyncio.sleep(0.25)  # past the reset: whole again
+        await pacer.before(0)
+        return held, pacer.waited - held
+
+    held, later = asyncio.run(go())
+    assert 0.09 <= held <= 0.2 and later == 0
