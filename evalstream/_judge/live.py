@@ -289,7 +289,7 @@ class Asker:
                      tasks: set[asyncio.Task[None]]) -> None:
         """Send a needed request, within the limits, unless another run on the store is sending
         it (then its answer is waited for) or has answered it since ``needs`` looked."""
-        if self.stopped_by or self.fatal:
+        if self.stopped_by or self.fatal or transport.refused:
             return  # read on, to count what was needed
         if self.opts.max_requests is not None and self.requests.sent >= self.opts.max_requests:
             self.stopped_by = "max-requests"
@@ -313,7 +313,7 @@ class Asker:
                 return
             self.reserved += worst
         await self.concurrency.acquire()
-        if self.fatal:
+        if self.fatal or transport.refused:
             self.concurrency.release()
             self.store.release(req.key)
             return
