@@ -292,9 +292,10 @@ class Transport:
                 signed = self.signer(self.config.url, body) if self.signer else None
                 async with self._session.post(self._url, data=body, headers=signed,
                                               allow_redirects=False) as response:
-                    status, headers = response.status, response.headers
+                    status = response.status
                     data, whole = await read_body(
                         response, self.answer_limit if status == 200 else ERROR_BYTES)
+                    headers = response.headers  # only once the body is read (a cut is none)
             except (asyncio.TimeoutError, TimeoutError):
                 cause, detail = "timeout", f"no complete answer within {self.timeout:g} s"
             except aiohttp.ClientError as exc:

@@ -21,7 +21,8 @@
   ``usage.inputTokens``/``outputTokens``; request id ``x-amzn-RequestId``; errors
   ``{"message"}``.
 - Batch: Bedrock's batch inference (``CreateModelInvocationJob``) reads its records from S3,
-  which evalstream does not write.
+  which evalstream does not write, and a record is the model's own InvokeModel body
+  (``{"recordId", "modelInput"}``), not the Converse request: not spoken.
 """
 
 from __future__ import annotations
@@ -157,7 +158,9 @@ class Bedrock(NoBatch, Provider):
     request_id_header = "x-amzn-requestid"
     batch_speaks = "none (Bedrock batch inference reads from S3)"
     batch_none = ("Bedrock's batch inference (CreateModelInvocationJob) reads its records from "
-                  "S3, which evalstream does not write: judge with `evalstream judge "
+                  "S3, which evalstream does not write, and each record is the model's own "
+                  "InvokeModel body, not the Converse request a live run sends (one request "
+                  "builder makes both for every other provider): judge with `evalstream judge "
                   "--provider bedrock`")
     batch_limits = Limits(0, 0)
     settings = ("thinking_budget", "region")
