@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,31 +148,34 @@ def test_a_run_killed_with_kill_9_resumes_and_pays_for_nothing_twice(
         tmp_path: Path, sample_states: Path) -> None:
     server = llmock("--latency-ms", "150", log=tmp_path / "llmock.log")
     try:
-        states = first_states(sample_states, tmp_path, 20)
-        out = tmp_path / "v.jsonl"
-        args = [sys.executable, "-m", "evalstream", "judge", str(states), str(out), "--model",
-                "gpt-4o-mini", "--base-url", server.origin + BASES["openai"],
-                "--max-connections", "1", "-q"]
-        env = {**os.environ, **KEYS}
-        proc = subprocess.Popen(args, cwd=ROOT, env=env)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if len(server.call("GET", "/_llmock/requests")["requests"]) >= 6:
-                break
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        assert not out.exists()
-        first = len(server.call("GET", "/_llmock/requests")["requests"])
-        done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=300)
-        assert done.returncode == 0, done.stderr
-        bodies = Counter(r.get("fingerprint") for r in
-                         server.call("GET", "/_llmock/requests")["requests"])
-        total = sum(bodies.values())
-        # every state asked once, but the one in flight when the run was killed
-        assert 20 <= total <= 21 and first >= 6, bodies
-        assert [v["status"] for v in verdicts(out)] == ["pass"] * 20
+        killed_and_resumed(tmp_path, sample_states, server.origin + BASES["openai"],
+                           lambda: server.call("GET", "/_llmock/requests")["requests"])
         clean(server)
     finally:
         server.stop()
+
+
+def killed_and_resumed(tmp_path: Path, sample_states: Path, base_url: str,
+                       requests: Callable[[], list[Any]]) -> None:
+    """A run of 20 states killed with ``kill -9`` after its sixth request, then the same
+    command: every state asked once (but the one in flight when it died), every verdict
+    written, no output of the killed run left."""
+    states = first_states(sample_states, tmp_path, 20)
+    out = tmp_path / "v.jsonl"
+    args = [sys.executable, "-m", "evalstream", "judge", str(states), str(out), "--model",
+            "gpt-4o-mini", "--base-url", base_url, "--max-connections", "1", "-q"]
+    env = {**os.environ, **KEYS}
+    proc = subprocess.Popen(args, cwd=ROOT, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(requests()) < 6:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    first = len(requests())
+    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    total = len(requests())
+    assert first >= 6 and 20 <= total <= 21, (first, total)
+    assert [v["status"] for v in verdicts(out)] == ["pass"] * 20
