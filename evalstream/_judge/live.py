@@ -27,6 +27,7 @@ from evalstream._files.sniff import HEAD_BYTES, check_head
 from evalstream._files.transaction import Target, Transaction
 from evalstream._judge import inputs, tokens, verdict
 from evalstream._judge.limits import Concurrency, TokenBucket
+from evalstream._judge.providers.base import Signer
 from evalstream._judge.report import (
     MAX_NOT_JUDGED_LISTED,
     Counts,
@@ -178,7 +179,7 @@ class Asker:
 
     def __init__(self, opts: Options, store: Store, key: str | None,
                  hook: ProgressHook | None,
-                 signer: Callable[[str, bytes], dict[str, str]] | None = None) -> None:
+                 signer: Signer | None = None) -> None:
         self.opts = opts
         self.signer = signer
         self.config = opts.config

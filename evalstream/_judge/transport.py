@@ -40,7 +40,7 @@ import hashlib
 import random
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import msgspec
@@ -49,6 +49,7 @@ from evalstream._checks.exact import linear_regex
 from evalstream._judge.answer import excerpt
 from evalstream._judge.limits import Concurrency, Pacer, TokenBucket
 from evalstream._judge.providers import REGISTRY
+from evalstream._judge.providers.base import Signer
 from evalstream._judge.request import JudgeConfig, shown_url
 from evalstream._version import __version__
 from evalstream.errors import UsageError
@@ -222,7 +223,7 @@ class Transport:
     def __init__(self, config: JudgeConfig, api_key: str | None, concurrency: Concurrency, *,
                  timeout: float, max_attempts: int, rpm: TokenBucket | None = None,
                  tpm: TokenBucket | None = None, max_wait: float = DEFAULT_MAX_WAIT,
-                 signer: Callable[[str, bytes], dict[str, str]] | None = None) -> None:
+                 signer: Signer | None = None) -> None:
         self.config = config
         self.concurrency = concurrency
         self.timeout = timeout
@@ -238,7 +239,7 @@ class Transport:
         self._same_bodies: set[bytes] = set()
         self.rpm, self.tpm = rpm, tpm
         self.tally = Tally()
-        self.secret = Secret(api_key)
+        self.secret = Secret(api_key or (signer.secret if signer is not None else None))
         self.answer_limit = answer_bytes(config.max_output_tokens)
         self._headers = {"content-type": "application/json",
                          "user-agent": f"evalstream/{__version__}", **config.api.headers(api_key)}
@@ -289,7 +290,7 @@ class Transport:
             wait: float | None = None
             headers = None
             try:
-                signed = self.signer(self.config.url, body) if self.signer else None
+                signed = self.signer.sign(self.config.url, body) if self.signer else None
                 async with self._session.post(self._url, data=body, headers=signed,
                                               allow_redirects=False) as response:
                     status = response.status

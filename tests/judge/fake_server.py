@@ -438,12 +438,15 @@ ID_HEADERS = {"openai": ("x-request-id", "apim-request-id"), "anthropic": ("requ
 def _sent_key(dialect: str, headers: dict[str, str]) -> str | None:
     """The credential a request carries in its API's header: ``x-api-key`` (Anthropic),
     ``api-key`` (Azure), ``x-goog-api-key`` (Gemini), a bearer token; for a SigV4-signed
-    request, ``sigv4:`` and the access key id of its credential scope."""
+    request its session token (the secret it carries), else ``sigv4:`` and the access key
+    id of its credential scope."""
     for name in ("x-api-key", "api-key", "x-goog-api-key"):
         if name in headers:
             return headers[name]
     auth = headers.get("authorization", "")
     if auth.startswith("AWS4-HMAC-SHA256 "):
+        if headers.get("x-amz-security-token"):
+            return headers["x-amz-security-token"]
         found = re.search(r"Credential=([^/]+)/", auth)
         return "sigv4:" + (found[1] if found else "")
     return auth.removeprefix("Bearer ") if auth else None

@@ -214,7 +214,8 @@ def test_sigv4_is_the_signature_boto3_sends(monkeypatch: pytest.MonkeyPatch) -> 
     assert seen["url"] == config.url
     signer = get("bedrock").signer(config, None, AWS)
     assert signer is not None
-    ours = signer(config.url, seen["body"])
+    ours = signer.sign(config.url, seen["body"])
+    assert signer.secret == AWS["AWS_SESSION_TOKEN"]  # redacted wherever a server echoes it
     theirs = {k.lower(): (v.decode() if isinstance(v, bytes) else v)
               for k, v in seen["headers"].items()}
     assert ours["Authorization"] == theirs["authorization"]
@@ -232,15 +233,19 @@ def test_bedrock_without_credentials_says_how_to_give_them(tmp_path: Path) -> No
 
 def test_bedrock_signed_end_to_end(tmp_path: Path, fake: Any) -> None:
     server: FakeServer = fake()
-    path = states(tmp_path, ["FAKE:pass", "FAKE:fail"])
+    # echoheader: the server sends back the session token the request carried
+    path = states(tmp_path, ["FAKE:pass", "FAKE:fail", "FAKE:echoheader"])
     out = tmp_path / "v.jsonl"
     config = JudgeConfig(provider="bedrock", model="anthropic.claude-v2:1",
                          base_url=server.url, region="us-west-2")
     report = live.run(live.Options(input=str(path), output=str(out), config=config,
                                    environ=dict(AWS)))
-    assert [v["status"] for v in lines(out)] == ["pass", "fail"]
-    assert report.requests.answered == 2
+    got = lines(out)
+    assert [v["status"] for v in got] == ["pass", "fail", "pass"]
+    assert got[2]["request_id"] == "[redacted]"
+    assert report.requests.answered == 3
     for file in tmp_path.iterdir():
         if file.is_file():
             data = file.read_bytes()
             assert AWS["AWS_SECRET_ACCESS_KEY"].encode() not in data
+            assert AWS["AWS_SESSION_TOKEN"].encode() not in data

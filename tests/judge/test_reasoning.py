@@ -157,3 +157,15 @@ def test_dry_run_says_the_bound_holds_the_reasoning(tmp_path: Path, server: Fake
     assert "the judge reasons first, and its reasoning is output within that bound" in said
     plain = text(dry_run(options(server, path, tmp_path / "v.jsonl", model="gpt-4.1-mini")))
     assert "reasons first" not in plain
+
+
+def test_the_summary_says_reasoning_tokens_and_answers_in_text(tmp_path: Path,
+                                                              server: FakeServer) -> None:
+    from evalstream._render.judge_summary import lines as summary
+
+    path = states(tmp_path, ["FAKE:think", "FAKE:fenced"])
+    opts = options(server, path, tmp_path / "v.jsonl", model="o3-mini")
+    said = "\n".join(summary(live.run(opts)))
+    assert "(40 of them reasoning)" in said
+    assert "answers without structured output (read from text: a fence, reasoning before " \
+        "the JSON, text instead of the tool call): 2" in said

@@ -22,7 +22,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import msgspec
 from msgspec import Struct
@@ -64,6 +64,14 @@ class Config(Protocol):
     def api_version(self) -> str: ...  # Azure: the api-version ("": the provider's)
     @property
     def region(self) -> str: ...  # Bedrock: the AWS region ("": the environment's)
+
+
+class Signer(NamedTuple):
+    """Headers computed from each request (its URL and body), and the secret among what it
+    sends that a server could echo (a session token), to be redacted as a key is."""
+
+    sign: Callable[[str, bytes], dict[str, str]]
+    secret: str | None
 
 
 class Unconfirmed(Exception):
@@ -162,11 +170,11 @@ class Provider(abc.ABC):
         when there is one (in ``credential_headers``)."""
 
     def signer(self, config: Config, api_key: str | None,
-               environ: Mapping[str, str]) -> Callable[[str, bytes], dict[str, str]] | None:
-        """A function of a request's URL and body giving headers computed from the request
-        itself (a signature: Bedrock's SigV4, with credentials found in ``environ``), or
-        None (the default: ``headers`` say all). Raises UsageError when it cannot sign.
-        What it gives is never stored, like every header."""
+               environ: Mapping[str, str]) -> Signer | None:
+        """What computes headers from each request itself (a signature: Bedrock's SigV4, with
+        credentials found in ``environ``), or None (the default: ``headers`` say all).
+        Raises UsageError when it cannot sign. What it gives is never stored, like every
+        header."""
         return None
 
     @abc.abstractmethod

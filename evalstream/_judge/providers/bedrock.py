@@ -28,7 +28,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from urllib.parse import quote, urlsplit
 
 import msgspec
@@ -46,7 +46,7 @@ from evalstream._judge.answer import (
 )
 from evalstream._judge.batch.formats import Limits
 from evalstream._judge.providers.anthropic import MIN_THINKING_BUDGET
-from evalstream._judge.providers.base import Config, NoBatch, Provider
+from evalstream._judge.providers.base import Config, NoBatch, Provider, Signer
 from evalstream.errors import UsageError
 
 DEFAULT_REGION = "us-east-1"
@@ -184,7 +184,7 @@ class Bedrock(NoBatch, Provider):
         return {"authorization": f"Bearer {api_key}"} if api_key else {}
 
     def signer(self, config: Config, api_key: str | None,
-               environ: Mapping[str, str]) -> Callable[[str, bytes], dict[str, str]] | None:
+               environ: Mapping[str, str]) -> Signer | None:
         if api_key:
             return None  # a Bedrock API key: a bearer token, sent as the header
         try:
@@ -210,7 +210,8 @@ class Bedrock(NoBatch, Provider):
             SigV4Auth(credentials, SERVICE, region).add_auth(request)
             return {k: v for k, v in request.headers.items() if k.lower() != "content-type"}
 
-        return sign
+        # The session token travels in a header: a server echoing it is redacted as a key.
+        return Signer(sign, credentials.token)
 
     def reasons(self, config: Config) -> bool:
         return config.thinking_budget is not None
