@@ -21,7 +21,13 @@ takes a thinking budget.
   ``PROHIBITED_CONTENT``, ``SPII`` and a ``promptFeedback.blockReason`` a refusal;
   ``usageMetadata.promptTokenCount``, ``candidatesTokenCount`` + ``thoughtsTokenCount`` as
   output; ``responseId``.
-- Batch: Gemini's Batch Mode (``batchGenerateContent``) is not spoken yet.
+- Batch: Gemini's Batch Mode (``batchGenerateContent``, https://ai.google.dev/gemini-api/docs/batch-mode)
+  is not spoken yet: its inline requests' results come back in request order, their
+  ``metadata`` (the key) not always returned (users report it missing), and evalstream
+  matches results by ``custom_id``, never by position; its JSONL files (``{"key",
+  "request"}`` lines, results ``{"key", "response"}``) would do, but reach the API through
+  the Files API's resumable upload (a session URL read from a response header), which the
+  batch client does not speak yet.
 """
 
 from __future__ import annotations
@@ -123,7 +129,10 @@ class Gemini(NoBatch, Provider):
     request_id_header = "x-goog-request-id"  # seldom sent: the body's responseId otherwise
     batch_speaks = "none yet (judge live)"
     batch_none = ("evalstream's batch commands do not speak Gemini's Batch Mode "
-                  "(batchGenerateContent) yet: judge with `evalstream judge --provider gemini`")
+                  "(batchGenerateContent) yet: its inline requests come back matched by "
+                  "position only (results are matched by custom_id here, never by position), "
+                  "and its request files need the Files API's resumable upload: judge with "
+                  "`evalstream judge --provider gemini`")
     batch_limits = Limits(0, 0)
     settings = ("thinking_budget",)
 
