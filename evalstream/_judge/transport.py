@@ -254,8 +254,9 @@ class Transport:
                                          ttl_dns_cache=300)
         import yarl
 
-        # Sent exactly as built (a signature covers the path: `%3A` must stay escaped).
-        self._url = yarl.URL(self.config.url, encoded=True)
+        # A signed request is sent exactly as built (the signature covers the path: `%3A`
+        # must stay escaped); any other as aiohttp spells it (a host name made IDNA).
+        self._url = yarl.URL(self.config.url, encoded=self.signer is not None)
         self._session = aiohttp.ClientSession(
             connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout),
             headers=self._headers, auto_decompress=True, trust_env=False)
