@@ -68,7 +68,10 @@ def test_a_real_quota_is_kept_and_no_request_gives_up(
     report = json.loads((tmp_path / "v.report.json").read_text())
     assert report["requests"]["paced_seconds"] > 20
     assert 35 < took < 180  # 60 at once, then one a second
-    assert clean(quota)["faults_injected"] <= 5  # 429s: the pace was set by the headers
+    clean(quota)
+    refused = [r for r in quota.call("GET", "/_llmock/requests")["requests"]
+               if r["status"] == 429]
+    assert len(refused) <= 3, len(refused)  # the pace was set by the headers, before the 429
 
 
 @pytest.fixture
