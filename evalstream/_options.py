@@ -266,8 +266,10 @@ def choices(*allowed: str) -> Callable[[str, Any], list[str]]:
     return rule
 
 
-def _base_url(name: str, value: Any) -> str:
-    if not isinstance(value, str):  # "" is the provider's own URL; the form is checked later
+def _providers_text(name: str, value: Any) -> str:
+    """Text where "" is the provider's own (its URL, deployment, api-version, region, answer
+    format): the value is checked by the provider that reads it (``JudgeConfig``)."""
+    if not isinstance(value, str):
         raise _not(value, "text")
     return value
 
@@ -290,12 +292,13 @@ def _add(rule: Rule, *names: str, flag: str | None = None) -> None:
 
 
 _add(_int(1), "max_tokens", "workers", "max_connections", "max_attempts", "max_output_tokens",
-     "limit", "max_requests_per_file")
+     "limit", "max_requests_per_file", "thinking_budget")
 _add(_int(0), "max_ids", "max_requests", "port")
 _add(_size_rule, "max_line_bytes", "max_bytes_per_file")
 _add(_float(_fraction), "confidence")
 _add(_float(_share), "max_unscored_rate")
-_add(_float(_amount), "timeout", "poll", "rpm", "tpm", "price_in", "price_out", "max_cost")
+_add(_float(_amount), "timeout", "max_wait", "poll", "rpm", "tpm", "price_in", "price_out",
+     "max_cost")
 _add(_float(_temperature), "temperature")
 _add(_path, "rejects", "report", "store", "states", "compare", "view", "only_missing", "html")
 _add(_paths, "rubric_files", flag="--rubrics")
@@ -306,8 +309,13 @@ _add(_texts, "sets", flag="--set")
 _add(_texts, "values", "parse_json", "tool_failure_when")
 _add(_keys, "by")
 _add(_text, "scheduler", "api_key_env", "id_from", "split", "separator", "model", "host")
+# A judge provider's settings: each provider says which it takes and checks their values
+# (evalstream._judge.providers; JudgeConfig refuses one a provider does not take). Those
+# whose default is "" (the provider's own) take "" from the API; --thinking-budget is above.
+_add(_text, "reasoning_effort")
+_add(_providers_text, "response_format", "deployment", "api_version", "region")
 _add(_text, "format", flag="--from")
-_add(_base_url, "base_url")
+_add(_providers_text, "base_url")
 _add(choice(*TOKENIZERS), "tokenizer")
 _add(choice("local", "dask"), "engine")
 # The registry of judge providers (evalstream._judge.providers) is not imported here: the API

@@ -228,9 +228,21 @@ def _calls(tmp: Path) -> dict[str, Any]:
     ("judge_verdicts", {"temperature": "hot"}, "--temperature: 'hot' is text, not a number."),
     ("judge_verdicts", {"max_connections": 0}, "--max-connections: 0 must be positive."),
     ("judge_verdicts", {"timeout": float("nan")}, "--timeout: nan must be a number above 0."),
-    ("judge_verdicts", {"provider": "gemini"}, "--provider: 'gemini' is not one of openai"),
+    ("judge_verdicts", {"provider": "vertex"}, "--provider: 'vertex' is not one of openai"),
     ("batch_prepare", {"max_bytes_per_file": 0}, "--max-bytes-per-file: 0 must be a positive "
                                                  "size up to 4 EiB."),
+    # The settings of issue 27's providers, and --max-wait: the same rules.
+    ("judge_verdicts", {"max_wait": 0}, "--max-wait: 0.0 must be a number above 0."),
+    ("judge_verdicts", {"max_wait": "60"}, "--max-wait: '60' is text, not a number."),
+    ("judge_verdicts", {"thinking_budget": 0}, "--thinking-budget: 0 must be positive."),
+    ("judge_verdicts", {"reasoning_effort": ""}, "--reasoning-effort: an empty value"),
+    ("judge_verdicts", {"region": 5}, "--region: 5 is a number, not text."),
+    ("judge_verdicts", {"deployment": "d"}, "--deployment applies to --provider azure only, "
+                                            "not openai."),
+    ("batch_prepare", {"response_format": "yaml"}, "--response-format yaml is not one "
+                                                   "--provider openai takes"),
+    ("batch_prepare", {"provider": "anthropic", "api_version": "v"}, "--api-version applies "
+                                                                     "to --provider azure only"),
     ("export_view", {"limit": "5"}, "--limit: '5' is text, not a whole number; give limit=5."),
     ("export_view", {"states": 5}, "--states: 5 is a number, not a path."),
 ])
@@ -491,3 +503,52 @@ def test_the_modes_of_judge_take_its_options(tmp_path: Path,
                                   f"{request.key}\n")
     # Neither mode wrote anything: no verdicts, no store.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["states.jsonl", "states.report.json"]
+
+
+def test_the_providers_settings_and_max_wait_go_through_the_front_door(
+        tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 27's options are parameters of judge (and its modes) and batch_prepare, checked
+    # there and carried into the one judge config; the command line passes them as given.
+    from evalstream._cli import main
+    from evalstream._judge import live
+
+    evalstream.build(CASES, tmp_path / "states.jsonl")
+    arguments = (tmp_path / "states.jsonl", tmp_path / "v.jsonl", "gpt-4o-mini")
+    azure = {"provider": "azure", "base_url": "https://example-resource.openai.azure.com",
+             "deployment": "judge", "api_version": "2025-01-01-preview",
+             "reasoning_effort": "low", "api_key_env": "MY_KEY"}
+    request = evalstream.judge_request("case-01", "tool-backed-claims", *arguments, **azure)
+    assert request.url == ("https://example-resource.openai.azure.com/openai/deployments/judge/"
+                           "chat/completions?api-version=2025-01-01-preview")
+    assert request.headers == {"api-key": "$MY_KEY"}
+    sent = json.loads(request.body)
+    assert sent["model"] == "judge" and sent["reasoning_effort"] == "low"
+    assert "temperature" not in sent
+    capsysbinary.readouterr()
+    flags = [f"--{name.replace('_', '-')}={value}" for name, value in azure.items()]
+    assert main(["judge", *map(str, arguments[:2]), "--model", "gpt-4o-mini", *flags,
+                 "--show-request", "case-01", "tool-backed-claims"]) == 0
+    assert capsysbinary.readouterr().out == request.body + b"\n"
+    plain = evalstream.judge_request("case-01", "tool-backed-claims", *arguments,
+                                     response_format="none")
+    assert "response_format" not in json.loads(plain.body)
+    thinking = evalstream.judge_dry_run(*arguments, provider="anthropic", thinking_budget=2048,
+                                        max_output_tokens=4096)
+    assert thinking.reasoning and not evalstream.judge_dry_run(*arguments).reasoning
+    # max_wait reaches the run's options; the default is the library's.
+    seen: list[live.Options] = []
+    monkeypatch.setattr(live, "run", lambda opts, *rest: seen.append(opts) or 0)
+    evalstream.judge(*arguments, max_wait=30, region="eu-west-1", provider="bedrock",
+                     environ={"AWS_BEARER_TOKEN_BEDROCK": "k"})
+    evalstream.judge(*arguments)
+    assert [o.max_wait for o in seen] == [30.0, live.Options.max_wait]
+    assert seen[0].config.region == "eu-west-1" and seen[0].config.host == \
+        "bedrock-runtime.eu-west-1.amazonaws.com"
+    # batch prepare takes them too, and says why Gemini has no batch form here.
+    report = evalstream.batch_prepare(arguments[0], tmp_path / "batch", "gpt-4o-mini",
+                                      **{k: v for k, v in azure.items() if k != "api_key_env"})
+    assert report.exit_code == 0
+    with pytest.raises(evalstream.UsageError, match="gemini"):
+        evalstream.batch_prepare(arguments[0], tmp_path / "batch2", "gemini-2.0-flash",
+                                 provider="gemini")

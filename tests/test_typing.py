@@ -30,9 +30,14 @@ old = evalstream.convert_cases("qa.csv", "cases.jsonl", quoting=False)
 verdicts = evalstream.judge("s.jsonl", "v.jsonl", "gpt-4.1-mini", temperature=None,
                             max_connections=4, store="answers.sqlite", environ={"K": "v"})
 older = evalstream.judge_verdicts("s.jsonl", "v.jsonl", "m", provider="anthropic")
+azure = evalstream.judge("s.jsonl", "v.jsonl", "gpt-4o-mini", provider="azure",
+                         base_url="https://r.openai.azure.com", deployment="judge",
+                         api_version="2025-01-01-preview", reasoning_effort="low",
+                         max_wait=60.0, response_format="json_object")
 plan = evalstream.judge_dry_run("s.jsonl", "v.jsonl", "m", price_in=0.4, price_out=1.6)
 request = evalstream.judge_request("case-01", "claim-support", "s.jsonl", "v.jsonl", "m")
-prepared = evalstream.batch_prepare("s.jsonl", "batch", "m", max_bytes_per_file=100 << 20)
+prepared = evalstream.batch_prepare("s.jsonl", "batch", "m", max_bytes_per_file=100 << 20,
+                                    provider="anthropic", thinking_budget=2048)
 submitted = evalstream.batch_submit("batch", timeout=30.0)
 status = evalstream.batch_status("batch", wait=True, poll=5.0, download=False)
 collected = evalstream.batch_collect("batch", "v.jsonl", ["out.jsonl"], missing="skip")
@@ -51,6 +56,8 @@ BAD = [
     ('evalstream.judge("s.jsonl", "v.jsonl", "m", max_conections=4)', r'"max_conections" for "judge"'),
     ('evalstream.judge_dry_run("s.jsonl", "v.jsonl", "m", cache="x")', r'"cache" for "judge_dry_run"'),
     ('evalstream.judge_request("c", "r", "s.jsonl", "v.jsonl", "m", timeout="9")', r'"timeout"'),
+    ('evalstream.judge("s.jsonl", "v.jsonl", "m", thinking_budget="2048")', r'"thinking_budget"'),
+    ('evalstream.batch_prepare("s.jsonl", "b", "m", max_wait=60.0)', r'"max_wait" for "batch_prepare"'),
     ('evalstream.batch_collect("b", "v.jsonl", missing="drop")', r'"missing" to "batch_collect"'),
     ('evalstream.export_view("v.jsonl", "c.jsonl", "out", port=8000)', r'"port" for "export_view"'),
 ]

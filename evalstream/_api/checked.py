@@ -110,13 +110,17 @@ def inputs(given: Any) -> dict[str, Any]:
     return {"input": path("input", given)}
 
 
-JUDGE_CONFIG = ("provider", "base_url", "temperature", "max_output_tokens")
+# The judge config's options: the shared ones, then the provider's settings (each provider
+# says which it takes; JudgeConfig refuses one given to a provider that does not).
+JUDGE_CONFIG = ("provider", "base_url", "temperature", "max_output_tokens", "response_format",
+                "reasoning_effort", "thinking_budget", "deployment", "api_version", "region")
 
 
 def judge_config(model: str, checked: dict[str, Any]) -> JudgeConfig:
     """The judge config (who is asked, and how), made here only, for every function that asks
     a judge or prepares its requests: ``model`` and the config's options, taken out of
-    ``checked`` (what ``options`` returned); ``provider`` is checked against the registry."""
+    ``checked`` (what ``options`` returned); ``provider`` is checked against the registry, and
+    the provider's settings by the provider (``JudgeConfig``)."""
     from evalstream._judge.providers import NAMES
     from evalstream._judge.request import JudgeConfig
     from evalstream._options import check, choice

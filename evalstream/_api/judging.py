@@ -33,8 +33,11 @@ R = TypeVar("R")
 @front_door
 def judge(input: Path, output: Path, model: str, *, provider: str = "openai",
           base_url: str = "", api_key_env: str | None = None, temperature: float | None = 0.0,
-          max_output_tokens: int = 1024, max_connections: int = 16, max_attempts: int = 5,
-          timeout: float = 120.0, rpm: float | None = None, tpm: float | None = None,
+          max_output_tokens: int = 1024, response_format: str = "",
+          reasoning_effort: str | None = None, thinking_budget: int | None = None,
+          deployment: str = "", api_version: str = "", region: str = "",
+          max_connections: int = 16, max_attempts: int = 5, timeout: float = 120.0,
+          max_wait: float = 600.0, rpm: float | None = None, tpm: float | None = None,
           price_in: float | None = None, price_out: float | None = None,
           max_cost: float | None = None, max_requests: int | None = None,
           tokenizer: Tokenizer | None = None, store: Path | None = None,
@@ -45,10 +48,15 @@ def judge(input: Path, output: Path, model: str, *, provider: str = "openai",
           on_progress: Callable[[JudgeProgress], None] | None = None) -> JudgeReport:
     """Run ``judge``: a verdict at ``output`` for every judge state of ``input`` (a ``build``
     output), asked of ``model`` at ``provider`` (a name of the registry: ``openai``,
-    ``anthropic``; ``base_url`` for any compatible server; ``temperature`` None sends none),
-    with every answer kept in the answer store (``store``; default beside the output:
-    ``verdicts.judge.sqlite``), so that a run stopped anyhow and run again pays for nothing
-    twice. The API key is read from ``environ`` (default the process's environment), from the
+    ``anthropic``, ``azure``, ``gemini``, ``bedrock``; ``base_url`` for any compatible server;
+    ``temperature`` None sends none), with every answer kept in the answer store (``store``;
+    default beside the output: ``verdicts.judge.sqlite``), so that a run stopped anyhow and
+    run again pays for nothing twice. The provider's settings (``response_format``: "" the
+    provider's; ``reasoning_effort``, ``thinking_budget``; ``deployment`` and ``api_version``
+    for Azure, ``region`` for Bedrock; "" or None: the provider's own) are refused, with a
+    sentence, by a provider that does not take them. ``max_wait``: the seconds a request may
+    spend waiting as 429s and 503s with Retry-After ask (such a wait is no failed attempt).
+    The API key is read from ``environ`` (default the process's environment), from the
     provider's variable or ``api_key_env``. Each option as the command's; ``on_progress`` is
     told how the run goes. Returns the report (``exit_code`` 3: stopped by a limit, run again
     to continue); files appear only if the whole run succeeds."""
@@ -167,14 +175,19 @@ def judge_request(case_id: str, rubric_id: str, given: dict[str, Any]) -> JudgeR
 @front_door
 def batch_prepare(input: Path, folder: Path, model: str, *, provider: str = "openai",
                   base_url: str = "", temperature: float | None = 0.0,
-                  max_output_tokens: int = 1024, max_requests_per_file: int | None = None,
+                  max_output_tokens: int = 1024, response_format: str = "",
+                  reasoning_effort: str | None = None, thinking_budget: int | None = None,
+                  deployment: str = "", api_version: str = "", region: str = "",
+                  max_requests_per_file: int | None = None,
                   max_bytes_per_file: int | None = None, only_missing: Path | None = None,
                   store: Path | None = None,
                   max_line_bytes: int = MAX_LINE_BYTES) -> PrepareReport:
-    """Run ``batch prepare``: request files for ``model`` at ``provider`` (the judge as for
-    ``judge``), split at the provider's limits or lower ones, a manifest, the rejects and the
-    report in the new folder ``folder``, from the judge states of ``input``; ``only_missing``
-    (a collected batch folder) or ``store`` (an answer store) leaves out what came back."""
+    """Run ``batch prepare``: request files for ``model`` at ``provider`` (the judge and the
+    provider's settings as for ``judge``; ``gemini`` and ``bedrock`` have no batch form
+    evalstream speaks, and are refused saying why), split at the provider's limits or lower
+    ones, a manifest, the rejects and the report in the new folder ``folder``, from the judge
+    states of ``input``; ``only_missing`` (a collected batch folder) or ``store`` (an answer
+    store) leaves out what came back."""
     from evalstream._judge.batch.prepare import Options, run
 
     checked = options(batch_prepare, locals())

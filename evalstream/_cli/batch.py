@@ -42,6 +42,7 @@ def _prepare(sub: Any) -> None:
         add_judge,
         add_max_line_bytes,
         add_quiet,
+        add_settings,
         add_store,
         helps,
         path,
@@ -74,6 +75,7 @@ def _prepare(sub: Any) -> None:
     add_judge(who, evalstream.batch_prepare,
               "the API's base URL, as for a live run (default the provider's); submit sends "
               "there, and answers are stored under it", batch=True)
+    add_settings(who)
     files = p.add_argument_group("files")
     files.add_argument("--max-requests-per-file", type=positive, metavar="N",
                        help="requests a file may hold (default the provider's limit)")

@@ -144,6 +144,33 @@ def with_progress(quiet: bool, label: str, call: Callable[[Any], T]) -> T:
         return call(lambda done, total: bar.update(task, completed=done, total=total))
 
 
+def add_settings(p: Any) -> None:
+    """The provider's settings beyond the shared ones, for ``judge`` and ``batch prepare``:
+    each provider says which it takes (a setting given to another is refused with a
+    sentence) and checks their values. The API's default of each is None or "": the
+    provider's own, which the help names."""
+    from evalstream._judge.providers import REGISTRY
+
+    formats = list(dict.fromkeys(f for q in REGISTRY.values() for f in q.response_formats))
+    p.add_argument("--response-format", choices=formats, metavar="FORMAT",
+                   help=f"how the answer is asked for: {', '.join(formats)} (default: the "
+                        "provider's structured output, json_schema; json_object: llama.cpp's "
+                        "dialect, the schema beside {\"type\": \"json_object\"}; none: the "
+                        "instruction alone); the answer is checked the same way whatever")
+    p.add_argument("--reasoning-effort", type=text, metavar="LEVEL",
+                   help="OpenAI and Azure reasoning models: none, minimal, low, medium or "
+                        "high (o-series and GPT-5 are sent no temperature either way)")
+    p.add_argument("--thinking-budget", type=positive, metavar="N",
+                   help="Anthropic (also on Bedrock) extended thinking, Gemini thinking: the "
+                        "tokens the model may think for, within --max-output-tokens")
+    p.add_argument("--deployment", type=text, metavar="NAME",
+                   help="Azure: the deployment (default: named as --model)")
+    p.add_argument("--api-version", type=text, metavar="VERSION",
+                   help="Azure: the api-version (default 2024-10-21)")
+    p.add_argument("--region", type=text, metavar="REGION",
+                   help="Bedrock: the AWS region (default AWS_REGION, else us-east-1)")
+
+
 def key_variables() -> str:
     """The providers' key variables, as the help of ``--api-key-env`` names its default."""
     from evalstream._judge.providers import REGISTRY
@@ -152,10 +179,11 @@ def key_variables() -> str:
 
 
 def public_urls() -> str:
-    """The providers' public endpoints, as the help of ``--base-url`` names its default."""
+    """The providers' public endpoints, as the help of ``--base-url`` names its default (a
+    provider without one, Azure, says so when it is chosen without ``--base-url``)."""
     from evalstream._judge.providers import REGISTRY
 
-    return " or ".join(q.base_url for q in REGISTRY.values())
+    return " or ".join(q.base_url for q in REGISTRY.values() if q.base_url)
 
 
 def add_reading(p: argparse.ArgumentParser, function: Callable[..., Any]) -> None:

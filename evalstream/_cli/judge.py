@@ -24,6 +24,7 @@ def register(subparsers: Any) -> None:
         add_judge,
         add_max_line_bytes,
         add_quiet,
+        add_settings,
         add_store,
         count,
         default,
@@ -65,6 +66,7 @@ def register(subparsers: Any) -> None:
     who = p.add_argument_group("the judge")
     add_judge(who, judge, f"the API's base URL (default {public_urls()}), e.g. "
                           "http://127.0.0.1:8000/v1")
+    add_settings(who)
     who.add_argument("--api-key-env", type=text, metavar="NAME",
                      help=f"the environment variable holding the API key (default "
                           f"{key_variables()}; optional for a --base-url server that needs "
@@ -78,6 +80,10 @@ def register(subparsers: Any) -> None:
                           f"{default(judge, 'max_attempts')})")
     net.add_argument("--timeout", type=_number, metavar="S",
                      help=f"seconds an attempt may take (default {default(judge, 'timeout')})")
+    net.add_argument("--max-wait", type=_number, metavar="S",
+                     help="seconds a request may spend waiting as 429s and 503s with "
+                          f"Retry-After ask (default {default(judge, 'max_wait')}); such a "
+                          "wait is not a failed attempt")
     net.add_argument("--rpm", type=_number, metavar="N", help="requests per minute at most")
     net.add_argument("--tpm", type=_number, metavar="N",
                      help="tokens per minute at most (input tokens counted exactly, plus "

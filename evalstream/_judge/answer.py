@@ -23,6 +23,9 @@ Causes (the ``error.cause`` of an unscored verdict):
 - ``http_error``: an HTTP error status (after the last attempt, for retryable ones).
 - ``timeout``: no complete answer within the timeout, on every attempt.
 - ``connection``: the connection failed or was cut, on every attempt.
+- ``garbled``: a 200 whose body is not JSON at all (a proxy's error page, a body cut short),
+  on every attempt: a fault on the way, not an answer (issue 27; before, it was stored as
+  ``bad_response`` and never asked again).
 - ``errored``, ``expired``, ``canceled``: a batch request the provider did not answer (an error
   result, the batch's window ran out, the batch was canceled before it ran).
 
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
     from evalstream._verdicts.records import TokenUsage
 
 CAUSES = ("not_json", "wrong_shape", "refusal", "truncated", "bad_response", "ambiguous",
-          "http_error", "timeout", "connection", "errored", "expired", "canceled")
+          "http_error", "timeout", "connection", "garbled", "errored", "expired", "canceled")
 DETAIL_CHARS = 200
 TOOL_NAME = "record_verdict"  # the tool a provider without JSON-schema answers is made to call
 
@@ -69,7 +72,9 @@ class JudgeAnswer(Struct, forbid_unknown_fields=True, gc=False):
 
 class Parsed(NamedTuple):
     """A read answer: a status (``unscored`` with ``cause`` and ``detail`` when it cannot be
-    used), the reason, the provider's token counts and response id."""
+    used), the reason, the provider's token counts and response id, and whether the answer
+    came in text that structured output did not shape (``unstructured``: a fence around it,
+    reasoning before it, text where a tool call was asked for)."""
 
     status: str
     reason: str | None
@@ -77,31 +82,56 @@ class Parsed(NamedTuple):
     detail: str | None
     usage: TokenUsage | None
     response_id: str | None
+    unstructured: bool = False
 
 
 _answer = msgspec.json.Decoder(JudgeAnswer)
 _FENCE = "```"
 
 
-def token_usage(input_tokens: int, output_tokens: int) -> TokenUsage | None:
+def token_usage(input_tokens: int, output_tokens: int,
+                reasoning_tokens: int | None = None) -> TokenUsage | None:
     """The provider's token counts, or None (not known) when they cannot be true: a negative
-    count would make spend negative and ``--max-cost`` never stop (issue 23)."""
+    count would make spend negative and ``--max-cost`` never stop (issue 23).
+    ``output_tokens`` includes the reasoning (as every provider bills it);
+    ``reasoning_tokens`` says how many of them it was, where the provider says."""
     # Imported here, not above: the CLI reads the providers' registry (this module's
     # importers) to build --provider's choices, and the verdict records cost 60 ms to import.
     from evalstream._verdicts.records import TokenUsage
 
     if input_tokens < 0 or output_tokens < 0:
         return None
-    return TokenUsage(input_tokens, output_tokens)
+    if reasoning_tokens is not None and not 0 <= reasoning_tokens <= output_tokens:
+        reasoning_tokens = None  # not a count of part of the output: not known
+    return TokenUsage(input_tokens, output_tokens, reasoning_tokens or None)
 
 
-def read_text(content: str | None, usage: TokenUsage | None, response_id: str | None) -> Parsed:
-    """The answer given as text (a message's content): JSON, once any Markdown fence around
-    the whole of it is taken off."""
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def read_text(content: str | None, usage: TokenUsage | None, response_id: str | None,
+              shaped: bool = True) -> Parsed:
+    """The answer given as text (a message's content): JSON, once the reasoning before it
+    (a ``<think>...</think>`` block, as DeepSeek-R1 and Qwen3 write it where a server does
+    not split it into ``reasoning_content``) and any Markdown fence around the whole of it
+    are taken off. The reasoning is never read as the answer. ``shaped`` False: the text
+    came where structured output was asked for and not given (Anthropic's text instead of
+    the tool call)."""
     text = (content or "").strip()
+    if text.startswith(THINK_OPEN):
+        end = text.find(THINK_CLOSE)
+        if end < 0:
+            return unscored("not_json", "the answer is reasoning that never closed its "
+                            f"{THINK_CLOSE}: {excerpt(text)}", usage, response_id)
+        text = text[end + len(THINK_CLOSE):].strip()
+        shaped = False
     if not text:
         return unscored("not_json", "the answer is empty", usage, response_id)
-    return read_json(unfenced(text).encode(), usage, response_id)
+    inside = unfenced(text)
+    parsed = read_json(inside.encode(), usage, response_id)
+    if not shaped or inside is not text:
+        return parsed._replace(unstructured=True)
+    return parsed
 
 
 def unfenced(text: str) -> str:

@@ -38,6 +38,7 @@ class DryRun(Struct):
     tokens_note: str
     max_output_tokens: int
     output_tokens_bound: int
+    reasoning: bool  # the judge thinks first: the bound holds its reasoning too
     prices: Prices | None
     cost_bound_usd: float | None
     max_requests: int | None
@@ -93,4 +94,5 @@ def dry_run(opts: Options) -> DryRun:
         duplicates=duplicates, input_tokens=input_tokens, tokenizer=counter.encoding,
         tokens_exact=counter.exact, tokens_note=counter.note,
         max_output_tokens=config.max_output_tokens, output_tokens_bound=output_bound,
+        reasoning=config.api.reasons(config),
         prices=prices, cost_bound_usd=cost, max_requests=opts.max_requests)

@@ -1,11 +1,16 @@
-"""Staying within a provider's limits: token buckets for ``--rpm``/``--tpm``, and a concurrency
-limit that halves on rate-limit answers and grows back one by one (AIMD, as TCP does)."""
+"""Staying within a provider's limits: token buckets for ``--rpm``/``--tpm``, a concurrency
+limit that halves on rate-limit answers and grows back one by one (AIMD, as TCP does), and
+the pace the server's own rate-limit headers set (``Pacer``)."""
 
 from __future__ import annotations
 
 import asyncio
+import math
+import re
 import time
 from collections import deque
+from datetime import datetime
+from typing import Any
 
 
 class TokenBucket:
@@ -106,3 +111,124 @@ class Concurrency:
             self._successes = 0
             self.limit += 1
             self._wake()
+
+
+class Pacer:
+    """Paces requests by the quota the server says it has left (issue 27): the rate-limit
+    headers of every answer (a refusal's wait is its ``Retry-After``), OpenAI's
+    (``x-ratelimit-remaining-requests``, ``-limit-``, ``-reset-``: durations such as ``1s``,
+    ``6m0s``, ``20ms``; the same for ``tokens``, which Azure, LiteLLM, vLLM and most
+    compatible servers copy) and Anthropic's
+    (``anthropic-ratelimit-requests-remaining``, ``-limit``, ``-reset``: an RFC 3339 time).
+
+    Without it a run learnt its quota from 429s only: under a real quota (60 requests a
+    minute) 16 requests in flight met a wall of refusals, each a failed attempt. Now the
+    first request goes alone (its answer says the quota; one round trip, once a run), and
+    a request is held while the server said it has less than one request (or fewer tokens
+    than the request's estimate) left: for as long as the quota takes to grow back by what
+    is missing (the reset time over what was used: a quota refilled continuously, as
+    OpenAI's and Anthropic's are, gives that back exactly; a fixed window is paced by its
+    429's ``Retry-After`` instead). What the server said is taken less the requests in
+    flight, which its count may not hold yet, and forgotten once the reset it gave has passed
+    (the quota is whole again; answers may stop saying). A wait is never longer than
+    ``longest``."""
+
+    def __init__(self, longest: float = 120.0) -> None:
+        self.longest = longest
+        self.quota: dict[str, float] = {}  # "requests"/"tokens" -> units left, as we count
+        self.per_unit: dict[str, float] = {}  # seconds the quota takes to grow back by one
+        self.until: dict[str, float] = {}  # when the server said the quota is whole again
+        self.in_flight = 0
+        self.waited = 0.0  # seconds held, in all (the report)
+        self._heard = asyncio.Event()  # the first answer's headers (or its failure) came
+        self._probing = False
+        self._lock = asyncio.Lock()
+
+    async def before(self, tokens: int) -> None:
+        """Wait until the server's quota, as last said, has room for one request of
+        ``tokens``; count it as sent."""
+        if not self._heard.is_set():
+            if self._probing:
+                await self._heard.wait()
+            else:
+                self._probing = True  # this one goes alone: its answer says the quota
+        async with self._lock:
+            now = time.monotonic()
+            for kind, units in (("requests", 1), ("tokens", tokens)):
+                if self.until.get(kind, now) < now:
+                    del self.quota[kind], self.until[kind]  # whole again: what was said is old
+                left = self.quota.get(kind)
+                if left is None or not units:
+                    continue
+                if left < units:
+                    wait = min(self.per_unit[kind] * (units - left), self.longest)
+                    self.waited += wait
+                    await asyncio.sleep(wait)
+                    left = units
+                self.quota[kind] = left - units
+            self.in_flight += 1
+
+    def after(self, headers: Any) -> None:
+        """An attempt ended: ``headers`` of its answer, or None (no answer, or a refusal)."""
+        self.in_flight -= 1
+        if headers is not None:
+            for kind in ("requests", "tokens"):
+                said = quota_said(headers, kind)
+                if said is not None:
+                    left, per_unit, reset = said
+                    self.quota[kind] = left - self.in_flight
+                    self.per_unit[kind] = per_unit
+                    self.until[kind] = time.monotonic() + reset
+        self._heard.set()
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def quota_said(headers: Any, kind: str) -> tuple[float, float, float] | None:
+    """(units left, seconds a unit takes to grow back, seconds until the quota is whole) that
+    the rate-limit headers of an answer say of ``kind`` (``requests`` or ``tokens``), or None
+    when they say nothing that can be read."""
+    for remaining_name, limit_name, reset_name in (
+            (f"x-ratelimit-remaining-{kind}", f"x-ratelimit-limit-{kind}",
+             f"x-ratelimit-reset-{kind}"),
+            (f"anthropic-ratelimit-{kind}-remaining", f"anthropic-ratelimit-{kind}-limit",
+             f"anthropic-ratelimit-{kind}-reset")):
+        remaining = _number(headers.get(remaining_name))
+        reset = _reset_seconds(headers.get(reset_name))
+        if remaining is None or reset is None:
+            continue
+        limit = _number(headers.get(limit_name))
+        used = (limit - remaining) if limit is not None and limit > remaining else 1.0
+        return remaining, reset / used, reset
+    return None
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        number = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return number if number is not None and math.isfinite(number) and number >= 0 else None
+
+
+def _reset_seconds(value: str | None) -> float | None:
+    """A reset as OpenAI writes it (``1s``, ``6m0s``, ``20ms``, or plain seconds) or as
+    Anthropic does (an RFC 3339 time): seconds from now, or None."""
+    if not value:
+        return None
+    value = value.strip()
+    plain = _number(value)
+    if plain is not None:
+        return plain
+    parts = _DURATION.findall(value)
+    if parts and "".join(n + u for n, u in parts) == value:
+        return sum(float(n) * _SECONDS[u] for n, u in parts)
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())

@@ -27,6 +27,7 @@ from evalstream._files.sniff import HEAD_BYTES, check_head
 from evalstream._files.transaction import Target, Transaction
 from evalstream._judge import inputs, tokens, verdict
 from evalstream._judge.limits import Concurrency, TokenBucket
+from evalstream._judge.providers.base import Signer
 from evalstream._judge.report import (
     MAX_NOT_JUDGED_LISTED,
     Counts,
@@ -39,8 +40,14 @@ from evalstream._judge.report import (
 from evalstream._judge.report import encode as encode_report
 from evalstream._judge.request import JudgeConfig, Request, build, system_text
 from evalstream._judge.store import ANSWERED, HELD, LEASE, Store
-from evalstream._judge.transport import Reply, Transport, answer_bytes, key_from_environment
-from evalstream._verdicts.records import JudgeInfo, TokenUsage
+from evalstream._judge.transport import (
+    DEFAULT_MAX_WAIT,
+    Reply,
+    Transport,
+    answer_bytes,
+    key_from_environment,
+)
+from evalstream._verdicts.records import TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 
@@ -66,6 +73,7 @@ class Options:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     timeout: float = DEFAULT_TIMEOUT
+    max_wait: float = DEFAULT_MAX_WAIT  # seconds of Retry-After waits a request may take
     rpm: float | None = None
     tpm: float | None = None
     max_cost: float | None = None
@@ -111,7 +119,8 @@ def check(opts: Options) -> Transaction:
                         ("--max-attempts", opts.max_attempts)):
         if value < 1:
             raise UsageError(f"{name} must be at least 1.")
-    for name, number in (("--timeout", opts.timeout), ("--rpm", opts.rpm), ("--tpm", opts.tpm),
+    for name, number in (("--timeout", opts.timeout), ("--max-wait", opts.max_wait),
+                         ("--rpm", opts.rpm), ("--tpm", opts.tpm),
                          ("--max-cost", opts.max_cost), ("--price-in", opts.price_in),
                          ("--price-out", opts.price_out)):
         if number is not None and not number > 0:
@@ -169,8 +178,10 @@ class Asker:
     """Pass 1: reads the judge states and sends what is not stored, within the limits."""
 
     def __init__(self, opts: Options, store: Store, key: str | None,
-                 hook: ProgressHook | None) -> None:
+                 hook: ProgressHook | None,
+                 signer: Signer | None = None) -> None:
         self.opts = opts
+        self.signer = signer
         self.config = opts.config
         self.store = store
         self.key = key
@@ -180,9 +191,10 @@ class Asker:
         self.histogram = Histogram()
         self.spent = 0.0
         self.reserved = 0.0
-        self.usage = [0, 0]
+        self.usage = [0, 0, 0]  # input, output, reasoning (of output) tokens
         self.stopped_by: str | None = None
         self.fatal: str | None = None
+        self.refused: str | None = None  # every attempt refused alike (transport.refused)
         # an error in a request's task (the store failed; a bug): stop paying for answers
         self.broken: Exception | None = None
         self.usage_unknown = 0  # answers without usable token counts: charged their worst case
@@ -231,7 +243,8 @@ class Asker:
         rpm = TokenBucket(self.opts.rpm) if self.opts.rpm else None
         tpm = TokenBucket(self.opts.tpm) if self.opts.tpm else None
         transport = Transport(self.config, self.key, self.concurrency, timeout=self.opts.timeout,
-                              max_attempts=self.opts.max_attempts, rpm=rpm, tpm=tpm)
+                              max_attempts=self.opts.max_attempts, rpm=rpm, tpm=tpm,
+                              max_wait=self.opts.max_wait, signer=self.signer)
         tasks: set[asyncio.Task[None]] = set()
         ticker = asyncio.create_task(self._tick()) if self.hook else None
         renewer = asyncio.create_task(self._renew())
@@ -266,6 +279,8 @@ class Asker:
             self.requests.retries = transport.tally.retries
             self.requests.retried = dict(sorted(transport.tally.retried.items()))
             self.requests.rate_limited = transport.tally.rate_limited
+            self.requests.paced_seconds = round(transport.pacer.waited, 3)
+            self.refused = transport.refused
             self.requests.max_in_flight = self.concurrency.most_held
             self.requests.lowest_concurrency = self.concurrency.lowest
             if self.hook:
@@ -275,7 +290,7 @@ class Asker:
                      tasks: set[asyncio.Task[None]]) -> None:
         """Send a needed request, within the limits, unless another run on the store is sending
         it (then its answer is waited for) or has answered it since ``needs`` looked."""
-        if self.stopped_by or self.fatal:
+        if self.stopped_by or self.fatal or transport.refused:
             return  # read on, to count what was needed
         if self.opts.max_requests is not None and self.requests.sent >= self.opts.max_requests:
             self.stopped_by = "max-requests"
@@ -299,7 +314,7 @@ class Asker:
                 return
             self.reserved += worst
         await self.concurrency.acquire()
-        if self.fatal:
+        if self.fatal or transport.refused:
             self.concurrency.release()
             self.store.release(req.key)
             return
@@ -373,6 +388,7 @@ class Asker:
         if usage is not None:
             self.usage[0] += usage.input_tokens
             self.usage[1] += usage.output_tokens
+            self.usage[2] += usage.reasoning_tokens or 0
             self.progress.input_tokens += usage.input_tokens
             self.progress.output_tokens += usage.output_tokens
         if usage is None and self.opts.price_in is not None and self.opts.price_out is not None:
@@ -445,14 +461,14 @@ class Writer:
         self.opts = opts
         self.config = opts.config
         self.store = store
-        self.info = JudgeInfo(self.config.model, self.config.provider, self.config.host,
-                              self.config.temperature, self.config.hash)
+        self.info = self.config.info
         self.counts = Counts()
         self.by_status: Counter[str] = Counter()
         self.by_cause: Counter[str] = Counter()
         self.rejected_by_kind: Counter[str] = Counter()
         self.not_judged: list[NotJudged] = []
-        self.usage_all = [0, 0]
+        self.usage_all = [0, 0, 0]
+        self.unstructured = 0  # answers read from text structured output did not shape
         self._encode = msgspec.json.Encoder().encode
 
     def verdict(self, state: inputs.JudgeState) -> bytes | None:
@@ -460,12 +476,14 @@ class Writer:
         req = build(self.config, state.question, state.state)
         stored = self.store.get(req.key)
         if stored is not None:
-            v = verdict.answered(self.info, self.config.api, stored, state.case_id,
-                                 state.rubric_id, state.rubric_hash, state.state_hash,
-                                 state.exposure)
+            v, parsed = verdict.answered(self.info, self.config.api, stored, state.case_id,
+                                         state.rubric_id, state.rubric_hash, state.state_hash,
+                                         state.exposure)
+            self.unstructured += parsed.unstructured
             if v.usage is not None:
                 self.usage_all[0] += v.usage.input_tokens
                 self.usage_all[1] += v.usage.output_tokens
+                self.usage_all[2] += v.usage.reasoning_tokens or 0
         else:
             failure = self.store.failure(req.key)
             if failure is None:
@@ -524,6 +542,7 @@ def run(opts: Options, hook: ProgressHook | None = None,
     targets = targets if targets is not None else check(opts)
     assert opts.output is not None
     key = api_key(opts)
+    signer = opts.config.api.signer(opts.config, key, opts.environ)
     rejects_path, report_path = targets.path("rejects"), targets.path("report")
     if rejects_path is None or report_path is None:
         raise UsageError("with the verdicts on stdout, give --rejects and --report.")
@@ -532,8 +551,20 @@ def run(opts: Options, hook: ProgressHook | None = None,
     with held(opts) as source:
         store = Store(path_of_store)
         try:
-            asker = Asker(opts, store, key, hook)
+            asker = Asker(opts, store, key, hook, signer)
             _ask_all(asker, source)
+            if asker.refused is not None:
+                sent = asker.requests.sent
+                raise UsageError(
+                    f"the server refused every request the same way ({asker.refused}), so the "
+                    f"run stopped: {sent:,} request{'s were' if sent != 1 else ' was'} sent "
+                    f"and none answered (nothing paid). Check the API key variable, --model "
+                    f"and --base-url ({opts.config.url}); the server's message above says "
+                    "what it wants." + (
+                        " It names response_format: this server may not take the structured "
+                        "output asked for (llama.cpp's takes --response-format json_object; "
+                        "any server, --response-format none)."
+                        if "response_format" in asker.refused else ""))
             if asker.fatal is not None:
                 raise UsageError(
                     f"the server refused the request ({asker.fatal}); check the API key "
@@ -585,15 +616,21 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
         by_status={s: writer.by_status[s] for s in ("pass", "fail", "na", "unscored")},
         by_cause=dict(sorted(writer.by_cause.items())), unscored_rate=rate,
         max_unscored_rate=opts.max_unscored_rate, requests=asker.requests,
-        usage=TokenUsage(*asker.usage), usage_all=TokenUsage(*writer.usage_all),
+        usage=tallied(asker.usage), usage_all=tallied(writer.usage_all),
         tokenizer=asker.counter.encoding if asker.counter is not None else None, prices=prices,
         cost_usd=round(asker.spent, 6) if prices else None, max_cost=opts.max_cost,
         max_requests=opts.max_requests,
         stopped_by=asker.stopped_by if c.not_judged else None,
         latency_ms=asker.histogram.latency(), not_judged=writer.not_judged,
         not_judged_listed=len(writer.not_judged),
-        rejected_by_kind=dict(sorted(writer.rejected_by_kind.items())), warnings=warnings,
+        rejected_by_kind=dict(sorted(writer.rejected_by_kind.items())),
+        without_structured_output=writer.unstructured, warnings=warnings,
         seconds=round(time.perf_counter() - started, 3), exit_code=exit_code)
+
+
+def tallied(usage: list[int]) -> TokenUsage:
+    """A run's token counts (input, output, reasoning of the output) as a report writes them."""
+    return TokenUsage(usage[0], usage[1], usage[2] or None)
 
 
 def first_state(source: HeldInput, case_id: str, rubric_id: str,

@@ -45,6 +45,7 @@ class Requests(Struct):
     retries: int = 0
     retried: dict[str, int] = {}  # retries by reason: timeout, connection, http 429, ...
     rate_limited: int = 0  # 429 answers
+    paced_seconds: float = 0.0  # held by the server's rate-limit headers (limits.Pacer)
     max_in_flight: int = 0
     lowest_concurrency: int = 0  # after halving on 429s
 
@@ -102,6 +103,9 @@ class JudgeReport(Struct):
     not_judged: list[NotJudged]
     not_judged_listed: int
     rejected_by_kind: dict[str, int]
+    # verdicts whose answer came in text that structured output did not shape (a fence, a
+    # <think> block before it, text where a tool call was asked for): read all the same
+    without_structured_output: int
     warnings: list[str]
     seconds: float
     exit_code: int

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
 import msgspec
@@ -25,7 +25,12 @@ import xxhash
 from evalstream._judge.providers import DEFAULT, NAMES, Provider, get
 from evalstream.errors import UsageError
 
+if TYPE_CHECKING:
+    from evalstream._verdicts.records import JudgeInfo
+
 DEFAULT_MAX_OUTPUT_TOKENS = 1024
+# The settings a provider may read beyond the shared ones (``Provider.settings``).
+SETTINGS = ("reasoning_effort", "thinking_budget", "deployment", "api_version", "region")
 DEFAULT_TEMPERATURE = 0.0
 
 ANSWER_INSTRUCTION = (
@@ -48,6 +53,13 @@ class JudgeConfig:
     base_url: str = ""  # empty: the provider's public endpoint
     temperature: float | None = DEFAULT_TEMPERATURE  # None: not sent (some models refuse it)
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    # How the answer is asked for: "" is the provider's default (its response_formats[0]).
+    response_format: str = ""
+    reasoning_effort: str | None = None  # OpenAI's (and Azure's) reasoning models
+    thinking_budget: int | None = None  # Anthropic's extended thinking, Gemini's thinking
+    deployment: str = ""  # Azure: the deployment ("": named as the model)
+    api_version: str = ""  # Azure: the api-version ("": the provider's default)
+    region: str = ""  # Bedrock: the AWS region ("": AWS_REGION, else the provider's)
     encoder: msgspec.json.Encoder = field(default_factory=msgspec.json.Encoder, repr=False,
                                           compare=False)
 
@@ -55,14 +67,30 @@ class JudgeConfig:
         if self.provider not in NAMES:
             raise UsageError(f"--provider must be one of {', '.join(NAMES)}, not "
                              f"{self.provider!r}.")
+        api = self.api
+        formats = api.response_formats
+        if not self.response_format:
+            object.__setattr__(self, "response_format", formats[0])
+        elif self.response_format not in formats:
+            raise UsageError(f"--response-format {self.response_format} is not one --provider "
+                             f"{self.provider} takes: {', '.join(formats)} (default "
+                             f"{formats[0]}).")
+        for setting in SETTINGS:
+            if getattr(self, setting) not in (None, "") and setting not in api.settings:
+                takers = [p for p in NAMES if setting in get(p).settings]
+                raise UsageError(f"--{setting.replace('_', '-')} applies to --provider "
+                                 f"{', '.join(takers)} only, not {self.provider}.")
         if not self.model.strip():
             raise UsageError("--model must name a model (e.g. gpt-4.1-mini).")
         if self.max_output_tokens <= 0:
             raise UsageError("--max-output-tokens must be positive.")
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise UsageError(f"--temperature must be between 0 and 2, not {self.temperature}.")
-        object.__setattr__(self, "base_url",
-                           check_base_url(self.base_url or self.api.base_url))
+        base_url = self.base_url or api.default_base_url(self)
+        if not base_url:
+            raise UsageError(f"--provider {self.provider} needs --base-url: {api.base_url_help}.")
+        object.__setattr__(self, "base_url", check_base_url(base_url, api.url_query))
+        api.check(self)
 
     @cached_property
     def api(self) -> Provider:
@@ -88,6 +116,21 @@ class JudgeConfig:
         template = self.body("", "{}")
         return xxhash.xxh3_128(f"{self.provider}\n{self.url}\n".encode() + template).hexdigest()
 
+    def settings(self) -> dict[str, object]:
+        """The provider's settings this config gives (what a batch manifest keeps of them)."""
+        given = {name: getattr(self, name) for name in SETTINGS}
+        return {"response_format": self.response_format,
+                **{k: v for k, v in given.items() if v not in (None, "")}}
+
+    @cached_property
+    def info(self) -> JudgeInfo:
+        """Who judged, as every verdict of this config records it (the temperature the body
+        carries: None where the provider sends none, as to a reasoning model)."""
+        from evalstream._verdicts.records import JudgeInfo
+
+        return JudgeInfo(self.model, self.provider, self.host, self.api.sent_temperature(self),
+                         self.hash)
+
     @cached_property
     def _key_prefix(self) -> hashlib._Hash:
         # The key's hash, fed the provider and URL once: a request copies it and adds its body
@@ -100,17 +143,20 @@ class JudgeConfig:
         return self.api.body(self, system_text(question), state)
 
 
-def check_base_url(url: str) -> str:
+def check_base_url(url: str, query: tuple[str, ...] = ()) -> str:
     """``url`` without its trailing slashes, once it is known to be usable: http or https, a
     host whose name can be looked up, a port from 1 to 65535, no user, password, query or
     fragment, no space or invisible character. Raises UsageError otherwise, with a sentence
     that never repeats a user, password, query or fragment (any of them may hold a secret).
+    ``query``: the parameters a provider's URL may carry (Azure's ``api-version``), each
+    once, whose values are not secrets; any other is refused.
 
     This is the one check of a base URL, where it is read (``JudgeConfig``: judge, batch
     prepare, a batch's manifest): the port, the brackets of an IPv6 address and the host
     name are otherwise read only when the first request is sent, as an exception in it.
     """
-    url = url.rstrip("/")
+    head, mark, tail = url.partition("?")
+    url = head.rstrip("/") + mark + tail
     shown = shown_url(url)
     example = "such as http://127.0.0.1:8000/v1"
     if not url.isprintable() or any(c.isspace() for c in url):
@@ -129,9 +175,12 @@ def check_base_url(url: str) -> str:
     if parts.scheme not in ("http", "https") or not hostname:
         raise UsageError(f"--base-url must be an http:// or https:// URL {example}, not "
                          f"{shown}.")
-    if parts.query or parts.fragment:
-        raise UsageError(f"--base-url {shown} must not carry a query or fragment: API keys are "
-                         "read from the environment only (--api-key-env).")
+    names = [name for name, _, _ in (pair.partition("=") for pair in parts.query.split("&"))
+             if parts.query]
+    if parts.fragment or any(names.count(n) > 1 or n not in query for n in names):
+        allowed = f" other than {', '.join(query)}" if query else ""
+        raise UsageError(f"--base-url {shown} must not carry a query{allowed} or fragment: "
+                         "API keys are read from the environment only (--api-key-env).")
     try:
         port = parts.port
     except ValueError:

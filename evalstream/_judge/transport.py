@@ -7,12 +7,17 @@ first choice; at 64 connections against the benchmark's 50 ms server its connect
 requests/s, httpx2 780 us and 635/s, aiohttp 183 us and 984/s (benchmarks/README.md,
 ``python -m benchmarks judge-clients``).
 
-Retries, as the official SDKs do them: HTTP 408, 409, 429 and 5xx, timeouts and connection
-errors are retried up to ``max_attempts`` in all, waiting what ``retry-after-ms`` or
-``Retry-After`` asks (seconds or an HTTP date; more than two minutes is not retried), else
-0.5 s doubling up to 8 s, less up to a quarter at random. A 429 also halves the concurrency.
-Other statuses are not retried; 401, 403 and 404 stop the run (a wrong key, a model or URL
-that does not exist would fail every request alike).
+Retries, as the official SDKs do them: HTTP 408, 409, 429 and 5xx, timeouts, connection
+errors and a 200 whose body is not JSON at all (``garbled``) are retried up to
+``max_attempts`` failed attempts in all, waiting what ``retry-after-ms`` or ``Retry-After``
+asks (seconds or an HTTP date; more than two minutes is not retried), else 0.5 s doubling up
+to 8 s, less up to a quarter at random. A 429 or 503 that says when to come back is waited
+out and is no failed attempt: its waits are bounded by time (``max_wait``), not by a count
+(issue 27). A 429 also halves the concurrency, and the server's rate-limit headers pace the
+requests before any 429 (``limits.Pacer``). Other statuses are not retried; 401, 403 and 404
+stop the run (a wrong key, a model or URL that does not exist would fail every request
+alike), and so do the first ``SAME_REFUSALS`` attempts refused alike before any answer (a
+gateway says a wrong key or model with a 400 or a 500).
 
 No redirect is followed (issue 23): aiohttp drops ``Authorization`` on a redirect to another
 origin but keeps every session header (Anthropic's ``x-api-key``), and would send the judge
@@ -31,23 +36,33 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import hashlib
 import random
 import re
 import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+import msgspec
+
 from evalstream._checks.exact import linear_regex
 from evalstream._judge.answer import excerpt
-from evalstream._judge.limits import Concurrency, TokenBucket
+from evalstream._judge.limits import Concurrency, Pacer, TokenBucket
 from evalstream._judge.providers import REGISTRY
+from evalstream._judge.providers.base import Signer
 from evalstream._judge.request import JudgeConfig, shown_url
 from evalstream._version import __version__
 from evalstream.errors import UsageError
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 FATAL_STATUSES = frozenset({401, 403, 404})
+# Refusals that say the server is busy, not that the request is wrong: never "refused alike".
+TRANSIENT_STATUSES = frozenset({408, 409, 429, 503, 529})
+# A refusal with Retry-After from these is a wait, not a failed attempt.
+POLITE_STATUSES = frozenset({429, 503, 529})
+SAME_REFUSALS = 8  # refusals alike, before any answer, that stop a run
 MAX_RETRY_AFTER = 120.0
+DEFAULT_MAX_WAIT = 600.0  # seconds of Retry-After waits a request may take in all
 INITIAL_DELAY, MAX_DELAY = 0.5, 8.0
 REDACTED = "[redacted]"
 # A 200 body is read up to 1 KiB a token of --max-output-tokens, plus 1 MiB for the rest of the
@@ -61,6 +76,7 @@ READ_BLOCK = 1 << 20
 # JSON escapes of a key's characters are found under up to this many backslashes (a JSON
 # answer in a JSON string needs two; what is under more is decoded by no reader of evalstream).
 MAX_BACKSLASHES = 16
+_skip = msgspec.json.Decoder(msgspec.Raw).decode  # checks a body is JSON, builds nothing
 
 
 def answer_bytes(max_output_tokens: int) -> int:
@@ -76,7 +92,11 @@ def key_from_environment(config: JudgeConfig, api_key_env: str | None,
     named on purpose, would give no key."""
     name = api_key_env or config.api.key_env
     key = environ.get(name) or None
-    public = any(p.key_required and config.base_url == p.base_url for p in REGISTRY.values())
+    for other in () if api_key_env else config.api.key_env_also:
+        if key is None and environ.get(other):
+            name, key = other, environ[other]
+    public = config.api.key_always or any(p.key_required and config.base_url == p.base_url
+                                          for p in REGISTRY.values())
     if key is None and (public or api_key_env):
         raise UsageError(f"set {name} in the environment to the API key (keys are read from the "
                          "environment only, never from a file or an option).")
@@ -202,14 +222,24 @@ class Transport:
 
     def __init__(self, config: JudgeConfig, api_key: str | None, concurrency: Concurrency, *,
                  timeout: float, max_attempts: int, rpm: TokenBucket | None = None,
-                 tpm: TokenBucket | None = None) -> None:
+                 tpm: TokenBucket | None = None, max_wait: float = DEFAULT_MAX_WAIT,
+                 signer: Signer | None = None) -> None:
         self.config = config
         self.concurrency = concurrency
         self.timeout = timeout
         self.max_attempts = max_attempts
+        self.max_wait = max_wait
+        self.signer = signer  # headers computed from each request (Provider.signer)
+        self.pacer = Pacer(MAX_RETRY_AFTER)
+        self.answered = False  # an answer came: refusals alike no longer stop the run
+        # the refusal every attempt met, once SAME_REFUSALS of them were alike: stop
+        self.refused: str | None = None
+        self._same: str | None = None
+        self._same_count = 0
+        self._same_bodies: set[bytes] = set()
         self.rpm, self.tpm = rpm, tpm
         self.tally = Tally()
-        self.secret = Secret(api_key)
+        self.secret = Secret(api_key or (signer.secret if signer is not None else None))
         self.answer_limit = answer_bytes(config.max_output_tokens)
         self._headers = {"content-type": "application/json",
                          "user-agent": f"evalstream/{__version__}", **config.api.headers(api_key)}
@@ -222,6 +252,11 @@ class Transport:
         self._aiohttp = aiohttp
         connector = aiohttp.TCPConnector(limit=self.concurrency.maximum, limit_per_host=0,
                                          ttl_dns_cache=300)
+        import yarl
+
+        # A signed request is sent exactly as built (the signature covers the path: `%3A`
+        # must stay escaped); any other as aiohttp spells it (a host name made IDNA).
+        self._url = yarl.URL(self.config.url, encoded=self.signer is not None)
         self._session = aiohttp.ClientSession(
             connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout),
             headers=self._headers, auto_decompress=True, trust_env=False)
@@ -232,28 +267,37 @@ class Transport:
             await self._session.close()
 
     async def send(self, body: bytes, tokens: int) -> Reply:
-        """Send one body (``tokens``: its estimate, for --tpm) until it is answered or out of
-        attempts; the caller holds a concurrency slot. What the server sent is in the reply
-        with every form of the key replaced, and a 200 body longer than ``answer_limit`` cut
-        there (``Reply.whole`` False)."""
+        """Send one body (``tokens``: its estimate, for --tpm and the server's token quota)
+        until it is answered or out of attempts; the caller holds a concurrency slot. What
+        the server sent is in the reply with every form of the key replaced, and a 200 body
+        longer than ``answer_limit`` cut there (``Reply.whole`` False).
+
+        A refusal that says when to come back (a 429 or 503 with ``Retry-After``) is waited
+        out and not counted as a failed attempt: the request gives up once such waits add up
+        to more than ``max_wait`` seconds (issue 27)."""
         aiohttp = self._aiohttp
         redact = self.secret.redact_text
-        attempt = 0
+        attempt = failed = 0
+        waited = 0.0
         while True:
             attempt += 1
             if self.rpm is not None:
                 await self.rpm.take(1)
             if self.tpm is not None:
                 await self.tpm.take(tokens)
+            await self.pacer.before(tokens)
             self.tally.attempts += 1
             started = time.perf_counter()
             wait: float | None = None
+            headers = None
             try:
-                async with self._session.post(self.config.url, data=body,
+                signed = self.signer.sign(self.config.url, body) if self.signer else None
+                async with self._session.post(self._url, data=body, headers=signed,
                                               allow_redirects=False) as response:
-                    status, headers = response.status, response.headers
+                    status = response.status
                     data, whole = await read_body(
                         response, self.answer_limit if status == 200 else ERROR_BYTES)
+                    headers = response.headers  # only once the body is read (a cut is none)
             except (asyncio.TimeoutError, TimeoutError):
                 cause, detail = "timeout", f"no complete answer within {self.timeout:g} s"
             except aiohttp.ClientError as exc:
@@ -264,35 +308,94 @@ class Transport:
                 if request_id is not None:
                     request_id = redact(request_id)
                 data = self.secret.redact(data)
-                if status == 200:
+                if status == 200 and (not whole or is_json(data)):
+                    self.pacer.after(headers)
                     self.concurrency.succeeded()
+                    self.answered = True
                     return Reply(data, request_id, None, None, latency, attempt, whole=whole)
-                if 300 <= status < 400:
+            # The pace is set by answers; a refusal's wait is its Retry-After (AIMock's 429s
+            # carry fixed headers saying no tokens are left for six minutes).
+            self.pacer.after(None)
+            if headers is not None:
+                if status == 200:
+                    # Not JSON at all (a proxy's error page, a body cut short): a fault on
+                    # the way, not an answer of the wrong shape; asked again, never stored.
+                    cause, detail = "garbled", f"HTTP 200 with a body that is not JSON: " \
+                        f"{excerpt(data)}"
+                    cause_key = cause
+                elif 300 <= status < 400:
                     return Reply(None, request_id, "http_error", redirect_detail(
                         status, headers.get("location"), self.secret), latency, attempt,
                         fatal=True)
-                cause, detail = "http_error", self.config.api.error_detail(status, data)
-                if status == 429:
-                    self.tally.rate_limited += 1
-                    self.concurrency.rate_limited()
-                if status in FATAL_STATUSES:
-                    return Reply(None, request_id, cause, detail, latency, attempt, fatal=True)
-                if status not in RETRY_STATUSES and status < 500:
-                    return Reply(None, request_id, cause, detail, latency, attempt)
-                wait = retry_after(headers)
-                if wait is not None and wait > MAX_RETRY_AFTER:
-                    return Reply(None, request_id, cause, f"{detail} (asked to retry after "
-                                 f"{wait:.0f} s: more than {MAX_RETRY_AFTER:.0f})", latency,
-                                 attempt)
-                cause_key = f"http {status}"
-            if cause != "http_error":
+                else:
+                    cause, detail = "http_error", self.config.api.error_detail(status, data)
+                    cause_key = f"http {status}"
+                    wait = retry_after(headers)
+                    if status == 429:
+                        self.tally.rate_limited += 1
+                        self.concurrency.rate_limited()
+                    if status in FATAL_STATUSES:
+                        return Reply(None, request_id, cause, detail, latency, attempt,
+                                     fatal=True)
+                    if status not in TRANSIENT_STATUSES and wait is None:
+                        self._refused(detail, body)
+                    if self.refused is not None:
+                        return Reply(None, request_id, cause, detail, latency, attempt,
+                                     fatal=True)
+                    if status not in RETRY_STATUSES and status < 500:
+                        return Reply(None, request_id, cause, detail, latency, attempt)
+                    if wait is not None and wait > MAX_RETRY_AFTER:
+                        return Reply(None, request_id, cause, f"{detail} (asked to retry after "
+                                     f"{wait:.0f} s: more than {MAX_RETRY_AFTER:.0f})", latency,
+                                     attempt)
+                    if wait is not None and status in POLITE_STATUSES:
+                        # It said when to come back: not a failed attempt; bounded by time.
+                        if waited + wait > self.max_wait:
+                            return Reply(None, request_id, cause, f"{detail} (asked to wait "
+                                         f"{waited + wait:.0f} s in all: more than --max-wait "
+                                         f"{self.max_wait:g})", latency, attempt)
+                        waited += wait
+                        failed -= 1
+            else:
                 cause_key = cause
                 latency = (time.perf_counter() - started) * 1000
-            if attempt >= self.max_attempts:
+            failed += 1
+            if self.refused is not None:
+                return Reply(None, None, cause, detail, latency, attempt, fatal=True)
+            if failed >= self.max_attempts:
                 return Reply(None, None, cause, f"{detail} (after {attempt} attempts)", latency,
                              attempt)
             self.tally.retry(cause_key)
-            await asyncio.sleep(wait if wait is not None else backoff(attempt))
+            await asyncio.sleep(wait if wait is not None else backoff(failed))
+
+    def _refused(self, detail: str, body: bytes) -> None:
+        """Count a refusal that no wait can cure; stop the run once the first
+        ``SAME_REFUSALS`` attempts, of two requests or more, were all refused alike.
+
+        Behind a gateway (the LiteLLM proxy) a wrong key or model is HTTP 400 and a missing
+        key 500, never the 401/403/404 that stop a run at once: every state became
+        ``unscored``, and each 500 was tried five times (issue 27). A run whose requests
+        are all refused the same way, before any answer, would fail the rest alike."""
+        if self.answered or self.refused is not None:
+            return
+        if detail != self._same:
+            self._same, self._same_count, self._same_bodies = detail, 0, set()
+        self._same_count += 1
+        self._same_bodies.add(hashlib.sha256(body).digest())
+        if self._same_count >= SAME_REFUSALS and len(self._same_bodies) > 1:
+            self.refused = (f"{detail}, for each of the first {self._same_count} attempts, of "
+                            f"{len(self._same_bodies)} requests, with no answer")
+
+
+def is_json(data: bytes) -> bool:
+    """Whether a 200 body is JSON at all (what is inside it is the provider's to read)."""
+    try:
+        _skip(data)
+    except msgspec.DecodeError:
+        return False
+    except RecursionError:  # JSON nested past the parser's depth: read (and refused) later
+        return True
+    return True
 
 
 def backoff(attempt: int) -> float:

@@ -7,19 +7,22 @@ from __future__ import annotations
 
 import msgspec
 
+from evalstream._judge.answer import Parsed
 from evalstream._judge.providers.base import Provider
 from evalstream._judge.store import Failure, Stored
 from evalstream._verdicts.records import JudgeInfo, JudgeVerdict, VerdictError
 
 
 def answered(info: JudgeInfo, api: Provider, stored: Stored, case_id: str, rubric_id: str,
-             rubric_hash: str, state_hash: str, exposure: msgspec.Raw) -> JudgeVerdict:
+             rubric_hash: str, state_hash: str,
+             exposure: msgspec.Raw) -> tuple[JudgeVerdict, Parsed]:
     """The verdict from a stored answer: its status and reason, or ``unscored`` with the
-    cause the answer parser found (``api``: the provider it came from)."""
+    cause the answer parser found (``api``: the provider it came from); and the answer as
+    read (what the run's counts take from it)."""
     parsed = api.parse(stored.body)
     error = None if parsed.cause is None else VerdictError(parsed.cause, parsed.detail or "")
     return JudgeVerdict(case_id, rubric_id, parsed.status, parsed.reason, info, parsed.usage,
-                        stored.request_id, rubric_hash, state_hash, exposure, error)
+                        stored.request_id, rubric_hash, state_hash, exposure, error), parsed
 
 
 def unanswered(info: JudgeInfo, failure: Failure, case_id: str, rubric_id: str,

@@ -32,13 +32,22 @@ def lines(report: JudgeReport) -> list[str]:
                   if r.from_other_runs else "") + f"; {r.retries:,} retries"
                + (f" ({retried})" if retried else "") + f"; at most {r.max_in_flight:,} in flight"
                + (f", concurrency lowered to {r.lowest_concurrency:,} by 429s"
-                  if r.lowest_concurrency < r.max_in_flight else ""))
+                  if r.lowest_concurrency < r.max_in_flight else "")
+               + (f"; held {r.paced_seconds:,.1f} s by the server's rate-limit headers"
+                  if r.paced_seconds else ""))
     cost = "" if report.cost_usd is None else f"; cost ${report.cost_usd:,.4f}"
     lat = report.latency_ms
     latency = "" if lat.p50 is None else (f"; latency p50 {lat.p50:,.0f} ms, p95 "
                                           f"{lat.p95:,.0f} ms")
+    reasoning = report.usage.reasoning_tokens
     out.append(f"tokens this run: {report.usage.input_tokens:,} in, "
-               f"{report.usage.output_tokens:,} out{cost}{latency}")
+               f"{report.usage.output_tokens:,} out"
+               + (f" ({reasoning:,} of them reasoning)" if reasoning else "")
+               + f"{cost}{latency}")
+    if report.without_structured_output:
+        out.append(f"answers without structured output (read from text: a fence, reasoning "
+                   f"before the JSON, text instead of the tool call): "
+                   f"{report.without_structured_output:,}")
     if report.max_unscored_rate is not None and report.unscored_rate is not None:
         verb = "above" if report.unscored_rate > report.max_unscored_rate else "within"
         out.append(f"unscored rate {report.unscored_rate:.1%}, {verb} --max-unscored-rate "
@@ -80,8 +89,10 @@ def dry_run_text(d: DryRun) -> str:
                    f"{d.to_send - d.max_requests:,} (the figures below are for all).")
     approx = "" if d.tokens_exact else "about "
     out.append(f"  input tokens: {approx}{d.input_tokens:,} ({d.tokens_note}).")
+    thinking = "; the judge reasons first, and its reasoning is output within that bound" \
+        if d.reasoning else ""
     out.append(f"  output tokens: at most {d.output_tokens_bound:,} ({d.max_output_tokens:,} "
-               "each, --max-output-tokens).")
+               f"each, --max-output-tokens{thinking}).")
     if d.prices is None or d.cost_bound_usd is None:
         out.append("  cost: give --price-in and --price-out (USD per million tokens) to see it.")
     else:

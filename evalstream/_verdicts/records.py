@@ -68,11 +68,14 @@ class JudgeInfo(Struct, gc=False):
     config_hash: str
 
 
-class TokenUsage(Struct, gc=False):
-    """Tokens the provider counted for one answer."""
+class TokenUsage(Struct, gc=False, omit_defaults=True):
+    """Tokens the provider counted for one answer: ``output_tokens`` includes any reasoning
+    (as providers bill it), ``reasoning_tokens`` says how much of it, where the provider
+    says (written only then)."""
 
     input_tokens: int
     output_tokens: int
+    reasoning_tokens: int | None = None
 
 
 class VerdictError(Struct, gc=False):
@@ -110,6 +113,7 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
     class Usage(Struct, **opts):
         input_tokens: int
         output_tokens: int
+        reasoning_tokens: int | None = None
 
     class Error(Struct, **opts):
         cause: str

@@ -42,7 +42,7 @@ from tests.judge.fake_server import escaped
 
 _BATCH_ONLY = {"batcherror", "expired", "canceled", "vllmerror", "batchfail", "echofail",
                "deepbatch"}
-_LIVE_ONLY = {"cut", "slow", "429", "500", "503", "429zone", "redirect", "huge", "deep",
+_LIVE_ONLY = {"cut", "slow", "429", "500", "503", "429zone", "redirect", "huge", "deep", "garbled",
               "deeperror", "hugeheader", "manyheaders"}  # a batch provider retries these, or they are about one response
 
 
@@ -80,17 +80,18 @@ class Batches:
 
     # -- routing ---------------------------------------------------------------------------------
     def handles(self, method: str, path: str) -> bool:
-        route = urlsplit(path).path
+        route = urlsplit(_azure(path)).path
         return route.startswith(("/v1/files", "/v1/batches", "/v1/messages/batches"))
 
     def route(self, method: str, path: str, headers: dict[str, str], body: bytes,
               key: str | None, port: int) -> tuple[int, bytes, bool]:
         """(status, body, cut): ``cut`` closes the connection without an answer."""
+        path = _azure(path)
         parts = urlsplit(path)
         route = re.sub(r"/(file|batch|msgbatch)_[0-9a-f]+", "/{id}", parts.path)
         self.calls[f"{method} {route}"] += 1
         sent = headers.get("x-api-key") if route.startswith("/v1/messages") else \
-            headers.get("authorization", "").removeprefix("Bearer ")
+            headers.get("api-key") or headers.get("authorization", "").removeprefix("Bearer ")
         if key is not None and sent != key:
             return 401, _error("invalid api key"), False
         segments = parts.path.strip("/").split("/")
@@ -137,7 +138,8 @@ class Batches:
     def _create_openai(self, body: bytes, key: str | None) -> tuple[int, bytes, bool]:
         request = json.loads(body)
         data = self.files.get(request.get("input_file_id", ""))
-        if data is None or request.get("endpoint") != "/v1/chat/completions" \
+        if data is None or request.get("endpoint") not in ("/v1/chat/completions",
+                                                           "/chat/completions") \
                 or request.get("completion_window") != "24h":
             return 400, _error("bad batch request"), False
         lines = [msgspec.json.decode(x, type=_Line) for x in data.splitlines() if x.strip()]
@@ -251,6 +253,14 @@ class Batches:
         file_id = "file_" + hashlib.sha256(data).hexdigest()[:24] + f"{len(self.files):04x}"
         self.files[file_id] = data
         return file_id
+
+
+def _azure(path: str) -> str:
+    """An Azure batch call's path as OpenAI's: ``/v1/openai/files?api-version=V`` is
+    ``/v1/files`` (the fake's base URL ends in /v1)."""
+    parts = urlsplit(path)
+    query = "&".join(q for q in parts.query.split("&") if q and not q.startswith("api-version="))
+    return parts.path.replace("/v1/openai/", "/v1/", 1) + (f"?{query}" if query else "")
 
 
 def _fault(body: bytes) -> str:

@@ -16,8 +16,17 @@
   ``caf\xe9``, not UTF-8), ``pfpass`` ``pffail`` (promptfoo's llm-rubric answer
   ``{reason, pass, score}``), ``pfnopass`` (the same without ``pass``), ``toolcall`` (OpenAI
   only: a call of the request's first tool with ``{"query": the user's text}``, then, once
-  the last message is the tool's result, an answer that quotes it). Without a marker:
-  ``pass``.
+  the last message is the tool's result, an answer that quotes it), ``garbled`` (a 200 whose
+  body is an HTML error page, as a proxy sends), ``think`` (a reasoning model's ``pass``:
+  OpenAI a ``<think>`` block holding a ``fail`` verdict before the JSON,
+  ``reasoning_content`` and ``reasoning_tokens``; Anthropic a thinking block holding one
+  before the tool call), ``fenced`` (the ``pass`` in a Markdown fence, as a server without
+  structured output writes it). Without a marker: ``pass``.
+- As a gateway or a quota does (issue 27): ``--refuse CODE`` answers every request with that
+  status and one message (the LiteLLM proxy's wrong model); ``--quota N --quota-seconds S``
+  takes N requests every S seconds (refilled continuously, N at most at once), says what is
+  left in OpenAI's and Anthropic's rate-limit headers on every answer, and refuses the
+  request over it with a 429 whose ``Retry-After`` is the real wait.
 - Hostile answers (issue 23): ``redirect`` (a 307 to the same path on a second port, another
   origin, which counts what reaches it: ``foreign`` in the stats), ``echoheader`` (a ``pass``
   whose request-id header is the key it was sent), ``echoescaped`` (a ``pass`` whose reason
@@ -49,7 +58,9 @@ import os
 import re
 import signal
 import sys
+import time
 from collections import Counter
+from datetime import datetime, timezone
 from typing import Any
 
 _MARK = re.compile(rb"FAKE:([a-z0-9]+?)(?:x(\d+))?(?![a-z0-9])")
@@ -58,6 +69,8 @@ _REASONS = {200: "OK", 302: "Found", 307: "Temporary Redirect", 400: "Bad Reques
             500: "Internal Server Error", 503: "Service Unavailable"}
 ABSURD_DATE = "Wed, 21 Oct 2015 07:28:00 +99999999999999"  # parsedate: OverflowError
 DEEP = 100_000
+# A reasoning model's thought, holding a verdict that is not its answer.
+THOUGHT = 'Maybe {"status": "fail", "reason": "a thought, not the answer"}? No: it helps.'
 
 
 class Stats:
@@ -80,7 +93,9 @@ class Stats:
 
 class Server:
     def __init__(self, latency: float, slow: float, key: str | None, retry_after: str,
-                 batch_polls: int = 2, lose_create: int = 0, huge_bytes: int = 64 << 20) -> None:
+                 batch_polls: int = 2, lose_create: int = 0, huge_bytes: int = 64 << 20,
+                 refuse: int | None = None, quota: int | None = None,
+                 quota_seconds: float = 60.0) -> None:
         from tests.judge.fake_batches import Batches
 
         self.latency = latency
@@ -91,6 +106,8 @@ class Server:
         self.attempts: Counter[str] = Counter()
         self.batches = Batches(batch_polls, lose_create)
         self.huge_bytes = huge_bytes
+        self.refuse = refuse
+        self.quota = None if quota is None else Quota(quota, quota_seconds)
         self.port = 0
         self.foreign_port = 0  # another origin: a redirect's target
 
@@ -151,9 +168,9 @@ class Server:
             if cut:
                 return False  # the caller closes the connection: no answer
             return await self.send(writer, code, data)
-        if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages"):
+        dialect = _dialect(path.split("?", 1)[0])
+        if method != "POST" or dialect is None:
             return await self.send(writer, 404, b'{"error": {"message": "no such route"}}')
-        anthropic = path == "/v1/messages"
         digest = hashlib.sha256(body).hexdigest()
         stats = self.stats
         stats.requests += 1
@@ -161,18 +178,28 @@ class Server:
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:
-            return await self.answer(anthropic, headers, body, digest, writer)
+            return await self.answer(dialect, headers, body, digest, writer, path)
         finally:
             stats.in_flight -= 1
 
-    async def answer(self, anthropic: bool, headers: dict[str, str], body: bytes, digest: str,
-                     writer: asyncio.StreamWriter) -> bool:
+    async def answer(self, dialect: str, headers: dict[str, str], body: bytes, digest: str,
+                     writer: asyncio.StreamWriter, path: str) -> bool:
+        anthropic = dialect == "anthropic"
         if self.latency:
             await asyncio.sleep(self.latency)
-        sent_key = headers.get("x-api-key") if anthropic else \
-            headers.get("authorization", "").removeprefix("Bearer ")
+        sent_key = _sent_key(dialect, headers)
         if self.key is not None and sent_key != self.key:
             return await self.send(writer, 401, _error("invalid api key", "authentication_error"))
+        if self.refuse is not None:
+            return await self.send(writer, self.refuse, _error(
+                "litellm.BadRequestError: Invalid model name passed in model=fake-judge-1",
+                "invalid_request_error"))
+        quota: dict[str, str] = {}
+        if self.quota is not None:
+            wait, quota = self.quota.admit()
+            if wait:
+                return await self.send(writer, 429, _error("rate limit reached", "rate_limit"),
+                                       {**quota, "retry-after": f"{wait:.3f}"})
         fault = "pass"
         found = _MARK.search(body)
         if found:
@@ -181,16 +208,19 @@ class Server:
             if times is None or self.attempts[digest] <= times:
                 fault = found[1].decode()
         rid = "req_" + digest[:20]
-        extra = {"request-id" if anthropic else "x-request-id": rid}
+        extra = {name: rid for name in ID_HEADERS[dialect]}
+        extra.update(quota)
         if fault in ("429", "500", "503", "400", "401", "429zone"):
             code = int(fault[:3])
             if code == 429:
                 extra["retry-after"] = ABSURD_DATE if fault == "429zone" else self.retry_after
             return await self.send(writer, code, _error(f"fake {code}", "fake_error"), extra)
         if fault == "redirect":
-            path = "/v1/messages" if anthropic else "/v1/chat/completions"
-            extra["location"] = f"http://127.0.0.1:{self.foreign_port}{path}"
+            extra["location"] = f"http://127.0.0.1:{self.foreign_port}{path.split('?')[0]}"
             return await self.send(writer, 307, b"", extra)
+        if fault == "garbled":
+            page = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+            return await self.send(writer, 200, page, extra)
         if fault in ("deep", "deeperror"):
             data = b'{"x":' + b"[" * DEEP + b"]" * DEEP + b"}"
             return await self.send(writer, 200 if fault == "deep" else 500, data, extra)
@@ -216,7 +246,11 @@ class Server:
             usage_in, usage_out = -1_000_000, -1_000_000
         if fault == "bigusage":
             usage_in = 2**63  # one past SQLite's INTEGER
-        if anthropic:
+        if dialect == "gemini":
+            payload = _gemini(fault, text, rid, usage_in, usage_out)
+        elif dialect == "bedrock":
+            payload = _bedrock(fault, text, rid, usage_in, usage_out)
+        elif anthropic:
             payload = _anthropic(request, fault, text, rid, usage_in, usage_out)
         else:
             payload = _openai(request, fault, text, finish, rid, usage_in, usage_out)
@@ -262,6 +296,33 @@ class Server:
         return True
 
 
+class Quota:
+    """N requests every S seconds, refilled continuously, N at most at once (as LLMock's
+    ``--rpm`` and the providers' quotas)."""
+
+    def __init__(self, limit: int, seconds: float) -> None:
+        self.limit, self.rate = limit, limit / seconds
+        self.level, self.stamp = float(limit), time.monotonic()
+
+    def admit(self) -> tuple[float, dict[str, str]]:
+        """(seconds to wait, 0 when admitted; the rate-limit headers of the answer)."""
+        now = time.monotonic()
+        self.level = min(self.limit, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+        wait = 0.0 if self.level >= 1 else (1 - self.level) / self.rate
+        if not wait:
+            self.level -= 1
+        reset = (self.limit - self.level) / self.rate
+        stamp = datetime.fromtimestamp(time.time() + reset, timezone.utc)
+        return wait, {"x-ratelimit-limit-requests": str(self.limit),
+                      "x-ratelimit-remaining-requests": str(int(self.level)),
+                      "x-ratelimit-reset-requests": f"{reset * 1000:.0f}ms",
+                      "anthropic-ratelimit-requests-limit": str(self.limit),
+                      "anthropic-ratelimit-requests-remaining": str(int(self.level)),
+                      "anthropic-ratelimit-requests-reset": stamp.isoformat(
+                          timespec="milliseconds").replace("+00:00", "Z")}
+
+
 async def _chunked(reader: asyncio.StreamReader) -> bytes:
     """A request body sent with ``Transfer-Encoding: chunked``."""
     parts = []
@@ -292,9 +353,12 @@ def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | Non
     """The answer text and OpenAI finish reason for a fault (or a status); ``key``: what
     ``echoescaped`` echoes."""
     if fault in ("pass", "fail", "na", "cut", "echoheader", "negusage", "hugeheader",
-                 "manyheaders", "bigusage", "latin1id"):
+                 "manyheaders", "bigusage", "latin1id", "think", "fenced"):
         status = fault if fault in ("fail", "na") else "pass"
-        return json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"}), "stop"
+        text = json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"})
+        if fault == "fenced":
+            text = f"```json\n{text}\n```"
+        return text, "stop"
     if fault == "echoescaped":
         # The key escaped inside the answer's JSON: escaped once more in the response body.
         reason = json.dumps(f"fake pass {digest[:8]}, key ")[:-1] + escaped(key or "") + '"'
@@ -321,6 +385,7 @@ def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | Non
 def _openai(request: dict[str, Any], fault: str, text: str | None, finish: str, rid: str,
             usage_in: int, usage_out: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    details = None
     if fault == "refusal":
         message["refusal"] = "I'm sorry, I can't help with that."
     messages = request.get("messages") or [{}]
@@ -337,13 +402,19 @@ def _openai(request: dict[str, Any], fault: str, text: str | None, finish: str, 
             "arguments": json.dumps({"query": _MARK.sub(b"", str(question).encode())
                                      .decode().strip()})}}]
         finish = "tool_calls"
+    if fault == "think":
+        message["content"] = f"<think>{THOUGHT}</think>\n{text}"
+        message["reasoning_content"] = THOUGHT
+        usage_out += 40
+        details = {"reasoning_tokens": 40}
     return {"id": "ECHOED-ID" if fault == "echoescaped" else "chatcmpl-" + rid[4:],
             "object": "chat.completion", "created": 0,
             "model": request.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish,
                          "logprobs": None}],
             "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
-                      "total_tokens": usage_in + usage_out}}
+                      "total_tokens": usage_in + usage_out,
+                      **({"completion_tokens_details": details} if details else {})}}
 
 
 def _anthropic(request: dict[str, Any], fault: str, text: str | None, rid: str, usage_in: int,
@@ -357,19 +428,96 @@ def _anthropic(request: dict[str, Any], fault: str, text: str | None, rid: str, 
         content, stop = [{"type": "text", "text": text}], "max_tokens"
     elif fault == "notjson":
         content, stop = [{"type": "text", "text": text}], "end_turn"
+    elif fault == "fenced":
+        content, stop = [{"type": "text", "text": text}], "end_turn"
     else:
         assert text is not None
         content = [{"type": "tool_use", "id": "toolu_" + rid[4:], "name": tool,
                     "input": json.loads(text)}]
+        if fault == "think":
+            content.insert(0, {"type": "thinking", "thinking": THOUGHT, "signature": "sig"})
     return {"id": "ECHOED-ID" if fault == "echoescaped" else "msg_" + rid[4:],
             "type": "message", "role": "assistant",
             "model": request.get("model"), "content": content, "stop_reason": stop,
             "stop_sequence": None, "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}
 
 
+def _dialect(path: str) -> str | None:
+    """Which API a request's path speaks: OpenAI's (and Azure's deployments), Anthropic's,
+    Gemini's generateContent, Bedrock's Converse; None for no API of the fake."""
+    if path.endswith("/chat/completions"):
+        return "openai"
+    if path.endswith("/v1/messages"):
+        return "anthropic"
+    if re.fullmatch(r".*/models/[^/]+:generateContent", path):
+        return "gemini"
+    if re.fullmatch(r".*/model/[^/]+/converse", path):
+        return "bedrock"
+    return None
+
+
+# The request-id headers of each API (OpenAI's answer carries Azure's too).
+ID_HEADERS = {"openai": ("x-request-id", "apim-request-id"), "anthropic": ("request-id",),
+              "gemini": ("x-goog-request-id",), "bedrock": ("x-amzn-requestid",)}
+
+
+def _sent_key(dialect: str, headers: dict[str, str]) -> str | None:
+    """The credential a request carries in its API's header: ``x-api-key`` (Anthropic),
+    ``api-key`` (Azure), ``x-goog-api-key`` (Gemini), a bearer token; for a SigV4-signed
+    request its session token (the secret it carries), else ``sigv4:`` and the access key
+    id of its credential scope."""
+    for name in ("x-api-key", "api-key", "x-goog-api-key"):
+        if name in headers:
+            return headers[name]
+    auth = headers.get("authorization", "")
+    if auth.startswith("AWS4-HMAC-SHA256 "):
+        if headers.get("x-amz-security-token"):
+            return headers["x-amz-security-token"]
+        found = re.search(r"Credential=([^/]+)/", auth)
+        return "sigv4:" + (found[1] if found else "")
+    return auth.removeprefix("Bearer ") if auth else None
+
+
+def _gemini(fault: str, text: str | None, rid: str, usage_in: int,
+            usage_out: int) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [] if text is None else [{"text": text}]
+    finish = {"refusal": "SAFETY", "length": "MAX_TOKENS"}.get(fault, "STOP")
+    usage = {"promptTokenCount": usage_in, "candidatesTokenCount": usage_out,
+             "totalTokenCount": usage_in + usage_out}
+    if fault == "think":
+        parts.insert(0, {"text": THOUGHT, "thought": True})
+        usage["thoughtsTokenCount"] = 40
+    return {"candidates": [{"content": {"role": "model", "parts": parts},
+                            "finishReason": finish, "index": 0}],
+            "usageMetadata": usage,
+            "responseId": "ECHOED-ID" if fault == "echoescaped" else "gem-" + rid[4:]}
+
+
+def _bedrock(fault: str, text: str | None, rid: str, usage_in: int,
+             usage_out: int) -> dict[str, Any]:
+    content: list[dict[str, Any]]
+    stop = "tool_use"
+    if fault == "refusal":
+        content, stop = [], "content_filtered"
+    elif fault in ("length", "notjson", "fenced"):
+        content = [{"text": text}]
+        stop = "max_tokens" if fault == "length" else "end_turn"
+    else:
+        assert text is not None
+        content = [{"toolUse": {"toolUseId": "tooluse_" + rid[4:], "name": "record_verdict",
+                                "input": json.loads(text)}}]
+        if fault == "think":
+            content.insert(0, {"reasoningContent": {"reasoningText": {"text": THOUGHT}}})
+    return {"output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": stop, "metrics": {"latencyMs": 1},
+            "usage": {"inputTokens": usage_in, "outputTokens": usage_out,
+                      "totalTokens": usage_in + usage_out}}
+
+
 async def serve(args: argparse.Namespace) -> None:
     server = Server(args.latency, args.slow, args.key, args.retry_after, args.batch_polls,
-                    args.lose_create, args.huge_bytes)
+                    args.lose_create, args.huge_bytes, args.refuse, args.quota,
+                    args.quota_seconds)
     listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024,
                                           limit=1 << 24)
     port = server.port = listener.sockets[0].getsockname()[1]
@@ -398,6 +546,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="make the first N batches but cut the connection before answering")
     p.add_argument("--huge-bytes", type=int, default=64 << 20,
                    help="the size of a `huge` answer")
+    p.add_argument("--refuse", type=int, help="answer every request with this status")
+    p.add_argument("--quota", type=int, help="requests a --quota-seconds window takes")
+    p.add_argument("--quota-seconds", type=float, default=60.0)
     args = p.parse_args(argv)
     try:
         asyncio.run(serve(args))

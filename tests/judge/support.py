@@ -20,6 +20,10 @@ from tests.helpers import ROOT
 
 # A recognisable fake key: the tests look for it in every file and log a run leaves.
 FAKE_KEY = "sk-test-EVALSTREAM-LEAKCHECK-7f3a9c2e"
+# Every provider's key variable, set to the fake key.
+KEYS = {"OPENAI_API_KEY": FAKE_KEY, "ANTHROPIC_API_KEY": FAKE_KEY,
+        "AZURE_OPENAI_API_KEY": FAKE_KEY, "GEMINI_API_KEY": FAKE_KEY,
+        "AWS_BEARER_TOKEN_BEDROCK": FAKE_KEY}
 RUBRIC = """
 [[rubric]]
 id = "helpful"
@@ -90,7 +94,7 @@ def options(server: FakeServer, input_path: Path, output: Path, provider: str = 
     config = JudgeConfig(model=model, provider=provider, base_url=server.url,
                          max_output_tokens=kw.pop("max_output_tokens", 256),
                          temperature=kw.pop("temperature", 0.0))
-    env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY, "ANTHROPIC_API_KEY": FAKE_KEY}
+    env = {**os.environ, **KEYS}
     return Options(input=str(input_path), output=str(output), config=config, environ=env, **kw)
 
 
@@ -100,8 +104,7 @@ def lines(path: Path) -> list[dict[str, Any]]:
 
 def cli(*args: str, env: dict[str, str] | None = None, **kw: Any) -> subprocess.CompletedProcess[str]:
     """``python -m evalstream ARGS`` with the fake key in the environment."""
-    environ = {**os.environ, "NO_COLOR": "1", "OPENAI_API_KEY": FAKE_KEY,
-               "ANTHROPIC_API_KEY": FAKE_KEY, **(env or {})}
+    environ = {**os.environ, "NO_COLOR": "1", **KEYS, **(env or {})}
     return subprocess.run([sys.executable, "-m", "evalstream", *args], capture_output=True,
                           text=True, cwd=ROOT, env=environ, timeout=120, **kw)
 

@@ -1,4 +1,4 @@
-"""The one answer parser: fail-closed on every bad answer, for both providers."""
+"""The one answer parser: fail-closed on every bad answer, for every provider."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalstream._judge.answer import CAUSES, DETAIL_CHARS, Parsed, http_error_detail, unfenced
-from evalstream._judge.providers import get
+from evalstream._judge.providers import REGISTRY, get
 
 
 def parse(provider: str, body: bytes) -> Parsed:
@@ -33,6 +33,26 @@ def anthropic(content: list[dict[str, Any]], stop: str = "tool_use") -> bytes:
     return json.dumps({"id": "msg_1", "type": "message", "role": "assistant",
                        "content": content, "stop_reason": stop,
                        "usage": {"input_tokens": 100, "output_tokens": 20}}).encode()
+
+
+def gemini(text: str | None, finish: str = "STOP", thought: str | None = None) -> bytes:
+    parts = [] if text is None else [{"text": text}]
+    if thought is not None:
+        parts.insert(0, {"text": thought, "thought": True})
+    return json.dumps({"candidates": [{"content": {"role": "model", "parts": parts},
+                                       "finishReason": finish, "index": 0}],
+                       "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 20},
+                       "responseId": "r1"}).encode()
+
+
+def bedrock(content: list[dict[str, Any]], stop: str = "tool_use") -> bytes:
+    return json.dumps({"output": {"message": {"role": "assistant", "content": content}},
+                       "stopReason": stop,
+                       "usage": {"inputTokens": 100, "outputTokens": 20}}).encode()
+
+
+def tool_use(answer: Any, name: str = "record_verdict") -> dict[str, Any]:
+    return {"toolUse": {"toolUseId": "t1", "name": name, "input": answer}}
 
 
 def tool(answer: Any, name: str = "record_verdict") -> dict[str, Any]:
@@ -100,6 +120,41 @@ CASES = [
                               '"status":"pass"}'}], "end_turn"), "unscored", "ambiguous"),
     ("anthropic", anthropic([tool({"status": "pass", "reason": "x"}, name="other"),
                              tool({"status": "fail", "reason": "y"})]), "fail", None),
+    # Azure answers as OpenAI (its provider is OpenAI's, but for URLs and headers).
+    ("azure", openai(GOOD), "fail", None),
+    ("azure", openai(None, refusal="no"), "unscored", "refusal"),
+    # Gemini (issue 27)
+    ("gemini", gemini(GOOD), "fail", None),
+    ("gemini", gemini(f"```json\n{GOOD}\n```"), "fail", None),
+    ("gemini", gemini(GOOD, thought='{"status": "pass", "reason": "thought"}'), "fail", None),
+    ("gemini", gemini("pass"), "unscored", "not_json"),
+    ("gemini", gemini(None), "unscored", "not_json"),
+    ("gemini", gemini('{"status": "pass"}'), "unscored", "wrong_shape"),
+    ("gemini", gemini(GOOD, "SAFETY"), "unscored", "refusal"),
+    ("gemini", gemini(GOOD, "RECITATION"), "unscored", "refusal"),
+    ("gemini", gemini('{"status": "fa', "MAX_TOKENS"), "unscored", "truncated"),
+    ("gemini", b'{"promptFeedback": {"blockReason": "OTHER"}, "usageMetadata": '
+               b'{"promptTokenCount": 100}}', "unscored", "refusal"),
+    ("gemini", b'{"candidates": []}', "unscored", "bad_response"),
+    ("gemini", b'{"error": {"code": 400, "message": "bad"}}', "unscored", "bad_response"),
+    ("gemini", b"[]", "unscored", "bad_response"),
+    # Bedrock Converse (issue 27)
+    ("bedrock", bedrock([tool_use(json.loads(GOOD))]), "fail", None),
+    ("bedrock", bedrock([{"reasoningContent": {"reasoningText": {"text": "pass?"}}},
+                         tool_use({"status": "na", "reason": "x"})]), "na", None),
+    ("bedrock", bedrock([{"text": GOOD}], "end_turn"), "fail", None),
+    ("bedrock", bedrock([tool_use({"status": "pass"})]), "unscored", "wrong_shape"),
+    ("bedrock", bedrock([tool_use({"status": "pass", "reason": "x"}, name="other")]),
+     "unscored", "not_json"),
+    ("bedrock", bedrock([tool_use({"status": "fail", "reason": "x"}),
+                         tool_use({"status": "pass", "reason": "y"})]), "unscored",
+     "ambiguous"),
+    ("bedrock", bedrock([], "content_filtered"), "unscored", "refusal"),
+    ("bedrock", bedrock([], "guardrail_intervened"), "unscored", "refusal"),
+    ("bedrock", bedrock([{"text": '{"sta'}], "max_tokens"), "unscored", "truncated"),
+    ("bedrock", b'{"message": "The security token included in the request is invalid."}',
+     "unscored", "bad_response"),
+    ("bedrock", b"[]", "unscored", "bad_response"),
 ]
 
 
@@ -161,18 +216,26 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                              st.none() | st.booleans() | st.integers() | st.text(),
                              lambda c: st.lists(c) | st.dictionaries(st.text(), c)))),
        finish=st.sampled_from(["stop", "length", "content_filter", None]),
-       provider=st.sampled_from(["openai", "anthropic"]))
+       provider=st.sampled_from(["openai", "anthropic", "gemini", "bedrock"]))
 def test_never_pass_without_a_valid_answer(content: str, finish: str | None,
                                            provider: str) -> None:
     """Whatever the model says, the verdict is pass/fail/na only when the text is exactly a
     valid answer (read independently with the stdlib), and unscored with a cause otherwise."""
     if provider == "openai":
         body = openai(content, finish=finish or "stop")
+    elif provider == "gemini":
+        body = gemini(content, {"length": "MAX_TOKENS", "content_filter": "SAFETY"}.get(
+            finish or "", "STOP"))
+    elif provider == "bedrock":
+        body = bedrock([{"text": content}], {"length": "max_tokens", "content_filter":
+                                             "content_filtered"}.get(finish or "", "end_turn"))
     else:
         body = anthropic([{"type": "text", "text": content}],
                          {"length": "max_tokens", None: "end_turn"}.get(finish, "end_turn"))
     parsed = parse(provider, body)
     text = content.strip()
+    if text.startswith("<think>") and "</think>" in text:  # reasoning first: never the answer
+        text = text[text.index("</think>") + len("</think>"):].strip()
     fenced = FENCE.match(text)  # fences are allowed
     try:  # a key given twice is no valid answer
         loaded = json.loads(fenced[1] if fenced else text, object_pairs_hook=unique_keys)
@@ -180,7 +243,8 @@ def test_never_pass_without_a_valid_answer(content: str, finish: str | None,
         loaded = None
     valid = (isinstance(loaded, dict) and set(loaded) == {"status", "reason"}
              and loaded["status"] in ("pass", "fail", "na") and isinstance(loaded["reason"], str))
-    stopped = finish in ("length", "content_filter") if provider == "openai" else finish == "length"
+    stopped = finish in ("length", "content_filter") if provider != "anthropic" \
+        else finish == "length"
     if parsed.status == "unscored":
         assert parsed.cause in CAUSES
     else:
@@ -189,7 +253,7 @@ def test_never_pass_without_a_valid_answer(content: str, finish: str | None,
 
 @given(st.binary())
 def test_any_bytes_never_raise(body: bytes) -> None:
-    for provider in ("openai", "anthropic"):
+    for provider in REGISTRY:
         parsed = parse(provider, body)
         assert parsed.status in ("pass", "fail", "na", "unscored")
 

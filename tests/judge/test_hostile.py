@@ -41,7 +41,7 @@ def test_a_redirect_is_never_followed(tmp_path: Path, server: FakeServer,
     ``x-api-key`` (a session header it does not drop)."""
     path = states(tmp_path, ["FAKE:pass", "FAKE:redirect", "FAKE:pass"])
     with pytest.raises(UsageError, match=r"HTTP 307: a redirect to 'http://127\.0\.0\.1:\d+/v1/"
-                                         r"(chat/completions|messages)', not followed") as caught:
+                                         r"[^']+', not followed") as caught:
         live.run(options(server, path, tmp_path / "v.jsonl", provider, max_connections=1))
     assert server.stats()["foreign"] == {"requests": 0, "credentials": 0}
     assert "Answers received so far are kept" in str(caught.value)

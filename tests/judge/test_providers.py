@@ -20,6 +20,8 @@ from evalstream._judge.request import JudgeConfig
 from tests.helpers import ROOT
 
 PACKAGE = ROOT / "evalstream"
+# Where a provider has no public endpoint, the base URL its documented examples use.
+BASE_URLS = {"azure": "https://example-resource.openai.azure.com"}
 PROVIDERS = PACKAGE / "_judge" / "providers"
 
 
@@ -94,9 +96,14 @@ def test_every_provider_is_a_whole_provider() -> None:
         assert not getattr(type(provider), "__abstractmethods__", None)
         assert set(provider.credential_headers) <= set(provider.headers("k"))
         assert provider.headers(None).keys().isdisjoint(provider.credential_headers)
-        config = JudgeConfig(model="m", provider=name)
-        assert config.api is provider and config.base_url == provider.base_url
-        assert config.url.startswith(provider.base_url)
+        config = JudgeConfig(model="m", provider=name, base_url=BASE_URLS.get(name, ""))
+        assert config.api is provider
+        assert config.base_url == (provider.base_url or BASE_URLS[name])
+        assert config.url.startswith(config.base_url)
+        if not provider.base_url:  # no public endpoint: --base-url is required, and said
+            with pytest.raises(evalstream.UsageError, match=f"--provider {name} needs "
+                                                            "--base-url: the resource"):
+                JudgeConfig(model="m", provider=name)
 
 
 def _table() -> dict[str, str]:
@@ -112,7 +119,8 @@ def test_the_docs_table_holds_every_provider_of_the_registry() -> None:
     assert sorted(table) == sorted(REGISTRY), "docs/judge.md#providers and the registry differ"
     for name, provider in REGISTRY.items():
         row = table[name]
-        for fact in (f"`{provider.base_url}`", f"`{provider.key_env}`",
+        for fact in (f"`{provider.base_url}`" if provider.base_url else "required",
+                     f"`{provider.key_env}`",
                      f"`{provider.request_id_header}`", f"{provider.batch_limits.requests:,}",
                      f"{provider.batch_limits.bytes:,}"):
             assert fact in row, f"docs/judge.md's row of {name} does not say {fact}"
@@ -143,11 +151,13 @@ def test_the_command_line_offers_the_registry() -> None:
 def test_the_api_takes_the_registry_names_and_refuses_others(tmp_path: Path) -> None:
     for name in NAMES:  # checked, then refused for the missing input: not for the name
         with pytest.raises(evalstream.InputError):
-            evalstream.batch_prepare(tmp_path / "none.jsonl", tmp_path / "b", "m", provider=name)
-    with pytest.raises(evalstream.UsageError, match=r"--provider: 'gemini' is not one of "
+            evalstream.judge_verdicts(tmp_path / "none.jsonl", tmp_path / "v.jsonl", "m",
+                                      provider=name, base_url=BASE_URLS.get(name, ""),
+                                      environ={get(name).key_env: "k"})
+    with pytest.raises(evalstream.UsageError, match=r"--provider: 'vertex' is not one of "
                                                     + ", ".join(NAMES)):
         evalstream.batch_prepare(tmp_path / "none.jsonl", tmp_path / "b", "m",
-                                 provider="gemini")
+                                 provider="vertex")
 
 
 def test_the_registry_is_light_to_import() -> None:
@@ -169,7 +179,10 @@ def test_a_provider_reads_its_own_errors(name: str) -> None:
 
 # What --show-request says carries the key, as docs/judge.md writes it.
 SHOWN_CREDENTIAL = {"openai": "authorization: Bearer $OPENAI_API_KEY",
-                    "anthropic": "x-api-key: $ANTHROPIC_API_KEY"}
+                    "anthropic": "x-api-key: $ANTHROPIC_API_KEY",
+                    "azure": "api-key: $AZURE_OPENAI_API_KEY",
+                    "gemini": "x-goog-api-key: $GEMINI_API_KEY",
+                    "bedrock": "authorization: Bearer $AWS_BEARER_TOKEN_BEDROCK"}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -181,10 +194,11 @@ def test_show_request_names_the_key_header_and_variable_never_the_key(
 
     monkeypatch.setenv(get(name).key_env, "sk-not-to-be-shown")
     src = states(tmp_path, ["a"])
+    base = ["--base-url", BASE_URLS[name]] if name in BASE_URLS else []
     code = main(["judge", str(src), str(tmp_path / "v.jsonl"), "--model", "m", "--provider",
-                 name, "--show-request", "c000", "helpful"])
+                 name, *base, "--show-request", "c000", "helpful"])
     out, err = capsysbinary.readouterr()
-    config = JudgeConfig(model="m", provider=name)
+    config = JudgeConfig(model="m", provider=name, base_url=BASE_URLS.get(name, ""))
     said = SHOWN_CREDENTIAL[name]
     assert code == 0 and out.startswith(b"{") and b"sk-not-to-be-shown" not in out + err
     assert err.decode().startswith(f"POST {config.url}  ({said}); store key ")

@@ -87,7 +87,7 @@ def test_temperature_none_is_not_sent() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"model": "m", "provider": "gemini"}, "--provider must be one of openai, anthropic"),
+    ({"model": "m", "provider": "vertex"}, "--provider must be one of openai, anthropic"),
     ({"model": " "}, "--model must name a model"),
     ({"model": "m", "base_url": "ftp://x/v1"}, "--base-url must be an http"),
     ({"model": "m", "base_url": "127.0.0.1:8000/v1"}, "--base-url must be an http"),

@@ -75,8 +75,8 @@ class BatchClient:
             await self._session.close()
 
     def url(self, path: str) -> str:
-        """The URL of an endpoint of the prepared base URL."""
-        return self.base + path
+        """The URL of an endpoint of the prepared base URL (the provider's to say)."""
+        return self.config.api.endpoint(self.config, path)
 
     # -- one call, with retries ------------------------------------------------------------------
     async def _call(self, method: str, url: str, *, body: Any = None,

@@ -53,7 +53,7 @@ from evalstream._judge.batch.report import (
 from evalstream._judge.batch.report import encode as encode_report
 from evalstream._judge.report import Prices
 from evalstream._judge.store import Failure, Store
-from evalstream._verdicts.records import FileReject, JudgeInfo, TokenUsage
+from evalstream._verdicts.records import FileReject, TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 
@@ -262,7 +262,7 @@ class Writer:
         self.store = store
         self.failures = failures
         c = self.config
-        self.info = JudgeInfo(c.model, c.provider, c.host, c.temperature, c.hash)
+        self.info = c.info
         self.counts = CollectCounts()
         self.by_status: Counter[str] = Counter()
         self.by_cause: Counter[str] = Counter()
@@ -273,8 +273,8 @@ class Writer:
     def verdict(self, s: State) -> bytes | None:
         stored = self.store.get(s.key)
         if stored is not None:
-            v = verdict.answered(self.info, self.config.api, stored, s.case_id,
-                                 s.rubric_id, s.rubric_hash, s.state_hash, s.exposure)
+            v, _ = verdict.answered(self.info, self.config.api, stored, s.case_id,
+                                    s.rubric_id, s.rubric_hash, s.state_hash, s.exposure)
             if v.usage is not None:
                 self.usage_all[0] += v.usage.input_tokens
                 self.usage_all[1] += v.usage.output_tokens

@@ -27,7 +27,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -210,9 +210,11 @@ class Manifest:
         m = self.meta
         try:
             temperature = msgspec.json.decode(m["temperature"])
+            # the settings beyond these (issue 27); a manifest made before has none
+            settings = msgspec.json.decode(m.get("settings", "{}"), type=dict[str, Any])
             return JudgeConfig(model=m["model"], provider=m["provider"],
                                base_url=m["base_url"], temperature=temperature,
-                               max_output_tokens=int(m["max_output_tokens"]))
+                               max_output_tokens=int(m["max_output_tokens"]), **settings)
         except (KeyError, ValueError, TypeError, msgspec.DecodeError) as exc:
             raise self.damaged(f"holds no judge config evalstream can read ({exc!r} in its "
                                "meta table)") from exc

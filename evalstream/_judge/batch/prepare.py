@@ -39,7 +39,6 @@ from evalstream._judge.batch.report import (
 from evalstream._judge.batch.report import encode as encode_report
 from evalstream._judge.request import JudgeConfig, build
 from evalstream._judge.store import Store
-from evalstream._verdicts.records import JudgeInfo
 from evalstream._version import __version__
 from evalstream.errors import EXIT_OK, EXIT_REJECTS, OutputError, UsageError
 
@@ -202,6 +201,8 @@ class RequestFiles:
 def run(opts: Options) -> PrepareReport:
     """Prepare ``opts.folder`` from ``opts.input``; return the report (also written there)."""
     started = time.perf_counter()
+    if opts.config.api.batch_none:
+        raise UsageError(f"--provider {opts.config.provider}: {opts.config.api.batch_none}.")
     limit = limits(opts)
     if limit.requests < 1 or limit.bytes < 1:
         raise UsageError("--max-requests-per-file and --max-bytes-per-file must be positive.")
@@ -226,6 +227,7 @@ def _fill(opts: Options, tmp: str, limit: formats.Limits, store_path: str | None
     meta = {"provider": provider, "model": config.model, "base_url": config.base_url,
             "temperature": msgspec.json.encode(config.temperature).decode(),
             "max_output_tokens": str(config.max_output_tokens), "config_hash": config.hash,
+            "settings": msgspec.json.encode(config.settings()).decode(),
             "input": opts.input, "max_requests_per_file": str(limit.requests),
             "max_bytes_per_file": str(limit.bytes)}
     if store_path is not None:
@@ -282,7 +284,7 @@ def _fill(opts: Options, tmp: str, limit: formats.Limits, store_path: str | None
         by_kind[OVER_LIMIT] = over_limit
     report = PrepareReport(
         command="batch prepare", evalstream=__version__, input=opts.input, folder=opts.folder,
-        judge=JudgeInfo(config.model, provider, config.host, config.temperature, config.hash),
+        judge=config.info,
         format=provider, limits=Limit(limit.requests, limit.bytes), store=store_path,
         counts=counts,
         files=[FileEntry(f.name, f.requests, f.bytes) for f in files.done],

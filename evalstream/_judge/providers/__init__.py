@@ -10,12 +10,18 @@ ARCHITECTURE.md.
 from __future__ import annotations
 
 from evalstream._judge.providers.anthropic import Anthropic
+from evalstream._judge.providers.azure import Azure
 from evalstream._judge.providers.base import Provider
+from evalstream._judge.providers.bedrock import Bedrock
+from evalstream._judge.providers.gemini import Gemini
 from evalstream._judge.providers.openai import OpenAI
 
 REGISTRY: dict[str, Provider] = {provider.name: provider for provider in (
     OpenAI(),
     Anthropic(),
+    Azure(),
+    Gemini(),
+    Bedrock(),
 )}
 DEFAULT = OpenAI.name  # --provider's default: also every OpenAI-compatible server
 NAMES = tuple(REGISTRY)

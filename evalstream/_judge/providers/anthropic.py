@@ -2,7 +2,14 @@
 
 - Request: ``POST {base_url}/messages`` with ``x-api-key: KEY`` and ``anthropic-version``; the
   system text as ``system``, the state as the one user message, the answer asked for as a
-  ``record_verdict`` tool the model is forced to call (``tool_choice`` ``{"type": "tool"}``).
+  ``record_verdict`` tool the model is forced to call (``tool_choice`` ``{"type": "tool"}``;
+  ``--response-format none``: no tool).
+- Extended thinking (``--thinking-budget N``,
+  https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking): ``thinking``
+  ``{"type": "enabled", "budget_tokens": N}``, no temperature, and the tool offered with
+  ``tool_choice`` ``{"type": "auto"}``: a forced tool choice is refused with thinking on.
+  The thinking blocks come before the tool call and are never read; ``output_tokens``
+  counts them.
 - Answer: the tool call's ``input`` (or, from a compatible server that ignores forced tools,
   the text); ``stop_reason`` ``refusal``, ``max_tokens``; ``usage.input_tokens``/
   ``output_tokens``; request id ``request-id``.
@@ -52,7 +59,7 @@ from evalstream._judge.providers.base import (
     Submission,
     Unconfirmed,
 )
-from evalstream.errors import OutputError
+from evalstream.errors import OutputError, UsageError
 
 VERSION = "2023-06-01"  # the anthropic-version header
 # The create call of a batch wraps a file's lines: `{"requests":[` + lines joined by commas
@@ -63,6 +70,17 @@ _TOOLS = msgspec.Raw(msgspec.json.encode(
     [{"name": TOOL_NAME, "description": "Record the verdict on the judge state.",
       "input_schema": ANSWER_SCHEMA}]))
 _TOOL_CHOICE = msgspec.Raw(msgspec.json.encode({"type": "tool", "name": TOOL_NAME}))
+# With extended thinking a forced tool choice is refused (HTTP 400: "Thinking may not be
+# enabled when tool_choice forces tool use"): the tool is offered, and the model chooses.
+_TOOL_AUTO = msgspec.Raw(msgspec.json.encode({"type": "auto"}))
+MIN_THINKING_BUDGET = 1024  # budget_tokens' documented minimum
+
+
+class Thinking(Struct, gc=False):
+    """Extended thinking (``{"type": "enabled", "budget_tokens": N}``)."""
+
+    type: str
+    budget_tokens: int
 
 
 class Body(Struct, gc=False, omit_defaults=True, kw_only=True):
@@ -73,8 +91,9 @@ class Body(Struct, gc=False, omit_defaults=True, kw_only=True):
     system: str
     messages: list[Message]
     temperature: float | None = None
-    tools: msgspec.Raw
-    tool_choice: msgspec.Raw
+    thinking: Thinking | None = None
+    tools: msgspec.Raw | None = None
+    tool_choice: msgspec.Raw | None = None
 
 
 # -- the response (only the fields read; others are ignored) ------------------------------------
@@ -117,17 +136,43 @@ class Anthropic(Provider):
     # as 10^6 bytes, the smaller reading.
     batch_limits = Limits(100_000, 256_000_000 - WRAP)
 
+    settings = ("thinking_budget",)
+
+    def check(self, config: Config) -> None:
+        budget = config.thinking_budget
+        if budget is None:
+            return
+        if budget < MIN_THINKING_BUDGET:
+            raise UsageError(f"--thinking-budget must be at least {MIN_THINKING_BUDGET:,} "
+                             f"tokens (Anthropic's minimum), not {budget:,}.")
+        if config.max_output_tokens <= budget:
+            raise UsageError(f"--max-output-tokens ({config.max_output_tokens:,}) must be more "
+                             f"than --thinking-budget ({budget:,}): the thinking is part of "
+                             "the output, and the answer comes after it.")
+
     def headers(self, api_key: str | None) -> dict[str, str]:
         headers = {"anthropic-version": VERSION}
         if api_key:
             headers["x-api-key"] = api_key
         return headers
 
+    def reasons(self, config: Config) -> bool:
+        return config.thinking_budget is not None
+
+    def sent_temperature(self, config: Config) -> float | None:
+        # Extended thinking takes no temperature but its default (1).
+        return None if config.thinking_budget is not None else config.temperature
+
     def body(self, config: Config, system: str, state: str) -> bytes:
+        thinking = config.thinking_budget
+        tools = config.response_format != "none"
         return config.encoder.encode(Body(
             model=config.model, max_tokens=config.max_output_tokens, system=system,
-            messages=[Message("user", state)], temperature=config.temperature, tools=_TOOLS,
-            tool_choice=_TOOL_CHOICE))
+            messages=[Message("user", state)], temperature=self.sent_temperature(config),
+            thinking=None if thinking is None else Thinking("enabled", thinking),
+            tools=_TOOLS if tools else None,
+            tool_choice=(_TOOL_AUTO if thinking is not None else _TOOL_CHOICE) if tools
+            else None))
 
     def read(self, body: bytes) -> Parsed:
         try:
@@ -150,8 +195,10 @@ class Anthropic(Provider):
                             f"was asked for: {excerpt(body)}", usage, r.id)
         if calls:
             return read_json(bytes(calls[0].input), usage, r.id)
-        # A compatible server that ignores forced tools may answer in text.
-        return read_text(text, usage, r.id)
+        # A compatible server that ignores forced tools may answer in text, and so may a
+        # model thinking, whose tool is offered, not forced. Thinking blocks (`thinking`,
+        # `redacted_thinking`) are never read.
+        return read_text(text, usage, r.id, shaped=False)
 
     def tokenizer_unknown(self, model: str) -> str:
         return "Anthropic's tokenizer is not public"

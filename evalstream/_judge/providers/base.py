@@ -22,13 +22,14 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import Parsed, excerpt, http_error_detail, unscored
 from evalstream._judge.batch.formats import Limits, Outcome, ResultLine
+from evalstream.errors import UsageError
 
 
 class Message(Struct, gc=False):
@@ -51,6 +52,26 @@ class Config(Protocol):
     def max_output_tokens(self) -> int: ...
     @property
     def encoder(self) -> msgspec.json.Encoder: ...  # the config's own: one per run
+    @property
+    def response_format(self) -> str: ...  # one of the provider's ``response_formats``
+    @property
+    def reasoning_effort(self) -> str | None: ...  # OpenAI's reasoning models: low, high...
+    @property
+    def thinking_budget(self) -> int | None: ...  # Anthropic's (and Gemini's) thinking tokens
+    @property
+    def deployment(self) -> str: ...  # Azure: the deployment ("": the model's name)
+    @property
+    def api_version(self) -> str: ...  # Azure: the api-version ("": the provider's)
+    @property
+    def region(self) -> str: ...  # Bedrock: the AWS region ("": the environment's)
+
+
+class Signer(NamedTuple):
+    """Headers computed from each request (its URL and body), and the secret among what it
+    sends that a server could echo (a session token), to be redacted as a key is."""
+
+    sign: Callable[[str, bytes], dict[str, str]]
+    secret: str | None
 
 
 class Unconfirmed(Exception):
@@ -97,11 +118,46 @@ class Provider(abc.ABC):
     base_url: ClassVar[str]  # the public endpoint, the default --base-url
     path: ClassVar[str]  # where requests go, below the base URL
     key_env: ClassVar[str]  # the environment variable of the key, the default --api-key-env
+    key_env_also: ClassVar[tuple[str, ...]] = ()  # read when key_env is not set (by default)
     key_required: ClassVar[bool] = True  # the public endpoint refuses requests without one
+    # every endpoint of it wants the key (Azure, Gemini), not only the public one
+    key_always: ClassVar[bool] = False
+    url_query: ClassVar[tuple[str, ...]] = ()  # what --base-url may carry as a query
+    # where --base-url is required (no public endpoint): what it is, for the sentence
+    base_url_help: ClassVar[str] = ""
     credential_headers: ClassVar[tuple[str, ...]]  # the headers of ``headers`` holding the key
     request_id_header: ClassVar[str]  # the response header naming the request
     batch_speaks: ClassVar[str]  # what `batch prepare --provider`'s help says of it
+    # why `batch` cannot be used with it, where evalstream does not speak its batch form
+    # (then ``NoBatch`` gives the batch members); "" where it does
+    batch_none: ClassVar[str] = ""
     batch_limits: ClassVar[Limits]  # what one request file may hold
+    # How the answer is asked for (--response-format): the first is the default. ``none``
+    # asks for nothing (the answer instruction alone); the answer is checked all the same.
+    response_formats: ClassVar[tuple[str, ...]] = ("json_schema", "none")
+    # The settings of a judge config beyond the shared ones that this provider reads (the
+    # names of ``Config``'s properties); any other given is refused with a sentence.
+    settings: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, config: Config) -> None:
+        """Raise UsageError where the config asks for what this provider cannot do (beyond
+        ``response_formats`` and ``settings``, which ``JudgeConfig`` checks)."""
+        return None
+
+    def default_base_url(self, config: Config) -> str:
+        """The base URL when --base-url is not given (``base_url``; Bedrock's depends on the
+        region). An empty one: --base-url is required."""
+        return self.base_url
+
+    def reasons(self, config: Config) -> bool:
+        """Whether the judge thinks before it answers (a reasoning model, a thinking budget):
+        its reasoning then counts against --max-output-tokens, and --dry-run says so."""
+        return False
+
+    def sent_temperature(self, config: Config) -> float | None:
+        """The temperature the body carries (what a verdict records): None where it is not
+        sent (reasoning models, which refuse one)."""
+        return config.temperature
 
     # -- a request -------------------------------------------------------------------------------
     def url(self, config: Config) -> str:
@@ -112,6 +168,14 @@ class Provider(abc.ABC):
     def headers(self, api_key: str | None) -> dict[str, str]:
         """The provider's own headers of every call (live and batch), the key among them
         when there is one (in ``credential_headers``)."""
+
+    def signer(self, config: Config, api_key: str | None,
+               environ: Mapping[str, str]) -> Signer | None:
+        """What computes headers from each request itself (a signature: Bedrock's SigV4, with
+        credentials found in ``environ``), or None (the default: ``headers`` say all).
+        Raises UsageError when it cannot sign. What it gives is never stored, like every
+        header."""
+        return None
 
     @abc.abstractmethod
     def body(self, config: Config, system: str, state: str) -> bytes:
@@ -163,6 +227,10 @@ class Provider(abc.ABC):
         """What a result line (passed by ``result_problem``) says about its request."""
 
     # -- batch endpoints -------------------------------------------------------------------------
+    def endpoint(self, config: Config, path: str) -> str:
+        """The URL of a batch endpoint (``/files``, ``/batches?limit=100``) of this config."""
+        return config.base_url + path
+
     @abc.abstractmethod
     def batch_path(self, batch_id: str) -> str:
         """Where a batch is asked for, below the base URL."""
@@ -186,3 +254,38 @@ class Provider(abc.ABC):
                        stem: str) -> list[str]:
         """An ended batch's result files saved into ``folder`` (named from ``stem``), once,
         atomically; their names."""
+
+
+class NoBatch:
+    """The batch members of a provider whose batch form evalstream does not speak: each
+    refuses with the provider's ``batch_none`` sentence (``batch prepare`` says it first)."""
+
+    batch_none: ClassVar[str]
+
+    def _refuse(self) -> UsageError:
+        return UsageError(self.batch_none)
+
+    def request_line(self, custom_id: str, body: bytes) -> bytes:
+        raise self._refuse()
+
+    def result_problem(self, line: ResultLine) -> tuple[str, str] | None:
+        raise self._refuse()
+
+    def outcome(self, line: ResultLine) -> Outcome:
+        raise self._refuse()
+
+    def batch_path(self, batch_id: str) -> str:
+        raise self._refuse()
+
+    def batch_status(self, batch: Mapping[str, Any]) -> str:
+        raise self._refuse()
+
+    def batch_ended(self, status: str) -> bool:
+        raise self._refuse()
+
+    async def submit(self, client: BatchCalls, job: Submission) -> dict[str, Any]:
+        raise self._refuse()
+
+    async def download(self, client: BatchCalls, batch: Mapping[str, Any], folder: str,
+                       stem: str) -> list[str]:
+        raise self._refuse()

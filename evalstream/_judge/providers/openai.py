@@ -3,9 +3,17 @@ LiteLLM...); the OpenAI Batch API (also ``vllm run-batch``).
 
 - Request: ``POST {base_url}/chat/completions`` with ``Authorization: Bearer KEY``; the system
   text and the state as two messages, the answer asked for with ``response_format``, a JSON
-  schema in strict mode. api.openai.com reads the limit as ``max_completion_tokens``
-  (reasoning models refuse ``max_tokens``); every other compatible server reads
-  ``max_tokens``.
+  schema in strict mode (``--response-format json_object``: llama.cpp's dialect, the
+  schema beside ``{"type": "json_object"}``; ``none``: not asked). api.openai.com reads the
+  limit as ``max_completion_tokens`` (reasoning models refuse ``max_tokens``); every other
+  compatible server reads ``max_tokens``.
+- Reasoning models (o1, o3, o4, GPT-5 but ``gpt-5-chat``, or any model given
+  ``--reasoning-effort``): ``max_completion_tokens`` on every server, no temperature,
+  ``reasoning_effort`` when given
+  (https://platform.openai.com/docs/guides/reasoning). The reasoning is billed as output:
+  ``completion_tokens`` includes it, ``completion_tokens_details.reasoning_tokens`` says
+  how much. A DeepSeek- or Qwen-style server's ``reasoning_content`` is never read, and a
+  ``<think>`` block before the JSON is taken off (``answer.read_text``).
 - Answer: ``choices[0].message.content`` (``refusal``; ``finish_reason`` ``content_filter``,
   ``length``), ``usage.prompt_tokens``/``completion_tokens``; request id ``x-request-id``.
 - Tokens: the model family's encoding, as tiktoken's model table has it.
@@ -23,7 +31,7 @@ import os
 import time
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import msgspec
@@ -53,7 +61,7 @@ from evalstream._judge.providers.base import (
     Submission,
     Unconfirmed,
 )
-from evalstream.errors import OutputError
+from evalstream.errors import OutputError, UsageError
 
 OFFICIAL_HOST = "api.openai.com"
 BATCH_ENDPOINT = "/v1/chat/completions"
@@ -67,9 +75,21 @@ FAMILIES: tuple[tuple[str, str], ...] = (
     ("o1", "o200k_base"), ("o3", "o200k_base"), ("o4", "o200k_base"),
     ("gpt-4", "cl100k_base"), ("gpt-3.5", "cl100k_base"), ("gpt-35", "cl100k_base"),
 )
-_RESPONSE_FORMAT = msgspec.Raw(msgspec.json.encode(
-    {"type": "json_schema",
-     "json_schema": {"name": "verdict", "strict": True, "schema": ANSWER_SCHEMA}}))
+# --response-format: OpenAI's strict JSON schema (the default); llama.cpp's and vLLM's
+# `json_object` with the schema beside it (llama-cpp-python's server 0.3.36 answers
+# `json_schema` with HTTP 500 and constrains its grammar to this one); or none.
+RESPONSE_FORMATS: dict[str, msgspec.Raw | None] = {
+    "json_schema": msgspec.Raw(msgspec.json.encode(
+        {"type": "json_schema",
+         "json_schema": {"name": "verdict", "strict": True, "schema": ANSWER_SCHEMA}})),
+    "json_object": msgspec.Raw(msgspec.json.encode(
+        {"type": "json_object", "schema": ANSWER_SCHEMA})),
+    "none": None,
+}
+# Reasoning models: the limit is max_completion_tokens (they refuse max_tokens), and they
+# take no temperature (o1, o3, o4-mini and GPT-5 answer 400 to any but their default).
+REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 
 
 class Body(Struct, gc=False, omit_defaults=True, kw_only=True):
@@ -80,11 +100,14 @@ class Body(Struct, gc=False, omit_defaults=True, kw_only=True):
     temperature: float | None = None
     max_completion_tokens: int | None = None  # api.openai.com: the current name
     max_tokens: int | None = None  # other OpenAI-compatible servers all read this one
-    response_format: msgspec.Raw
+    reasoning_effort: str | None = None
+    response_format: msgspec.Raw | None = None
 
 
 # -- the response (only the fields read; others are ignored) ------------------------------------
 class _Message(Struct, gc=False):
+    # `reasoning_content` (DeepSeek, Qwen, vLLM's reasoning parsers) is never read: the
+    # reasoning is never the answer.
     content: str | None = None
     refusal: str | None = None
 
@@ -94,9 +117,14 @@ class _Choice(Struct, gc=False):
     finish_reason: str | None = None
 
 
+class _Details(Struct, gc=False):
+    reasoning_tokens: int | None = None
+
+
 class _Usage(Struct, gc=False):
     prompt_tokens: int = 0
-    completion_tokens: int = 0
+    completion_tokens: int = 0  # the reasoning included, as it is billed
+    completion_tokens_details: _Details | None = None
 
 
 class _Response(Struct, gc=False):
@@ -122,6 +150,13 @@ def official(base_url: str) -> bool:
     return urlsplit(base_url).hostname == OFFICIAL_HOST
 
 
+def reasoning_model(model: str) -> bool:
+    """Whether ``model`` is one of OpenAI's reasoning models (o-series, GPT-5 but its chat
+    variant), as its name says: they take ``reasoning_effort`` and no temperature."""
+    name = model.rsplit("/", 1)[-1].lower()
+    return name.startswith(REASONING_PREFIXES) and "-chat" not in name
+
+
 class OpenAI(Provider):
     """OpenAI chat completions and the OpenAI Batch API."""
 
@@ -136,18 +171,49 @@ class OpenAI(Provider):
     batch_speaks = "the OpenAI Batch API format (also vllm run-batch and OpenAI-compatible hosts)"
     # 50,000 requests and 200 MB an input file; MB read as 10^6 bytes, the smaller reading.
     batch_limits = Limits(50_000, 200_000_000)
+    response_formats = tuple(RESPONSE_FORMATS)
+    settings: ClassVar[tuple[str, ...]] = ("reasoning_effort",)
+    batch_endpoint = BATCH_ENDPOINT  # a request line's url, and the batch's endpoint
+
+    def body_model(self, config: Config) -> str:
+        """What the body's ``model`` says (Azure: the deployment)."""
+        return config.model
+
+    def check(self, config: Config) -> None:
+        effort = config.reasoning_effort
+        if effort is not None and effort not in REASONING_EFFORTS:
+            raise UsageError(f"--reasoning-effort must be one of {', '.join(REASONING_EFFORTS)}"
+                             f", not {effort!r}.")
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         return {"authorization": f"Bearer {api_key}"} if api_key else {}
 
+    def reasoning(self, config: Config) -> bool:
+        """Whether the judge is a reasoning model (by its name, or asked for an effort)."""
+        return config.reasoning_effort is not None or reasoning_model(config.model)
+
+    def reasons(self, config: Config) -> bool:
+        return self.reasoning(config)
+
+    def completion_limit(self, config: Config) -> bool:
+        """Whether the limit is sent as ``max_completion_tokens``: to api.openai.com, and to
+        any server for a reasoning model (which refuses ``max_tokens``); every other
+        compatible server reads ``max_tokens``."""
+        return official(config.base_url) or self.reasoning(config)
+
+    def sent_temperature(self, config: Config) -> float | None:
+        return None if self.reasoning(config) else config.temperature
+
     def body(self, config: Config, system: str, state: str) -> bytes:
-        on_openai = official(config.base_url)
+        completion = self.completion_limit(config)
         return config.encoder.encode(Body(
-            model=config.model, messages=[Message("system", system), Message("user", state)],
-            temperature=config.temperature,
-            max_completion_tokens=config.max_output_tokens if on_openai else None,
-            max_tokens=None if on_openai else config.max_output_tokens,
-            response_format=_RESPONSE_FORMAT))
+            model=self.body_model(config),
+            messages=[Message("system", system), Message("user", state)],
+            temperature=self.sent_temperature(config),
+            max_completion_tokens=config.max_output_tokens if completion else None,
+            max_tokens=None if completion else config.max_output_tokens,
+            reasoning_effort=config.reasoning_effort,
+            response_format=RESPONSE_FORMATS[config.response_format]))
 
     def read(self, body: bytes) -> Parsed:
         try:
@@ -155,8 +221,10 @@ class OpenAI(Provider):
         except msgspec.DecodeError as exc:
             return unscored("bad_response", f"not an OpenAI chat completion ({exc}): "
                             f"{excerpt(body)}")
-        usage = None if r.usage is None else token_usage(r.usage.prompt_tokens,
-                                                         r.usage.completion_tokens)
+        usage = None if r.usage is None else token_usage(
+            r.usage.prompt_tokens, r.usage.completion_tokens,
+            r.usage.completion_tokens_details.reasoning_tokens
+            if r.usage.completion_tokens_details else None)
         if not r.choices or r.choices[0].message is None:
             return unscored("bad_response", f"no choices[0].message: {excerpt(body)}", usage,
                             r.id)
@@ -186,7 +254,7 @@ class OpenAI(Provider):
     # -- batch files -----------------------------------------------------------------------------
     def request_line(self, custom_id: str, body: bytes) -> bytes:
         return (b'{"custom_id":"' + custom_id.encode() + b'","method":"POST","url":"'
-                + BATCH_ENDPOINT.encode() + b'","body":' + body + b"}\n")
+                + self.batch_endpoint.encode() + b'","body":' + body + b"}\n")
 
     def result_problem(self, line: ResultLine) -> tuple[str, str] | None:
         given = request_line_problem(line)
@@ -256,7 +324,7 @@ class OpenAI(Provider):
             attempt += 1
             job.save(creating=time.time())
             try:
-                return await _create(client, file_id, metadata)
+                return await _create(client, file_id, metadata, self.batch_endpoint)
             except Unconfirmed as exc:
                 # The batch may exist: it would be listed with this file as its input.
                 await asyncio.sleep(min(2.0 ** attempt, 30.0) / 4)
@@ -306,9 +374,10 @@ async def _upload(client: BatchCalls, path: str, name: str) -> str:
     return file_id
 
 
-async def _create(client: BatchCalls, file_id: str, metadata: dict[str, str]) -> dict[str, Any]:
+async def _create(client: BatchCalls, file_id: str, metadata: dict[str, str],
+                  endpoint: str) -> dict[str, Any]:
     """Create a batch of an uploaded file."""
-    payload = msgspec.json.encode({"input_file_id": file_id, "endpoint": BATCH_ENDPOINT,
+    payload = msgspec.json.encode({"input_file_id": file_id, "endpoint": endpoint,
                                    "completion_window": COMPLETION_WINDOW,
                                    "metadata": metadata})
     return await client.json("POST", "/batches", body=lambda: payload, creates=True,

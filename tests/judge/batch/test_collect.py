@@ -30,6 +30,9 @@ from tests.judge.support import states
 
 MARKERS = list(EXPECTED)
 
+# The providers whose batch form evalstream speaks (the others refuse `batch`).
+BATCHED = [name for name, p in REGISTRY.items() if not p.batch_none]
+
 
 @pytest.mark.parametrize("flavour", ["openai", "vllm", "anthropic"])
 def test_round_trip_with_every_result_type_shuffled_over_files(tmp_path: Path,
@@ -165,7 +168,7 @@ def test_the_store_is_the_live_judges_and_its_answer_is_kept(tmp_path: Path) -> 
     store.close()
 
 
-@pytest.mark.parametrize("provider", REGISTRY)
+@pytest.mark.parametrize("provider", BATCHED)
 def test_a_custom_id_in_another_letter_case_is_unknown(tmp_path: Path, provider: str) -> None:
     """``bytes.fromhex`` reads upper case: such an id passed the manifest, was stored under a
     key no state has, and its state was then missing (issue 23). Now it is an unknown id."""
@@ -190,7 +193,7 @@ def test_a_custom_id_in_another_letter_case_is_unknown(tmp_path: Path, provider:
     store.close()
 
 
-@pytest.mark.parametrize("provider", REGISTRY)
+@pytest.mark.parametrize("provider", BATCHED)
 def test_a_result_whose_usage_sqlite_cannot_hold_is_collected(tmp_path: Path,
                                                               provider: str) -> None:
     src = states(tmp_path / "in", ["FAKE:pass", "FAKE:fail"])

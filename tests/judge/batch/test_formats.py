@@ -5,6 +5,7 @@ errors (a plain string, or an error object), Anthropic's four result types."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -13,20 +14,34 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec import Meta
 
+from evalstream._judge.batch import prepare
 from evalstream._judge.batch.formats import ResultLine
 from evalstream._judge.providers import REGISTRY, anthropic, get
 from evalstream._judge.request import JudgeConfig, build
+from evalstream.errors import UsageError
 
 # The documented shapes, strictly: OpenAI's "request input object" (custom_id, method POST,
 # url, body) and Anthropic's Message Batches request (custom_id, params); custom_id 1-64
 # characters of [A-Za-z0-9_-] (Anthropic's rule, the stricter one).
 CustomId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
+# The providers whose batch form evalstream speaks (the others refuse `batch`).
+BATCHED = [name for name, p in REGISTRY.items() if not p.batch_none]
+
 
 class OpenAIRequestLine(msgspec.Struct, forbid_unknown_fields=True):
     custom_id: CustomId
     method: Literal["POST"]
     url: Literal["/v1/chat/completions"]
+    body: msgspec.Raw
+
+
+class AzureRequestLine(msgspec.Struct, forbid_unknown_fields=True):
+    # https://learn.microsoft.com/en-us/azure/ai-services/openai/how-to/batch ("url":
+    # "/chat/completions", the global-batch deployment as the body's model)
+    custom_id: CustomId
+    method: Literal["POST"]
+    url: Literal["/chat/completions"]
     body: msgspec.Raw
 
 
@@ -40,16 +55,19 @@ class AnthropicRequestLine(msgspec.Struct, forbid_unknown_fields=True):
 REQUEST_LINES: dict[str, tuple[type[msgspec.Struct], str]] = {
     "openai": (OpenAIRequestLine, "body"),
     "anthropic": (AnthropicRequestLine, "params"),
+    "azure": (AzureRequestLine, "body"),
 }
+# Where a provider has no public endpoint, the base URL its documented examples use.
+BASE_URLS = {"azure": "https://example-resource.openai.azure.com"}
 
 
 QUESTION = "You are evaluating... Is assistant_response helpful?"
 STATE = '{"user_input":"Hi \\"there\\"\\n","assistant_response":"Hello ✅"}'
 
 
-@pytest.mark.parametrize("provider", REGISTRY)
+@pytest.mark.parametrize("provider", BATCHED)
 def test_a_request_line_is_the_documented_shape_around_the_live_body(provider: str) -> None:
-    config = JudgeConfig(model="m", provider=provider)
+    config = JudgeConfig(model="m", provider=provider, base_url=BASE_URLS.get(provider, ""))
     req = build(config, QUESTION, STATE)
     line = get(provider).request_line(req.key, req.body)
     assert line.endswith(b"}\n") and line.count(b"\n") == 1
@@ -61,11 +79,12 @@ def test_a_request_line_is_the_documented_shape_around_the_live_body(provider: s
 
 
 @given(question=st.text(), state=st.dictionaries(st.text(), st.text()),
-       provider=st.sampled_from(list(REGISTRY)))
+       provider=st.sampled_from(BATCHED))
 def test_any_text_makes_a_valid_line_carrying_the_exact_body(question: str, state: dict,
                                                              provider: str) -> None:
     state_text = json.dumps(state, ensure_ascii=False)
-    req = build(JudgeConfig(model="m", provider=provider), question, state_text)
+    req = build(JudgeConfig(model="m", provider=provider,
+                            base_url=BASE_URLS.get(provider, "")), question, state_text)
     line = get(provider).request_line(req.key, req.body)
     assert line.count(b"\n") == 1  # one line, whatever the text holds
     shape, field = REQUEST_LINES[provider]
@@ -176,3 +195,14 @@ def test_lines_that_are_not_results_say_why(provider: str, row: dict[str, Any], 
     line = msgspec.json.decode(json.dumps(row).encode(), type=ResultLine)
     found = get(provider).result_problem(line)
     assert found is not None and found[0] == path and words in found[1]
+
+
+@pytest.mark.parametrize("provider", [n for n, p in REGISTRY.items() if p.batch_none])
+def test_a_provider_without_a_batch_form_is_refused_with_its_sentence(
+        tmp_path: Path, provider: str) -> None:
+    config = JudgeConfig(model="m", provider=provider)
+    with pytest.raises(UsageError, match=rf"--provider {provider}: evalstream's batch commands "
+                                         r"do not speak|--provider bedrock: Bedrock's batch"):
+        prepare.run(prepare.Options(input=str(tmp_path / "s.jsonl"),
+                                    folder=str(tmp_path / "b"), config=config))
+    assert not (tmp_path / "b").exists()

@@ -27,6 +27,7 @@ from tests.helpers import ROOT
 from tests.judge.batch.support import CONTENT_FAULTS, collected, lines, prepared
 from tests.judge.support import (
     FAKE_KEY,
+    KEYS,
     FakeServer,
     cli,
     holds_key,
@@ -35,9 +36,12 @@ from tests.judge.support import (
     store_holds_key,
 )
 
-ENV = {"OPENAI_API_KEY": FAKE_KEY, "ANTHROPIC_API_KEY": FAKE_KEY}
+ENV = KEYS
 # What may differ between a live verdict and a batch verdict of the same state.
 _USAGE_AND_ID = re.compile(rb'"usage":(null|\{[^{}]*\}),"request_id":(null|"[^"]*")')
+
+# The providers whose batch form evalstream speaks (the others refuse `batch`).
+BATCHED = [name for name, p in REGISTRY.items() if not p.batch_none]
 
 
 def opts(folder: Path, **kw: object) -> remote.Options:
@@ -60,7 +64,7 @@ def batches(fake: Callable[..., FakeServer]) -> FakeServer:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("provider", REGISTRY)
+@pytest.mark.parametrize("provider", BATCHED)
 def test_a_batch_verdict_is_the_live_verdict_but_for_usage_and_request_id(
         tmp_path: Path, batches: FakeServer, provider: str) -> None:
     markers = CONTENT_FAULTS + [f"plain {i}" for i in range(25)] + ["plain 3"]
@@ -84,7 +88,7 @@ def test_a_batch_verdict_is_the_live_verdict_but_for_usage_and_request_id(
     assert statuses == {b"pass", b"fail", b"na", b"unscored"}
 
 
-@pytest.mark.parametrize("provider", REGISTRY)
+@pytest.mark.parametrize("provider", BATCHED)
 def test_ids_are_saved_and_a_second_submit_or_status_repeats_nothing(
         tmp_path: Path, batches: FakeServer, provider: str) -> None:
     src = states(tmp_path / "in", [f"s{i}" for i in range(7)])
@@ -223,7 +227,7 @@ def test_a_changed_request_file_is_not_sent(tmp_path: Path, batches: FakeServer)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("provider", REGISTRY)
+@pytest.mark.parametrize("provider", BATCHED)
 def test_the_api_key_is_in_no_file_and_no_log(tmp_path: Path, batches: FakeServer,
                                               provider: str) -> None:
     markers = ["FAKE:pass", "FAKE:echokey", "FAKE:notjson"]
@@ -279,7 +283,7 @@ def test_status_wait_does_not_wait_for_files_never_submitted(tmp_path: Path,
 
 # -- issue 23: a hostile server ------------------------------------------------------------------
 @pytest.mark.slow  # a batch through submit and status (~0.6 s with OpenAI's upload)
-@pytest.mark.parametrize("provider", REGISTRY)
+@pytest.mark.parametrize("provider", BATCHED)
 def test_a_redirect_of_the_results_is_not_followed(tmp_path: Path, batches: FakeServer,
                                                    provider: str) -> None:
     """A 302 from the results endpoint (Anthropic) or the file content (OpenAI) was followed
@@ -298,7 +302,7 @@ def test_a_redirect_of_the_results_is_not_followed(tmp_path: Path, batches: Fake
 
 
 @pytest.mark.slow  # two batches through submit, status and collect (~0.7 s)
-@pytest.mark.parametrize("provider", REGISTRY)
+@pytest.mark.parametrize("provider", BATCHED)
 def test_the_key_echoed_escaped_in_results_or_a_batch_error_is_kept_nowhere(
         tmp_path: Path, batches: FakeServer, provider: str) -> None:
     """Only the key's raw bytes were removed from downloads: escaped in an answer it was
@@ -321,7 +325,7 @@ def test_the_key_echoed_escaped_in_results_or_a_batch_error_is_kept_nowhere(
     assert held == [] and not store_holds_key(tmp_path / "v.judge.sqlite")
 
 
-@pytest.mark.parametrize("provider", REGISTRY)
+@pytest.mark.parametrize("provider", BATCHED)
 def test_a_batch_answer_nested_past_the_parser_is_a_sentence(tmp_path: Path,
                                                              batches: FakeServer,
                                                              provider: str) -> None:
