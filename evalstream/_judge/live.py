@@ -28,6 +28,7 @@ from evalstream._files.transaction import Target, Transaction
 from evalstream._judge import inputs, tokens, verdict
 from evalstream._judge.limits import Concurrency, TokenBucket
 from evalstream._judge.report import (
+    DEFAULT_MAX_UNSCORED_RATE,
     MAX_NOT_JUDGED_LISTED,
     Counts,
     Histogram,
@@ -35,6 +36,7 @@ from evalstream._judge.report import (
     NotJudged,
     Prices,
     Requests,
+    too_unscored,
 )
 from evalstream._judge.report import encode as encode_report
 from evalstream._judge.request import JudgeConfig, Request, build, system_text
@@ -73,7 +75,7 @@ class Options:
     price_in: float | None = None
     price_out: float | None = None
     retry_unscored: bool = False
-    max_unscored_rate: float | None = None
+    max_unscored_rate: float | None = DEFAULT_MAX_UNSCORED_RATE
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     # the encoding of --dry-run, --tpm and --max-cost counts; None: the model family's
     tokenizer: str | None = None
@@ -132,7 +134,8 @@ def outputs(opts: Options) -> Transaction:
     return Transaction(
         [("input", opts.input)],
         [Target("output", opts.output, "verdicts"),
-         Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl"),
+         # Written only when a line is rejected, as build's (unless named: --rejects).
+         Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl", optional=True),
          Target("report", opts.report, "json", beside=".report.json"),
          Target("store", opts.store or None, beside=STORE_SUFFIX)], opts.force)
 
@@ -545,14 +548,17 @@ def run(opts: Options, hook: ProgressHook | None = None,
                 writer = Writer(opts, store)
                 writer.write(source, out, rejects)
                 source.check_unchanged()  # pass 2 read what pass 1 asked about
-                report = _report(opts, asker, writer, path_of_store, rejects_path, started)
+                if not writer.counts.rejected:
+                    targets.empty("rejects")
+                report = _report(opts, asker, writer, path_of_store, targets.path("rejects"),
+                                 started)
                 report_out.write(encode_report(report))
         finally:
             store.close()
     return report
 
 
-def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: str,
+def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: str | None,
             started: float) -> JudgeReport:
     c = writer.counts
     judged = sum(writer.by_status.values())
@@ -562,8 +568,7 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
         opts.price_in, opts.price_out)
     if c.not_judged and asker.stopped_by:
         exit_code = EXIT_INCOMPLETE
-    elif c.rejected or (opts.max_unscored_rate is not None and rate is not None
-                        and rate > opts.max_unscored_rate):
+    elif c.rejected or too_unscored(unscored, judged, opts.max_unscored_rate):
         exit_code = EXIT_REJECTS
     else:
         exit_code = EXIT_OK

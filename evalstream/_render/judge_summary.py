@@ -39,11 +39,27 @@ def lines(report: JudgeReport) -> list[str]:
                                           f"{lat.p95:,.0f} ms")
     out.append(f"tokens this run: {report.usage.input_tokens:,} in, "
                f"{report.usage.output_tokens:,} out{cost}{latency}")
-    if report.max_unscored_rate is not None and report.unscored_rate is not None:
-        verb = "above" if report.unscored_rate > report.max_unscored_rate else "within"
-        out.append(f"unscored rate {report.unscored_rate:.1%}, {verb} --max-unscored-rate "
-                   f"{report.max_unscored_rate:g}")
+    rate = unscored_line(s["unscored"], sum(s.values()), report.max_unscored_rate)
+    if rate:
+        out.append(rate)
     return out
+
+
+def unscored_line(unscored: int, judged: int, limit: float | None) -> str | None:
+    """The unscored rate against its limit (judge, batch collect), or None when no verdict is
+    unscored; a run with no usable verdict says so whatever the limit."""
+    from evalstream._judge.report import too_unscored
+
+    if not unscored:
+        return None
+    if unscored == judged:
+        return (f"every verdict is unscored ({unscored:,} of {judged:,}): no usable verdict "
+                "(exit 1)")
+    if limit is None:
+        return f"unscored rate {unscored / judged:.1%} (no --max-unscored-rate)"
+    over = too_unscored(unscored, judged, limit)
+    return (f"unscored rate {unscored / judged:.1%}, {'above' if over else 'within'} "
+            f"--max-unscored-rate {limit:g}" + (" (exit 1)" if over else ""))
 
 
 def render(report: JudgeReport, file: TextIO) -> None:

@@ -87,7 +87,9 @@ def test_every_fault_is_its_status_and_cause(tmp_path: Path, server: FakeServer)
     markers = list(FAULTS)
     path = states(tmp_path, markers)
     out = tmp_path / "v.jsonl"
-    report = live.run(options(server, path, out, max_attempts=3, timeout=0.5))
+    # No limit on the unscored rate: most of these verdicts are unscored on purpose.
+    report = live.run(options(server, path, out, max_attempts=3, timeout=0.5,
+                              max_unscored_rate=None))
     got = {m: (v["status"], (v.get("error") or {}).get("cause"))
            for m, v in zip(markers, lines(out), strict=True)}
     assert got == FAULTS
@@ -100,7 +102,7 @@ def test_every_fault_is_its_status_and_cause(tmp_path: Path, server: FakeServer)
             assert v["usage"] is None and v["request_id"] is None
     assert report.by_cause == {"connection": 1, "http_error": 3, "not_json": 1, "refusal": 1,
                                "timeout": 1, "truncated": 1, "wrong_shape": 1}
-    assert report.exit_code == 0  # unscored verdicts are verdicts
+    assert report.exit_code == 0  # unscored verdicts are verdicts, below every one of them
     r = report.requests
     # 429x2: 2 retries; 500x1, cutx1: 1 each; 503, cut, slow: 2 each (3 attempts); 400: none.
     assert r.retried == {"connection": 3, "http 429": 2, "http 500": 1, "http 503": 2,
@@ -208,6 +210,61 @@ def test_max_unscored_rate(tmp_path: Path, server: FakeServer) -> None:
     assert live.run(options(server, path, out, max_unscored_rate=0.25)).exit_code == 0
     report = live.run(options(server, path, out, max_unscored_rate=0.2))
     assert report.exit_code == 1 and report.unscored_rate == 0.25
+
+
+def test_more_than_half_unscored_exits_1_by_default(tmp_path: Path, server: FakeServer) -> None:
+    # Issue 25: without --max-unscored-rate, 3 unusable answers of 4 were a clean run.
+    out = tmp_path / "v.jsonl"
+    two = states(tmp_path / "two", ["FAKE:notjson", "FAKE:notjson", "FAKE:pass", "FAKE:pass"])
+    assert live.run(options(server, two, out)).exit_code == 0  # half: not above 0.5
+    three = states(tmp_path / "three", ["FAKE:notjson", "FAKE:400", "FAKE:notjson", "FAKE:pass"])
+    report = live.run(options(server, three, out))
+    assert report.exit_code == 1 and report.max_unscored_rate == 0.5
+    assert live.run(options(server, three, out, max_unscored_rate=None)).exit_code == 0
+
+
+def test_a_judge_that_answered_nothing_never_exits_0(tmp_path: Path, server: FakeServer) -> None:
+    import socket
+
+    from tests.judge.support import cli
+
+    path = states(tmp_path / "in", [f"FAKE:400 ({n})" for n in range(3)])
+    # Every request refused (as by a server that does not take response_format): exit 1,
+    # whatever the limit, every request sent once.
+    for limit in ([], ["--max-unscored-rate", "1"]):
+        server.reset()
+        out = tmp_path / f"v{len(limit)}.jsonl"
+        r = cli("judge", str(path), str(out), "--model", "m", "--base-url", server.url, "-q",
+                "--max-attempts", "1", *limit)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert server.stats()["requests"] == 3
+        assert {v["error"]["cause"] for v in lines(out)} == {"http_error"}
+    # Nothing listening on the port: every verdict unscored (connection), exit 1.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "nobody.jsonl"
+    r = cli("judge", str(path), str(out), "--model", "m", "--base-url",
+            f"http://127.0.0.1:{port}/v1", "--max-attempts", "1", "--max-unscored-rate", "1")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert {v["error"]["cause"] for v in lines(out)} == {"connection"}
+    assert "every verdict is unscored (3 of 3): no usable verdict (exit 1)" in r.stderr
+
+
+def test_the_rejects_file_is_written_only_when_a_line_is_rejected(tmp_path: Path,
+                                                                  server: FakeServer) -> None:
+    # Issue 25: judge wrote an empty v.rejects.jsonl beside every output, unasked.
+    path = states(tmp_path / "in", ["a", "b"])
+    report = live.run(options(server, path, tmp_path / "v.jsonl"))
+    assert report.rejects is None and not (tmp_path / "v.rejects.jsonl").exists()
+    named = tmp_path / "named.rejects.jsonl"
+    report = live.run(options(server, path, tmp_path / "w.jsonl", rejects=str(named)))
+    assert report.rejects == str(named) and named.read_bytes() == b""  # asked for: written
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(path.read_bytes() + b"not json\n")
+    report = live.run(options(server, broken, tmp_path / "x.jsonl"))
+    assert report.rejects == str(tmp_path / "x.rejects.jsonl") and report.exit_code == 1
+    assert len(lines(tmp_path / "x.rejects.jsonl")) == 1
 
 
 def test_wrong_key_stops_the_run_and_writes_nothing(tmp_path: Path, server: FakeServer) -> None:
