@@ -159,7 +159,7 @@ def judge_request(case_id: str, rubric_id: str, given: dict[str, Any]) -> JudgeR
     if state is None:
         raise UsageError(f"no judge state for case `{case_id}` and rubric `{rubric_id}` in "
                          f"{opts.input}.")
-    sent = build(opts.config, state.question, state.state)
+    sent = build(opts.config, state.question, state.state, state.allows_na)
     api = opts.config.api
     shown = api.headers("$" + (opts.api_key_env or api.key_env))
     return JudgeRequest(opts.config.url, {name: shown[name] for name in api.credential_headers},

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalstream._api.checked import (
     MAX_LINE_BYTES,
+    MAX_OUTPUT_TOKENS,
     MAX_TOKENS,
     TOKENIZER,
     Engine,
@@ -104,7 +105,8 @@ def stats_shown(sections: Sequence[str] | None) -> Shown:
 @front_door
 def stats(input: Inputs, *, by: str | Sequence[str] = "scenario",
           rubric_files: Sequence[Path] = (), max_tokens: int = MAX_TOKENS,
-          tokenizer: Tokenizer = TOKENIZER, format: ReportFormat = "table",
+          max_output_tokens: int = MAX_OUTPUT_TOKENS, tokenizer: Tokenizer = TOKENIZER,
+          format: ReportFormat = "table",
           output: Path | None = None, html: Path | None = None,
           sections: Sequence[str] | None = (), rejects: Path | None = None,
           workers: int | None = None, engine: Engine = "local", scheduler: str | None = None,

@@ -292,8 +292,8 @@ class Asker:
             return
         estimate = 0
         if self.counter is not None:
-            estimate = tokens.request_tokens(system_text(state.question), state.state,
-                                             self.counter.encoding)
+            estimate = tokens.request_tokens(system_text(state.question, state.allows_na),
+                                             state.state, self.counter.encoding)
         if self.opts.max_cost is not None:
             worst = self._worst_cost(estimate)
             if self.spent + self.reserved + worst > self.opts.max_cost:
@@ -332,7 +332,7 @@ class Asker:
             self.progress.lines = reader.counts.lines
             if isinstance(item, inputs.JudgeState):
                 self.progress.states += 1
-                yield item, build(self.config, item.question, item.state)
+                yield item, build(self.config, item.question, item.state, item.allows_na)
 
     async def _ask(self, req: Request, estimate: int, transport: Transport) -> None:
         try:
@@ -460,12 +460,12 @@ class Writer:
 
     def verdict(self, state: inputs.JudgeState) -> bytes | None:
         """The verdict line for a judge state, or None when it was not judged."""
-        req = build(self.config, state.question, state.state)
+        req = build(self.config, state.question, state.state, state.allows_na)
         stored = self.store.get(req.key)
         if stored is not None:
             v = verdict.answered(self.info, self.config.api, stored, state.case_id,
                                  state.rubric_id, state.rubric_hash, state.state_hash,
-                                 state.exposure)
+                                 state.exposure, state.allows_na)
             if v.usage is not None:
                 self.usage_all[0] += v.usage.input_tokens
                 self.usage_all[1] += v.usage.output_tokens

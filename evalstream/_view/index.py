@@ -35,7 +35,7 @@ from evalstream._cases.rejects import Reject
 from evalstream._cases.schema import group_value
 from evalstream._checks.checker import OVER_BUDGET, Checker
 from evalstream._checks.rubrics import RubricSet
-from evalstream._checks.tokens import DEFAULT_BUDGET
+from evalstream._checks.tokens import DEFAULT_BUDGET, DEFAULT_OUTPUT
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, open_input, progress, read_chunks
 from evalstream._verdicts.records import (
     STATUSES,
@@ -183,6 +183,7 @@ class Options:
     compare: str | None = None
     rubrics: RubricSet | None = None  # the built-in set when None
     max_tokens: int = DEFAULT_BUDGET
+    max_output_tokens: int = DEFAULT_OUTPUT  # the judge's bound, held back in the budget
     by: str = "scenario"
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
@@ -422,7 +423,8 @@ class _Builder:
     def read_cases(self) -> None:
         opts = self.opts
         reader = self._reader(case_kind(opts.allow_unknown_fields, self.ids), CASES)
-        checker = Checker(self.rubrics, opts.max_tokens, keep_states=False)
+        checker = Checker(self.rubrics, opts.max_tokens, keep_states=False,
+                          max_output_tokens=opts.max_output_tokens)
         path = tuple(opts.by.split("."))
         lines, offsets, groups = self.case_line, self.case_offset, self.case_group
         label_key, label_status, label_source = self.label_key, self.label_status, \

@@ -212,6 +212,35 @@ def test_max_unscored_rate(tmp_path: Path, server: FakeServer) -> None:
     assert report.exit_code == 1 and report.unscored_rate == 0.25
 
 
+@pytest.mark.parametrize("provider", REGISTRY)
+def test_na_where_the_rubric_does_not_allow_it_is_unscored(tmp_path: Path, server: FakeServer,
+                                                           provider: str) -> None:
+    # Issue 25: a rubric whose question says it always applies took `na` as a verdict.
+    from evalstream._checks.state import ANSWER_INSTRUCTION_NO_NA
+    from evalstream._judge import inputs
+    from tests.judge.support import RUBRIC
+
+    path = states(tmp_path / "no", ["FAKE:na", "FAKE:pass"], RUBRIC + "allows_na = false\n")
+    assert [r["allows_na"] for r in lines(path)] == [False, False]
+    out = tmp_path / "v.jsonl"
+    opts = options(server, path, out, provider=provider)
+    live.run(opts)
+    first, second = lines(out)
+    assert (first["status"], first["rationale"], first["error"]["cause"]) == (
+        "unscored", None, "na_not_allowed")
+    assert "allows_na = false" in first["error"]["detail"] and second["status"] == "pass"
+    # What was asked: pass or fail only, in the instruction and in the schema.
+    for state in inputs.read(str(path)):
+        assert isinstance(state, inputs.JudgeState) and not state.allows_na
+        body = build(opts.config, state.question, state.state, state.allows_na).body
+        assert body.count(b'"enum":["pass","fail"]') == 1 and b'"na"]' not in body
+        assert msgspec.json.encode(ANSWER_INSTRUCTION_NO_NA)[1:-1] in body
+    # The same answer to a rubric that allows `na` is a verdict.
+    path = states(tmp_path / "yes", ["FAKE:na"])
+    live.run(options(server, path, tmp_path / "w.jsonl", provider=provider))
+    assert lines(tmp_path / "w.jsonl")[0]["status"] == "na"
+
+
 def test_more_than_half_unscored_exits_1_by_default(tmp_path: Path, server: FakeServer) -> None:
     # Issue 25: without --max-unscored-rate, 3 unusable answers of 4 were a clean run.
     out = tmp_path / "v.jsonl"

@@ -123,7 +123,8 @@ def test_sample_known_facts() -> None:
     assert r["tool-backed-claims"].examples.missed == ["case-02", "case-04"]
     assert r["tool-backed-claims"].examples.false_alarms == ["case-20"]
     assert r["claim-support"].examples.unscored == ["case-11"]
-    assert r["policy-compliance"].examples.unscored == ["case-26"]
+    # case-08: the judge answered na, which policy-compliance does not allow (issue 25)
+    assert r["policy-compliance"].examples.unscored == ["case-08", "case-26"]
     assert r["escalation"].examples.labels_without_verdict == ["case-39"]
     assert r["claim-support"].all.unknown_case == 1  # case-99
     assert "case-99" in r["claim-support"].examples.verdicts_without_label
@@ -312,15 +313,15 @@ def test_unscored_rate_and_its_limit() -> None:
     report = run(AgreeOptions(str(VERDICTS), str(CASES)))
     statuses = [json.loads(x)["status"] for x in VERDICTS.read_text().splitlines()]
     rate = statuses.count("unscored") / len(statuses)
-    assert report.verdicts.unscored_rate == rate and 0 < rate < 0.02
+    assert report.verdicts.unscored_rate == rate and 0 < rate < 0.03
     assert report.exit_code == 0 and report.max_unscored_rate is None
-    assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.02)).exit_code == 0
+    assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.03)).exit_code == 0
     assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.01)).exit_code == 1
     by_rubric = {r.rubric: r.unscored_rate for r in report.rubrics}
     assert by_rubric["claim-support"] == 1 / 11 and by_rubric["tool-backed-claims"] == 0
     above = run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.01))
     assert unscored_line(above.verdicts, 0.01) == (
-        f"{VERDICTS}: 2 of 111 verdicts unscored (1.8%), above --max-unscored-rate 0.01 "
+        f"{VERDICTS}: 3 of 111 verdicts unscored (2.7%), above --max-unscored-rate 0.01 "
         "(exit 1).")
     assert unscored_line(above.verdicts, 0.01) in " ".join(
         render(blocks(above), "markdown").decode().split())

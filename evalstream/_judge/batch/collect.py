@@ -274,7 +274,8 @@ class Writer:
         stored = self.store.get(s.key)
         if stored is not None:
             v = verdict.answered(self.info, self.config.api, stored, s.case_id,
-                                 s.rubric_id, s.rubric_hash, s.state_hash, s.exposure)
+                                 s.rubric_id, s.rubric_hash, s.state_hash, s.exposure,
+                                 s.allows_na)
             if v.usage is not None:
                 self.usage_all[0] += v.usage.input_tokens
                 self.usage_all[1] += v.usage.output_tokens

@@ -26,9 +26,9 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import (
-    ANSWER_SCHEMA,
     TOOL_NAME,
     Parsed,
+    answer_schema,
     excerpt,
     read_json,
     read_text,
@@ -59,9 +59,10 @@ VERSION = "2023-06-01"  # the anthropic-version header
 # + `]}`, so its body is the file's size plus this many bytes.
 WRAP = len(b'{"requests":[]}') - 1  # the file's last newline becomes nothing
 STREAM_BLOCK = 1 << 20
-_TOOLS = msgspec.Raw(msgspec.json.encode(
+# By whether the rubric allows `na` (its judge states say): the schema without it otherwise.
+_TOOLS = {allows_na: msgspec.Raw(msgspec.json.encode(
     [{"name": TOOL_NAME, "description": "Record the verdict on the judge state.",
-      "input_schema": ANSWER_SCHEMA}]))
+      "input_schema": answer_schema(allows_na)}])) for allows_na in (True, False)}
 _TOOL_CHOICE = msgspec.Raw(msgspec.json.encode({"type": "tool", "name": TOOL_NAME}))
 
 
@@ -126,8 +127,8 @@ class Anthropic(Provider):
     def body(self, config: Config, system: str, state: str) -> bytes:
         return config.encoder.encode(Body(
             model=config.model, max_tokens=config.max_output_tokens, system=system,
-            messages=[Message("user", state)], temperature=config.temperature, tools=_TOOLS,
-            tool_choice=_TOOL_CHOICE))
+            messages=[Message("user", state)], temperature=config.temperature,
+            tools=_TOOLS[config.allows_na], tool_choice=_TOOL_CHOICE))
 
     def read(self, body: bytes) -> Parsed:
         try:

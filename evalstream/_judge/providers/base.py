@@ -51,6 +51,8 @@ class Config(Protocol):
     def max_output_tokens(self) -> int: ...
     @property
     def encoder(self) -> msgspec.json.Encoder: ...  # the config's own: one per run
+    @property
+    def allows_na(self) -> bool: ...  # False: the schema asked for leaves `na` out
 
 
 class Unconfirmed(Exception):

@@ -30,8 +30,8 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import (
-    ANSWER_SCHEMA,
     Parsed,
+    answer_schema,
     excerpt,
     read_text,
     token_usage,
@@ -67,9 +67,11 @@ FAMILIES: tuple[tuple[str, str], ...] = (
     ("o1", "o200k_base"), ("o3", "o200k_base"), ("o4", "o200k_base"),
     ("gpt-4", "cl100k_base"), ("gpt-3.5", "cl100k_base"), ("gpt-35", "cl100k_base"),
 )
-_RESPONSE_FORMAT = msgspec.Raw(msgspec.json.encode(
+# By whether the rubric allows `na` (its judge states say): the schema without it otherwise.
+_RESPONSE_FORMAT = {allows_na: msgspec.Raw(msgspec.json.encode(
     {"type": "json_schema",
-     "json_schema": {"name": "verdict", "strict": True, "schema": ANSWER_SCHEMA}}))
+     "json_schema": {"name": "verdict", "strict": True, "schema": answer_schema(allows_na)}}))
+    for allows_na in (True, False)}
 
 
 class Body(Struct, gc=False, omit_defaults=True, kw_only=True):
@@ -147,7 +149,7 @@ class OpenAI(Provider):
             temperature=config.temperature,
             max_completion_tokens=config.max_output_tokens if on_openai else None,
             max_tokens=None if on_openai else config.max_output_tokens,
-            response_format=_RESPONSE_FORMAT))
+            response_format=_RESPONSE_FORMAT[config.allows_na]))
 
     def read(self, body: bytes) -> Parsed:
         try:

@@ -23,6 +23,7 @@ from tests.judge.batch.support import (
     config,
     lines,
     prepared,
+    request_lines,
     results,
     write_split,
 )
@@ -314,6 +315,22 @@ def test_unscored_above_the_rate_exits_1(tmp_path: Path) -> None:
                      max_unscored_rate=0.5).exit_code == 0
     # No result line was rejected: no rejects file beside the verdicts (issue 25).
     assert not (tmp_path / "v.rejects.jsonl").exists()
+
+
+@pytest.mark.parametrize("provider", REGISTRY)
+def test_na_where_the_rubric_does_not_allow_it_is_unscored(tmp_path: Path,
+                                                           provider: str) -> None:
+    from tests.judge.support import RUBRIC
+
+    src = states(tmp_path / "in", ["FAKE:na", "FAKE:pass"], RUBRIC + "allows_na = false\n")
+    prepared(src, tmp_path / "b", provider)
+    assert all(b'"enum":["pass","fail"]' in line["_body"] for line in
+               request_lines(tmp_path / "b"))
+    files = write_split([r for _, r in results(tmp_path / "b")], tmp_path / "r", parts=1)
+    collected(tmp_path / "b", tmp_path / "v.jsonl", files)
+    first, second = lines(tmp_path / "v.jsonl")
+    assert (first["status"], first["error"]["cause"]) == ("unscored", "na_not_allowed")
+    assert second["status"] == "pass"
 
 
 def test_a_collect_with_every_verdict_unscored_never_exits_0(tmp_path: Path) -> None:
