@@ -150,7 +150,7 @@ def test_export_view(tmp_path: Path) -> None:
                                     tmp_path / "review", limit=5,
                                     compare=SAMPLES / "verdicts-b.jsonl")
     assert isinstance(report, evalstream.ExportReport) and report.exit_code == 0
-    assert report.lists["disagreements"].entries == 7 and report.limit == 5
+    assert report.lists["disagreements"].entries == 8 and report.limit == 5  # with the na verdict (issue 25)
     assert (tmp_path / "review" / "index.html").is_file()
     assert len(list((tmp_path / "review" / "checks").iterdir())) == report.checks
     with pytest.raises(evalstream.UsageError, match="--limit: 0 must be positive"):

@@ -32,6 +32,7 @@ from msgspec import Struct
 from evalstream._verdicts.records import Codes, Columns
 
 if TYPE_CHECKING:
+    import numpy as np
     import polars as pl
 
     from evalstream._checks.rubrics import RubricSet
@@ -172,6 +173,24 @@ def from_states(path: str, codes: Codes, max_line_bytes: int,
     return Expected(frame, rubrics, frame["case_id"].unique(), f"build's output {path}")
 
 
+def codes(v_rubric: np.ndarray, v_state: np.ndarray, found: np.ndarray, x_rubric: np.ndarray,
+          x_state: np.ndarray, checkable: np.ndarray) -> np.ndarray:
+    """The rule, over arrays of 64-bit hashes (0: absent), one entry a verdict: its hashes,
+    whether build makes its check today (``found``) and that check's hashes, and whether it
+    can be checked at all (its rubric in the set, its case in the cases file). Each
+    verdict's code, as ``uint8`` (the one rule of ``agree``, ``compare`` and ``view``)."""
+    import numpy as np
+
+    no_hash = (v_rubric == 0) & (v_state == 0)
+    return np.select(
+        [no_hash | ~checkable,
+         ~found,  # build makes no check of it today: the rubric no longer applies
+         (v_rubric != 0) & (v_rubric != x_rubric),
+         (v_state != 0) & (x_state != 0) & (v_state != x_state),
+         (v_rubric == 0) & ((v_state == 0) | (x_state == 0))],  # nothing left to compare
+        [NOT_CHECKED, STATE, RUBRIC, STATE, NOT_CHECKED], FRESH).astype(np.uint8)
+
+
 def mark(verdicts: pl.DataFrame, expected: Expected | None) -> pl.DataFrame:
     """The verdict frame (with its hashes: ``read_verdicts(with_hashes=True)``) and a
     ``stale`` column: each verdict's code (``FRESH`` for all when nothing is checked)."""
@@ -179,30 +198,22 @@ def mark(verdicts: pl.DataFrame, expected: Expected | None) -> pl.DataFrame:
 
     if expected is None:
         return verdicts.with_columns(stale=pl.lit(FRESH, pl.UInt8))
-    x = expected.frame.lazy().unique(["case_id", "rubric"], keep="first")
-    v = pl.col
-    marked = (verdicts.lazy().with_row_index("_row")
-              .join(x, on=["case_id", "rubric"], how="left")
-              .with_columns(
-                  _case=v("case_id").is_in(expected.cases.implode()),
-                  _rubric=v("rubric").is_in(pl.Series(sorted(expected.rubrics),
-                                                      dtype=pl.UInt32).implode()))
-              .with_columns(stale=(
-                  pl.when(v("rubric_hash").is_null() & v("state_hash").is_null())
-                  .then(NOT_CHECKED)
-                  .when(~v("_case") | ~v("_rubric")).then(NOT_CHECKED)
-                  .when(v("xrubric").is_null()).then(STATE)  # build makes no check of it now
-                  .when(v("rubric_hash").is_not_null() & (v("rubric_hash") != v("xrubric")))
-                  .then(RUBRIC)
-                  .when(v("state_hash").is_not_null() & v("xstate").is_not_null()
-                        & (v("state_hash") != v("xstate"))).then(STATE)
-                  .when(v("rubric_hash").is_null() & (v("state_hash").is_null()
-                                                      | v("xstate").is_null()))
-                  .then(NOT_CHECKED)
-                  .otherwise(FRESH).cast(pl.UInt8)))
+    x = expected.frame.lazy().unique(["case_id", "rubric"], keep="first").with_columns(
+        found=pl.lit(True))
+    looked = (verdicts.lazy().select("case_id", "rubric", "rubric_hash", "state_hash")
+              .with_row_index("_row").join(x, on=["case_id", "rubric"], how="left")
               .sort("_row")
-              .drop("_row", "_case", "_rubric", "xstate", "xrubric"))
-    return marked.collect()
+              .select(pl.col("rubric_hash", "state_hash", "xrubric", "xstate").fill_null(0),
+                      pl.col("found").fill_null(False),
+                      (pl.col("case_id").is_in(expected.cases.implode())
+                       & pl.col("rubric").is_in(pl.Series(sorted(expected.rubrics),
+                                                          dtype=pl.UInt32).implode()))
+                      .alias("checkable"))
+              .collect())
+    column = {name: looked[name].to_numpy() for name in looked.columns}
+    return verdicts.with_columns(stale=pl.Series(codes(
+        column["rubric_hash"], column["state_hash"], column["found"], column["xrubric"],
+        column["xstate"], column["checkable"]), dtype=pl.UInt8))
 
 
 def counts(frame: pl.DataFrame) -> tuple[StaleCounts, dict[int, StaleCounts]]:
