@@ -13,7 +13,8 @@ What build makes today comes from one of two places:
 - build's output (``from_states``, ``--states FILE``): the judge states and exact verdicts
   it wrote, with their hashes.
 
-Each verdict gets one code: ``FRESH``; ``STATE`` (its ``state_hash`` is not the state's, or
+Each verdict gets one code (``rule``, one Polars expression for every command):
+``FRESH``; ``STATE`` (its ``state_hash`` is not the state's, or
 build makes no state for that case and rubric today: the rubric no longer applies);
 ``RUBRIC`` (its ``rubric_hash`` is not the rubric's: another version of the rubric, or
 another ``allows_na``); ``NOT_CHECKED`` (no hash to compare, a rubric the set does not hold,
@@ -32,7 +33,6 @@ from msgspec import Struct
 from evalstream._verdicts.records import Codes, Columns
 
 if TYPE_CHECKING:
-    import numpy as np
     import polars as pl
 
     from evalstream._checks.rubrics import RubricSet
@@ -173,22 +173,24 @@ def from_states(path: str, codes: Codes, max_line_bytes: int,
     return Expected(frame, rubrics, frame["case_id"].unique(), f"build's output {path}")
 
 
-def codes(v_rubric: np.ndarray, v_state: np.ndarray, found: np.ndarray, x_rubric: np.ndarray,
-          x_state: np.ndarray, checkable: np.ndarray) -> np.ndarray:
-    """The rule, over arrays of 64-bit hashes (0: absent), one entry a verdict: its hashes,
-    whether build makes its check today (``found``) and that check's hashes, and whether it
-    can be checked at all (its rubric in the set, its case in the cases file). Each
-    verdict's code, as ``uint8`` (the one rule of ``agree``, ``compare`` and ``view``)."""
-    import numpy as np
+def rule() -> pl.Expr:
+    """The rule, as a Polars expression over the columns ``v_rubric``, ``v_state`` (a
+    verdict's 64-bit hashes, 0 when absent), ``found`` (build makes its check today),
+    ``x_rubric``, ``x_state`` (that check's hashes, 0 when absent) and ``checkable`` (its
+    rubric is in the set and its case in the cases file): each verdict's code, ``UInt8``. The
+    one rule of ``agree``, ``compare`` and ``view`` (which evaluates it on its arrays)."""
+    import polars as pl
 
-    no_hash = (v_rubric == 0) & (v_state == 0)
-    return np.select(
-        [no_hash | ~checkable,
-         ~found,  # build makes no check of it today: the rubric no longer applies
-         (v_rubric != 0) & (v_rubric != x_rubric),
-         (v_state != 0) & (x_state != 0) & (v_state != x_state),
-         (v_rubric == 0) & ((v_state == 0) | (x_state == 0))],  # nothing left to compare
-        [NOT_CHECKED, STATE, RUBRIC, STATE, NOT_CHECKED], FRESH).astype(np.uint8)
+    v = pl.col
+    no_hash = (v("v_rubric") == 0) & (v("v_state") == 0)
+    return (pl.when(no_hash | ~v("checkable")).then(NOT_CHECKED)
+            .when(~v("found")).then(STATE)  # build makes no check of it today
+            .when((v("v_rubric") != 0) & (v("v_rubric") != v("x_rubric"))).then(RUBRIC)
+            .when((v("v_state") != 0) & (v("x_state") != 0) & (v("v_state") != v("x_state")))
+            .then(STATE)
+            .when((v("v_rubric") == 0) & ((v("v_state") == 0) | (v("x_state") == 0)))
+            .then(NOT_CHECKED)  # nothing left to compare
+            .otherwise(FRESH).cast(pl.UInt8).alias("stale"))
 
 
 def mark(verdicts: pl.DataFrame, expected: Expected | None) -> pl.DataFrame:
@@ -200,20 +202,20 @@ def mark(verdicts: pl.DataFrame, expected: Expected | None) -> pl.DataFrame:
         return verdicts.with_columns(stale=pl.lit(FRESH, pl.UInt8))
     x = expected.frame.lazy().unique(["case_id", "rubric"], keep="first").with_columns(
         found=pl.lit(True))
-    looked = (verdicts.lazy().select("case_id", "rubric", "rubric_hash", "state_hash")
-              .with_row_index("_row").join(x, on=["case_id", "rubric"], how="left")
-              .sort("_row")
-              .select(pl.col("rubric_hash", "state_hash", "xrubric", "xstate").fill_null(0),
-                      pl.col("found").fill_null(False),
-                      (pl.col("case_id").is_in(expected.cases.implode())
-                       & pl.col("rubric").is_in(pl.Series(sorted(expected.rubrics),
-                                                          dtype=pl.UInt32).implode()))
-                      .alias("checkable"))
-              .collect())
-    column = {name: looked[name].to_numpy() for name in looked.columns}
-    return verdicts.with_columns(stale=pl.Series(codes(
-        column["rubric_hash"], column["state_hash"], column["found"], column["xrubric"],
-        column["xstate"], column["checkable"]), dtype=pl.UInt8))
+    codes = (verdicts.lazy().select("case_id", "rubric", "rubric_hash", "state_hash")
+             .with_row_index("_row").join(x, on=["case_id", "rubric"], how="left")
+             .sort("_row")
+             .select(pl.col("rubric_hash").fill_null(0).alias("v_rubric"),
+                     pl.col("state_hash").fill_null(0).alias("v_state"),
+                     pl.col("xrubric").fill_null(0).alias("x_rubric"),
+                     pl.col("xstate").fill_null(0).alias("x_state"),
+                     pl.col("found").fill_null(False),
+                     (pl.col("case_id").is_in(expected.cases.implode())
+                      & pl.col("rubric").is_in(pl.Series(sorted(expected.rubrics),
+                                                         dtype=pl.UInt32).implode()))
+                     .alias("checkable"))
+             .select(rule()).collect())
+    return verdicts.with_columns(codes["stale"])
 
 
 def counts(frame: pl.DataFrame) -> tuple[StaleCounts, dict[int, StaleCounts]]:

@@ -22,7 +22,8 @@ makes today 16, while the files are read (its key and state hash, for stale verd
 
 Stale verdicts: the states build makes of each case today are rebuilt as the cases are read
 (the same ``Checker``, states kept) and hashed, or read from ``--states``; each verdict of the
-run gets its code by the one rule of ``_verdicts.stale.codes``.
+run gets its code by the one rule of ``_verdicts.stale.rule`` (Polars, on the index's
+arrays: loaded once, when the files are indexed).
 """
 
 from __future__ import annotations
@@ -554,11 +555,12 @@ def _run(parts: tuple[Any, ...], path: str, rubric_names: list[str]) -> Run:
 
 def _stale(b: _Builder, run: Run, rubrics: RubricSet,
            state_parts: tuple[Any, ...] | None) -> np.ndarray:
-    """Each verdict of the run's stale code (``_verdicts.stale.codes``): against the checks
+    """Each verdict of the run's stale code (``_verdicts.stale.rule``): against the checks
     rebuilt from the cases, or build's output (``--states``)."""
     import numpy as np
+    import polars as pl
 
-    from evalstream._verdicts.stale import codes
+    from evalstream._verdicts.stale import rule
 
     n_cases = len(b.case_line)
     rows, rubric = run.key >> np.uint64(32), run.key & np.uint64(NONE)
@@ -582,7 +584,10 @@ def _stale(b: _Builder, run: Run, rubrics: RubricSet,
     pick = np.where(found, at, 0)
     x_rubric = np.where(found, x_rubric_all[pick] if len(made) else 0, 0)
     x_state = np.where(found, x_state_all[pick] if len(made) else 0, 0)
-    return codes(run.hashes[:, 0], run.hashes[:, 1], found, x_rubric, x_state, checkable)
+    columns = {"v_rubric": run.hashes[:, 0], "v_state": run.hashes[:, 1], "found": found,
+               "x_rubric": x_rubric.astype(np.int64), "x_state": x_state.astype(np.int64),
+               "checkable": checkable}
+    return pl.DataFrame(columns).select(rule())["stale"].to_numpy()
 
 
 def _member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
