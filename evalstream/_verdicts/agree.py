@@ -540,9 +540,11 @@ def run(opts: AgreeOptions,
     check_unscored_rate(opts.max_unscored_rate)
     # The targets before the inputs' first bytes are read: an input named as a target is
     # refused as that, whatever it holds.
-    targets = Transaction([("verdicts", opts.verdicts), ("cases", opts.cases)],
-                          report_targets(opts.output, opts.format, opts.html, opts.rejects),
-                          opts.force).check()
+    inputs = [("verdicts", opts.verdicts), ("cases", opts.cases),
+              *([("states", opts.states)] if opts.states else []),
+              *(("rubrics", path) for path in opts.rubric_files if path != "builtin")]
+    targets = Transaction(inputs, report_targets(opts.output, opts.format, opts.html,
+                                                 opts.rejects), opts.force).check()
     usage = "; usage: evalstream agree VERDICTS CASES"
     check_input(opts.verdicts, "verdicts", usage)
     check_input(opts.cases, "cases", usage)

@@ -346,9 +346,12 @@ def run(opts: CompareOptions,
         raise UsageError("--max-ids must be 0 or more.")
     check_unscored_rate(opts.max_unscored_rate)
     # The targets before the runs' first bytes are read (as agree's).
-    targets = Transaction([("run-a", opts.run_a), ("run-b", opts.run_b)],
-                          report_targets(opts.output, opts.format, opts.html, opts.rejects),
-                          opts.force).check()
+    inputs = [("run-a", opts.run_a), ("run-b", opts.run_b),
+              *([("cases", opts.cases)] if opts.cases else []),
+              *([("states", opts.states)] if opts.states else []),
+              *(("rubrics", path) for path in opts.rubric_files if path != "builtin")]
+    targets = Transaction(inputs, report_targets(opts.output, opts.format, opts.html,
+                                                 opts.rejects), opts.force).check()
     usage = "; compare reads two verdict files (the runs to compare)"
     check_input(opts.run_a, "verdicts", usage)
     check_input(opts.run_b, "verdicts", usage)

@@ -97,6 +97,13 @@ def test_build_s_output_says_the_same(judged: tuple[Path, Path, Path, list[dict]
     assert [r.all for r in read.rubrics] == [r.all for r in rebuilt.rubrics]
     with pytest.raises(evalstream.UsageError, match="give --states .* or --rubrics"):
         evalstream.agree(verdicts, changed, states=states, rubric_files=["builtin"])
+    # The states file is an input: no report may replace it.
+    with pytest.raises(evalstream.UsageError, match="the states and output paths are the same"):
+        evalstream.agree(verdicts, changed, states=states, output=states)
+    before = states.read_bytes()
+    with pytest.raises(evalstream.UsageError, match="the cases and output paths are the same"):
+        evalstream.compare(verdicts, verdicts, cases=changed, output=changed)
+    assert states.read_bytes() == before
 
 
 def test_another_rubric_and_a_check_no_longer_made(judged: tuple[Path, Path, Path, list[dict]],
