@@ -94,10 +94,17 @@ def check_identities(r: Any) -> None:
     """labels = pairs + unscored + no verdict + na; verdicts = pairs + unscored + na with a
     verdict + no label; and the parts add up to the rubric's whole."""
     c = r.all
-    assert sum(r.labels.values()) == (c.pairs + c.unscored + c.na_verdicts
+    assert sum(r.labels.values()) == (c.pairs + c.unscored + c.na_verdicts + c.stale
                                       + c.labels_without_verdict + c.na_labels)
-    assert sum(r.verdicts.values()) == (c.pairs + c.unscored + c.na_verdicts
+    assert sum(r.verdicts.values()) == (c.pairs + c.unscored + c.na_verdicts + c.stale
                                         + c.na_with_verdict + c.verdicts_without_label)
+    # Coverage first: every pass/fail label is scored or left out for one named reason.
+    assert c.coverage is not None
+    assert c.coverage.labels == r.labels["pass"] + r.labels["fail"] == c.pairs + sum(
+        c.coverage.left_out.values())
+    m = c.confusion
+    assert c.coverage.agreed == m.pass_pass + m.fail_fail
+    assert (m.pass_na + m.fail_na, m.pass_stale + m.fail_stale) == (c.na_verdicts, c.stale)
     assert r.labels["na"] == c.na_labels
     assert r.verdicts["unscored"] >= c.unscored
     for field in ("pairs", "unscored", "na_verdicts", "labels_without_verdict", "na_labels"):
