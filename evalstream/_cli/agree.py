@@ -91,7 +91,9 @@ def register(subparsers: Any) -> None:
             ["evalstream agree verdicts.jsonl cases.jsonl",
              "evalstream agree verdicts.jsonl cases.jsonl --by scenario --html agree.html",
              "evalstream agree verdicts.jsonl cases.jsonl --format json -o agree.json "
-             "--max-unscored-rate 0.05"],
+             "--max-unscored-rate 0.05",
+             "evalstream agree verdicts.jsonl cases.jsonl --rubrics my-rubrics.toml "
+             "--fail-on-stale"],
             [(0, "clean"), (1, "some lines rejected, unscored verdicts above "
                                "--max-unscored-rate, or with --fail-on-stale a stale verdict"),
              (2, "also: a (case_id, rubric_id) repeated in the verdicts")]))
