@@ -323,7 +323,8 @@ _add(choice("local", "dask"), "engine")
 _add(_text, "provider")
 _add(choice("unscored", "skip"), "missing")
 _add(_flag, "exact_tokens", "allow_unknown_fields", "force", "keep_unmapped",
-     "include_incomparable", "retry_unscored", "resubmit_unconfirmed", "wait")
+     "include_incomparable", "retry_unscored", "resubmit_unconfirmed", "wait",
+     "fail_on_stale")
 _add(_flag, "quoting", flag="--no-quoting")
 _add(_flag, "download", flag="--no-download")
 _add(_flag, "open_browser", flag="--no-browser")
@@ -336,6 +337,7 @@ ONE_KEY: Rule = _text  # `by` where a command groups by one metadata key (agree,
 REPORT_FORMAT = ("--format", choice(*REPORT_FORMATS))  # stats, agree, compare
 VALIDATE_FORMAT = ("--format", choice("table", "json"))
 OUTPUT_OPTION = ("--output", _path)  # -o of stats, agree, compare (a positional elsewhere)
+CASES_OPTION = ("--cases", _path)  # compare's cases, for stale verdicts (a positional elsewhere)
 
 
 def check(name: str, value: Any, optional: bool = False, rule: Rule | None = None,

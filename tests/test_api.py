@@ -120,7 +120,8 @@ def test_batch_prepare_and_collect(tmp_path: Path) -> None:
                                         "gpt-4.1-mini", max_requests_per_file=60)
     assert isinstance(prepared, evalstream.PrepareReport)
     assert (prepared.counts.judge_states, len(prepared.files), prepared.exit_code) == (101, 2, 0)
-    # Results as the OpenAI Batch API writes them: every request answered `na`.
+    # Results as the OpenAI Batch API writes them: every request answered `na`, which two of
+    # the built-in rubrics do not allow (issue 25): those verdicts are unscored.
     answer = {"choices": [{"message": {"content": '{"status": "na", "reason": "n/a"}'},
                            "finish_reason": "stop"}],
               "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
@@ -134,7 +135,9 @@ def test_batch_prepare_and_collect(tmp_path: Path) -> None:
                                          [tmp_path / "output.jsonl"], price_in=0.2,
                                          price_out=0.8)
     assert isinstance(collected, evalstream.CollectReport)
-    assert collected.by_status["na"] == 101 and collected.counts.exact_verdicts == 11
+    assert collected.by_status["na"] + collected.by_status["unscored"] == 101
+    assert collected.by_cause == {"na_not_allowed": collected.by_status["unscored"]} and \
+        collected.by_status["na"] == 41 and collected.counts.exact_verdicts == 11
     assert collected.cost_usd == round((1010 * 0.2 + 202 * 0.8) / 1e6, 6)
     a = evalstream.agree(tmp_path / "verdicts.jsonl", SAMPLES / "cases.jsonl")
     assert a.verdicts.verdicts == 112
@@ -147,7 +150,7 @@ def test_export_view(tmp_path: Path) -> None:
                                     tmp_path / "review", limit=5,
                                     compare=SAMPLES / "verdicts-b.jsonl")
     assert isinstance(report, evalstream.ExportReport) and report.exit_code == 0
-    assert report.lists["disagreements"].entries == 7 and report.limit == 5
+    assert report.lists["disagreements"].entries == 8 and report.limit == 5  # with the na verdict (issue 25)
     assert (tmp_path / "review" / "index.html").is_file()
     assert len(list((tmp_path / "review" / "checks").iterdir())) == report.checks
     with pytest.raises(evalstream.UsageError, match="--limit: 0 must be positive"):

@@ -31,8 +31,10 @@ DISAGREE = {
     ("case-27", "policy-compliance"): "fail",  # label pass: a false alarm
     ("case-30", "escalation"): "fail",  # label pass: a false alarm
 }
-UNSCORED = {("case-26", "policy-compliance"), ("case-11", "claim-support")}
-NA = {("case-08", "policy-compliance")}  # label pass: the judge says the rubric does not apply
+# case-08 policy-compliance: the judge answered `na`, which that rubric does not allow.
+UNSCORED = {("case-26", "policy-compliance"), ("case-11", "claim-support"),
+            ("case-08", "policy-compliance")}
+NA = {("case-08", "escalation")}  # label pass: the judge says the rubric does not apply
 SKIPPED = {("case-39", "escalation"), ("case-43", "policy-compliance")}  # no verdict
 JUDGE = {"model": "judge-small-2025", "temperature": 0}
 # What the pretend judge says, by rubric and status; {quote} is the response's first sentence.
@@ -57,6 +59,10 @@ ERRORS = {
                                        "assistant mostly complied, although...'"},
     ("case-11", "claim-support"): {
         "cause": "timeout", "detail": "no complete answer within 120 s (after 5 attempts)"},
+    ("case-08", "policy-compliance"): {
+        "cause": "na_not_allowed", "detail": "the judge answered na, which this rubric does not "
+                                             "allow (allows_na = false): The rubric does not "
+                                             "apply to this case."},
     ("case-16", "claim-support"): {
         "cause": "truncated", "detail": "the answer was cut at --max-output-tokens (1024): "
                                         "'{\"status\": \"pass\", \"reason\": \"Every claim'"},

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evalstream._api.checked import (
     MAX_LINE_BYTES,
+    MAX_OUTPUT_TOKENS,
     MAX_TOKENS,
     TOKENIZER,
     Engine,
@@ -53,7 +54,8 @@ def load_rubrics(paths: Sequence[Path] | None = None) -> RubricSet:
 
 @front_door
 def judge_states(cases: Iterable[Case | dict[str, Any]], rubrics: RubricSet | None = None, *,
-                 max_tokens: int = MAX_TOKENS, tokenizer: Tokenizer = TOKENIZER,
+                 max_tokens: int = MAX_TOKENS, max_output_tokens: int = MAX_OUTPUT_TOKENS,
+                 tokenizer: Tokenizer = TOKENIZER,
                  exact_tokens: bool = False) -> Iterator[CheckRecord | ExactVerdict]:
     """The records ``build`` writes for these cases (``Case`` structs or dicts in the wire
     format), in order: a ``CheckRecord`` per judge check that fits the budget, an
@@ -81,7 +83,8 @@ def count_tokens(text: str, tokenizer: Tokenizer = TOKENIZER) -> int:
 
 @front_door
 def build(input: Inputs, output: Path, *, rubric_files: Sequence[Path] = (),
-          max_tokens: int = MAX_TOKENS, tokenizer: Tokenizer = TOKENIZER,
+          max_tokens: int = MAX_TOKENS, max_output_tokens: int = MAX_OUTPUT_TOKENS,
+          tokenizer: Tokenizer = TOKENIZER,
           exact_tokens: bool = False, workers: int = 1, engine: Engine = "local",
           scheduler: str | None = None, rejects: Path | None = None, report: Path | None = None,
           allow_unknown_fields: bool = False, max_line_bytes: int = MAX_LINE_BYTES,
@@ -89,8 +92,10 @@ def build(input: Inputs, output: Path, *, rubric_files: Sequence[Path] = (),
     """Run ``build``: judge states from ``input`` (a path, glob or URL, or a list of them, read
     in order as one) to ``output``, with the rejects (written only when a line is rejected)
     and the run report beside it, unless ``rejects=`` and ``report=`` say where. Each option
-    as the command's (``rubric_files`` is ``--rubrics``); ``on_progress(done, total)`` is told
-    the bytes read. Returns the run report; files appear only if the whole run succeeds."""
+    as the command's (``rubric_files`` is ``--rubrics``; ``max_tokens`` is the judge model's
+    context, of which every judge request's texts, framing and ``max_output_tokens`` must
+    fit); ``on_progress(done, total)`` is told the bytes read. Returns the run report; files
+    appear only if the whole run succeeds."""
     from evalstream._build.run import Options, run
 
     given = options(build, locals())

@@ -29,6 +29,9 @@ RENAMED = {"cache": "store"}  # an option's name before issue 24: its name now
 # default of the API is the library's own).
 MAX_LINE_BYTES: Final = DEFAULT_MAX_LINE_BYTES  # 256 MiB
 MAX_TOKENS: Final = 32_000  # _checks.tokens.DEFAULT_BUDGET (not imported: it loads msgspec)
+# The judge's bound on its answer (judge, batch prepare), which build, stats and view hold
+# back in the budget: _checks.tokens.DEFAULT_OUTPUT.
+MAX_OUTPUT_TOKENS: Final = 1_024
 TOKENIZER: Final = "o200k_base"
 
 

@@ -41,7 +41,7 @@ def judge(input: Path, output: Path, model: str, *, provider: str = "openai",
           price_in: float | None = None, price_out: float | None = None,
           max_cost: float | None = None, max_requests: int | None = None,
           tokenizer: Tokenizer | None = None, store: Path | None = None,
-          retry_unscored: bool = False, max_unscored_rate: float | None = None,
+          retry_unscored: bool = False, max_unscored_rate: float | None = 0.5,
           rejects: Path | None = None, report: Path | None = None,
           max_line_bytes: int = MAX_LINE_BYTES, force: bool = False,
           environ: Mapping[str, str] | None = None,
@@ -59,7 +59,9 @@ def judge(input: Path, output: Path, model: str, *, provider: str = "openai",
     The API key is read from ``environ`` (default the process's environment), from the
     provider's variable or ``api_key_env``. Each option as the command's; ``on_progress`` is
     told how the run goes. Returns the report (``exit_code`` 3: stopped by a limit, run again
-    to continue); files appear only if the whole run succeeds."""
+    to continue; 1: lines rejected, or more than ``max_unscored_rate`` of the verdicts
+    unscored, or every one: None sets no limit but that); files appear only if the whole run
+    succeeds; the rejects only when a line is rejected (or ``rejects`` names them)."""
     from evalstream._judge import live
 
     opts = _judge_options(locals())
@@ -165,7 +167,7 @@ def judge_request(case_id: str, rubric_id: str, given: dict[str, Any]) -> JudgeR
     if state is None:
         raise UsageError(f"no judge state for case `{case_id}` and rubric `{rubric_id}` in "
                          f"{opts.input}.")
-    sent = build(opts.config, state.question, state.state)
+    sent = build(opts.config, state.question, state.state, state.allows_na)
     api = opts.config.api
     shown = api.headers("$" + (opts.api_key_env or api.key_env))
     return JudgeRequest(opts.config.url, {name: shown[name] for name in api.credential_headers},
@@ -237,13 +239,14 @@ def _remote(action: Remote, folder: Path, checked: dict[str, Any]) -> BatchSumma
 def batch_collect(folder: Path, output: Path, results: Sequence[Path] = (), *,
                   store: Path | None = None, missing: Literal["unscored", "skip"] = "unscored",
                   price_in: float | None = None, price_out: float | None = None,
-                  max_unscored_rate: float | None = None, rejects: Path | None = None,
+                  max_unscored_rate: float | None = 0.5, rejects: Path | None = None,
                   report: Path | None = None, max_line_bytes: int = MAX_LINE_BYTES,
                   force: bool = False) -> CollectReport:
     """Run ``batch collect``: a verdict at ``output`` for every judge state of the prepared
     ``folder``, from the result files (default ``folder/results/*.jsonl``), every answer kept
     in the live judge's answer store (``store``; default the one prepare consulted, else
-    beside the output). Returns the report (``exit_code`` 3: judge states still missing)."""
+    beside the output). Returns the report (``exit_code`` 3: judge states still missing; 1 as
+    ``judge``'s)."""
     from evalstream._judge.batch.collect import Options, run
     from evalstream._options import check
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalstream._api.checked import (
     MAX_LINE_BYTES,
+    MAX_OUTPUT_TOKENS,
     MAX_TOKENS,
     TOKENIZER,
     Engine,
@@ -104,7 +105,8 @@ def stats_shown(sections: Sequence[str] | None) -> Shown:
 @front_door
 def stats(input: Inputs, *, by: str | Sequence[str] = "scenario",
           rubric_files: Sequence[Path] = (), max_tokens: int = MAX_TOKENS,
-          tokenizer: Tokenizer = TOKENIZER, format: ReportFormat = "table",
+          max_output_tokens: int = MAX_OUTPUT_TOKENS, tokenizer: Tokenizer = TOKENIZER,
+          format: ReportFormat = "table",
           output: Path | None = None, html: Path | None = None,
           sections: Sequence[str] | None = (), rejects: Path | None = None,
           workers: int | None = None, engine: Engine = "local", scheduler: str | None = None,
@@ -238,14 +240,20 @@ def render_stats(report: Path, *, format: ReportFormat = "table", output: Path |
 def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: float = 0.95,
           format: ReportFormat = "table", output: Path | None = None, html: Path | None = None,
           max_ids: int = 20, rejects: Path | None = None, max_unscored_rate: float | None = None,
-          view: Path | None = None, allow_unknown_fields: bool = False,
+          view: Path | None = None, rubric_files: Sequence[Path] = (),
+          states: Path | None = None, fail_on_stale: bool = False,
+          allow_unknown_fields: bool = False,
           max_line_bytes: int = MAX_LINE_BYTES, force: bool = False) -> AgreeReport:
     """Run ``agree``: how well a judge's verdicts agree with the cases' expected labels, per
-    rubric, label source and ``by`` group (one metadata key). The report is written only where
-    asked, as ``stats`` writes it (``output``, ``format``, ``html``, ``rejects``); ``view``, a
-    folder of ``evalstream view --export``, links each listed id to its page. Returns the
-    report (``exit_code`` 1: lines rejected, or unscored verdicts above
-    ``max_unscored_rate``)."""
+    rubric, label source and ``by`` group (one metadata key), each figure with the labels it
+    covers and what it left out. The report is written only where asked, as ``stats`` writes
+    it (``output``, ``format``, ``html``, ``rejects``); ``view``, a folder of ``evalstream view
+    --export``, links each listed id to its page. Stale verdicts (judged on another state or
+    rubric than build makes of the cases today) are found by rebuilding the states with
+    ``rubric_files`` (``--rubrics``; default the built-in set), or from build's output
+    (``states``), counted, listed and left out. Returns the report (``exit_code`` 1: lines
+    rejected, unscored verdicts above ``max_unscored_rate``, or with ``fail_on_stale`` a stale
+    verdict)."""
     from evalstream._options import ONE_KEY, OUTPUT_OPTION, REPORT_FORMAT
     from evalstream._render.agree import blocks
     from evalstream._render.agree_html import agree_page
@@ -266,17 +274,22 @@ def compare(run_a: Path, run_b: Path, *, include_incomparable: bool = False,
             format: ReportFormat = "table", output: Path | None = None,
             html: Path | None = None, max_ids: int = 20, rejects: Path | None = None,
             max_unscored_rate: float | None = None, view: Path | None = None,
+            cases: Path | None = None, rubric_files: Sequence[Path] = (),
+            states: Path | None = None, fail_on_stale: bool = False,
             allow_unknown_fields: bool = False, max_line_bytes: int = MAX_LINE_BYTES,
             force: bool = False) -> CompareReport:
     """Run ``compare``: what changed between two judge runs, pair by pair (flips, pass rates,
     McNemar's test, keys in one run only). The report is written only where asked, as
-    ``agree`` writes it. Returns the report."""
-    from evalstream._options import OUTPUT_OPTION, REPORT_FORMAT
+    ``agree`` writes it. With ``cases`` (their states rebuilt with ``rubric_files``, default
+    the built-in set) or ``states`` (build's output), each run's stale verdicts are counted
+    and listed (``fail_on_stale``: exit 1 when there is one). Returns the report."""
+    from evalstream._options import CASES_OPTION, OUTPUT_OPTION, REPORT_FORMAT
     from evalstream._render.agree_html import compare_page
     from evalstream._render.compare import blocks
     from evalstream._verdicts.compare import CompareOptions, encode, run
 
-    given = options(compare, locals(), rules={"format": REPORT_FORMAT, "output": OUTPUT_OPTION})
+    given = options(compare, locals(), rules={"format": REPORT_FORMAT, "output": OUTPUT_OPTION,
+                                              "cases": CASES_OPTION})
     shown = Shown(blocks, compare_page, encode)
     result = run(CompareOptions(run_a=path("run_a", run_a), run_b=path("run_b", run_b),
                                 **given), shown.write(given["format"], given["output"],

@@ -40,6 +40,7 @@ class Options:
     report: str | None = None
     rubric_files: list[str] = field(default_factory=list)
     max_tokens: int = tokens.DEFAULT_BUDGET
+    max_output_tokens: int = tokens.DEFAULT_OUTPUT  # the judge's bound, held back in the budget
     tokenizer: str = encodings.DEFAULT
     exact_tokens: bool = False  # count every judge state, not only those over the byte room
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
@@ -99,7 +100,7 @@ def checker_for(opts: Options, rubric_set: RubricSet | None) -> Checker | None:
     if rubric_set is None:
         return None
     return Checker(rubric_set, opts.max_tokens, tokenizer=opts.tokenizer,
-                   exact_tokens=opts.exact_tokens)
+                   exact_tokens=opts.exact_tokens, max_output_tokens=opts.max_output_tokens)
 
 
 def report_of(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet | None,
@@ -119,7 +120,7 @@ def report_of(outcome: Outcome, opts: Options, command: str, rubric_set: RubricS
             warnings += outcome.checks.when_warnings(rubric_set, name_keys=False)
         warnings += label_warnings(+outcome.checks.labels_outside,
                                    outcome.checks.labels_not_applicable, name_ids=False)
-        no_room = room_warning(rubric_set, opts.max_tokens)
+        no_room = room_warning(rubric_set, opts.max_tokens, opts.max_output_tokens)
         if no_room:
             warnings.insert(0, no_room)
     return run_report(

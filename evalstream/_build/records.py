@@ -65,7 +65,7 @@ class RecordEncoder:
     def _layout(self, plan: Plan) -> RecordLayout:
         layout = self._layouts[plan] = record_layout(
             plan.rubric.id, plan.question, Exposure(plan.shown, plan.withheld, plan.hidden),
-            plan.rubric.hash)
+            plan.rubric.hash, plan.rubric.allows_na)
         return layout
 
 
@@ -87,7 +87,7 @@ _STATE_MARK = b"\x00state\x00"  # a Raw value is copied as it is: never in other
 
 
 def record_layout(rubric_id: str, question: msgspec.Raw, exposure: Exposure,
-                  rubric_hash: str) -> RecordLayout:
+                  rubric_hash: str, allows_na: bool = True) -> RecordLayout:
     """The layout of ``rubric_id``'s records for cases with this ``exposure``."""
     encode = msgspec.json.encode
     case_mark, hash_mark = encode("\x01"), encode("\x02")  # "\u0001", "\u0002"
@@ -95,7 +95,7 @@ def record_layout(rubric_id: str, question: msgspec.Raw, exposure: Exposure,
     full = encode(CheckRecord(
         "\x01", rubric_id, question, msgspec.Raw(_STATE_MARK),
         Exposure(exposure.shown, exposure.withheld, exposure.never_shown, tokens),
-        rubric_hash, "\x02"))
+        rubric_hash, "\x02", allows_na))
     # Fields are encoded in declaration order: case id, ..., state, exposure, ..., state hash.
     case_at = full.index(case_mark)
     state_at = full.index(_STATE_MARK, case_at)

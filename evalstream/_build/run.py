@@ -43,8 +43,10 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
 
     started = time.perf_counter()
     command = "validate" if opts.output is None else "build"
-    if opts.max_tokens <= 0 or opts.max_line_bytes <= 0 or opts.workers <= 0:
-        raise UsageError("--max-tokens, --max-line-bytes and --workers must be positive.")
+    if opts.max_tokens <= 0 or opts.max_line_bytes <= 0 or opts.workers <= 0 \
+            or opts.max_output_tokens <= 0:
+        raise UsageError("--max-tokens, --max-output-tokens, --max-line-bytes and --workers must "
+                         "be positive.")
     encodings.check_name(opts.tokenizer)
     rubric_set = load_rubrics(opts.rubric_files) if command == "build" else None
     if opts.engine not in ("local", "dask"):

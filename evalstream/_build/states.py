@@ -30,16 +30,17 @@ class InvalidCaseError(UsageError):
 
 def judge_states(cases: Iterable[schema.Case | dict[str, Any]], rubrics: RubricSet | None = None,
                  max_tokens: int = tokens.DEFAULT_BUDGET, tokenizer: str = encodings.DEFAULT,
-                 exact_tokens: bool = False) -> Iterator[CheckRecord | ExactVerdict]:
+                 exact_tokens: bool = False, max_output_tokens: int = tokens.DEFAULT_OUTPUT,
+                 ) -> Iterator[CheckRecord | ExactVerdict]:
     """The records ``build`` writes for these cases (``Case`` structs, or dicts in the wire
     format), in order: a ``CheckRecord`` per judge check that fits the budget, an
     ``ExactVerdict`` per exact check. ``question`` and ``state`` are the JSON bytes written
     (``msgspec.Raw``; ``msgspec.json.decode(record.state)`` gives the object), so
     ``state_hash`` can be checked against them. An invalid case raises InvalidCaseError
     (case ids are not checked for duplicates here; ``read_cases`` does that).
-    ``tokenizer`` and ``exact_tokens`` as for ``build``."""
+    ``tokenizer``, ``exact_tokens`` and ``max_output_tokens`` as for ``build``."""
     checker = Checker(rubrics or load_rubrics(), max_tokens, tokenizer=tokenizer,
-                      exact_tokens=exact_tokens)
+                      exact_tokens=exact_tokens, max_output_tokens=max_output_tokens)
     encoder = RecordEncoder()
     kind = case_kind()
     decode_judge = msgspec.json.Decoder(CheckRecord).decode

@@ -29,6 +29,7 @@ from evalstream._checks.state import (
     Sizes,
     Tokens,
     question_text,
+    system_text,
 )
 from evalstream._files.outputs import escape_line_breaks
 
@@ -38,11 +39,12 @@ MAX_KEYS_SEEN = 1_000
 
 
 class OverBudget(msgspec.Struct):
-    """A check that was not written because state plus longest question exceed the budget.
+    """A check that was not written because its judge request would not fit the budget.
 
-    ``tokens`` (state plus longest question, in tokens of the run's tokenizer) is an exact
-    count when ``exact`` is true; otherwise counting stopped once the state was over the
-    budget and ``tokens`` is a lower bound: at least that many.
+    ``tokens`` (the state, the longest system text, the request's framing and the answer's
+    bound, in tokens of the run's tokenizer) is an exact count when ``exact`` is true;
+    otherwise counting stopped once the state was over the budget and ``tokens`` is a lower
+    bound: at least that many.
     """
 
     line: int
@@ -177,9 +179,11 @@ class Checker:
 
     def __init__(self, rubrics: RubricSet, max_tokens: int = tokens.DEFAULT_BUDGET,
                  keep_states: bool = True, tokenizer: str = encodings.DEFAULT,
-                 exact_tokens: bool = False) -> None:
+                 exact_tokens: bool = False, max_output_tokens: int = tokens.DEFAULT_OUTPUT,
+                 ) -> None:
         """``exact_tokens``: count every judge state exactly (``stats``, ``build
-        --exact-tokens``), not only those whose bytes do not fit the budget."""
+        --exact-tokens``), not only those whose bytes do not fit the budget.
+        ``max_output_tokens``: the judge's bound on its answer, which the budget holds back."""
         self.rubrics = rubrics
         # Without the states (stats), each judge check carries its size and token figures
         # only: the same rules and counts, without joining every state's bytes.
@@ -196,8 +200,10 @@ class Checker:
         judges = [r for r in rubrics.rubrics if r.kind == "judge"]
         self._questions = {r.id: msgspec.Raw(escape_line_breaks(
             self.encode(question_text(r.question)))) for r in judges}
-        self.budget = tokens.Budget(max_tokens, [question_text(r.question) for r in judges],
-                                    encodings.check_name(tokenizer), exact_tokens)
+        # The budget counts each rubric's whole system text, as the judge sends it.
+        self.budget = tokens.Budget(
+            max_tokens, [system_text(question_text(r.question), r.allows_na) for r in judges],
+            encodings.check_name(tokenizer), exact_tokens, output=max_output_tokens)
         self._judge_index = {r.id: i for i, r in enumerate(judges)}
         self._plans: dict[tuple[bool, ...], list[Plan]] = {}
         self._when_keys = {key: path for r in rubrics.rubrics for key, path, _ in r.when}
@@ -287,20 +293,21 @@ class Checker:
         sizes = Sizes(size, longest, size + longest)
         if size <= budget.byte_room and not budget.exact:
             # Most states: they fit in bytes, so in tokens; nothing is counted.
-            return Check(plan, None, state, Tokens(budget.tokenizer, budget.max_tokens, sizes),
-                         None, None)
+            return Check(plan, None, state, Tokens(budget.tokenizer, budget.max_tokens, sizes,
+                                                   reserved=budget.reserved), None, None)
         n, exact = budget.state_tokens(state or b"".join(parts), plan.shown, budget.limit())
         longest = budget.longest_question
         total = n + longest
         figures = Tokens(budget.tokenizer, budget.max_tokens, sizes,
-                         Sizes(n, longest, total) if exact else None)
-        if total <= budget.max_tokens:
+                         Sizes(n, longest, total) if exact else None, budget.reserved)
+        if total + budget.held <= budget.max_tokens:
             return Check(plan, None, state, figures, None, None)
-        self._tally.over(OverBudget(line, case.id, plan.rubric.id, total, exact))
+        self._tally.over(OverBudget(line, case.id, plan.rubric.id, total + budget.held, exact))
         return Check(plan, OVER_BUDGET, state, figures, None, None)
 
     def question_tokens(self, rubric_id: str) -> int:
-        """The exact token count of a judge rubric's question, preamble included."""
+        """The exact token count of a judge rubric's system text: its question, preamble
+        included, and the answer instruction."""
         return self.budget.question_tokens[self._judge_index[rubric_id]]
 
     def _plan(self, key: tuple[bool, ...]) -> list[Plan]:
@@ -349,16 +356,20 @@ class Checker:
                 seen[key] += 1
 
 
-def room_warning(rubrics: RubricSet, max_tokens: int) -> str | None:
+def room_warning(rubrics: RubricSet, max_tokens: int,
+                 max_output_tokens: int = tokens.DEFAULT_OUTPUT) -> str | None:
     """A warning when ``max_tokens`` leaves no room for any judge state beside the longest
-    question (counted exactly only when its bytes alone do not already fit)."""
-    questions = [question_text(r.question) for r in rubrics.rubrics if r.kind == "judge"]
-    budget = tokens.Budget(max_tokens, questions)
-    if not questions or budget.longest_question_bytes < max_tokens:
+    system text and the reserved tokens (counted exactly only when its bytes alone do not
+    already fit)."""
+    questions = [system_text(question_text(r.question), r.allows_na) for r in rubrics.rubrics
+                 if r.kind == "judge"]
+    budget = tokens.Budget(max_tokens, questions, output=max_output_tokens)
+    if not questions or budget.longest_question_bytes + budget.held < max_tokens:
         return None
     longest = budget.longest_question
-    if longest < max_tokens:
+    if longest + budget.held < max_tokens:
         return None
     return (f"--max-tokens {max_tokens:,} leaves no room for a judge state: the longest question "
-            f"alone takes {longest:,} tokens, so no judge check can be written; raise "
-            "--max-tokens.")
+            f"and the answer instruction take {longest:,} tokens, the request's framing "
+            f"{budget.reserved.framing:,} and the answer's bound (--max-output-tokens) "
+            f"{max_output_tokens:,}, so no judge check can be written; raise --max-tokens.")

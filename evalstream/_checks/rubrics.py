@@ -21,7 +21,7 @@ from evalstream._checks import exact
 from evalstream._checks.state import PREAMBLE, STATE_NAMES
 from evalstream.errors import RubricError
 
-JUDGE_KEYS = {"id", "kind", "question", "shows", "requires", "when"}
+JUDGE_KEYS = {"id", "kind", "question", "shows", "requires", "when", "allows_na"}
 EXACT_KEYS = {"id", "kind", "description", "requires", "when", "check"}
 MAX_QUESTION_CHARS = 20_000
 
@@ -38,6 +38,10 @@ class Rubric:
     when: tuple[tuple[str, tuple[str, ...], tuple[Any, ...]], ...] = ()  # (key, path, allowed)
     check: exact.Condition | None = None
     hash: str = field(default="", compare=False)
+    # Whether `na` is an answer the judge may give (a judge rubric's `allows_na`, default
+    # true): when false the judge is asked for pass or fail only, and an `na` answer is
+    # unscored (cause `na_not_allowed`), never a verdict.
+    allows_na: bool = True
 
     def skip_reason(self, present: frozenset[str], metadata: dict[str, Any] | None) -> str | None:
         """Why this rubric does not apply to a case, or None when it does."""
@@ -206,6 +210,10 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
         shows = _names(table["shows"], f"{where}: `shows`")
         if not shows:
             raise RubricError(f"{where}: `shows` is empty; a judge must see something.")
+        allows_na = table.get("allows_na", True)
+        if not isinstance(allows_na, bool):
+            raise RubricError(f"{where}: `allows_na` is {allows_na!r}; it takes true (the "
+                              "default: the judge may answer na) or false (pass or fail only).")
         check = None
         text = question
     else:
@@ -219,14 +227,19 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
         if not isinstance(text, str):
             raise RubricError(f"{where}: `description` must be a string.")
         shows = ("tool_events",)
+        allows_na = True
         if "tool_events" not in requires:
             requires = _ordered({*requires, "tool_events"})
-    # The hash covers what decides a verdict: kind, question, shows, requires, when, check.
-    canonical = json.dumps({k: table[k] for k in sorted(table) if k != "description"} |
-                           {"kind": kind, "question": text if kind == "judge" else None},
+    # The hash covers what decides a verdict: kind, question, shows, requires, when, check,
+    # and `allows_na` when false (so that a rubric without the key keeps the hash it had
+    # before the key existed, and verdicts judged under another setting are stale).
+    canonical = json.dumps({k: table[k] for k in sorted(table)
+                            if k not in ("description", "allows_na")} |
+                           {"kind": kind, "question": text if kind == "judge" else None} |
+                           ({} if allows_na else {"allows_na": False}),
                            sort_keys=True, ensure_ascii=False, default=str)
     digest = xxhash.xxh3_128_hexdigest(canonical.encode())
-    return Rubric(rid, kind, text, shows, requires, when, check, digest)
+    return Rubric(rid, kind, text, shows, requires, when, check, digest, allows_na)
 
 
 def _ordered(names: set[str]) -> tuple[str, ...]:

@@ -70,8 +70,26 @@ import msgspec
 import xxhash
 
 from evalstream._checks.encodings import DEFAULT, MAX_TOKEN_BYTES, Tokenizer, tokenizer
+from evalstream._checks.state import ANSWER_SCHEMA, Reserved
 
 DEFAULT_BUDGET = 32_000
+DEFAULT_OUTPUT = 1_024  # the judge's --max-output-tokens, which build reserves by default
+# Every judge request's tokens beyond its two texts (the system text and the state): the chat
+# framing OpenAI documents for its models (3 tokens a message and its role, and 3 that prime
+# the reply: the OpenAI cookbook, "How to count tokens with tiktoken"), and the answer's JSON
+# schema, counted as its JSON text (providers turn it into prompt text or a grammar, and none
+# documents its cost; the schema with `na`, the longer). Written here per encoding so that a
+# budget whose states fit in bytes never loads a tokenizer; ``framing_tokens`` counts them,
+# and tests/checks/test_tokens.py checks that these are its counts.
+PER_MESSAGE, REPLY_PRIMING, ROLES = 3, 3, ("system", "user")
+FRAMING = {"o200k_base": 52, "cl100k_base": 51}
+
+
+def framing_tokens(encoding: str) -> int:
+    """The framing of one judge request in ``encoding`` tokens, counted (``FRAMING``)."""
+    count = tokenizer(encoding).count
+    return (len(ROLES) * PER_MESSAGE + sum(count(role) for role in ROLES) + REPLY_PRIMING
+            + count(msgspec.json.encode(ANSWER_SCHEMA).decode()))
 CACHE_ENTRIES = 16_384
 ITEM_MIN = 1 << 10
 PART = 1 << 15
@@ -116,15 +134,19 @@ def piece_counts(name: str) -> PieceCounts:
 
 
 class Budget:
-    """Decides whether a judge state plus the longest question fits ``max_tokens``, and
-    counts states exactly where that is asked (``exact``) or the bytes do not fit.
+    """Decides whether a judge request fits ``max_tokens`` (the judge model's context): a
+    judge state, the longest system text (``questions``: question and answer instruction),
+    the request's framing and the answer's bound (``output``, the judge's
+    --max-output-tokens); counts states exactly where that is asked (``exact``) or the bytes
+    do not fit.
 
     The tokenizer is loaded at the first count, never for a state whose bytes fit (unless
     ``exact``). Counts are those of ``tokenizer`` (``encodings.ENCODINGS``).
     """
 
     def __init__(self, max_tokens: int, questions: Sequence[str], tokenizer: str = DEFAULT,
-                 exact: bool = False, pieces: PieceCounts | None = None) -> None:
+                 exact: bool = False, pieces: PieceCounts | None = None,
+                 output: int = DEFAULT_OUTPUT) -> None:
         self.max_tokens = max_tokens
         self.tokenizer = tokenizer
         self.exact = exact
@@ -132,8 +154,10 @@ class Budget:
         self.longest_question_bytes = max((len(q.encode()) for q in questions), default=0)
         self._question_tokens: list[int] | None = None
         self._pieces = pieces
+        self.reserved = Reserved(FRAMING[tokenizer], output)
+        self.held = self.reserved.framing + output  # tokens no text holds
         # States of at most this many bytes fit without counting.
-        self.byte_room = max_tokens - self.longest_question_bytes
+        self.byte_room = max_tokens - self.longest_question_bytes - self.held
 
     @property
     def pieces(self) -> PieceCounts:
@@ -157,9 +181,9 @@ class Budget:
         return max(self.question_tokens, default=0)
 
     def limit(self) -> int | None:
-        """Where counting a state may stop: past the room the longest question leaves, or
-        never when every state is counted exactly."""
-        return None if self.exact else self.max_tokens - self.longest_question
+        """Where counting a state may stop: past the room the longest system text and the
+        reserved tokens leave, or never when every state is counted exactly."""
+        return None if self.exact else self.max_tokens - self.longest_question - self.held
 
     def state_tokens(self, state: bytes, names: Sequence[str],
                      limit: int | None = None) -> tuple[int, bool]:

@@ -58,23 +58,44 @@ def add_output_options(p: argparse.ArgumentParser, function: Callable[..., Any])
                         "the JSON)")
 
 
+def add_stale_options(p: argparse.ArgumentParser) -> None:
+    """The options of the stale check, which agree and compare share: the rubric files whose
+    states are rebuilt from the cases, or build's output, and the exit code it sets."""
+    p.add_argument("--rubrics", dest="rubric_files", type=path, action="append", metavar="FILE",
+                   help="stale verdicts: rebuild the cases' judge states with these rubric "
+                        "files, as build does (repeatable; default the built-in set); a "
+                        "verdict whose state_hash or rubric_hash no longer matches is stale")
+    p.add_argument("--states", type=path, metavar="FILE",
+                   help="stale verdicts: compare with build's output (its judge states and "
+                        "exact verdicts) instead of rebuilding the states")
+    p.add_argument("--fail-on-stale", action="store_true",
+                   help="exit 1 when a verdict is stale (for CI)")
+
+
 def register(subparsers: Any) -> None:
     """Add the ``agree`` subcommand."""
     p = subparsers.add_parser(
         "agree", help="how well a judge's verdicts agree with the cases' expected labels",
         **helps(
             "Join verdicts with the cases' expected labels on (case id, rubric id) and report, "
-            "per rubric, per label source and per --by group: pairs, accuracy, Cohen's kappa "
-            "with a confidence interval, the confusion matrix, precision and recall of fail, "
-            "and the ids where judge and label disagree. Labels without a verdict, verdicts "
-            "without a label, unscored verdicts and na labels are counted and left out of the "
-            "statistics.",
+            "per rubric, per label source and per --by group: the pass/fail labels and the "
+            "pairs scored, accuracy (scored, and over all labels), Cohen's kappa with a "
+            "confidence interval, the confusion matrix, precision and recall of fail, and the "
+            "ids where judge and label disagree. Coverage first: na verdicts on a pass/fail "
+            "label (a disagreement of their own), unscored and stale verdicts, labels without "
+            "a verdict are counted, listed and left out of the scored figures, and the summary "
+            "leads with a rubric that scored less than 90% of its labels. Stale verdicts "
+            "(judged on another state or rubric than build makes of the cases today) are "
+            "found by rebuilding the states (--rubrics, default the built-in set) or from "
+            "build's output (--states).",
             ["evalstream agree verdicts.jsonl cases.jsonl",
              "evalstream agree verdicts.jsonl cases.jsonl --by scenario --html agree.html",
              "evalstream agree verdicts.jsonl cases.jsonl --format json -o agree.json "
-             "--max-unscored-rate 0.05"],
-            [(0, "clean"), (1, "some lines rejected, or unscored verdicts above "
-                               "--max-unscored-rate"),
+             "--max-unscored-rate 0.05",
+             "evalstream agree verdicts.jsonl cases.jsonl --rubrics my-rubrics.toml "
+             "--fail-on-stale"],
+            [(0, "clean"), (1, "some lines rejected, unscored verdicts above "
+                               "--max-unscored-rate, or with --fail-on-stale a stale verdict"),
              (2, "also: a (case_id, rubric_id) repeated in the verdicts")]))
     p.add_argument("verdicts", type=path,
                    help="verdicts: a .jsonl path, .gz or .zst, or - for stdin")
@@ -86,6 +107,7 @@ def register(subparsers: Any) -> None:
                    help="confidence of the kappa interval (default "
                         f"{default(evalstream.agree, 'confidence')})")
     add_output_options(p, evalstream.agree)
+    add_stale_options(p)
     p.set_defaults(func=run)
 
 

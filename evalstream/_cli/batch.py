@@ -163,6 +163,7 @@ def _collect(sub: Any) -> None:
         add_quiet,
         add_store,
         amount,
+        default,
         helps,
         path,
         share,
@@ -185,7 +186,8 @@ def _collect(sub: Any) -> None:
                 [(0, "every judge state has a verdict (unscored ones included) and no result "
                      "line was rejected"),
                  (1, "some result lines rejected (unknown custom_id, conflicting answer, not a "
-                     "result), or unscored verdicts above --max-unscored-rate"),
+                     "result), or unscored verdicts above --max-unscored-rate (every verdict "
+                     "unscored: always)"),
                  (3, "some judge states have no verdict yet (listed in the report)"),
                  (4, "a result file is plainly not results")]))
     p.add_argument("folder", type=path, metavar="DIR", help="a folder written by `batch prepare`")
@@ -204,9 +206,12 @@ def _collect(sub: Any) -> None:
     p.add_argument("--price-out", type=amount, metavar="USD",
                    help="USD per million output tokens at batch prices")
     p.add_argument("--max-unscored-rate", type=share, metavar="R",
-                   help="exit 1 when more than this share of the verdicts are unscored")
+                   help="exit 1 when more than this share of the verdicts are unscored "
+                        f"(default {default(evalstream.batch_collect, 'max_unscored_rate')}; "
+                        "1: no limit, but a run with every verdict unscored always exits 1)")
     p.add_argument("--rejects", type=path, metavar="FILE",
-                   help="where rejected result lines go (default verdicts.rejects.jsonl)")
+                   help="where rejected result lines go (default verdicts.rejects.jsonl, "
+                        "written only when a line is rejected)")
     p.add_argument("--report", type=path, metavar="FILE",
                    help="where the report goes (default verdicts.report.json)")
     add_max_line_bytes(p, evalstream.batch_collect, "result lines")

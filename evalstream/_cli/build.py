@@ -11,6 +11,7 @@ import evalstream
 from evalstream._cli.common import (
     add_engine,
     add_force,
+    add_output_bound,
     add_reading,
     add_tokenizer,
     default,
@@ -56,8 +57,11 @@ def register(sub: Any) -> None:
                    help="a TOML rubric file; repeatable; replaces the built-in rubrics "
                         "(`--rubrics builtin --rubrics mine.toml` adds to them)")
     b.add_argument("--max-tokens", type=positive, metavar="N",
-                   help="the judge's budget for state plus longest question (default "
+                   help="the judge model's context: every judge request (state, longest "
+                        "question and answer instruction, framing) plus the answer's bound "
+                        "must fit (default "
                         f"{default(evalstream.build, 'max_tokens')})")
+    add_output_bound(b, evalstream.build)
     add_tokenizer(b, evalstream.build, "every token count")
     b.add_argument("--exact-tokens", action="store_true",
                    help="count every judge state exactly (records then carry exact counts); "

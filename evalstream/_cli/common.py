@@ -120,6 +120,14 @@ def add_judge(p: Any, function: Callable[..., Any], base_url: str,
                         "unscored (truncated)")
 
 
+def add_output_bound(p: Any, function: Callable[..., Any]) -> None:
+    """``--max-output-tokens`` of the commands that plan the judge's budget (build, stats,
+    view): the judge's answer bound, held back in ``--max-tokens``."""
+    p.add_argument("--max-output-tokens", type=positive, metavar="N",
+                   help="the judge's bound on its answer (judge's --max-output-tokens), held "
+                        f"back in the budget (default {default(function, 'max_output_tokens')})")
+
+
 def add_store(p: Any, said: str) -> None:
     """``--store`` (``--cache``, its name before issue 24, still read): the answer store."""
     p.add_argument("--store", "--cache", dest="store", type=path, metavar="FILE", help=said)

@@ -53,8 +53,10 @@ def register(subparsers: Any) -> None:
              "evalstream judge states.jsonl verdicts.jsonl --model qwen2.5-7b "
              "--base-url http://127.0.0.1:8000/v1"],
             [(0, "every state judged (unscored verdicts included)"),
-             (1, "some lines rejected, or unscored verdicts above --max-unscored-rate"),
-             (2, "also: the server refused the key, the model or the URL"),
+             (1, "some lines rejected, or unscored verdicts above --max-unscored-rate (every "
+                 "verdict unscored: always)"),
+             (2, "also: the server refused the key, the model or the URL, or the first "
+                 "requests all failed alike (refused the same way, or nothing listening)"),
              (3, "stopped by --max-cost or --max-requests with states not judged (run again "
                  "to continue)")]))
     p.add_argument("input", type=path,
@@ -118,10 +120,13 @@ def register(subparsers: Any) -> None:
                        default=None,
                        help="print the exact request body for one judge state and exit")
     store.add_argument("--max-unscored-rate", type=share, metavar="R",
-                       help="exit 1 when more than this share of the verdicts are unscored")
+                       help="exit 1 when more than this share of the verdicts are unscored "
+                            f"(default {default(judge, 'max_unscored_rate')}; 1: no limit, but "
+                            "a run with every verdict unscored always exits 1)")
     add_force(store)
     store.add_argument("--rejects", type=path, metavar="FILE",
-                       help="where rejected lines go (default verdicts.rejects.jsonl)")
+                       help="where rejected lines go (default verdicts.rejects.jsonl, written "
+                            "only when a line is rejected)")
     store.add_argument("--report", type=path, metavar="FILE",
                        help="where the run report goes (default verdicts.report.json)")
     add_max_line_bytes(store, judge)

@@ -15,6 +15,7 @@ from evalstream._cli.common import (
     add_engine,
     add_force,
     add_max_line_bytes,
+    add_output_bound,
     add_quiet,
     add_tokenizer,
     default,
@@ -29,6 +30,7 @@ from evalstream._options import REPORT_FORMATS, SECTIONS
 
 # The options that read a dataset, which a saved report has been read with already.
 DATASET_ONLY = (("--by", "by"), ("--rubrics", "rubric_files"), ("--max-tokens", "max_tokens"),
+                ("--max-output-tokens", "max_output_tokens"),
                 ("--tokenizer", "tokenizer"), ("--rejects", "rejects"),
                 ("--max-line-bytes", "max_line_bytes"), ("--workers", "workers"),
                 ("--scheduler", "scheduler"), ("--engine", "engine"),
@@ -74,6 +76,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-tokens", type=positive, metavar="N",
                    help="the judge's budget, as in build (default "
                         f"{default(evalstream.stats, 'max_tokens')})")
+    add_output_bound(p, evalstream.stats)
     add_tokenizer(p, evalstream.stats, "every token count (all exact)")
     shown = p.add_mutually_exclusive_group()
     shown.add_argument("--full", action="store_true", default=False,

@@ -12,6 +12,7 @@ import evalstream
 from evalstream._cli.common import (
     add_force,
     add_max_line_bytes,
+    add_output_bound,
     add_quiet,
     count,
     default,
@@ -63,6 +64,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-tokens", type=positive, metavar="N",
                    help="the budget build used (default "
                         f"{default(evalstream.serve_view, 'max_tokens')})")
+    add_output_bound(p, evalstream.serve_view)
     p.add_argument("--by", type=text, metavar="KEY",
                    help="the metadata key of the group filter (default "
                         f"{default(evalstream.serve_view, 'by')}; dots reach nested metadata)")

@@ -14,6 +14,10 @@ Causes (the ``error.cause`` of an unscored verdict):
 - ``truncated``: the answer was cut at the output limit (``finish_reason`` ``length``;
   Anthropic ``stop_reason`` ``max_tokens``).
 - ``bad_response``: a 200 response that is not a chat completion (or message) at all.
+- ``na_not_allowed``: the judge answered ``na`` for a rubric that does not allow it
+  (``allows_na = false``: the instruction and the schema asked for pass or fail only); read
+  where the verdict is made (``verdict.answered``), from any provider and any
+  ``--response-format``.
 - ``ambiguous``: an answer two honest readers could read differently, never resolved by
   picking one reading: a key given twice in the answer object (``{"status": "fail", ...,
   "status": "pass"}``: msgspec, like most readers, keeps the last), two ``record_verdict``
@@ -29,7 +33,7 @@ Causes (the ``error.cause`` of an unscored verdict):
 - ``errored``, ``expired``, ``canceled``: a batch request the provider did not answer (an error
   result, the batch's window ran out, the batch was canceled before it ran).
 
-The first six come from an answer the provider gave (it is stored); the others from a
+The first seven come from an answer the provider gave (it is stored); the others from a
 request that got none (nothing is stored: the next run asks again).
 """
 
@@ -42,25 +46,21 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 import msgspec
 from msgspec import Struct
 
+# The answer's JSON schema (``answer_schema(False)`` for a rubric that does not allow `na`),
+# as OpenAI's strict mode requires it, is written beside the answer instruction, in _checks;
+# the providers read it from here.
+from evalstream._checks.state import ANSWER_SCHEMA as ANSWER_SCHEMA
+from evalstream._checks.state import answer_schema as answer_schema
+from evalstream._checks.state import answer_statuses as answer_statuses
+
 if TYPE_CHECKING:
     from evalstream._verdicts.records import TokenUsage
 
 CAUSES = ("not_json", "wrong_shape", "refusal", "truncated", "bad_response", "ambiguous",
           "http_error", "timeout", "connection", "garbled", "errored", "expired", "canceled")
+NA_NOT_ALLOWED = "na_not_allowed"  # an answer's cause, found where the verdict is made
 DETAIL_CHARS = 200
 TOOL_NAME = "record_verdict"  # the tool a provider without JSON-schema answers is made to call
-
-# The answer's JSON schema, as OpenAI's strict mode requires it: every property required,
-# no other property allowed.
-ANSWER_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "status": {"type": "string", "enum": ["pass", "fail", "na"]},
-        "reason": {"type": "string"},
-    },
-    "required": ["status", "reason"],
-    "additionalProperties": False,
-}
 
 
 class JudgeAnswer(Struct, forbid_unknown_fields=True, gc=False):

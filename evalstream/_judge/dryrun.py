@@ -3,7 +3,9 @@
 Reads the states as the run would, builds every request, looks each up in the store (opened
 read-only: a dry run creates nothing), and counts the input tokens of every request it would
 send (``tokens``). The output tokens are bounded by ``--max-output-tokens``, so the cost is an
-upper bound; prices come only from ``--price-in`` and ``--price-out``.
+upper bound; beside it, the expected cost from the output tokens of answers already in the
+store for each rubric and the model (p50 and p95: ``expected``), or a sentence that there are
+none. Prices come only from ``--price-in`` and ``--price-out``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sqlite3
 from msgspec import Struct
 
 from evalstream._judge import inputs, tokens
+from evalstream._judge.expected import Expected, Sample
 from evalstream._judge.live import Options, held, store_path
 from evalstream._judge.report import Prices
 from evalstream._judge.request import build, system_text
@@ -42,6 +45,12 @@ class DryRun(Struct):
     prices: Prices | None
     cost_bound_usd: float | None
     max_requests: int | None
+    # The output tokens to expect, from answers already stored (p50, p95), and the cost at
+    # them (None: no prices, or a rubric with no answer to go by).
+    expected: Expected
+    cost_p50_usd: float | None
+    cost_p95_usd: float | None
+    model: str = ""
 
 
 def dry_run(opts: Options) -> DryRun:
@@ -54,6 +63,7 @@ def dry_run(opts: Options) -> DryRun:
     seen.execute("CREATE TABLE seen (key TEXT PRIMARY KEY) WITHOUT ROWID")
     states = exact = to_send = stored = duplicates = 0
     input_tokens = 0
+    sample = Sample()
     store = Store(path_of_store, readonly=True)
     reader = inputs.Reader(opts.max_line_bytes)
     try:
@@ -65,20 +75,23 @@ def dry_run(opts: Options) -> DryRun:
                     continue  # a reject: counted by the reader
                 else:
                     states += 1
-                    req = build(config, item.question, item.state)
+                    req = build(config, item.question, item.state, item.allows_na)
                     found = store.get(req.key)
                     if found is not None and not (
                             opts.retry_unscored
                             and config.api.parse(found.body).cause):
                         stored += 1
+                        sample.answered(item.rubric_id, found.output_tokens)
                         continue
                     if seen.execute("INSERT OR IGNORE INTO seen VALUES (?)",
                                     (req.key,)).rowcount == 0:
                         duplicates += 1
                         continue
                     to_send += 1
-                    input_tokens += tokens.request_tokens(system_text(item.question),
-                                                          item.state, counter.encoding)
+                    sample.sending(item.rubric_id)
+                    input_tokens += tokens.request_tokens(
+                        system_text(item.question, item.allows_na), item.state, counter.encoding)
+        expected = sample.expected(store.output_tokens(config.provider, config.model))
     finally:
         store.close()
         seen.close()
@@ -86,8 +99,12 @@ def dry_run(opts: Options) -> DryRun:
     prices = None if opts.price_in is None or opts.price_out is None else Prices(
         opts.price_in, opts.price_out)
     output_bound = to_send * config.max_output_tokens
-    cost = None if prices is None else round(
-        (input_tokens * prices.input + output_bound * prices.output) / 1e6, 6)
+
+    def cost(output_tokens: int | None) -> float | None:
+        if prices is None or output_tokens is None:
+            return None
+        return round((input_tokens * prices.input + output_tokens * prices.output) / 1e6, 6)
+
     return DryRun(
         input=opts.input, store=path_of_store, lines=lines, judge_states=states,
         exact_verdicts=exact, rejected=rejected, blank=blank, to_send=to_send, stored=stored,
@@ -95,4 +112,6 @@ def dry_run(opts: Options) -> DryRun:
         tokens_exact=counter.exact, tokens_note=counter.note,
         max_output_tokens=config.max_output_tokens, output_tokens_bound=output_bound,
         reasoning=config.api.reasons(config),
-        prices=prices, cost_bound_usd=cost, max_requests=opts.max_requests)
+        prices=prices, cost_bound_usd=cost(output_bound), max_requests=opts.max_requests,
+        expected=expected, cost_p50_usd=cost(expected.output_tokens_p50),
+        cost_p95_usd=cost(expected.output_tokens_p95), model=config.model)

@@ -31,7 +31,7 @@ NOT_A_STATE = "not a judge state"
 SHAPE = rejects.Shape(
     noun="judge state",
     required=JUDGE_STATE_FIELDS,
-    fields={"$": (*JUDGE_STATE_FIELDS, "kind", "status", "evidence"),
+    fields={"$": (*JUDGE_STATE_FIELDS, "kind", "status", "evidence", "allows_na"),
             "$.exposure": EXPOSURE_FIELDS},
     allowed={"$.status": "pass, fail, na, unscored"},
     ids={"$.case_id": "Case id", "$.rubric_id": "Rubric id"},
@@ -50,6 +50,7 @@ class _Line(Struct, gc=False):
     state_hash: str | None = None
     kind: str | None = None
     status: Literal["pass", "fail", "unscored", "na"] | None = None
+    allows_na: bool = True
 
 
 class _Exposure(Struct, gc=False):
@@ -68,6 +69,7 @@ class JudgeState(NamedTuple):
     rubric_hash: str
     state_hash: str
     offset: int = 0  # the line's first byte in the input
+    allows_na: bool = True  # false: its rubric does not allow `na` (build writes it so)
 
 
 class Exact(NamedTuple):
@@ -184,7 +186,7 @@ class Reader:
             assert v.question is not None and v.rubric_hash and v.state_hash  # checked
             yield JudgeState(line_no, v.case_id, v.rubric_id, v.question,
                              bytes(v.state).decode(), v.exposure, v.rubric_hash, v.state_hash,
-                             offset)
+                             offset, v.allows_na)
 
 
 def read(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,

@@ -29,6 +29,7 @@ from evalstream._judge import inputs, tokens, verdict
 from evalstream._judge.limits import Concurrency, TokenBucket
 from evalstream._judge.providers.base import Signer
 from evalstream._judge.report import (
+    DEFAULT_MAX_UNSCORED_RATE,
     MAX_NOT_JUDGED_LISTED,
     Counts,
     Histogram,
@@ -36,6 +37,7 @@ from evalstream._judge.report import (
     NotJudged,
     Prices,
     Requests,
+    too_unscored,
 )
 from evalstream._judge.report import encode as encode_report
 from evalstream._judge.request import JudgeConfig, Request, build, system_text
@@ -81,7 +83,7 @@ class Options:
     price_in: float | None = None
     price_out: float | None = None
     retry_unscored: bool = False
-    max_unscored_rate: float | None = None
+    max_unscored_rate: float | None = DEFAULT_MAX_UNSCORED_RATE
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     # the encoding of --dry-run, --tpm and --max-cost counts; None: the model family's
     tokenizer: str | None = None
@@ -141,7 +143,8 @@ def outputs(opts: Options) -> Transaction:
     return Transaction(
         [("input", opts.input)],
         [Target("output", opts.output, "verdicts"),
-         Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl"),
+         # Written only when a line is rejected, as build's (unless named: --rejects).
+         Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl", optional=True),
          Target("report", opts.report, "json", beside=".report.json"),
          Target("store", opts.store or None, beside=STORE_SUFFIX)], opts.force)
 
@@ -195,6 +198,7 @@ class Asker:
         self.stopped_by: str | None = None
         self.fatal: str | None = None
         self.refused: str | None = None  # every attempt refused alike (transport.refused)
+        self.unreachable = False  # ... by no connection made at all (transport.unreachable)
         # an error in a request's task (the store failed; a bug): stop paying for answers
         self.broken: Exception | None = None
         self.usage_unknown = 0  # answers without usable token counts: charged their worst case
@@ -281,6 +285,7 @@ class Asker:
             self.requests.rate_limited = transport.tally.rate_limited
             self.requests.paced_seconds = round(transport.pacer.waited, 3)
             self.refused = transport.refused
+            self.unreachable = transport.unreachable
             self.requests.max_in_flight = self.concurrency.most_held
             self.requests.lowest_concurrency = self.concurrency.lowest
             if self.hook:
@@ -304,8 +309,8 @@ class Asker:
             return
         estimate = 0
         if self.counter is not None:
-            estimate = tokens.request_tokens(system_text(state.question), state.state,
-                                             self.counter.encoding)
+            estimate = tokens.request_tokens(system_text(state.question, state.allows_na),
+                                             state.state, self.counter.encoding)
         if self.opts.max_cost is not None:
             worst = self._worst_cost(estimate)
             if self.spent + self.reserved + worst > self.opts.max_cost:
@@ -344,7 +349,7 @@ class Asker:
             self.progress.lines = reader.counts.lines
             if isinstance(item, inputs.JudgeState):
                 self.progress.states += 1
-                yield item, build(self.config, item.question, item.state)
+                yield item, build(self.config, item.question, item.state, item.allows_na)
 
     async def _ask(self, req: Request, estimate: int, transport: Transport) -> None:
         try:
@@ -473,12 +478,12 @@ class Writer:
 
     def verdict(self, state: inputs.JudgeState) -> bytes | None:
         """The verdict line for a judge state, or None when it was not judged."""
-        req = build(self.config, state.question, state.state)
+        req = build(self.config, state.question, state.state, state.allows_na)
         stored = self.store.get(req.key)
         if stored is not None:
             v, parsed = verdict.answered(self.info, self.config.api, stored, state.case_id,
                                          state.rubric_id, state.rubric_hash, state.state_hash,
-                                         state.exposure)
+                                         state.exposure, state.allows_na)
             self.unstructured += parsed.unstructured
             if v.usage is not None:
                 self.usage_all[0] += v.usage.input_tokens
@@ -535,8 +540,10 @@ def run(opts: Options, hook: ProgressHook | None = None,
     """Judge every state of ``opts.input``; write verdicts, rejects and the report.
     ``targets``: what ``check(opts)`` returned, when the caller checked already.
 
-    Raises UsageError for bad options or when the server refuses the key, the model or the
-    URL (HTTP 401, 403, 404): nothing is written then, but every answer received is stored.
+    Raises UsageError for bad options, when the server refuses the key, the model or the
+    URL (HTTP 401, 403, 404), or when the first requests were all refused alike before any
+    answer (the same status and message, or no connection made at all): nothing is written
+    then, but every answer received is stored.
     """
     started = time.perf_counter()
     targets = targets if targets is not None else check(opts)
@@ -553,6 +560,14 @@ def run(opts: Options, hook: ProgressHook | None = None,
         try:
             asker = Asker(opts, store, key, hook, signer)
             _ask_all(asker, source)
+            if asker.refused is not None and asker.unreachable:
+                sent = asker.requests.sent
+                raise UsageError(
+                    f"no request reached the server: every attempt failed the same way "
+                    f"({asker.refused}), so the run stopped: {sent:,} request"
+                    f"{'s were' if sent != 1 else ' was'} tried and none answered (nothing "
+                    f"paid). Check --base-url ({opts.config.url}): is the server running, and "
+                    "on this host and port?")
             if asker.refused is not None:
                 sent = asker.requests.sent
                 raise UsageError(
@@ -576,14 +591,17 @@ def run(opts: Options, hook: ProgressHook | None = None,
                 writer = Writer(opts, store)
                 writer.write(source, out, rejects)
                 source.check_unchanged()  # pass 2 read what pass 1 asked about
-                report = _report(opts, asker, writer, path_of_store, rejects_path, started)
+                if not writer.counts.rejected:
+                    targets.empty("rejects")
+                report = _report(opts, asker, writer, path_of_store, targets.path("rejects"),
+                                 started)
                 report_out.write(encode_report(report))
         finally:
             store.close()
     return report
 
 
-def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: str,
+def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: str | None,
             started: float) -> JudgeReport:
     c = writer.counts
     judged = sum(writer.by_status.values())
@@ -593,8 +611,7 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
         opts.price_in, opts.price_out)
     if c.not_judged and asker.stopped_by:
         exit_code = EXIT_INCOMPLETE
-    elif c.rejected or (opts.max_unscored_rate is not None and rate is not None
-                        and rate > opts.max_unscored_rate):
+    elif c.rejected or too_unscored(unscored, judged, opts.max_unscored_rate):
         exit_code = EXIT_REJECTS
     else:
         exit_code = EXIT_OK

@@ -12,6 +12,20 @@ from msgspec import Struct
 from evalstream._verdicts.records import JudgeInfo, TokenUsage
 
 MAX_NOT_JUDGED_LISTED = 1_000
+# Above this share of unscored verdicts a judge run exits 1 unless told otherwise
+# (--max-unscored-rate): a run where most answers are unusable says more about the server
+# than about the cases (issue 25: a port with nothing listening, or a server refusing
+# structured output, left 101 of 101 unscored and exit 0).
+DEFAULT_MAX_UNSCORED_RATE = 0.5
+
+
+def too_unscored(unscored: int, judged: int, limit: float | None) -> bool:
+    """Whether a run's unscored verdicts make it exit 1: more than ``limit`` of the
+    ``judged`` (None: no limit), or every one of them, whatever the limit (a run without one
+    usable verdict is never clean)."""
+    if not judged or not unscored:
+        return False
+    return unscored == judged or (limit is not None and unscored / judged > limit)
 
 
 class Counts(Struct):

@@ -42,6 +42,7 @@ import secrets
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
@@ -171,6 +172,18 @@ class Store:
             raise self.damaged(f"holds an answer evalstream did not write (request {key}: "
                                f"{found}; a body is a BLOB)")
         return Stored(body, request_id, input_tokens, output_tokens)
+
+    @reads
+    def output_tokens(self, provider: str, model: str) -> Counter[int]:
+        """How many stored answers of ``model`` at ``provider`` took each number of output
+        tokens (those whose count is known): one row a distinct count, never a row an
+        answer."""
+        if self._db is None:
+            return Counter()
+        return Counter({n: k for n, k in self._db.execute(
+            "SELECT output_tokens, count(*) FROM answers WHERE provider = ? AND model = ? AND "
+            "output_tokens IS NOT NULL GROUP BY output_tokens", (provider, model))
+            if type(n) is int and n >= 0})
 
     @reads
     def has(self, key: str) -> bool:

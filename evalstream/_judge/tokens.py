@@ -2,12 +2,12 @@
 
 The text of the two messages is counted exactly (``evalstream._checks.encodings``: offline,
 hash-checked, tiktoken's counts) with the tokenizer of the model's family where its provider
-knows it (``Provider.encoding``), plus the chat overhead OpenAI documents for its models (3
-tokens a message, its role, and 3 that prime the reply: the OpenAI cookbook, "How to count
-tokens with tiktoken"). The
-structured-output schema also costs tokens that no provider documents: they are not
-counted. For families whose tokenizer is not public (Anthropic) or not known (open models)
-the count uses ``--tokenizer`` (default o200k_base), is an estimate, and says so.
+knows it (``Provider.encoding``), plus the request's framing as build's budget counts it
+(``_checks.tokens.FRAMING``: the chat overhead OpenAI documents for its models, 3 tokens a
+message, its role, and 3 that prime the reply, and the answer's schema as its JSON text,
+whose cost no provider documents). For families whose tokenizer is not public (Anthropic)
+or not known (open models) the count uses ``--tokenizer`` (default o200k_base), is an
+estimate, and says so.
 
 The state is counted through the process's piece cache (``checks.tokens``), cut as build
 cuts states: a policy or system prompt repeated across requests is tokenized once.
@@ -19,10 +19,8 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from evalstream._checks import encodings
-from evalstream._checks.tokens import json_text_tokens
+from evalstream._checks.tokens import FRAMING, json_text_tokens
 from evalstream._judge.providers import get
-
-PER_MESSAGE, REPLY_PRIMING = 3, 3
 
 
 class Counter(NamedTuple):
@@ -44,8 +42,8 @@ def counter(provider: str, model: str, tokenizer: str | None = None) -> Counter:
     """The counter for a model: ``tokenizer`` when given, else its family's encoding when
     known, else the default (o200k_base); the note says which, and whether it is exact."""
     family = encoding_for(provider, model)
-    how = ("exact counts of the message text, plus OpenAI's documented chat overhead (the "
-           "schema's tokens are not counted)")
+    how = ("exact counts of the message text, plus OpenAI's documented chat overhead and the "
+           "answer's schema as its JSON text")
     if family is None:
         why = get(provider).tokenizer_unknown(model)
         encoding = encodings.check_name(tokenizer or encodings.DEFAULT)
@@ -70,8 +68,7 @@ def _system_tokens(system: str, encoding: str) -> int:
 
 
 def request_tokens(system: str, user: str, encoding: str) -> int:
-    """Input tokens of a two-message chat request: the text and the per-message overhead.
-    ``user`` is the state's JSON text."""
-    return (2 * PER_MESSAGE + _system_tokens("system", encoding)
-            + _system_tokens("user", encoding) + _system_tokens(system, encoding)
-            + json_text_tokens(user.encode(), encoding) + REPLY_PRIMING)
+    """Input tokens of a two-message chat request: its framing (as build's budget counts
+    it) and the text. ``user`` is the state's JSON text."""
+    return (FRAMING[encoding] + _system_tokens(system, encoding)
+            + json_text_tokens(user.encode(), encoding))

@@ -17,7 +17,8 @@ out and is no failed attempt: its waits are bounded by time (``max_wait``), not 
 requests before any 429 (``limits.Pacer``). Other statuses are not retried; 401, 403 and 404
 stop the run (a wrong key, a model or URL that does not exist would fail every request
 alike), and so do the first ``SAME_REFUSALS`` attempts refused alike before any answer (a
-gateway says a wrong key or model with a 400 or a 500).
+gateway says a wrong key or model with a 400 or a 500; a port with nothing listening refuses
+every connection).
 
 No redirect is followed (issue 23): aiohttp drops ``Authorization`` on a redirect to another
 origin but keeps every session header (Anthropic's ``x-api-key``), and would send the judge
@@ -234,6 +235,7 @@ class Transport:
         self.answered = False  # an answer came: refusals alike no longer stop the run
         # the refusal every attempt met, once SAME_REFUSALS of them were alike: stop
         self.refused: str | None = None
+        self.unreachable = False  # ... and it was no connection made at all (nothing listening)
         self._same: str | None = None
         self._same_count = 0
         self._same_bodies: set[bytes] = set()
@@ -302,6 +304,11 @@ class Transport:
                 cause, detail = "timeout", f"no complete answer within {self.timeout:g} s"
             except aiohttp.ClientError as exc:
                 cause, detail = "connection", excerpt(redact(f"{type(exc).__name__}: {exc}"))
+                if isinstance(exc, aiohttp.ClientConnectorError):
+                    # No connection made at all (nothing listening, no such host): alike for
+                    # every request, as a refusal is (issue 25). A connection cut once made
+                    # is a fault on the way, never counted here.
+                    self._refused(detail, body, connecting=True)
             else:
                 latency = (time.perf_counter() - started) * 1000
                 request_id = headers.get(self._id_header)
@@ -368,14 +375,17 @@ class Transport:
             self.tally.retry(cause_key)
             await asyncio.sleep(wait if wait is not None else backoff(failed))
 
-    def _refused(self, detail: str, body: bytes) -> None:
+    def _refused(self, detail: str, body: bytes, connecting: bool = False) -> None:
         """Count a refusal that no wait can cure; stop the run once the first
         ``SAME_REFUSALS`` attempts, of two requests or more, were all refused alike.
+        ``connecting``: the refusal is a connection that could not be made at all.
 
         Behind a gateway (the LiteLLM proxy) a wrong key or model is HTTP 400 and a missing
         key 500, never the 401/403/404 that stop a run at once: every state became
-        ``unscored``, and each 500 was tried five times (issue 27). A run whose requests
-        are all refused the same way, before any answer, would fail the rest alike."""
+        ``unscored``, and each 500 was tried five times (issue 27). A port with nothing
+        listening made every state ``unscored`` too, each after five attempts (issue 25). A
+        run whose requests are all refused the same way, before any answer, would fail the
+        rest alike."""
         if self.answered or self.refused is not None:
             return
         if detail != self._same:
@@ -383,6 +393,7 @@ class Transport:
         self._same_count += 1
         self._same_bodies.add(hashlib.sha256(body).digest())
         if self._same_count >= SAME_REFUSALS and len(self._same_bodies) > 1:
+            self.unreachable = connecting
             self.refused = (f"{detail}, for each of the first {self._same_count} attempts, of "
                             f"{len(self._same_bodies)} requests, with no answer")
 

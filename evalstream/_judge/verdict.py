@@ -7,21 +7,28 @@ from __future__ import annotations
 
 import msgspec
 
-from evalstream._judge.answer import Parsed
+from evalstream._judge.answer import NA_NOT_ALLOWED, Parsed, excerpt
 from evalstream._judge.providers.base import Provider
 from evalstream._judge.store import Failure, Stored
 from evalstream._verdicts.records import JudgeInfo, JudgeVerdict, VerdictError
 
 
 def answered(info: JudgeInfo, api: Provider, stored: Stored, case_id: str, rubric_id: str,
-             rubric_hash: str, state_hash: str,
-             exposure: msgspec.Raw) -> tuple[JudgeVerdict, Parsed]:
+             rubric_hash: str, state_hash: str, exposure: msgspec.Raw,
+             allows_na: bool = True) -> tuple[JudgeVerdict, Parsed]:
     """The verdict from a stored answer: its status and reason, or ``unscored`` with the
     cause the answer parser found (``api``: the provider it came from); and the answer as
-    read (what the run's counts take from it)."""
+    read (what the run's counts take from it). An ``na`` for a rubric that does not allow it
+    (``allows_na`` false) is unscored (``na_not_allowed``), whatever asked for the answer: a
+    server may ignore the schema that left ``na`` out."""
     parsed = api.parse(stored.body)
+    status, reason = parsed.status, parsed.reason
     error = None if parsed.cause is None else VerdictError(parsed.cause, parsed.detail or "")
-    return JudgeVerdict(case_id, rubric_id, parsed.status, parsed.reason, info, parsed.usage,
+    if status == "na" and not allows_na:
+        error = VerdictError(NA_NOT_ALLOWED, "the judge answered na, which this rubric does "
+                             "not allow (allows_na = false): " + excerpt(reason or ""))
+        status, reason = "unscored", None
+    return JudgeVerdict(case_id, rubric_id, status, reason, info, parsed.usage,
                         stored.request_id, rubric_hash, state_hash, exposure, error), parsed
 
 

@@ -44,12 +44,18 @@ def page_link(case_id: str, page: str | None, base: str | None) -> Link:
 
 
 def summary_blocks(report: AgreeReport) -> list[Block]:
-    """The files read, their rejects, and one line of figures per rubric."""
+    """What leads when it is bad (coverage, stale verdicts), the files read, their rejects,
+    and one line of figures per rubric."""
+    from evalstream._render.coverage import headline_blocks, stale_line
 
-    out: list[Block] = [Paragraph(files_line(report))]
+    lead = headline_blocks(report)
+    out: list[Block] = [*lead, Paragraph(files_line(report))]
     rate = unscored_line(report.verdicts, report.max_unscored_rate)
     if rate:
         out.append(Paragraph(rate))
+    stale = stale_line(report)
+    if stale and not (report.stale is not None and report.stale.counts.stale):
+        out.append(Paragraph(stale))  # nothing stale: said once, after the files
     out += reject_blocks([(report.verdicts.path, report.verdicts.first_rejects,
                            report.verdicts.rejected),
                           (report.cases.path, report.cases.first_rejects, report.cases.rejected)],
@@ -57,23 +63,35 @@ def summary_blocks(report: AgreeReport) -> list[Block]:
     if not report.rubrics:
         out.append(Paragraph("Neither file holds a verdict or a label: nothing to compare."))
         return out
-    summary = Table([Column("rubric"), Column("pairs", "count"), Column("accuracy", "share"),
+    summary = Table([Column("rubric"), Column("labels", "count"), Column("pairs", "count"),
+                     Column("accuracy", "share"), Column("over all labels", "share"),
                      Column("kappa", "number"), Column(f"{report.confidence:.0%} CI"),
                      Column("fail precision", "share"), Column("fail recall", "share"),
                      Column("missed", "count"), Column("false alarms", "count"),
-                     Column("unscored", "count"), Column("no verdict", "count"),
-                     Column("no label", "count"), Column("na", "count")],
+                     Column("na verdict", "count"), Column("unscored", "count"),
+                     *([Column("stale", "count")] if report.stale is not None else []),
+                     Column("no verdict", "count"), Column("no label", "count"),
+                     Column("na label", "count")],
                     title="Agreement per rubric (fail is the positive class)")
     for r in report.rubrics:
         c = r.all
-        summary.add(r.rubric, c.pairs, c.accuracy, _kappa(c), _interval(c),
+        labels = c.coverage.labels if c.coverage else None
+        over_all = c.coverage.accuracy_all_labels if c.coverage else None
+        summary.add(r.rubric, labels, c.pairs, c.accuracy, over_all, _kappa(c), _interval(c),
                     c.fail_precision, c.fail_recall, c.confusion.fail_pass,
-                    c.confusion.pass_fail, c.unscored, c.labels_without_verdict,
-                    c.verdicts_without_label, c.na_labels + c.na_verdicts)
-    summary.note = ("missed: label fail, judge pass; false alarms: label pass, judge fail; "
-                    "no verdict: a pass/fail label without a verdict; no label: a verdict "
-                    "without a label; na: labels `na`, and verdicts `na` on a pass/fail label "
-                    "(left out).")
+                    c.confusion.pass_fail, c.na_verdicts, c.unscored,
+                    *([c.stale] if report.stale is not None else []),
+                    c.labels_without_verdict, c.verdicts_without_label, c.na_labels)
+    summary.note = ("labels: pass/fail labels; pairs: those with a pass/fail verdict, over which "
+                    "accuracy, kappa, precision and recall are computed; over all labels: "
+                    "the agreeing pairs over every pass/fail label (one left out counts as not "
+                    "agreeing). missed: label fail, judge pass; false alarms: label pass, judge "
+                    "fail; na verdict: judge na on a pass/fail label (a disagreement of its own "
+                    "kind)"
+                    + ("; stale: a verdict on another state or rubric than build makes today"
+                       if report.stale is not None else "")
+                    + "; no verdict: a pass/fail label without a verdict; no label: a verdict "
+                    "without a label; na label: labels `na` (left out).")
     out.append(summary)
     return out
 
@@ -151,20 +169,34 @@ def rubric_blocks(r: RubricAgreement, report: AgreeReport, heading: bool = True,
                   base: str | None = None) -> list[Block]:
     """One rubric's section: confusion matrix, what was left out, the breakdown, the ids."""
 
+    from evalstream._render.coverage import sentence
+
     c = r.all
     out: list[Block] = [Heading(r.rubric, 2)] if heading else []
+    stale = report.stale is not None
     matrix = Table([Column("label \\ judge"), Column("pass", "count"), Column("fail", "count"),
-                    Column("unscored", "count"), Column("no verdict", "count")],
+                    Column("na", "count"), Column("unscored", "count"),
+                    *([Column("stale", "count")] if stale else []),
+                    Column("no verdict", "count")],
                    title="Confusion matrix")
     m = c.confusion
-    matrix.add("pass", m.pass_pass, m.pass_fail, m.pass_unscored, m.pass_no_verdict)
-    matrix.add("fail", m.fail_pass, m.fail_fail, m.fail_unscored, m.fail_no_verdict)
-    matrix.note = "Only the pass and fail columns are in the statistics."
+    matrix.add("pass", m.pass_pass, m.pass_fail, m.pass_na, m.pass_unscored,
+               *([m.pass_stale] if stale else []), m.pass_no_verdict)
+    matrix.add("fail", m.fail_pass, m.fail_fail, m.fail_na, m.fail_unscored,
+               *([m.fail_stale] if stale else []), m.fail_no_verdict)
+    matrix.note = ("The pass and fail columns are the pairs of the scored figures; every column "
+                   "counts in the accuracy over all labels.")
     out.append(matrix)
+    if c.coverage is not None and c.coverage.labels:
+        out.append(Paragraph(sentence("Coverage", c.accuracy, c.coverage)))
+    stale_said = "" if r.stale is None else (
+        f"; stale verdicts: {r.stale.stale:,} ({r.stale.state:,} on another state, "
+        f"{r.stale.rubric:,} under another rubric; {c.stale:,} on a pass/fail label, left out), "
+        f"{r.stale.not_checked:,} not checked")
     out.append(Paragraph(
         f"labels: {r.labels['pass']:,} pass, {r.labels['fail']:,} fail, {r.labels['na']:,} na; "
         f"verdicts: {r.verdicts['pass']:,} pass, {r.verdicts['fail']:,} fail, "
-        f"{r.verdicts['na']:,} na, {r.verdicts['unscored']:,} unscored. Left out: "
+        f"{r.verdicts['na']:,} na, {r.verdicts['unscored']:,} unscored{stale_said}. Left out: "
         f"{c.unscored:,} unscored, {c.na_verdicts:,} na verdicts on a pass/fail label, "
         f"{c.labels_without_verdict:,} labels without a verdict, {c.na_labels:,} na labels "
         f"({c.na_with_verdict:,} with a verdict), {c.verdicts_without_label:,} verdicts without "
@@ -174,23 +206,32 @@ def rubric_blocks(r: RubricAgreement, report: AgreeReport, heading: bool = True,
         cells += [(f"{report.by} = {g.group}" if g.group is not None
                    else f"{report.by} missing", g) for g in r.by_group]
     if cells:
-        table = Table([Column("keys"), Column("pairs", "count"), Column("accuracy", "share"),
+        table = Table([Column("keys"), Column("labels", "count"), Column("pairs", "count"),
+                       Column("accuracy", "share"), Column("over all labels", "share"),
                        Column("kappa", "number"), Column(f"{report.confidence:.0%} CI"),
                        Column("fail precision", "share"), Column("fail recall", "share"),
                        Column("missed", "count"), Column("false alarms", "count"),
-                       Column("unscored", "count"), Column("no verdict", "count")],
+                       Column("na verdict", "count"), Column("unscored", "count"),
+                       Column("no verdict", "count")],
                       title="By label source" + (f" and by {report.by}" if report.by else ""))
         for name, cell in cells:
-            table.add(name, cell.pairs, cell.accuracy, _kappa(cell), _interval(cell),
+            cov = cell.coverage
+            table.add(name, cov.labels if cov else None, cell.pairs, cell.accuracy,
+                      cov.accuracy_all_labels if cov else None, _kappa(cell), _interval(cell),
                       cell.fail_precision, cell.fail_recall, cell.confusion.fail_pass,
-                      cell.confusion.pass_fail, cell.unscored, cell.labels_without_verdict)
+                      cell.confusion.pass_fail, cell.na_verdicts, cell.unscored,
+                      cell.labels_without_verdict)
         out.append(table)
     ex, why = r.examples, r.rationales
     pages = r.pages
     for kind, name, total in (("missed (label fail, judge pass)", "missed", c.confusion.fail_pass),
                               ("false alarms (label pass, judge fail)", "false_alarms",
                                c.confusion.pass_fail),
+                              ("na verdicts (label pass or fail, judge na)", "na_verdicts",
+                               c.na_verdicts),
                               ("unscored", "unscored", c.unscored),
+                              ("stale (judged on another state or rubric; left out)", "stale",
+                               c.stale),
                               ("labels without a verdict", "labels_without_verdict",
                                c.labels_without_verdict),
                               ("verdicts without a label", "verdicts_without_label",

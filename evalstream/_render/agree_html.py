@@ -2,7 +2,8 @@
 
 Pages are built with ``evalstream.html.Page`` (self-contained, no script, a CSP that loads
 nothing) from the same blocks the table and markdown styles print. The charts drawn here:
-``confusion_chart`` (a 2x2 heatmap of label against verdict), ``kappa_chart`` (kappa with
+``confusion_chart`` (a heatmap of label against verdict: pass, fail, and the verdicts left
+out of the scored figures: na, unscored, stale, none), ``kappa_chart`` (kappa with
 its interval per label source and group, on a fixed -1..1 axis) and ``flips_chart``
 (pass->fail to the left, fail->pass to the right, per rubric). Each mark has a class and a
 ``<title>`` tooltip that states its figures; every text is escaped.
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 AGREE_COLOR = PALETTE[0]
 MISS_COLOR = PALETTE[3]
 GAIN_COLOR = PALETTE[2]
+LEFT_OUT_COLOR = PALETTE[9]  # verdicts left out of the scored figures
 WIDTH = 760
 
 
@@ -46,22 +48,31 @@ def _share(part: int, whole: int) -> str:
     return f"{part / whole:.0%}" if whole else "-"
 
 
-def confusion_chart(title: str, c: ConfusionOut) -> str:
-    """A 2x2 heatmap: rows are the label, columns the verdict; darker means more pairs.
+def confusion_chart(title: str, c: ConfusionOut, stale: bool = False) -> str:
+    """A heatmap: rows are the label (pass, fail), columns the verdict: pass and fail (the
+    pairs), then what the scored figures leave out (na, unscored, stale when checked, no
+    verdict); darker means more labels.
 
-    Agreement cells are blue, disagreement cells red; each shows its count and its share
-    of the row (of the label's pairs).
+    Agreement cells are blue, disagreement cells red, left-out cells grey; each shows its
+    count and its share of the row (of the label's pass/fail labels: coverage first).
     """
-    cell_w, cell_h, left, top = 170, 62, 96, 44
-    cells = ((("pass", "pass", c.pass_pass, "agree"), ("pass", "fail", c.pass_fail,
-                                                       "false alarm")),
-             (("fail", "pass", c.fail_pass, "missed"), ("fail", "fail", c.fail_fail, "agree")))
-    peak = max(c.pass_pass, c.pass_fail, c.fail_pass, c.fail_fail) or 1
-    body = [f'<text class="muted" x="{left + cell_w}" y="{top - 8}" text-anchor="middle">'
-            "judge</text>"]
-    for j, verdict in enumerate(("pass", "fail")):
+    cell_w, cell_h, left, top = 110, 62, 96, 44
+    left_out = [("na", c.pass_na, c.fail_na, "na verdict"),
+                ("unscored", c.pass_unscored, c.fail_unscored, "unscored"),
+                *([("stale", c.pass_stale, c.fail_stale, "stale")] if stale else []),
+                ("no verdict", c.pass_no_verdict, c.fail_no_verdict, "no verdict")]
+    cells = ((("pass", "pass", c.pass_pass, "agree"),
+              ("pass", "fail", c.pass_fail, "false alarm"),
+              *(("pass", name, p, kind) for name, p, _, kind in left_out)),
+             (("fail", "pass", c.fail_pass, "missed"), ("fail", "fail", c.fail_fail, "agree"),
+              *(("fail", name, f, kind) for name, _, f, kind in left_out)))
+    columns = len(cells[0])
+    peak = max(n for row in cells for _, _, n, _ in row) or 1
+    body = [f'<text class="muted" x="{left + columns * cell_w / 2}" y="{top - 8}" '
+            'text-anchor="middle">judge</text>']
+    for j, (_, verdict, _, _) in enumerate(cells[0]):
         body.append(f'<text x="{left + j * cell_w + cell_w / 2}" y="{top + 10}" '
-                    f'text-anchor="middle">{verdict}</text>')
+                    f'text-anchor="middle">{escape(verdict)}</text>')
     for i, row in enumerate(cells):
         y = top + 18 + i * cell_h
         row_total = sum(n for _, _, n, _ in row)
@@ -69,24 +80,25 @@ def confusion_chart(title: str, c: ConfusionOut) -> str:
                     f'label {row[0][0]}</text>')
         for j, (label, verdict, n, kind) in enumerate(row):
             x = left + j * cell_w
-            agree = kind == "agree"
+            role = "agree" if kind == "agree" else "disagree" if j < 2 else "left-out"
             strength = n / peak
             opacity = 0.08 + 0.82 * strength if n else 0.0
             ink = "#fff" if opacity > 0.55 else "#1f2328"
-            tip = (f"label {label}, judge {verdict} ({kind}): {n:,} pairs, "
+            tip = (f"label {label}, judge {verdict} ({kind}): {n:,} labels, "
                    f"{_share(n, row_total)} of label {label}")
+            colour = {"agree": AGREE_COLOR, "disagree": MISS_COLOR}.get(role, LEFT_OUT_COLOR)
             body.append(
-                f'<g class="cell {"agree" if agree else "disagree"}" data-count="{n}">'
+                f'<g class="cell {role}" data-count="{n}">'
                 f"<title>{escape(tip)}</title>"
                 f'<rect x="{x + 1}" y="{y + 1}" width="{cell_w - 2}" height="{cell_h - 2}" '
-                f'fill="{AGREE_COLOR if agree else MISS_COLOR}" fill-opacity="{opacity:.3f}" '
-                f'stroke="#d1d9e0"/>'
+                f'fill="{colour}" fill-opacity="{opacity:.3f}" stroke="#d1d9e0"/>'
                 f'<text x="{x + cell_w / 2}" y="{y + cell_h / 2 - 2}" text-anchor="middle" '
                 f'font-weight="600" style="fill:{ink}">{n:,}</text>'
                 f'<text x="{x + cell_w / 2}" y="{y + cell_h / 2 + 15}" text-anchor="middle" '
                 f'font-size="11" style="fill:{ink}">{escape(kind)} · '
                 f"{_share(n, row_total)}</text></g>")
-    return _svg("confusion", title, left + 2 * cell_w + 10, top + 18 + 2 * cell_h + 8, body)
+    return _svg("confusion", title, left + columns * cell_w + 10, top + 18 + 2 * cell_h + 8,
+                body)
 
 
 def kappa_chart(title: str, rows: Sequence[tuple[str, KappaOut | None, int]]) -> str:
@@ -180,8 +192,8 @@ def _kappa_rows(r: RubricAgreement, by: str | None) -> list[tuple[str, KappaOut 
 
 def _buckets(c: Cell) -> list[float]:
     k = c.confusion
-    return [k.pass_pass + k.fail_fail, k.fail_pass, k.pass_fail, c.unscored, c.na_verdicts,
-            c.labels_without_verdict, c.na_labels, c.verdicts_without_label]
+    return [k.pass_pass + k.fail_fail, k.fail_pass, k.pass_fail, c.na_verdicts, c.unscored,
+            c.stale, c.labels_without_verdict, c.na_labels, c.verdicts_without_label]
 
 
 def agree_page(report: AgreeReport, base: str | None = None) -> str:
@@ -192,22 +204,29 @@ def agree_page(report: AgreeReport, base: str | None = None) -> str:
     page = Page("evalstream agree", f"{report.verdicts.path} against the labels of "
                                     f"{report.cases.path}")
     pairs = sum(r.all.pairs for r in report.rubrics)
-    page.cards([(f"{len(report.rubrics):,}", "rubrics"), (f"{pairs:,}", "pairs compared"),
-                (f"{report.verdicts.verdicts:,}", "verdicts"),
-                (f"{report.cases.labels:,}", "labels"),
-                (f"{report.verdicts.rejected + report.cases.rejected:,}", "lines rejected")])
+    labelled = sum(r.all.coverage.labels for r in report.rubrics if r.all.coverage)
+    cards = [(f"{len(report.rubrics):,}", "rubrics"),
+             (f"{pairs:,} of {labelled:,}", "pass/fail labels scored"),
+             (f"{report.verdicts.verdicts:,}", "verdicts"),
+             (f"{report.cases.labels:,}", "labels"),
+             (f"{report.verdicts.rejected + report.cases.rejected:,}", "lines rejected")]
+    if report.stale is not None:
+        cards.append((f"{report.stale.counts.stale:,}", "stale verdicts"))
+    page.cards(cards)
     page.heading("Summary")
     page.blocks(summary_blocks(report))
     if report.rubrics:
         page.figure(stacked_bar_chart(
             [r.rubric for r in report.rubrics],
-            ["agree", "missed", "false alarm", "unscored", "na verdict", "no verdict",
+            ["agree", "missed", "false alarm", "na verdict", "unscored", "stale", "no verdict",
              "na label", "no label"],
             [_buckets(r.all) for r in report.rubrics], title="Where every key went",
-            colors=(AGREE_COLOR, MISS_COLOR, PALETTE[1], PALETTE[5], PALETTE[8], PALETTE[9],
-                    PALETTE[4], PALETTE[6])),
+            colors=(AGREE_COLOR, MISS_COLOR, PALETTE[1], PALETTE[8], PALETTE[5], PALETTE[7],
+                    PALETTE[9], PALETTE[4], PALETTE[6])),
             "Keys per rubric: agreeing and disagreeing pairs (missed: label fail, judge pass; "
-            "false alarm: label pass, judge fail), then those left out of the statistics.")
+            "false alarm: label pass, judge fail), the pass/fail labels left out of the "
+            "scored figures (na verdict, unscored, stale, no verdict), then the keys outside "
+            "the agreement (na label, no label).")
     for r in report.rubrics:
         c = r.all
         page.heading(r.rubric)
@@ -217,19 +236,24 @@ def agree_page(report: AgreeReport, base: str | None = None) -> str:
             kappa = f"{c.kappa.value:.3f} (too few pairs)"
         else:
             kappa = f"{c.kappa.value:.3f} [{c.kappa.low:.2f}, {c.kappa.high:.2f}]"
-        page.cards([(f"{c.pairs:,}", "pairs"), (_fmt(c.accuracy), "accuracy"),
+        cov = c.coverage
+        page.cards([(f"{c.pairs:,} of {cov.labels:,}" if cov else f"{c.pairs:,}",
+                     "pairs of the pass/fail labels"),
+                    (_fmt(c.accuracy), "accuracy (scored)"),
+                    (_fmt(cov.accuracy_all_labels if cov else None), "over all labels"),
                     (kappa, f"kappa ({report.confidence:.0%} CI)"),
                     (_fmt(c.fail_precision), "fail precision"),
                     (_fmt(c.fail_recall), "fail recall")])
-        if c.pairs:
-            page.figure(confusion_chart(f"{r.rubric}: label against judge", c.confusion))
+        if cov is not None and cov.labels:
+            page.figure(confusion_chart(f"{r.rubric}: label against judge", c.confusion,
+                                        report.stale is not None))
             page.figure(kappa_chart(
                 f"{r.rubric}: Cohen's kappa ({report.confidence:.0%} interval)",
                 _kappa_rows(r, report.by)),
                 "Undefined where there are no pairs, or judge and labels used one and the same "
                 "class only.")
         else:
-            page.paragraph("No pairs: no key has both a pass/fail label and a pass/fail verdict.")
+            page.paragraph("No pass/fail label: nothing to compare the verdicts with.")
         page.blocks(rubric_blocks(r, report, heading=False, base=base))
     return page.html()
 

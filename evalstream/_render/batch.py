@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from evalstream._judge.batch.remote import BatchSummary
 from evalstream._judge.batch.report import CollectReport, PrepareReport
+from evalstream._render.judge_summary import unscored_line
 
 
 def prepare_lines(r: PrepareReport) -> list[str]:
@@ -47,10 +48,9 @@ def collect_lines(r: CollectReport) -> list[str]:
     cost = "" if r.cost_usd is None else f"; cost ${r.cost_usd:,.4f} at the given prices"
     out.append(f"tokens of the verdicts' answers: {r.usage_all.input_tokens:,} in, "
                f"{r.usage_all.output_tokens:,} out{cost}")
-    if r.max_unscored_rate is not None and r.unscored_rate is not None:
-        verb = "above" if r.unscored_rate > r.max_unscored_rate else "within"
-        out.append(f"unscored rate {r.unscored_rate:.1%}, {verb} --max-unscored-rate "
-                   f"{r.max_unscored_rate:g}")
+    rate = unscored_line(s["unscored"], sum(s.values()), r.max_unscored_rate)
+    if rate:
+        out.append(rate)
     if res.rejected:
         out.append(f"rejects written to {r.rejects}")
     out += [f"warning: {w}" for w in r.warnings]

@@ -58,6 +58,7 @@ def summary_blocks(report: CompareReport) -> list[Block]:
         rate = unscored_line(run, report.max_unscored_rate)
         if rate:
             out.append(Paragraph(rate))
+    out += stale_blocks(report)
     out += reject_blocks([(a.path, a.first_rejects, a.rejected),
                           (b.path, b.first_rejects, b.rejected)], report.rejects)
     if not report.rubrics:
@@ -79,6 +80,24 @@ def summary_blocks(report: CompareReport) -> list[Block]:
                   c.only_a, c.only_b)
     out.append(table)
     return out
+
+
+def stale_blocks(report: CompareReport) -> list[Block]:
+    """What the stale check found in each run, or how to ask for it."""
+    from evalstream._render.coverage import stale_counts
+
+    if report.stale_a is None or report.stale_b is None:
+        return [Paragraph("Stale verdicts not checked: give --cases (the states are rebuilt "
+                          "from them) or --states (build's output).")]
+    text = " ".join(stale_counts(check.counts, run.path) for check, run in (
+        (report.stale_a, report.run_a), (report.stale_b, report.run_b)))
+    stale = report.stale_a.counts.stale + report.stale_b.counts.stale
+    if stale:
+        text += (" Both runs are compared as they are (pairs whose judges saw different "
+                 "things are not comparable): judge build's current output again to compare "
+                 "fresh verdicts." + (" --fail-on-stale: exit 1." if report.fail_on_stale
+                                      else ""))
+    return [Paragraph(text + f" Checked against {report.stale_a.against}.")]
 
 
 def rubric_blocks(r: RubricComparison, heading: bool = True, base: str | None = None,
@@ -104,7 +123,9 @@ def rubric_blocks(r: RubricComparison, heading: bool = True, base: str | None = 
                               ("fail -> pass", "fail_to_pass", t["fail->pass"]),
                               ("not comparable", "not_comparable", c.not_comparable),
                               ("only in A", "only_a", c.only_a),
-                              ("only in B", "only_b", c.only_b)):
+                              ("only in B", "only_b", c.only_b),
+                              ("stale in A or B (judged on another state or rubric than build "
+                               "makes today)", "stale", c.stale)):
         if not total:
             continue
         ids = getattr(ex, name)

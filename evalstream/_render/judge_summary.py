@@ -48,11 +48,27 @@ def lines(report: JudgeReport) -> list[str]:
         out.append(f"answers without structured output (read from text: a fence, reasoning "
                    f"before the JSON, text instead of the tool call): "
                    f"{report.without_structured_output:,}")
-    if report.max_unscored_rate is not None and report.unscored_rate is not None:
-        verb = "above" if report.unscored_rate > report.max_unscored_rate else "within"
-        out.append(f"unscored rate {report.unscored_rate:.1%}, {verb} --max-unscored-rate "
-                   f"{report.max_unscored_rate:g}")
+    rate = unscored_line(s["unscored"], sum(s.values()), report.max_unscored_rate)
+    if rate:
+        out.append(rate)
     return out
+
+
+def unscored_line(unscored: int, judged: int, limit: float | None) -> str | None:
+    """The unscored rate against its limit (judge, batch collect), or None when no verdict is
+    unscored; a run with no usable verdict says so whatever the limit."""
+    from evalstream._judge.report import too_unscored
+
+    if not unscored:
+        return None
+    if unscored == judged:
+        return (f"every verdict is unscored ({unscored:,} of {judged:,}): no usable verdict "
+                "(exit 1)")
+    if limit is None:
+        return f"unscored rate {unscored / judged:.1%} (no --max-unscored-rate)"
+    over = too_unscored(unscored, judged, limit)
+    return (f"unscored rate {unscored / judged:.1%}, {'above' if over else 'within'} "
+            f"--max-unscored-rate {limit:g}" + (" (exit 1)" if over else ""))
 
 
 def render(report: JudgeReport, file: TextIO) -> None:
@@ -78,6 +94,33 @@ def render(report: JudgeReport, file: TextIO) -> None:
         console.print(literal(f"warning: {warning}"), soft_wrap=True)
 
 
+def expected_lines(d: DryRun) -> list[str]:
+    """What the answers already stored say the output will be: per rubric, and in all."""
+    e = d.expected
+    sending = [r for r in e.by_rubric if r.requests]
+    if not sending:
+        return []
+    if e.output_tokens_p50 is None or e.output_tokens_p95 is None:
+        if all(r.source == "none" for r in sending):
+            return [f"  expected output tokens: unknown: the store holds no answer of "
+                    f"{d.model} yet, so only the bound is known."]
+    out = []
+    if e.output_tokens_p50 is not None and e.output_tokens_p95 is not None:
+        out.append(f"  expected output tokens: {e.output_tokens_p50:,} (p50) to "
+                   f"{e.output_tokens_p95:,} (p95), from the answers already stored:")
+    else:
+        out.append("  expected output tokens: unknown for a rubric with no answer stored:")
+    for r in sending:
+        if r.source == "none":
+            out.append(f"    {r.rubric}: {r.requests:,} requests; no answer to go by")
+            continue
+        came = ("of this rubric" if r.source == "rubric" else
+                f"of {d.model} to other rubrics (none of this one yet)")
+        out.append(f"    {r.rubric}: {r.requests:,} requests x {r.p50:,} (p50) to {r.p95:,} "
+                   f"(p95) output tokens, from {r.answers:,} stored answers {came}")
+    return out
+
+
 def dry_run_text(d: DryRun) -> str:
     """The dry run for a person."""
     out = [f"judge --dry-run: {d.input}: {d.lines:,} lines = {d.judge_states:,} judge states + "
@@ -93,10 +136,14 @@ def dry_run_text(d: DryRun) -> str:
         if d.reasoning else ""
     out.append(f"  output tokens: at most {d.output_tokens_bound:,} ({d.max_output_tokens:,} "
                f"each, --max-output-tokens{thinking}).")
+    out += expected_lines(d)
     if d.prices is None or d.cost_bound_usd is None:
         out.append("  cost: give --price-in and --price-out (USD per million tokens) to see it.")
     else:
         out.append(f"  cost: at most ${d.cost_bound_usd:,.4f} (${d.prices.input:g} in, "
-                   f"${d.prices.output:g} out per million tokens; output at its bound).")
+                   f"${d.prices.output:g} out per million tokens; output at its bound)"
+                   + (f"; expected ${d.cost_p50_usd:,.4f} (p50) to ${d.cost_p95_usd:,.4f} "
+                      "(p95)." if d.cost_p50_usd is not None and d.cost_p95_usd is not None
+                      else "; no expected cost: too few answers stored."))
     out.append("No request was sent.")
     return "\n".join(out) + "\n"

@@ -177,9 +177,10 @@ def _group_blocks(s: DatasetStats, fields: bool = True, sizes: bool = True,
                      f"{s.tokenizer}; budget {s.budget:,})"),
               note=_with_key(
                   "State: the exact token count of each case's largest judge state (its "
-                  "JSON). Checks: those build would write; judge tokens: their states and "
-                  "questions (preamble included), exact, before a judge request's own "
-                  "instructions and overhead (judge --dry-run counts those).", names))
+                  "JSON). Checks: those build would write; judge tokens: the input tokens of "
+                  "their judge requests, exact: state, question (preamble included) and "
+                  "answer instruction, and the request's framing, as judge --dry-run counts "
+                  "them.", names))
     for g in rows:
         t.add(names[group_name(g.key)], g.line_bytes.median, g.line_bytes.max,
               g.state_tokens.median, g.state_tokens.p95, g.state_tokens.max, g.checks,
@@ -254,7 +255,8 @@ def _check_blocks(s: DatasetStats) -> list[Block]:
     t = Table([Column("rubric"), Column("kind"), Column("applies", "count"),
                Column("written", "count"), Column("question tokens", "count"),
                Column("skipped (reason: count)")],
-              note=f"Question tokens: exact {s.tokenizer} counts, the preamble included.")
+              note=f"Question tokens: exact {s.tokenizer} counts of what the judge is sent "
+                   "besides the state: the preamble, the question and the answer instruction.")
     for rc in s.checks:
         t.add(rc.rubric, rc.kind, rc.applies, rc.checks, rc.question_tokens,
               ", ".join(f"{k}: {v:,}" for k, v in rc.skipped.items()) or "-")

@@ -25,6 +25,7 @@ import msgspec
 from evalstream._cases.ids import CaseLog
 from evalstream._cases.reading import LineCounts, Record
 from evalstream._cases.rejects import Reject
+from evalstream._checks import tokens
 from evalstream._checks.checker import Checker, CheckTally
 from evalstream._checks.rubrics import RubricSet
 from evalstream._engines import ranges as engine
@@ -58,9 +59,11 @@ class StatsRange:
     tokenizer: str
     max_line_bytes: int
     allow_unknown_fields: bool
+    max_output_tokens: int = tokens.DEFAULT_OUTPUT
 
     def checker(self) -> Checker:
-        return stats_checker(self.rubric_set, self.max_tokens, self.tokenizer)
+        return stats_checker(self.rubric_set, self.max_tokens, self.tokenizer,
+                             self.max_output_tokens)
 
     def read(self, records: Iterator[Record[Any] | Reject], checker: Checker | None,
              reject: Callable[[bytes], object], log: CaseLog, files: PartFiles) -> Collector:

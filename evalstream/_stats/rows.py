@@ -28,6 +28,7 @@ import xxhash
 from evalstream._cases.ids import CaseLog
 from evalstream._cases.reading import Record
 from evalstream._cases.rejects import Reject
+from evalstream._checks import tokens
 from evalstream._checks.checker import OVER_BUDGET, Checker
 from evalstream._checks.rubrics import RubricSet
 
@@ -88,11 +89,12 @@ Signature = tuple[str | None, ...]  # per rubric: why build skips it, None when 
 LabelKey = tuple[int, int, int, int, bool]  # group, rubric, status, source, rubric applies
 
 
-def stats_checker(rubric_set: RubricSet, max_tokens: int, tokenizer: str) -> Checker:
+def stats_checker(rubric_set: RubricSet, max_tokens: int, tokenizer: str,
+                  max_output_tokens: int = tokens.DEFAULT_OUTPUT) -> Checker:
     """The Checker of stats: build's rules, every judge state counted exactly, no states kept
     (each is joined only to be counted)."""
     return Checker(rubric_set, max_tokens, keep_states=False, tokenizer=tokenizer,
-                   exact_tokens=True)
+                   exact_tokens=True, max_output_tokens=max_output_tokens)
 
 
 # -- values --------------------------------------------------------------------------------------
@@ -310,6 +312,7 @@ class Collector:
         lookups, measured 3 us a case slower (9% of a stats run)."""
         check, group_key, groups = checker.check, self.group_key, self.groups
         question_tokens = checker.question_tokens
+        framing = checker.budget.reserved.framing  # each request's, as build's budget counts it
         signatures, sig_applies = self.signatures, self.sig_applies
         rubric_index, n_rubrics = self.rubric_index, self.n_rubrics
         add_metadata, labels = self.metadata.add, self._pending_labels
@@ -338,7 +341,7 @@ class Collector:
                     if n > largest:
                         largest = n
                     if reason is None:
-                        judge_tokens += n + question_tokens(outcome.plan.rubric.id)
+                        judge_tokens += n + question_tokens(outcome.plan.rubric.id) + framing
             signature = tuple(reasons)
             sig = signatures.get(signature)
             if sig is None:

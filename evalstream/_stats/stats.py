@@ -31,7 +31,7 @@ from evalstream._checks import encodings, tokens
 from evalstream._checks.checker import OVER_BUDGET, CheckTally
 from evalstream._checks.report import RubricInfo, label_warnings
 from evalstream._checks.rubrics import RubricSet, load_rubrics
-from evalstream._checks.state import question_text
+from evalstream._checks.state import question_text, system_text
 from evalstream._engines.local import default_workers
 from evalstream._files.lines import (
     DEFAULT_MAX_LINE_BYTES,
@@ -105,10 +105,11 @@ class GroupStats(msgspec.Struct):
     output_chars: Summary
     line_bytes: Summary
     state_tokens: Summary  # exact tokens of the largest judge state per case, over cases with one
-    # exact tokens of every check build would write: its state plus its question
+    # exact input tokens of every check build would write, as the judge is sent it: its
+    # state, its question and the answer instruction, the request's framing
     judge_tokens: int
     checks: int  # checks build would write
-    over_budget: int  # checks skipped because state + longest question exceed the budget
+    over_budget: int  # checks skipped because their requests would not fit the budget
 
 
 class LabelCounts(msgspec.Struct):
@@ -143,7 +144,9 @@ class RubricChecks(msgspec.Struct):
     applies: int
     checks: int
     skipped: dict[str, int]
-    question_tokens: int | None  # exact, preamble included (judge rubrics; null for exact)
+    # exact: the system text the judge is sent (preamble, question, answer instruction; judge
+    # rubrics; null for exact ones)
+    question_tokens: int | None
 
 
 class ValueCount(msgspec.Struct):
@@ -232,6 +235,7 @@ class StatsOptions:
     by: list[str] = field(default_factory=lambda: ["scenario"])
     rubric_files: list[str] = field(default_factory=list)
     max_tokens: int = tokens.DEFAULT_BUDGET
+    max_output_tokens: int = tokens.DEFAULT_OUTPUT  # the judge's bound, held back in the budget
     tokenizer: str = encodings.DEFAULT
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
@@ -281,8 +285,9 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     """
     from evalstream._stats import ranges
 
-    if opts.max_tokens <= 0 or opts.max_line_bytes <= 0:
-        raise UsageError("--max-tokens and --max-line-bytes must be positive.")
+    if opts.max_tokens <= 0 or opts.max_line_bytes <= 0 or opts.max_output_tokens <= 0:
+        raise UsageError("--max-tokens, --max-output-tokens and --max-line-bytes must be "
+                         "positive.")
     if opts.workers is not None and opts.workers <= 0:
         raise UsageError("--workers must be positive.")
     encodings.check_name(opts.tokenizer)
@@ -315,7 +320,8 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
         # A local path, stdout, or a URL written through fsspec.
         rejects_out: Any = targets.open_any("rejects") if opts.rejects else None
         produce = ranges.StatsRange(opts.by, rubric_set, opts.max_tokens, opts.tokenizer,
-                                    opts.max_line_bytes, opts.allow_unknown_fields)
+                                    opts.max_line_bytes, opts.allow_unknown_fields,
+                                    opts.max_output_tokens)
         reports = open_reports(targets, opts.format)
         if opts.engine == "dask":
             assert files is not None
@@ -341,7 +347,7 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
     """Read the whole input (one stream, or ``files`` in order) in this process: line
     counts, check tally, first rejects and the bytes read."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = stats_checker(rubric_set, opts.max_tokens, opts.tokenizer)
+    checker = stats_checker(rubric_set, opts.max_tokens, opts.tokenizer, opts.max_output_tokens)
     encode = msgspec.json.Encoder().encode
     stream = None
     counted: list[_Counting] = []
@@ -556,7 +562,8 @@ def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally
     cases = _frame(collector)
     outcomes = _Outcomes(collector, len(rubric_set.rubrics))
     rows, total_row = _aggregate(cases)
-    question_tokens = {r.id: encodings.count(question_text(r.question), opts.tokenizer)
+    question_tokens = {r.id: encodings.count(system_text(question_text(r.question), r.allows_na),
+                                             opts.tokenizer)
                        for r in rubric_set.rubrics if r.kind == "judge"}
 
     def key_of(g: int) -> dict[str, str]:

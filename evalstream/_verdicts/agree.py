@@ -4,19 +4,25 @@ Both files are streamed into compact key columns (``verdicts.read_verdicts`` and
 ``read_labels`` here) and joined with Polars on (case id, rubric). Every key lands in
 exactly one bucket, so the counts add up, per rubric and per cell:
 
-    labels   = pairs + unscored + na_verdicts + labels_without_verdict + na_labels
-    verdicts = pairs + unscored + na_verdicts + na_with_verdict + verdicts_without_label
+    labels   = pairs + unscored + na_verdicts + stale + labels_without_verdict + na_labels
+    verdicts = pairs + unscored + na_verdicts + stale + na_with_verdict + verdicts_without_label
 
-``pairs`` (a pass/fail label and a pass/fail verdict) are the only keys in the statistics.
-A label ``na`` says the rubric does not apply, so it is counted and left out, and so is a
-verdict ``na`` (the judge says so) on a pass/fail label; an ``unscored`` verdict is counted
-and left out (never read as pass: evalstream fails closed).
+``pairs`` (a pass/fail label and a pass/fail verdict) are the only keys in the scored-only
+statistics. A label ``na`` says the rubric does not apply, so it is counted and left out; a
+verdict ``na`` on a pass/fail label (the judge says the rubric does not apply where the label
+says it does) is a disagreement of its own kind, listed, and left out of the scored-only
+statistics; an ``unscored`` verdict is counted and left out (never read as pass: evalstream
+fails closed); a ``stale`` verdict (its state or rubric no longer what build makes of the
+case: ``stale``) is counted, listed and left out, for the label is about the case as it is
+now. Coverage comes first (``coverage``): every figure says over how many labels it is
+computed, and the accuracy over all pass/fail labels counts every label without a usable
+verdict as not agreeing.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -26,6 +32,8 @@ from evalstream._cases.rejects import Reject
 from evalstream._cases.schema import group_value
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._verdicts import agreement
+from evalstream._verdicts import stale as staleness
+from evalstream._verdicts.coverage import Coverage, coverage
 from evalstream._verdicts.links import MARKER, export_page, is_export
 from evalstream._verdicts.records import (
     FAIL,
@@ -43,6 +51,7 @@ from evalstream._verdicts.records import (
     rationales_at,
     read_verdicts,
 )
+from evalstream._verdicts.stale import StaleCheck, StaleCounts
 from evalstream._version import __version__
 
 if TYPE_CHECKING:
@@ -50,6 +59,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from evalstream._checks.rubrics import RubricSet
     from evalstream._files.outputs import AtomicOutput
 
 
@@ -58,7 +68,7 @@ NA = 2  # label code of `na`; pass and fail share the verdicts' codes 0 and 1
 SOURCES = ("synthetic", "human", "imported")
 DEFAULT_MAX_IDS = 20
 EXAMPLE_KINDS = ("missed", "false_alarms", "unscored", "labels_without_verdict",
-                 "verdicts_without_label")
+                 "verdicts_without_label", "na_verdicts", "stale")
 
 
 # -- the report ------------------------------------------------------------------------------------
@@ -74,7 +84,8 @@ class KappaOut(Struct):
 
 class ConfusionOut(Struct):
     """Pass/fail labels (first word) by verdict (second word): pass and fail are the pairs;
-    unscored and no_verdict are left out of the statistics."""
+    na, unscored, stale and no_verdict are left out of the scored-only statistics (and count
+    as not agreeing over all labels)."""
 
     pass_pass: int
     pass_fail: int
@@ -84,6 +95,10 @@ class ConfusionOut(Struct):
     fail_unscored: int
     pass_no_verdict: int
     fail_no_verdict: int
+    pass_na: int = 0
+    fail_na: int = 0
+    pass_stale: int = 0
+    fail_stale: int = 0
 
 
 class Cell(Struct):
@@ -103,13 +118,17 @@ class Cell(Struct):
     na_with_verdict: int
     verdicts_without_label: int
     unknown_case: int  # of verdicts_without_label: the case is not in the cases file
+    # A pass/fail label whose verdict is stale: left out (the label is about the case now).
+    stale: int = 0
+    # Over how many labels the figures are computed, and the accuracy over all of them.
+    coverage: Coverage | None = None
 
 
 class GroupCell(Cell):
     """A cell for one value of the ``--by`` metadata key (null: the case lacks the key, or
     is not in the cases file)."""
 
-    group: str | None
+    group: str | None = None
 
 
 class Examples(Struct):
@@ -120,6 +139,8 @@ class Examples(Struct):
     unscored: list[str]
     labels_without_verdict: list[str]
     verdicts_without_label: list[str]
+    na_verdicts: list[str] = []  # label pass or fail, judge na
+    stale: list[str] = []  # label pass or fail, a stale verdict
 
 
 class ExampleTexts(Struct):
@@ -132,6 +153,8 @@ class ExampleTexts(Struct):
     unscored: list[str | None]
     labels_without_verdict: list[str | None]
     verdicts_without_label: list[str | None]
+    na_verdicts: list[str | None] = []
+    stale: list[str | None] = []
 
 
 class RubricAgreement(Struct):
@@ -147,6 +170,8 @@ class RubricAgreement(Struct):
     examples: Examples
     rationales: ExampleTexts  # the judge's rationale of each example
     pages: ExampleTexts | None  # with --view: each example's page in the export
+    # Every verdict of this rubric checked for staleness (None: not checked).
+    stale: StaleCounts | None = None
 
 
 class CaseFileSummary(Struct):
@@ -179,6 +204,10 @@ class AgreeReport(Struct):
     rubrics: list[RubricAgreement]
     rejects: str | None
     exit_code: int
+    # What the verdicts were checked against for staleness, and what was found (None: not
+    # checked); with ``fail_on_stale`` a stale verdict makes the exit code 1.
+    stale: StaleCheck | None = None
+    fail_on_stale: bool = False
 
 
 @dataclass
@@ -201,6 +230,11 @@ class AgreeOptions:
     output: str | None = None
     html: str | None = None
     format: str = "table"
+    # Stale verdicts: checked against the states build makes of the cases with these rubric
+    # files (empty: the built-in set), or against build's output (``states``).
+    rubric_files: list[str] = field(default_factory=list)
+    states: str | None = None
+    fail_on_stale: bool = False  # exit 1 when a verdict is stale
 
 
 # -- reading the cases -----------------------------------------------------------------------------
@@ -216,11 +250,13 @@ class CaseFile:
 
 def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
                 by: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                allow_unknown_fields: bool = False) -> CaseFile:
+                allow_unknown_fields: bool = False,
+                on_case: Callable[[Any, int], None] | None = None) -> CaseFile:
     """Stream a cases file (decoded and checked exactly as ``build`` does) into key columns.
 
     Each case leaves its id and ``--by`` group; each label its case's row number, rubric
-    code, status, source, line and group.
+    code, status, source, line and group. ``on_case(case, line)`` is given every case read
+    (the stale check rebuilds its states).
     """
     import polars as pl
 
@@ -243,6 +279,8 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
             sink.write(path, [item])
             continue
         line, _, _, case = item  # type: ignore[misc]
+        if on_case is not None:
+            on_case(case, line)
         c_ids.append(case.id)
         group = None
         if group_path is not None:
@@ -297,7 +335,7 @@ def _joined(verdicts: pl.DataFrame, labels: pl.DataFrame, cases: pl.DataFrame) -
     judged = (verdicts.lazy().join(rows, on="case_id", how="left")
               .select(_key("vcase").alias("key"), "case_id", "vcase", "vgroup",
                       pl.col("rubric").alias("vrubric"), pl.col("status").alias("vstatus"),
-                      pl.col("line").alias("vline")))
+                      pl.col("line").alias("vline"), staleness.is_stale().alias("vstale")))
     return (labels.lazy().with_columns(_key("case").alias("key"))
             .join(judged, on="key", how="full", coalesce=True)
             .with_columns(rubric=pl.coalesce("rubric", "vrubric"),
@@ -314,7 +352,9 @@ def _kind_expr() -> pl.Expr:
     scored = label.is_in([PASS, FAIL])
     return (pl.when(label.is_null()).then(pl.lit("verdicts_without_label"))
             .when(scored & verdict.is_null()).then(pl.lit("labels_without_verdict"))
+            .when(scored & pl.col("vstale")).then(pl.lit("stale"))
             .when(scored & (verdict == UNSCORED)).then(pl.lit("unscored"))
+            .when(scored & (verdict == NA_VERDICT)).then(pl.lit("na_verdicts"))
             .when(scored & (label == FAIL) & (verdict == PASS)).then(pl.lit("missed"))
             .when(scored & (label == PASS) & (verdict == FAIL)).then(pl.lit("false_alarms"))
             .otherwise(None))
@@ -325,10 +365,11 @@ Example = tuple[str, int | None]  # a listed case id, and the line of its verdic
 
 def _count_rows(joined: pl.LazyFrame, case_ids: pl.Series, max_ids: int,
                 ) -> tuple[list[tuple[Any, ...]], dict[tuple[int, str], list[Example]]]:
-    """(rubric, source, group, known, lstatus, vstatus, n) counts, and the examples."""
+    """(rubric, source, group, known, lstatus, vstatus, vstale, n) counts, and the
+    examples."""
     import polars as pl
 
-    keys = ["rubric", "source", "group", "known", "lstatus", "vstatus"]
+    keys = ["rubric", "source", "group", "known", "lstatus", "vstatus", "vstale"]
     # One query at a time: run together, each builds its own join and the peak doubles.
     counts = joined.group_by(keys).agg(pl.len().alias("n")).collect(engine="streaming").rows()
     if max_ids == 0:
@@ -353,15 +394,19 @@ class _Bucket:
     confusion: agreement.Confusion = agreement.Confusion()
     unscored: int = 0
     na_verdicts: int = 0
+    stale: int = 0
     labels_without_verdict: int = 0
     unscored_by: tuple[int, int] = (0, 0)  # by label: pass, fail
     missing_by: tuple[int, int] = (0, 0)
+    na_by: tuple[int, int] = (0, 0)
+    stale_by: tuple[int, int] = (0, 0)
     na_labels: int = 0
     na_with_verdict: int = 0
     verdicts_without_label: int = 0
     unknown_case: int = 0
 
-    def add(self, known: bool | None, lstatus: int | None, vstatus: int | None, n: int) -> None:
+    def add(self, known: bool | None, lstatus: int | None, vstatus: int | None,
+            stale: bool | None, n: int) -> None:
         if lstatus is None:
             self.verdicts_without_label += n
             if not known:
@@ -373,11 +418,15 @@ class _Bucket:
         elif vstatus is None:
             self.labels_without_verdict += n
             self.missing_by = _bump(self.missing_by, lstatus, n)
+        elif stale:  # judged on another state or rubric than the label is about
+            self.stale += n
+            self.stale_by = _bump(self.stale_by, lstatus, n)
         elif vstatus == UNSCORED:
             self.unscored += n
             self.unscored_by = _bump(self.unscored_by, lstatus, n)
         elif vstatus == NA_VERDICT:
             self.na_verdicts += n
+            self.na_by = _bump(self.na_by, lstatus, n)
         else:
             cells = [0, 0, 0, 0]
             cells[lstatus * 2 + vstatus] = n
@@ -389,14 +438,18 @@ class _Bucket:
         return cls(
             pairs=c.pairs, accuracy=agreement.accuracy(c),
             kappa=None if k is None else KappaOut(*k),
-            confusion=ConfusionOut(*c, *self.unscored_by, *self.missing_by),
+            confusion=ConfusionOut(*c, *self.unscored_by, *self.missing_by, *self.na_by,
+                                   *self.stale_by),
             fail_precision=agreement.fail_precision(c),
             fail_recall=agreement.fail_recall(c), unscored=self.unscored,
             na_verdicts=self.na_verdicts, labels_without_verdict=self.labels_without_verdict,
             na_labels=self.na_labels,
             na_with_verdict=self.na_with_verdict,
             verdicts_without_label=self.verdicts_without_label,
-            unknown_case=self.unknown_case, **extra)
+            unknown_case=self.unknown_case, stale=self.stale,
+            coverage=coverage(c.pairs, c.pass_pass + c.fail_fail, self.na_verdicts,
+                              self.unscored, self.stale, self.labels_without_verdict),
+            **extra)
 
 
 def _bump(pair: tuple[int, int], index: int, n: int) -> tuple[int, int]:
@@ -406,21 +459,22 @@ def _bump(pair: tuple[int, int], index: int, n: int) -> tuple[int, int]:
 def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], list[Example]],
                     rubric_names: list[str], group_names: list[str], by: str | None,
                     confidence: float, rationales: dict[int, str | None],
-                    view: str | None) -> list[RubricAgreement]:
+                    view: str | None, stale_by_rubric: dict[int, StaleCounts] | None = None,
+                    ) -> list[RubricAgreement]:
     """One RubricAgreement per rubric seen in either file, sorted by rubric id."""
     whole: dict[int, _Bucket] = {}
     by_source: dict[int, dict[int, _Bucket]] = {}
     by_group: dict[int, dict[int | None, _Bucket]] = {}
     labels: dict[int, Counter[str]] = {}
     verdicts: dict[int, Counter[str]] = {}
-    for rubric, source, group, known, lstatus, vstatus, n in rows:
-        whole.setdefault(rubric, _Bucket()).add(known, lstatus, vstatus, n)
+    for rubric, source, group, known, lstatus, vstatus, vstale, n in rows:
+        whole.setdefault(rubric, _Bucket()).add(known, lstatus, vstatus, vstale, n)
         if source is not None:
             by_source.setdefault(rubric, {}).setdefault(source, _Bucket()).add(
-                known, lstatus, vstatus, n)
+                known, lstatus, vstatus, vstale, n)
         if by is not None:
             by_group.setdefault(rubric, {}).setdefault(group, _Bucket()).add(
-                known, lstatus, vstatus, n)
+                known, lstatus, vstatus, vstale, n)
         if lstatus is not None:
             labels.setdefault(rubric, Counter())[LABEL_STATUSES[lstatus]] += n
         if vstatus is not None:
@@ -452,6 +506,8 @@ def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], l
                 kind: [export_page(view, case_id, rubric_names[rubric])
                        for case_id, _ in listed.get((rubric, kind), [])]
                 for kind in EXAMPLE_KINDS}),
+            stale=None if stale_by_rubric is None else stale_by_rubric.get(rubric,
+                                                                           StaleCounts()),
         ))
     return results
 
@@ -484,39 +540,81 @@ def run(opts: AgreeOptions,
     check_unscored_rate(opts.max_unscored_rate)
     # The targets before the inputs' first bytes are read: an input named as a target is
     # refused as that, whatever it holds.
-    targets = Transaction([("verdicts", opts.verdicts), ("cases", opts.cases)],
-                          report_targets(opts.output, opts.format, opts.html, opts.rejects),
-                          opts.force).check()
+    inputs = [("verdicts", opts.verdicts), ("cases", opts.cases),
+              *([("states", opts.states)] if opts.states else []),
+              *(("rubrics", path) for path in opts.rubric_files if path != "builtin")]
+    targets = Transaction(inputs, report_targets(opts.output, opts.format, opts.html,
+                                                 opts.rejects), opts.force).check()
     usage = "; usage: evalstream agree VERDICTS CASES"
     check_input(opts.verdicts, "verdicts", usage)
     check_input(opts.cases, "cases", usage)
     check_view(opts.view)
+    rubric_set = stale_rubrics(opts.rubric_files, opts.states)
+    if opts.states is not None:
+        check_input(opts.states, "judge states", "; --states takes build's output")
     rubrics, groups = Codes(MAX_RUBRICS), Codes()
     with targets:
         sink = RejectSink(opts.rejects, targets.open("rejects") if opts.rejects else None)
         reports = open_reports(targets, opts.format)
-        verdict_file = read_verdicts(opts.verdicts, rubrics, sink,
+        verdict_file = read_verdicts(opts.verdicts, rubrics, sink, with_hashes=True,
                                      max_line_bytes=opts.max_line_bytes,
                                      allow_unknown_fields=opts.allow_unknown_fields)
+        # What build makes of the cases today: rebuilt as each case is read, or build's output.
+        rebuilt = None if rubric_set is None else staleness.FromCases(
+            rubric_set, rubrics, against_rubrics(opts.rubric_files))
         case_file = read_labels(opts.cases, rubrics, groups, sink, by=opts.by,
                                 max_line_bytes=opts.max_line_bytes,
-                                allow_unknown_fields=opts.allow_unknown_fields)
-        joined = _joined(verdict_file.frame, case_file.labels, case_file.cases)
+                                allow_unknown_fields=opts.allow_unknown_fields,
+                                on_case=None if rebuilt is None else rebuilt.add)
+        expected = rebuilt.expected() if rebuilt is not None else staleness.from_states(
+            opts.states, rubrics, opts.max_line_bytes, opts.allow_unknown_fields) \
+            if opts.states is not None else None
+        verdicts = staleness.mark(verdict_file.frame, expected)
+        stale_all, stale_by_rubric = staleness.counts(verdicts)
+        joined = _joined(verdicts, case_file.labels, case_file.cases)
         rows, examples = _count_rows(joined, case_file.cases["case_id"], opts.max_ids)
         lines = {line for listed in examples.values() for _, line in listed if line is not None}
         rationales = rationales_at(opts.verdicts, lines, opts.max_line_bytes)
         results = _rubric_results(rows, examples, rubrics.names, groups.names, opts.by,
-                                  opts.confidence, rationales, opts.view)
+                                  opts.confidence, rationales, opts.view,
+                                  None if expected is None else stale_by_rubric)
         rejected = verdict_file.summary.rejected + case_file.summary.rejected
         too_many = over_unscored_rate(verdict_file.summary, opts.max_unscored_rate)
+        stale_check = None if expected is None else StaleCheck(expected.against, stale_all)
+        failed_stale = opts.fail_on_stale and stale_check is not None \
+            and stale_check.counts.stale > 0
         report = AgreeReport(
             command="agree", evalstream=__version__, verdicts=verdict_file.summary,
             cases=case_file.summary, by=opts.by, confidence=opts.confidence,
             max_ids=opts.max_ids, max_unscored_rate=opts.max_unscored_rate, view=opts.view,
-            rubrics=results, rejects=opts.rejects, exit_code=1 if rejected or too_many else 0)
+            rubrics=results, rejects=opts.rejects,
+            exit_code=1 if rejected or too_many or failed_stale else 0, stale=stale_check,
+            fail_on_stale=opts.fail_on_stale)
         if write is not None:
             write(report, reports)  # committed with the rejects, all or none
     return report
+
+
+def stale_rubrics(rubric_files: list[str], states: str | None) -> RubricSet | None:
+    """The rubric set whose states are rebuilt from the cases to find stale verdicts (the
+    files given, else the built-in set), or None when build's output is read instead
+    (``states``); RubricError for a file that cannot be used, before anything is read."""
+    from evalstream._checks.rubrics import load_rubrics
+    from evalstream.errors import UsageError
+
+    if states is not None:
+        if rubric_files:
+            raise UsageError("give --states (build's output) or --rubrics (to rebuild the "
+                             "states from the cases), not both: the states file says which "
+                             "rubrics built it.")
+        return None
+    return load_rubrics(rubric_files)
+
+
+def against_rubrics(rubric_files: list[str]) -> str:
+    """What the stale check compares with, said as the report says it."""
+    named = ", ".join(rubric_files) if rubric_files else "builtin"
+    return f"the judge states build makes of the cases today, with the rubrics {named}"
 
 
 def check_view(view: str | None) -> None:

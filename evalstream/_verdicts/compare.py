@@ -14,7 +14,7 @@ by reason and left out of the statistics unless ``include_incomparable``. Per ru
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -22,6 +22,7 @@ from msgspec import Struct
 
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._verdicts import agreement
+from evalstream._verdicts import stale as staleness
 from evalstream._verdicts.links import export_page
 from evalstream._verdicts.records import (
     FAIL,
@@ -35,6 +36,7 @@ from evalstream._verdicts.records import (
     rationales_at,
     read_verdicts,
 )
+from evalstream._verdicts.stale import StaleCheck, StaleCounts
 from evalstream._version import __version__
 
 if TYPE_CHECKING:
@@ -46,9 +48,11 @@ if TYPE_CHECKING:
 
 
 DEFAULT_MAX_IDS = 20
+STALE = [staleness.STATE, staleness.RUBRIC]
 HASHES = ("rubric_hash", "state_hash", "exposure")
 TRANSITIONS = tuple(f"{a}->{b}" for a in STATUSES for b in STATUSES)
-EXAMPLE_KINDS = ("pass_to_fail", "fail_to_pass", "not_comparable", "only_a", "only_b")
+EXAMPLE_KINDS = ("pass_to_fail", "fail_to_pass", "not_comparable", "only_a", "only_b",
+                 "stale")
 
 
 class McNemarOut(Struct):
@@ -69,6 +73,7 @@ class Examples(Struct):
     not_comparable: list[str]
     only_a: list[str]
     only_b: list[str]
+    stale: list[str] = []  # a key whose verdict is stale in either run (with --cases, --states)
 
 
 class Rationales(Struct):
@@ -87,6 +92,7 @@ class ExampleRationales(Struct):
     not_comparable: list[Rationales]
     only_a: list[Rationales]
     only_b: list[Rationales]
+    stale: list[Rationales] = []
 
 
 class ExamplePages(Struct):
@@ -97,6 +103,7 @@ class ExamplePages(Struct):
     not_comparable: list[str | None]
     only_a: list[str | None]
     only_b: list[str | None]
+    stale: list[str | None] = []
 
 
 class Counts(Struct):
@@ -116,6 +123,7 @@ class Counts(Struct):
     absent_on_both: dict[str, int]  # compared pairs where neither verdict has the field
     transitions: dict[str, int]  # "pass->fail": compared pairs by (run A, run B) status
     scored: int  # compared pairs with pass or fail on both sides
+    stale: int = 0  # keys whose verdict is stale in either run (checked with --cases, --states)
 
 
 class RubricComparison(Struct):
@@ -130,6 +138,9 @@ class RubricComparison(Struct):
     examples: Examples
     rationales: ExampleRationales
     pages: ExamplePages | None  # with --view
+    # Each run's verdicts of this rubric checked for staleness (None: not checked).
+    stale_a: StaleCounts | None = None
+    stale_b: StaleCounts | None = None
 
 
 class CompareReport(Struct):
@@ -147,6 +158,11 @@ class CompareReport(Struct):
     rubrics: list[RubricComparison]
     rejects: str | None
     exit_code: int
+    # What each run's verdicts were checked against for staleness (None: not checked, no
+    # --cases or --states given); with ``fail_on_stale`` a stale verdict makes the exit 1.
+    stale_a: StaleCheck | None = None
+    stale_b: StaleCheck | None = None
+    fail_on_stale: bool = False
 
 
 @dataclass
@@ -168,6 +184,13 @@ class CompareOptions:
     output: str | None = None
     html: str | None = None
     format: str = "table"
+    # Stale verdicts: each run checked against the states build makes of ``cases`` with
+    # ``rubric_files`` (empty: the built-in set), or against build's output (``states``);
+    # neither given: not checked.
+    cases: str | None = None
+    rubric_files: list[str] = field(default_factory=list)
+    states: str | None = None
+    fail_on_stale: bool = False  # exit 1 when a verdict of either run is stale
 
 
 # -- joining and counting --------------------------------------------------------------------------
@@ -180,13 +203,15 @@ def _joined(a: pl.DataFrame, b: pl.DataFrame) -> pl.LazyFrame:
     paired = pl.col("line").is_not_null() & pl.col("line_b").is_not_null()
     return joined.with_columns(
         in_a=pl.col("line").is_not_null(), in_b=pl.col("line_b").is_not_null(),
+        stale_any=pl.col("stale").is_in(STALE).fill_null(False)
+        | pl.col("stale_b").is_in(STALE).fill_null(False),
         **{f"d_{h}": paired & ~pl.col(h).eq_missing(pl.col(f"{h}_b")) for h in HASHES},
         **{f"n_{h}": pl.col(h).is_null() & pl.col(f"{h}_b").is_null() for h in HASHES})
 
 
-def _kind_exprs(force: bool) -> tuple[pl.Expr, pl.Expr]:
-    """Which example lists a joined row belongs to: by presence and comparability, and by
-    flip (a forced pair can be in both)."""
+def _kind_exprs(force: bool) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """Which example lists a joined row belongs to: by presence and comparability, by flip
+    (a forced pair can be in both), and stale in either run."""
     import polars as pl
 
     differs = pl.col("d_rubric_hash") | pl.col("d_state_hash") | pl.col("d_exposure")
@@ -199,7 +224,8 @@ def _kind_exprs(force: bool) -> tuple[pl.Expr, pl.Expr]:
     flip = (pl.when(included & (a == PASS) & (b == FAIL)).then(pl.lit("pass_to_fail"))
             .when(included & (a == FAIL) & (b == PASS)).then(pl.lit("fail_to_pass"))
             .otherwise(None))
-    return pairing, flip
+    stale = pl.when(pl.col("stale_any")).then(pl.lit("stale")).otherwise(None)
+    return pairing, flip, stale
 
 
 Example = tuple[str, int | None, int | None]  # a case id, its verdict lines in run A and B
@@ -210,7 +236,7 @@ def _count_rows(joined: pl.LazyFrame, max_ids: int, force: bool,
     import polars as pl
 
     keys = ["rubric", "in_a", "in_b", *(f"d_{h}" for h in HASHES),
-            *(f"n_{h}" for h in HASHES), "status", "status_b"]
+            *(f"n_{h}" for h in HASHES), "status", "status_b", "stale_any"]
     # One query at a time: run together, each builds its own join and the peak doubles.
     counts = joined.group_by(keys).agg(pl.len().alias("n")).collect(engine="streaming")
     examples: dict[tuple[int, str], list[Example]] = {}
@@ -228,7 +254,7 @@ def _count_rows(joined: pl.LazyFrame, max_ids: int, force: bool,
 class _Tally:
     def __init__(self) -> None:
         self.keys = self.only_a = self.only_b = self.paired = self.not_comparable = 0
-        self.forced = self.compared = self.scored = self.unchecked = 0
+        self.forced = self.compared = self.scored = self.unchecked = self.stale = 0
         self.differs = dict.fromkeys(HASHES, 0)
         self.absent = dict.fromkeys(HASHES, 0)
         self.transitions = dict.fromkeys(TRANSITIONS, 0)
@@ -236,6 +262,8 @@ class _Tally:
     def add(self, row: dict[str, Any], force: bool) -> None:
         n = row["n"]
         self.keys += n
+        if row["stale_any"]:
+            self.stale += n
         if not row["in_b"]:
             self.only_a += n
             return
@@ -269,7 +297,7 @@ class _Tally:
                       unchecked=self.unchecked,
                       not_comparable=self.not_comparable, differs=self.differs,
                       forced=self.forced, compared=self.compared, absent_on_both=self.absent,
-                      transitions=self.transitions, scored=self.scored)
+                      transitions=self.transitions, scored=self.scored, stale=self.stale)
 
 
 def _comparison(rubric: str, tally: _Tally, examples: dict[str, list[Example]],
@@ -318,13 +346,26 @@ def run(opts: CompareOptions,
         raise UsageError("--max-ids must be 0 or more.")
     check_unscored_rate(opts.max_unscored_rate)
     # The targets before the runs' first bytes are read (as agree's).
-    targets = Transaction([("run-a", opts.run_a), ("run-b", opts.run_b)],
-                          report_targets(opts.output, opts.format, opts.html, opts.rejects),
-                          opts.force).check()
+    inputs = [("run-a", opts.run_a), ("run-b", opts.run_b),
+              *([("cases", opts.cases)] if opts.cases else []),
+              *([("states", opts.states)] if opts.states else []),
+              *(("rubrics", path) for path in opts.rubric_files if path != "builtin")]
+    targets = Transaction(inputs, report_targets(opts.output, opts.format, opts.html,
+                                                 opts.rejects), opts.force).check()
     usage = "; compare reads two verdict files (the runs to compare)"
     check_input(opts.run_a, "verdicts", usage)
     check_input(opts.run_b, "verdicts", usage)
     check_view(opts.view)
+    from evalstream._verdicts.agree import against_rubrics, stale_rubrics
+
+    if opts.cases is None and opts.rubric_files:
+        raise UsageError("--rubrics rebuilds the states of --cases to find stale verdicts; give "
+                         "--cases CASES with it.")
+    rubric_set = None if opts.cases is None else stale_rubrics(opts.rubric_files, opts.states)
+    if opts.cases is not None:
+        check_input(opts.cases, "cases", "; --cases takes the cases the runs judged")
+    if opts.states is not None:
+        check_input(opts.states, "judge states", "; --states takes build's output")
     rubrics = Codes(MAX_RUBRICS)
     with targets:
         sink = RejectSink(opts.rejects, targets.open("rejects") if opts.rejects else None)
@@ -333,7 +374,17 @@ def run(opts: CompareOptions,
                                max_line_bytes=opts.max_line_bytes,
                                allow_unknown_fields=opts.allow_unknown_fields)
                  for path in (opts.run_a, opts.run_b)]
-        rows, example_rows = _count_rows(_joined(files[0].frame, files[1].frame), opts.max_ids,
+        expected = None
+        if opts.states is not None:
+            expected = staleness.from_states(opts.states, rubrics, opts.max_line_bytes,
+                                             opts.allow_unknown_fields)
+        elif opts.cases is not None and rubric_set is not None:
+            expected = staleness.from_cases(opts.cases, rubric_set, rubrics,
+                                            against_rubrics(opts.rubric_files),
+                                            opts.max_line_bytes, opts.allow_unknown_fields)
+        marked = [staleness.mark(f.frame, expected) for f in files]
+        stale_counts = [staleness.counts(frame) for frame in marked]
+        rows, example_rows = _count_rows(_joined(marked[0], marked[1]), opts.max_ids,
                                          opts.include_incomparable)
         lines_a = {a for listed in example_rows.values() for _, a, _ in listed if a is not None}
         lines_b = {b for listed in example_rows.values() for _, _, b in listed if b is not None}
@@ -349,15 +400,25 @@ def run(opts: CompareOptions,
                                 if rubric == r},
                                rationales, opts.view)
                    for r in sorted(tallies, key=lambda r: rubrics.names[r])]
+        if expected is not None:
+            for r, result in zip(sorted(tallies, key=lambda r: rubrics.names[r]), results,
+                                 strict=True):
+                result.stale_a = stale_counts[0][1].get(r, StaleCounts())
+                result.stale_b = stale_counts[1][1].get(r, StaleCounts())
+        checks = [None if expected is None else StaleCheck(expected.against, whole_counts)
+                  for whole_counts, _ in stale_counts]
         rejected = files[0].summary.rejected + files[1].summary.rejected
         too_many = any(over_unscored_rate(f.summary, opts.max_unscored_rate) for f in files)
+        too_many = too_many or (opts.fail_on_stale and any(
+            c is not None and c.counts.stale for c in checks))
         report = CompareReport(
             command="compare", evalstream=__version__, run_a=files[0].summary,
             run_b=files[1].summary, include_incomparable=opts.include_incomparable,
             max_ids=opts.max_ids,
             max_unscored_rate=opts.max_unscored_rate, view=opts.view, summary=whole.counts(),
             rubrics=results, rejects=opts.rejects,
-            exit_code=1 if rejected or too_many else 0)
+            exit_code=1 if rejected or too_many else 0, stale_a=checks[0], stale_b=checks[1],
+            fail_on_stale=opts.fail_on_stale)
         if write is not None:
             write(report, reports)  # committed with the rejects, all or none
     return report

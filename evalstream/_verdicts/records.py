@@ -36,7 +36,7 @@ STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 PASS, FAIL, UNSCORED, NA_VERDICT = 0, 1, 2, 3
 VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "usage", "request_id",
                   "rubric_hash", "state_hash", "exposure", "error", "kind", "evidence",
-                  "question", "state")
+                  "question", "state", "allows_na")
 EXPOSURE_FIELDS = ("shown", "withheld", "never_shown", "tokens")
 FLUSH_ROWS = 1 << 16
 MAX_LINE_NUMBER = (1 << 32) - 1  # line numbers are kept as UInt32
@@ -137,6 +137,7 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
         # A judge state written by `build` has these; Raw keeps them undecoded.
         question: msgspec.Raw = msgspec.Raw()
         state: msgspec.Raw = msgspec.Raw()
+        allows_na: bool | None = None  # a judge state's, written only when false
 
     return Verdict, VerdictExposure
 
@@ -496,7 +497,7 @@ SHAPE = rejects.Shape(
     fields={"$": VERDICT_FIELDS, "$.exposure": EXPOSURE_FIELDS,
             "$.usage": ("input_tokens", "output_tokens"), "$.error": ("cause", "detail")},
     allowed={"$.status": "pass, fail, na, unscored", "$.kind": "judge, exact"},
-    unlisted=frozenset({"question", "state"}),
+    unlisted=frozenset({"question", "state", "allows_na"}),
     ids={"$.case_id": "Case id", "$.rubric_id": "Rubric id"},
     id_field="case_id",
     too_long="a verdict is rarely that long (check the file), or raise --max-line-bytes",

@@ -380,7 +380,8 @@ class _Check:
         facts = [("reason", f"<b>{inline(reason)}</b>")]
         if tokens:
             count = f"{tokens:,}" if exact else f"at least {tokens:,}"
-            facts.append(("tokens", f"{count} (state and longest question) over the budget of "
+            facts.append(("tokens", f"{count} (state, longest question and answer instruction, "
+                                    "framing and the answer's bound) over the budget of "
                                     f"{ix.options.max_tokens:,}: build counts it and writes no "
                                     "judge state (never truncated)"))
         elif reason == NOT_JUDGED:
@@ -486,13 +487,17 @@ def _tokens_line(t: dict[str, Any]) -> str:
     UTF-8 bytes (an upper bound); older records (state, total and ``method``) are read too."""
     tokenizer = _shown(t.get("tokenizer"))
     budget = _n(t.get("budget"))
+    reserved = t.get("reserved")  # since issue 25: what the budget holds back beside the texts
+    held = (f" + framing {_n(reserved.get('framing'))} + the answer's bound "
+            f"{_n(reserved.get('output'))}" if isinstance(reserved, dict) else "")
+    asked = "longest question and answer instruction" if held else "longest question"
     for figures, how in ((t.get("exact"), "exact token counts"),
                          (t.get("bytes"), "UTF-8 bytes, an upper bound of the tokens: not "
                                           "counted, as they fit")):
         if isinstance(figures, dict):
-            return (f"state {_n(figures.get('state'))} + longest question "
-                    f"{_n(figures.get('longest_question'))} = {_n(figures.get('total'))} of a "
-                    f"budget of {budget} ({tokenizer}; {how})")
+            return (f"state {_n(figures.get('state'))} + {asked} "
+                    f"{_n(figures.get('longest_question'))} = {_n(figures.get('total'))}{held} "
+                    f"of a budget of {budget} ({tokenizer}; {how})")
     method = t.get("method")
     how = ("UTF-8 bytes, an upper bound of the tokens" if method == "bytes"
            else "exact token counts" if method == "bpe" else _shown(method))

@@ -14,9 +14,16 @@ in order). A case id is found again through the duplicate-id index that reading 
 builds anyway (``cases.ids.IdIndex``: a 128-bit hash and the line, 24 bytes a slot).
 
 What stays in memory (``Index.nbytes``): per case 16 bytes of columns (line, offset, group)
-and 32-64 of the id index; per verdict 35 (offset, line, key, status, cause, and its place in
-key order); per label 10; per skipped check 10 (build skips every rubric that does not apply,
-so up to cases x rubrics); per reject 35. Nothing grows with the text of a record.
+and 32-64 of the id index; per verdict 60 (offset, line, key, status, cause, its place in
+key order, its three hashes and whether it is stale); per label 10; per skipped check 10
+(build skips every rubric that does not apply, so up to cases x rubrics); per check build
+makes today 16, while the files are read (its key and state hash, for stale verdicts:
+``_verdicts.stale``); per reject 35. Nothing grows with the text of a record.
+
+Stale verdicts: the states build makes of each case today are rebuilt as the cases are read
+(the same ``Checker``, states kept) and hashed, or read from ``--states``; each verdict of the
+run gets its code by the one rule of ``_verdicts.stale.rule`` (Polars, on the index's
+arrays: loaded once, when the files are indexed).
 """
 
 from __future__ import annotations
@@ -29,13 +36,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import xxhash
+
 from evalstream._cases.ids import IdIndex
 from evalstream._cases.reading import RecordReader, case_kind
 from evalstream._cases.rejects import Reject
 from evalstream._cases.schema import group_value
 from evalstream._checks.checker import OVER_BUDGET, Checker
 from evalstream._checks.rubrics import RubricSet
-from evalstream._checks.tokens import DEFAULT_BUDGET
+from evalstream._checks.tokens import DEFAULT_BUDGET, DEFAULT_OUTPUT
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, open_input, progress, read_chunks
 from evalstream._verdicts.records import (
     STATUSES,
@@ -117,6 +126,7 @@ class Run:
     hashes: np.ndarray | None  # i64 (n, 3): rubric_hash, state_hash, exposure (0: absent)
     order: np.ndarray  # positions sorted by key
     sorted_key: np.ndarray
+    stale: np.ndarray | None = None  # u8: each verdict's ``_verdicts.stale`` code (the run's)
 
     def find(self, keys: np.ndarray) -> np.ndarray:
         """The position of each key in this run, -1 where it has no verdict."""
@@ -126,7 +136,8 @@ class Run:
     def nbytes(self) -> int:
         arrays = [self.offset, self.line, self.key, self.status, self.cause, self.order,
                   self.sorted_key]
-        return sum(a.nbytes for a in arrays) + (0 if self.hashes is None else self.hashes.nbytes)
+        return sum(a.nbytes for a in arrays) + sum(
+            0 if a is None else a.nbytes for a in (self.hashes, self.stale))
 
 
 def _find(sorted_key: np.ndarray, order: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -183,6 +194,7 @@ class Options:
     compare: str | None = None
     rubrics: RubricSet | None = None  # the built-in set when None
     max_tokens: int = DEFAULT_BUDGET
+    max_output_tokens: int = DEFAULT_OUTPUT  # the judge's bound, held back in the budget
     by: str = "scenario"
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
@@ -356,6 +368,9 @@ class _Builder:
         self.over = (array("Q"), array("I"), array("B"))
         self.hash_mismatch: dict[str, int] = {}
         self.unknown_rubrics: dict[str, int] = {}
+        # The checks build makes today (key, state hash; 0: an exact rubric's), for stale
+        # verdicts: rebuilt from the cases unless --states gives build's output.
+        self.made_key, self.made_state = array("Q"), array("q")
 
     # -- reading ---------------------------------------------------------------------------
     def _reader(self, kind: Any, role: str) -> RecordReader[Any]:
@@ -422,7 +437,10 @@ class _Builder:
     def read_cases(self) -> None:
         opts = self.opts
         reader = self._reader(case_kind(opts.allow_unknown_fields, self.ids), CASES)
-        checker = Checker(self.rubrics, opts.max_tokens, keep_states=False)
+        rebuild = opts.states is None  # else build's output says what it made
+        checker = Checker(self.rubrics, opts.max_tokens, keep_states=rebuild,
+                          max_output_tokens=opts.max_output_tokens)
+        made_key, made_state, digest = self.made_key, self.made_state, xxhash.xxh3_128_hexdigest
         path = tuple(opts.by.split("."))
         lines, offsets, groups = self.case_line, self.case_offset, self.case_group
         label_key, label_status, label_source = self.label_key, self.label_status, \
@@ -445,6 +463,9 @@ class _Builder:
                     label_status.append(status_code[label.status])
                     label_source.append(source_code[label.source])
             for rubric, check in enumerate(checker.check(case, line_no)):
+                if rebuild and (check.reason is None or check.reason == OVER_BUDGET):
+                    made_key.append(row << 32 | rubric)  # in key order: rows, then rubrics
+                    made_state.append(0 if check.state is None else _hash(digest(check.state)))
                 if check.reason is None:
                     continue
                 skip_key.append(row << 32 | rubric)
@@ -464,6 +485,7 @@ class _Builder:
         offsets, lines, keys, statuses = array("Q"), array("I"), array("Q"), array("B")
         causes = array("H")
         hashes = array("q")
+        with_hashes = with_hashes or role == VERDICTS  # the run's: for stale verdicts
         not_judged: list[tuple[int, int]] = []  # (key, offset) of judge states
         status_code = {s: i for i, s in enumerate(STATUSES)}
         cause_code = self.causes.code
@@ -488,14 +510,16 @@ class _Builder:
     def read_states(self, path: str) -> tuple[Any, ...]:
         reader = self._reader(verdict_kind(self.opts.allow_unknown_fields), STATES)
         keys, offsets, judge, lines = array("Q"), array("Q"), array("B"), array("I")
+        hashes = array("q")  # rubric_hash, state_hash of each record (0: absent)
         for line_no, offset, _, v in self._records(reader, STATES, path):
             keys.append(self._row(v.case_id, STATES, offset) << 32
                         | self._rubric(v.rubric_id, v.rubric_hash))
             offsets.append(offset)
             judge.append(v.status is None)
             lines.append(line_no)
+            hashes.extend((_hash(v.rubric_hash), _hash(v.state_hash)))
         self.files[STATES].judge_states = sum(judge)
-        return keys, offsets, judge, lines
+        return keys, offsets, judge, lines, hashes
 
 
 def _hash(text: str | None) -> int:
@@ -527,6 +551,43 @@ def _run(parts: tuple[Any, ...], path: str, rubric_names: list[str]) -> Run:
         status=_np(statuses, np.uint8), cause=_np(causes, np.uint16),
         hashes=None if hashes is None else _np(hashes, np.int64).reshape(-1, 3),
         order=order.astype(np.uint32) if len(key) < NONE else order, sorted_key=sorted_key)
+
+
+def _stale(b: _Builder, run: Run, rubrics: RubricSet,
+           state_parts: tuple[Any, ...] | None) -> np.ndarray:
+    """Each verdict of the run's stale code (``_verdicts.stale.rule``): against the checks
+    rebuilt from the cases, or build's output (``--states``)."""
+    import numpy as np
+    import polars as pl
+
+    from evalstream._verdicts.stale import rule
+
+    n_cases = len(b.case_line)
+    rows, rubric = run.key >> np.uint64(32), run.key & np.uint64(NONE)
+    assert run.hashes is not None
+    if state_parts is None:
+        made = _np(b.made_key, np.uint64)  # in key order already
+        x_state_all = _np(b.made_state, np.int64)
+        per_rubric = np.array([_hash(r.hash) for r in rubrics.rubrics] + [0], dtype=np.int64)
+        x_rubric_all = per_rubric[np.minimum(made & np.uint64(NONE),
+                                             len(rubrics.rubrics)).astype(np.int64)]
+        checkable = (rows < n_cases) & (rubric < len(rubrics.rubrics))
+    else:
+        made = _np(state_parts[0], np.uint64)
+        pairs = _np(state_parts[4], np.int64).reshape(-1, 2)
+        order = np.argsort(made, kind="stable")
+        made, x_rubric_all, x_state_all = made[order], pairs[order, 0], pairs[order, 1]
+        checkable = np.isin(rows, made >> np.uint64(32)) & np.isin(rubric,
+                                                                    made & np.uint64(NONE))
+    at = np.minimum(np.searchsorted(made, run.key), max(len(made) - 1, 0))
+    found = (made[at] == run.key) if len(made) else np.zeros(len(run.key), bool)
+    pick = np.where(found, at, 0)
+    x_rubric = np.where(found, x_rubric_all[pick] if len(made) else 0, 0)
+    x_state = np.where(found, x_state_all[pick] if len(made) else 0, 0)
+    columns = {"v_rubric": run.hashes[:, 0], "v_state": run.hashes[:, 1], "found": found,
+               "x_rubric": x_rubric.astype(np.int64), "x_state": x_state.astype(np.int64),
+               "checkable": checkable}
+    return pl.DataFrame(columns).select(rule())["stale"].to_numpy()
 
 
 def _member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
@@ -588,7 +649,8 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
     pending = [(key, ROLES.index(VERDICTS), offset) for key, offset in run_parts[6]]
     if state_parts is not None:
         pending += [(key, ROLES.index(STATES), offset)
-                    for key, offset, is_judge, _ in zip(*state_parts, strict=True) if is_judge]
+                    for key, offset, is_judge, _ in zip(*state_parts[:4], strict=True)
+                    if is_judge]
     keys = np.array([p[0] for p in pending], dtype=np.uint64)
     first = np.unique(keys, return_index=True)[1]
     # A check build skips (with the rubric set) is listed once, with build's reason.
@@ -615,6 +677,7 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
     else:
         state_key, state_offset = np.zeros(0, np.uint64), np.zeros(0, np.uint64)
         state_is_judge, state_line = np.zeros(0, bool), np.zeros(0, np.uint32)
+    run.stale = _stale(b, run, rubrics, state_parts)
     return Index(
         options=opts, rubrics=rubrics, files=b.files, ids=b.ids, unknown_ids=b.unknown_ids,
         unknown_where=b.unknown_where, case_line=_np(b.case_line, np.uint32),

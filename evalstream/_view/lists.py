@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from evalstream._verdicts.records import FAIL, PASS, STATUSES, UNSCORED
+from evalstream._verdicts.records import FAIL, NA_VERDICT, PASS, STATUSES, UNSCORED
+from evalstream._verdicts.stale import RUBRIC, STATE
 from evalstream._view.index import LABEL_STATUSES, NONE, ROLES, SOURCES, Index
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ NO_LABEL = "no label"
 SOURCE_NAMES = (*SOURCES, NO_LABEL)
 DIMENSIONS = ("rubric", "source", "group", "kind")
 MISSED, FALSE_ALARM = "missed", "false alarm"
+NA_VERDICT_KIND = "na verdict"  # label pass or fail, judge na: a disagreement of its own kind
+STATE_CHANGED, RUBRIC_CHANGED = "state changed", "rubric changed"
 NOT_COMPARABLE, ONLY_A, ONLY_B = "not comparable", "only in this run", "only in the other run"
 NO_CAUSE = "(no cause given)"
 
@@ -42,8 +45,10 @@ class ListSpec:
 SPECS = {
     "disagreements": ListSpec(
         "disagreements", "Disagreements with labels",
-        "Checks where the judge's pass or fail differs from a pass or fail label: missed "
-        "fails (label fail, judge pass) first, then false alarms; each in verdict-file order.",
+        "Checks where the judge's verdict differs from a pass or fail label: missed fails "
+        "(label fail, judge pass) first, then false alarms (label pass, judge fail), then na "
+        "verdicts (the judge said the rubric does not apply where the label says it does); "
+        "each in verdict-file order.",
         "direction"),
     "flips": ListSpec(
         "flips", "Changes against the other run",
@@ -63,8 +68,14 @@ SPECS = {
         "reason"),
     "verdicts": ListSpec(
         "verdicts", "All verdicts", "Every verdict of the run, in file order.", "status"),
+    "stale": ListSpec(
+        "stale", "Stale verdicts",
+        "Verdicts judged on another state than build makes of the case today (the case "
+        "changed, or the rubric no longer applies), then under another version of the "
+        "rubric; each in file order. agree leaves them out of its figures.",
+        "change"),
 }
-LIST_NAMES = ("disagreements", "flips", "unscored", "skipped", "verdicts")
+LIST_NAMES = ("disagreements", "flips", "unscored", "skipped", "stale", "verdicts")
 
 
 @dataclass
@@ -193,10 +204,11 @@ def disagreements(index: Index) -> EntryList:
     status = run.status
     missed = has & (label == LABEL_STATUSES.index("fail")) & (status == PASS)
     alarm = has & (label == LABEL_STATUSES.index("pass")) & (status == FAIL)
-    chosen = np.flatnonzero(missed | alarm)
-    kind = np.where(missed[chosen], 0, 1).astype(np.uint16)
+    na = has & (label != LABEL_STATUSES.index("na")) & (status == NA_VERDICT)
+    chosen = np.flatnonzero(missed | alarm | na)
+    kind = np.select([missed[chosen], alarm[chosen]], [0, 1], 2).astype(np.uint16)
     keys, kind = _ordered(run.key[chosen], kind, run.line[chosen])
-    return EntryList(SPECS["disagreements"], keys, kind, [MISSED, FALSE_ALARM])
+    return EntryList(SPECS["disagreements"], keys, kind, [MISSED, FALSE_ALARM, NA_VERDICT_KIND])
 
 
 def flip_names() -> list[str]:
@@ -259,6 +271,17 @@ def skipped(index: Index) -> EntryList:
                      index.skipped_reason[order].astype(np.uint16), list(names))
 
 
+def stale(index: Index) -> EntryList:
+    import numpy as np
+
+    run = index.run
+    codes = run.stale if run.stale is not None else np.zeros(len(run.key), np.uint8)
+    chosen = np.flatnonzero((codes == STATE) | (codes == RUBRIC))
+    kind = np.where(codes[chosen] == STATE, 0, 1).astype(np.uint16)
+    keys, kind = _ordered(run.key[chosen], kind, run.line[chosen])
+    return EntryList(SPECS["stale"], keys, kind, [STATE_CHANGED, RUBRIC_CHANGED])
+
+
 def verdicts(index: Index) -> EntryList:
     import numpy as np
 
@@ -267,7 +290,7 @@ def verdicts(index: Index) -> EntryList:
 
 
 BUILDERS = {"disagreements": disagreements, "flips": flips, "unscored": unscored,
-            "skipped": skipped, "verdicts": verdicts}
+            "skipped": skipped, "stale": stale, "verdicts": verdicts}
 
 
 class Lists:
@@ -282,8 +305,10 @@ class Lists:
         return self.lists[name]
 
     def available(self) -> list[str]:
-        """The list names to show (flips only with --compare)."""
-        return [n for n in LIST_NAMES if n != "flips" or self.index.other is not None]
+        """The list names to show (flips only with --compare, stale verdicts only when there
+        are some: the overview says so either way)."""
+        return [n for n in LIST_NAMES if (n != "flips" or self.index.other is not None)
+                and (n != "stale" or len(self.lists[n]))]
 
 
 @dataclass

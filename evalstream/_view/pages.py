@@ -154,8 +154,12 @@ def overview(site: Site, timings: bool = True) -> str:
               if n != "verdicts"]
     cards.append((f"{len(lists.rejects):,}", "rejected lines"))
     page.cards(cards)
-    for warning in warnings(ix):
+    from evalstream._view import coverage  # coverage first: its warnings lead (issue 25)
+
+    for warning in [*coverage.warnings(ix), *warnings(ix)]:
         page.fragment(f'<p class="warn">{inline(warning)}</p>')
+    page.heading("Coverage")
+    page.fragment(coverage.table(ix))
     page.heading("Lists")
     rows = []
     for name in lists.available():
@@ -179,7 +183,7 @@ def overview(site: Site, timings: bool = True) -> str:
     page.paragraph(f"{len(r.rubrics)} rubrics from {', '.join(r.sources)} (hash {r.hash}); "
                    f"budget {opts.max_tokens:,} tokens. Skipped checks are those build skips "
                    "with this rubric set; give build's --rubrics and --max-tokens if it ran "
-                   "with others.")
+                   "with others. " + coverage.stale_note(ix))
     took = f" in {ix.seconds:.2f} s" if timings else ""
     page.paragraph(f"Indexed {ix.lines:,} lines{took}; the index holds {ix.nbytes:,} bytes "
                    f"({ix.nbytes / max(ix.lines, 1):,.0f} a line); records are read from the "
@@ -406,6 +410,8 @@ def list_table(site: Site, name: str, shown: list[Row], first: int) -> str:
         head += ["cause", "detail", "label", "group", "line"]
     elif name == "skipped":
         head += ["reason", "tokens", "label", "group"]
+    elif name == "stale":
+        head += ["change", "judge", "label", "group", "line"]
     else:
         head += ["judge", "label", "group", "rationale", "line"]
     numeric = {"#", "line", "tokens"}
@@ -441,6 +447,10 @@ def list_table(site: Site, name: str, shown: list[Row], first: int) -> str:
             cells += [f'<td class="key">{short(r.kind)}</td>',
                       f'<td class="num">{escape(tokens)}</td>',
                       f'<td class="key">{_label(r.label)}</td>', group]
+        elif name == "stale":
+            cells += [f"<td>{_kind_badge(r.kind)}</td>",
+                      f"<td>{badge(_status(r.verdict))}</td>",
+                      f'<td class="key">{_label(r.label)}</td>', group, _num(r.line)]
         else:
             cells += [f"<td>{badge(_status(r.verdict))}</td>",
                       f'<td class="key">{_label(r.label)}</td>', group, rationale, _num(r.line)]

@@ -141,7 +141,8 @@ class Source:
         ix = self.index
         with self._lock:
             if self._checker is None:
-                self._checker = Checker(ix.rubrics, ix.options.max_tokens, keep_states=True)
+                self._checker = Checker(ix.rubrics, ix.options.max_tokens, keep_states=True,
+                                        max_output_tokens=ix.options.max_output_tokens)
             check = self._checker.check(case, line_no)[rubric]
             return check, self._checker.exposure(check)
 

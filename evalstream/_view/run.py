@@ -21,8 +21,8 @@ def check_options(opts: Options) -> None:
     if "," in opts.by or not opts.by.strip("."):
         raise UsageError(f"--by takes one metadata key (dots reach nested metadata), not "
                          f"{opts.by!r}.")
-    if opts.max_tokens < 1:
-        raise UsageError("--max-tokens must be positive.")
+    if opts.max_tokens < 1 or opts.max_output_tokens < 1:
+        raise UsageError("--max-tokens and --max-output-tokens must be positive.")
 
 
 @contextmanager

@@ -18,7 +18,16 @@ from hypothesis import strategies as st
 
 from evalstream._build.run import Options, run
 from evalstream._checks import rubrics
-from evalstream._checks.state import PREAMBLE, STATE_NAMES, CheckRecord, ExactVerdict, question_text
+from evalstream._checks.state import (
+    PREAMBLE,
+    STATE_NAMES,
+    CheckRecord,
+    ExactVerdict,
+    answer_instruction,
+    question_text,
+    system_text,
+)
+from evalstream._checks.tokens import FRAMING
 from evalstream.errors import UsageError
 from tests.helpers import SAMPLES, build, golden, oracle_count
 
@@ -149,7 +158,14 @@ def huge_case(n_chars: int) -> str:
 
 
 def builtin_questions() -> list[str]:
-    return [question_text(r.question) for r in rubrics.builtin().rubrics if r.kind == "judge"]
+    """What the budget counts of each judge rubric: its whole system text (the question after
+    the preamble, then the answer instruction), as the judge sends it."""
+    return [system_text(question_text(r.question), r.allows_na) for r in rubrics.builtin().rubrics
+            if r.kind == "judge"]
+
+
+def reserved(tokenizer: str = "o200k_base", output: int = 1_024) -> dict[str, int]:
+    return {"framing": FRAMING[tokenizer], "output": output}
 
 
 def state_text(record: dict[str, Any]) -> str:
@@ -176,7 +192,8 @@ def test_over_budget_is_counted_never_cut(tmp_path: Path) -> None:
 @pytest.mark.parametrize("tokenizer", ["o200k_base", "cl100k_base"])
 def test_exact_count_when_bytes_exceed_the_room(tmp_path: Path, tokenizer: str) -> None:
     # ~2,600 bytes of state against a 2,000-token budget: counted exactly, and it fits.
-    report, out = build(tmp_path, [huge_case(2_500)], max_tokens=2_000, tokenizer=tokenizer)
+    report, out = build(tmp_path, [huge_case(2_500)], max_tokens=2_000, tokenizer=tokenizer,
+                        max_output_tokens=256)
     (rec,) = [json.loads(x) for x in out.read_text().splitlines()]
     t = rec["exposure"]["tokens"]
     state = state_text(rec)
@@ -186,8 +203,10 @@ def test_exact_count_when_bytes_exceed_the_room(tmp_path: Path, tokenizer: str) 
                  "bytes": {"state": len(state.encode()), "longest_question": longest_bytes,
                            "total": len(state.encode()) + longest_bytes},
                  "exact": {"state": oracle_count(state, tokenizer), "longest_question": longest,
-                           "total": oracle_count(state, tokenizer) + longest}}
-    assert t["exact"]["total"] <= 2_000 < t["bytes"]["total"]
+                           "total": oracle_count(state, tokenizer) + longest},
+                 "reserved": reserved(tokenizer, 256)}
+    held = FRAMING[tokenizer] + 256
+    assert t["exact"]["total"] + held <= 2_000 < t["bytes"]["total"] + held
     assert report.tokenizer == tokenizer
 
 
@@ -203,12 +222,14 @@ def test_byte_sizes_are_never_called_tokens(tmp_path: Path) -> None:
             assert t is None
             continue
         judged += 1
-        assert list(t) == ["tokenizer", "budget", "bytes"]
+        assert list(t) == ["tokenizer", "budget", "bytes", "reserved"]
+        assert t["reserved"] == reserved()
         size = len(state_text(rec).encode())
         assert t["bytes"] == {"state": size, "longest_question": longest, "total": size + longest}
         for name in ("o200k_base", "cl100k_base"):
             assert size >= oracle_count(state_text(rec), name)
-            assert longest >= oracle_count(rec["question"], name)
+            assert longest >= oracle_count(rec["question"], name) + oracle_count(
+                answer_instruction(rec.get("allows_na", True)), name)
     assert judged == 101
 
 
@@ -388,4 +409,4 @@ def test_warnings_say_what_can_never_be_judged(tmp_path: Path) -> None:
     assert any("not in the rubric set (nope)" in w for w in s.warnings)
     tight, _ = build(tmp_path, ['{"id":"a","input":"x","output":"y"}'], max_tokens=200)
     assert tight.warnings[0].startswith("--max-tokens 200 leaves no room for a judge state: "
-                                        "the longest question alone takes ")
+                                        "the longest question and the answer instruction take ")

@@ -76,6 +76,8 @@ def test_sample_rubric_file_loads() -> None:
     ("[[rubric]]\nid='e'\nkind='exact'\ncheck={ last_call = 'x', field = 'error', matches = '(' }\n", r"`check.matches` is not a valid regular expression"),
     ("[[rubric]]\nid='e'\nkind='exact'\ncheck={ all = [] }\n", r"`check.all` must be a non-empty list of conditions"),
     ("[[rubric]]\nid='e'\nkind='exact'\nquestion='q'\ncheck={ called = 'x' }\n", r"unknown key\(s\) `question`; an exact rubric takes"),
+    (JUDGE + "allows_na = 'no'\n", r"rubric 1 \(`r1`\): `allows_na` is 'no'; it takes true \(the default: the judge may answer na\) or false \(pass or fail only\)"),
+    ("[[rubric]]\nid='e'\nkind='exact'\nallows_na=false\ncheck={ called = 'x' }\n", r"unknown key\(s\) `allows_na`; an exact rubric takes"),
 ])
 def test_errors_at_load(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(RubricError, match=message):
@@ -117,6 +119,27 @@ def test_hashes_change_with_what_the_judge_is_asked(tmp_path: Path) -> None:
     c = load_text(tmp_path, JUDGE + "# a comment\n")
     assert a.rubrics[0].hash != b.rubrics[0].hash
     assert a.rubrics[0].hash == c.rubrics[0].hash and a.hash == c.hash
+
+
+def test_allows_na_is_read_and_changes_the_hash_only_when_false(tmp_path: Path) -> None:
+    # Issue 25: a rubric says whether `na` is an answer; verdicts judged under the other
+    # setting are stale (another rubric hash). Stated true, it is the default: same hash.
+    plain, = load_text(tmp_path, JUDGE).rubrics
+    said, = load_text(tmp_path, JUDGE + "allows_na = true\n").rubrics
+    without, = load_text(tmp_path, JUDGE + "allows_na = false\n").rubrics
+    assert plain.allows_na and said.allows_na and not without.allows_na
+    assert plain.hash == said.hash != without.hash
+
+
+def test_builtin_rubrics_that_always_apply_do_not_allow_na() -> None:
+    # The questions of tool-backed-claims and policy-compliance say "do not answer na";
+    # claim-support and escalation say when na applies.
+    by_id = {r.id: r for r in rubrics.builtin().rubrics if r.kind == "judge"}
+    assert {rid: r.allows_na for rid, r in by_id.items()} == {
+        "tool-backed-claims": False, "claim-support": True, "policy-compliance": False,
+        "escalation": True}
+    for r in by_id.values():
+        assert ('do not answer "na"' in r.question) == (not r.allows_na)
 
 
 # Ids at and past every edge of the id rule: length, whitespace of every kind (a line or

@@ -236,4 +236,13 @@ def test_the_longest_question_is_counted_exactly() -> None:
         assert b.question_tokens == [whole(q, name) for q in questions]
         assert b.longest_question == max(b.question_tokens)
         assert b.longest_question_bytes == max(len(q.encode()) for q in questions)
-        assert b.byte_room == 100 - b.longest_question_bytes
+        # The framing and the answer's bound are held back too (issue 25).
+        assert b.byte_room == 100 - b.longest_question_bytes - tokens.FRAMING[name] - 1_024
+        assert b.limit() == 100 - b.longest_question - tokens.FRAMING[name] - 1_024
+
+
+def test_the_framing_is_what_the_tokenizer_counts() -> None:
+    # Written per encoding so that a budget loads no tokenizer; counted here again.
+    assert set(tokens.FRAMING) == set(ENCODINGS)
+    for name in ENCODINGS:
+        assert tokens.FRAMING[name] == tokens.framing_tokens(name)

@@ -46,3 +46,15 @@ def test_a_bad_file_is_exit_2_naming_it(tmp_path: Path,
     bad.write_text('[[rubric]]\nid = "x"\nquestion = "q"\nshow = ["user_input"]\n')
     assert main(["rubrics", str(bad)]) == 2
     assert "unknown key(s) `show`" in capsys.readouterr().err
+
+
+def test_the_table_says_what_each_judge_may_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    from evalstream._render.rubrics import rubric_blocks
+    from evalstream._render.tables import Table
+
+    table = rubric_blocks(builtin())[0]
+    assert isinstance(table, Table)
+    answers = {row[0]: row[4] for row in table.rows}
+    assert answers == {"tool-backed-claims": "pass, fail", "booking-succeeded": "pass, fail",
+                       "claim-support": "pass, fail, na", "policy-compliance": "pass, fail",
+                       "escalation": "pass, fail, na"}

@@ -84,11 +84,14 @@ def test_batch_submit_status_collect(tmp_path: Path, sample_states: Path,
                  ["submit", str(folder)], ["status", str(folder), "--wait", "--poll", "1"],
                  ["collect", str(folder), str(out)]):
         done = evalstream("batch", *args)
-        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        if args[0] != "collect":
+            assert done.returncode == 0, (args, done.stdout, done.stderr)
     # AIMock's batches answer one fixed text ("Mock batch completion") whatever the lines
-    # ask: each state has its verdict, read fail-closed.
+    # ask: each state has its verdict, read fail-closed, and a collect with no usable
+    # verdict exits 1 (docs/exit-codes.md).
     got = verdicts(out)
     assert [(v["status"], v["error"]["cause"]) for v in got] == [("unscored", "not_json")] * 4
+    assert done.returncode == 1 and "every verdict is unscored" in done.stderr, done.stderr
     assert evalstream("batch", "submit", str(folder)).returncode == 0  # nothing made twice
     made = [e for e in server.call("GET", "/__aimock/journal")
             if e["method"] == "POST" and e["path"].endswith("/batches")]

@@ -132,12 +132,18 @@ def test_batch_submit_status_collect(tmp_path: Path, sample_states: Path, server
                  ["submit", str(folder)], ["status", str(folder), "--wait", "--poll", "1"],
                  ["collect", str(folder), str(out)]):
         done = evalstream("batch", *args)
-        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        if args[0] != "collect":
+            assert done.returncode == 0, (args, done.stdout, done.stderr)
     # LLMock's batches answer in text whatever structured output the lines ask for: each
     # state has its verdict, read as the live one is (fail-closed: not JSON, unscored).
     got = verdicts(out)
     assert len(got) == 5 and all(v["status"] == "pass" or v["error"]["cause"] == "not_json"
                                  for v in got)
+    # A collect where no verdict is usable is not a green build (docs/exit-codes.md).
+    if all(v["status"] == "unscored" for v in got):
+        assert done.returncode == 1 and "every verdict is unscored" in done.stderr, done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
     assert all(v["usage"]["input_tokens"] > 0 for v in got)
     again = evalstream("batch", "submit", str(folder))  # ids saved: nothing made twice
     assert again.returncode == 0

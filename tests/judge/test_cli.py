@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from evalstream._checks.state import ANSWER_SCHEMA
 from evalstream._judge import inputs
 from evalstream._judge.request import JudgeConfig, build, system_text
 from tests.helpers import ROOT, oracle_count
-from tests.judge.support import FAKE_KEY, FakeServer, cli, lines, states
+from tests.judge.support import FAKE_KEY, RUBRIC, FakeServer, cli, lines, states
+
+SCHEMA = json.dumps(ANSWER_SCHEMA, separators=(",", ":"))  # as msgspec writes it
 
 
 def args(server: FakeServer, src: Path, out: Path, *extra: str) -> list[str]:
@@ -36,9 +39,10 @@ def test_dry_run_sends_nothing_writes_nothing_and_counts_exactly(tmp_path: Path,
         key = build(config, item.question, item.state).key
         if key not in seen:
             seen.add(key)
-            # tiktoken's counts of both messages, and OpenAI's overhead of 3 + 3 + 3
+            # tiktoken's counts of both messages, OpenAI's overhead of 3 + 3 + 3, and the
+            # answer's schema as its JSON text (as build's budget counts them)
             expected += 9 + sum(oracle_count(t, "cl100k_base") for t in (
-                "system", system_text(item.question), "user", item.state))
+                "system", system_text(item.question), "user", item.state, SCHEMA))
     out = r.stdout
     assert "requests to send: 3; answers already stored: 0" in out
     assert "duplicates of another state's request: 1" in out
@@ -53,6 +57,47 @@ def test_dry_run_sends_nothing_writes_nothing_and_counts_exactly(tmp_path: Path,
     r = cli(*args(server, src, tmp_path / "v.jsonl", "--dry-run"))
     assert "requests to send: 0; answers already stored: 4" in r.stdout
     assert "give --price-in and --price-out" in r.stdout
+
+
+@pytest.mark.slow
+def test_dry_run_expects_output_tokens_from_the_answers_stored(tmp_path: Path,
+                                                               server: FakeServer) -> None:
+    # Issue 25: the dry run gave only the worst case (every answer at --max-output-tokens).
+    import sqlite3
+
+    first = states(tmp_path / "a", ["a", "b", "c", "d"])
+    store = str(tmp_path / "s.sqlite")
+    opts = ("--store", store, "--price-in", "2", "--price-out", "8", "--max-output-tokens",
+            "100")
+    r = cli(*args(server, first, tmp_path / "v.jsonl", "--dry-run", *opts))
+    assert "expected output tokens: unknown: the store holds no answer of gpt-4-turbo yet, " \
+           "so only the bound is known." in r.stdout
+    assert "; no expected cost: too few answers stored." in r.stdout
+    assert cli(*args(server, first, tmp_path / "v.jsonl", "-q", *opts)).returncode == 0
+    with sqlite3.connect(store) as db:
+        outs = sorted(n for (n,) in db.execute("SELECT output_tokens FROM answers"))
+    assert len(outs) == 4
+    p50, p95 = outs[1], outs[3]  # nearest rank: the 2nd and the 4th of 4
+    # A dataset of the same rubric: two states answered, two new ones.
+    more = states(tmp_path / "b", ["a", "b", "e", "f"])
+    r = cli(*args(server, more, tmp_path / "w.jsonl", "--dry-run", *opts))
+    with sqlite3.connect(store) as db:
+        rows = dict(db.execute("SELECT key, output_tokens FROM answers"))
+    config = JudgeConfig(model="gpt-4-turbo", base_url=server.url, max_output_tokens=100)
+    own = sorted(rows[build(config, s.question, s.state).key] for s in inputs.read(str(more))
+                 if isinstance(s, inputs.JudgeState) and
+                 build(config, s.question, s.state).key in rows)
+    assert len(own) == 2
+    assert (f"expected output tokens: {2 * own[0]:,} (p50) to {2 * own[1]:,} (p95), from the "
+            "answers already stored:") in r.stdout
+    assert (f"helpful: 2 requests x {own[0]:,} (p50) to {own[1]:,} (p95) output tokens, from "
+            "2 stored answers of this rubric") in r.stdout
+    # Another rubric, with none of its own: every answer of the model in the store.
+    other = states(tmp_path / "c", ["g"], RUBRIC.replace('"helpful"', '"polite"'))
+    r = cli(*args(server, other, tmp_path / "x.jsonl", "--dry-run", *opts))
+    assert (f"polite: 1 requests x {p50:,} (p50) to {p95:,} (p95) output tokens, from 4 stored "
+            "answers of gpt-4-turbo to other rubrics (none of this one yet)") in r.stdout
+    assert "expected $" in r.stdout and "(p95)." in r.stdout
 
 
 @pytest.mark.slow

@@ -87,7 +87,9 @@ def test_every_fault_is_its_status_and_cause(tmp_path: Path, server: FakeServer)
     markers = list(FAULTS)
     path = states(tmp_path, markers)
     out = tmp_path / "v.jsonl"
-    report = live.run(options(server, path, out, max_attempts=3, timeout=0.5))
+    # No limit on the unscored rate: most of these verdicts are unscored on purpose.
+    report = live.run(options(server, path, out, max_attempts=3, timeout=0.5,
+                              max_unscored_rate=None))
     got = {m: (v["status"], (v.get("error") or {}).get("cause"))
            for m, v in zip(markers, lines(out), strict=True)}
     assert got == FAULTS
@@ -100,7 +102,7 @@ def test_every_fault_is_its_status_and_cause(tmp_path: Path, server: FakeServer)
             assert v["usage"] is None and v["request_id"] is None
     assert report.by_cause == {"connection": 1, "http_error": 3, "not_json": 1, "refusal": 1,
                                "timeout": 1, "truncated": 1, "wrong_shape": 1}
-    assert report.exit_code == 0  # unscored verdicts are verdicts
+    assert report.exit_code == 0  # unscored verdicts are verdicts, below every one of them
     r = report.requests
     # 429x2: 2 retries; 500x1, cutx1: 1 each; 503, cut, slow: 2 each (3 attempts); 400: none.
     assert r.retried == {"connection": 3, "http 429": 2, "http 500": 1, "http 503": 2,
@@ -208,6 +210,117 @@ def test_max_unscored_rate(tmp_path: Path, server: FakeServer) -> None:
     assert live.run(options(server, path, out, max_unscored_rate=0.25)).exit_code == 0
     report = live.run(options(server, path, out, max_unscored_rate=0.2))
     assert report.exit_code == 1 and report.unscored_rate == 0.25
+
+
+@pytest.mark.parametrize("provider", REGISTRY)
+def test_na_where_the_rubric_does_not_allow_it_is_unscored(tmp_path: Path, server: FakeServer,
+                                                           provider: str) -> None:
+    # Issue 25: a rubric whose question says it always applies took `na` as a verdict.
+    from evalstream._checks.state import ANSWER_INSTRUCTION_NO_NA
+    from evalstream._judge import inputs
+    from tests.judge.support import RUBRIC
+
+    path = states(tmp_path / "no", ["FAKE:na", "FAKE:pass"], RUBRIC + "allows_na = false\n")
+    assert [r["allows_na"] for r in lines(path)] == [False, False]
+    out = tmp_path / "v.jsonl"
+    opts = options(server, path, out, provider=provider)
+    live.run(opts)
+    first, second = lines(out)
+    assert (first["status"], first["rationale"], first["error"]["cause"]) == (
+        "unscored", None, "na_not_allowed")
+    assert "allows_na = false" in first["error"]["detail"] and second["status"] == "pass"
+    # What was asked: pass or fail only, in the instruction and in the schema.
+    for state in inputs.read(str(path)):
+        assert isinstance(state, inputs.JudgeState) and not state.allows_na
+        body = build(opts.config, state.question, state.state, state.allows_na).body
+        assert body.count(b'"enum":["pass","fail"]') == 1 and b'"na"]' not in body
+        assert msgspec.json.encode(ANSWER_INSTRUCTION_NO_NA)[1:-1] in body
+    # The same answer to a rubric that allows `na` is a verdict.
+    path = states(tmp_path / "yes", ["FAKE:na"])
+    live.run(options(server, path, tmp_path / "w.jsonl", provider=provider))
+    assert lines(tmp_path / "w.jsonl")[0]["status"] == "na"
+
+
+def test_more_than_half_unscored_exits_1_by_default(tmp_path: Path, server: FakeServer) -> None:
+    # Issue 25: without --max-unscored-rate, 3 unusable answers of 4 were a clean run.
+    out = tmp_path / "v.jsonl"
+    two = states(tmp_path / "two", ["FAKE:notjson", "FAKE:notjson", "FAKE:pass", "FAKE:pass"])
+    assert live.run(options(server, two, out)).exit_code == 0  # half: not above 0.5
+    three = states(tmp_path / "three", ["FAKE:notjson", "FAKE:400", "FAKE:notjson", "FAKE:pass"])
+    report = live.run(options(server, three, out))
+    assert report.exit_code == 1 and report.max_unscored_rate == 0.5
+    assert live.run(options(server, three, out, max_unscored_rate=None)).exit_code == 0
+
+
+def test_a_judge_that_answered_nothing_never_exits_0(tmp_path: Path, server: FakeServer) -> None:
+    # Issue 25: every request refused, or nothing listening, was exit 0 with every verdict
+    # unscored. Where the first requests all fail the same way (SAME_REFUSALS attempts of
+    # two requests or more, before any answer) the run stops early: exit 2, one sentence with
+    # the server's own message and how many requests were sent, nothing written. A run too
+    # short to be stopped so is held by the unscored rate: exit 1, never 0.
+    import socket
+
+    from evalstream._judge.transport import SAME_REFUSALS
+    from tests.judge.support import cli
+
+    few = states(tmp_path / "few", [f"FAKE:400 ({n})" for n in range(3)])
+    many = states(tmp_path / "many", [f"FAKE:400 ({n})" for n in range(3 * SAME_REFUSALS)])
+    # Every request refused (as by a server that does not take response_format), each once:
+    # three attempts are too few to stop early, so exit 1, whatever the limit.
+    for limit in ([], ["--max-unscored-rate", "1"]):
+        server.reset()
+        out = tmp_path / f"v{len(limit)}.jsonl"
+        r = cli("judge", str(few), str(out), "--model", "m", "--base-url", server.url, "-q",
+                "--max-attempts", "1", *limit)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert server.stats()["requests"] == 3
+        assert {v["error"]["cause"] for v in lines(out)} == {"http_error"}
+    # Enough of them refused alike: stopped early, exit 2, the server's message said.
+    server.reset()
+    out = tmp_path / "stopped.jsonl"
+    r = cli("judge", str(many), str(out), "--model", "m", "--base-url", server.url,
+            "--max-attempts", "1", "--max-connections", "2")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    sent = server.stats()["requests"]
+    assert SAME_REFUSALS <= sent <= SAME_REFUSALS + 2 < 3 * SAME_REFUSALS  # not the rest
+    assert "refused every request the same way (HTTP 400: fake 400" in r.stderr
+    assert f"{sent} requests were sent and none answered (nothing paid)" in r.stderr
+    assert not out.exists()
+    # Nothing listening on the port: every verdict unscored (connection), exit 1, when too
+    # few attempts were made to stop early; stopped early (exit 2) otherwise.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    nobody = f"http://127.0.0.1:{port}/v1"
+    out = tmp_path / "nobody.jsonl"
+    r = cli("judge", str(few), str(out), "--model", "m", "--base-url", nobody,
+            "--max-attempts", "1", "--max-unscored-rate", "1")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert {v["error"]["cause"] for v in lines(out)} == {"connection"}
+    assert "every verdict is unscored (3 of 3): no usable verdict (exit 1)" in r.stderr
+    out = tmp_path / "nobody-stopped.jsonl"
+    r = cli("judge", str(many), str(out), "--model", "m", "--base-url", nobody,
+            "--max-attempts", "1")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "no request reached the server: every attempt failed the same way (" in r.stderr
+    assert f"127.0.0.1:{port}" in r.stderr and "none answered (nothing paid)" in r.stderr
+    assert not out.exists()
+
+
+def test_the_rejects_file_is_written_only_when_a_line_is_rejected(tmp_path: Path,
+                                                                  server: FakeServer) -> None:
+    # Issue 25: judge wrote an empty v.rejects.jsonl beside every output, unasked.
+    path = states(tmp_path / "in", ["a", "b"])
+    report = live.run(options(server, path, tmp_path / "v.jsonl"))
+    assert report.rejects is None and not (tmp_path / "v.rejects.jsonl").exists()
+    named = tmp_path / "named.rejects.jsonl"
+    report = live.run(options(server, path, tmp_path / "w.jsonl", rejects=str(named)))
+    assert report.rejects == str(named) and named.read_bytes() == b""  # asked for: written
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(path.read_bytes() + b"not json\n")
+    report = live.run(options(server, broken, tmp_path / "x.jsonl"))
+    assert report.rejects == str(tmp_path / "x.rejects.jsonl") and report.exit_code == 1
+    assert len(lines(tmp_path / "x.rejects.jsonl")) == 1
 
 
 def test_wrong_key_stops_the_run_and_writes_nothing(tmp_path: Path, server: FakeServer) -> None:

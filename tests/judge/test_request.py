@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from evalstream._checks.state import PREAMBLE
 from evalstream._judge.answer import ANSWER_SCHEMA
+from evalstream._judge.providers import REGISTRY
 from evalstream._judge.request import (
     ANSWER_INSTRUCTION,
     JudgeConfig,
@@ -162,3 +163,47 @@ def test_a_bad_base_url_is_one_sentence_that_repeats_no_secret(url: str, message
 def test_good_base_urls_are_kept(url: str) -> None:
     config = JudgeConfig(model="m", base_url=url)
     assert config.base_url == url.rstrip("/") and config.host
+
+
+# Every provider, each of its response formats, and the judges that reason first (their
+# settings change the body: a tool offered instead of forced, thinking, no temperature).
+REASONING = {"openai": {"model": "o3-mini", "reasoning_effort": "low"},
+             "azure": {"model": "o3-mini", "reasoning_effort": "low"},
+             "anthropic": {"model": "claude-sonnet-4-5", "thinking_budget": 1024,
+                           "max_output_tokens": 4096},
+             "gemini": {"model": "gemini-2.5-flash", "thinking_budget": 512},
+             "bedrock": {"model": "anthropic.claude-sonnet-4-5", "thinking_budget": 1024,
+                         "max_output_tokens": 4096}}
+ANSWER_CONFIGS = [
+    pytest.param(provider, response_format, reasoning,
+                 id=f"{provider}-{response_format}{'-reasoning' if reasoning else ''}")
+    for provider in REGISTRY for response_format in REGISTRY[provider].response_formats
+    for reasoning in (False, True)]
+
+
+@pytest.mark.parametrize(("provider", "response_format", "reasoning"), ANSWER_CONFIGS)
+def test_a_rubric_without_na_is_asked_for_pass_or_fail_by_every_provider_and_format(
+        provider: str, response_format: str, reasoning: bool) -> None:
+    # Issue 25 (allows_na) met issue 27's providers and --response-format: whatever carries
+    # the answer's schema (a response_format, a tool, a responseSchema) leaves `na` out for a
+    # rubric that does not allow it, and the instruction (all a `none` request has) says so.
+    from evalstream._checks.state import ANSWER_INSTRUCTION_NO_NA
+
+    kw: dict[str, object] = {"model": "m", "provider": provider,
+                             "response_format": response_format}
+    if provider == "azure":
+        kw["base_url"] = "https://r.openai.azure.com"
+    if reasoning:
+        kw.update(REASONING[provider])
+    config = JudgeConfig(**kw)  # type: ignore[arg-type]
+    schema = response_format != "none"
+    for allows_na, statuses in ((True, b'["pass","fail","na"]'), (False, b'["pass","fail"]')):
+        body = build(config, QUESTION, STATE, allows_na).body
+        assert body.count(b'"enum":' + statuses) == (1 if schema else 0), body
+        assert body.count(b'"enum":') == (1 if schema else 0)
+        instruction = ANSWER_INSTRUCTION if allows_na else ANSWER_INSTRUCTION_NO_NA
+        assert json.dumps(instruction, ensure_ascii=False)[1:-1].encode() in body
+        if not allows_na:
+            assert b'"na"' not in body
+    # The two requests are two keys: an answer to one is never the other's.
+    assert build(config, QUESTION, STATE, True).key != build(config, QUESTION, STATE, False).key

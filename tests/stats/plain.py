@@ -78,14 +78,27 @@ def state_text(case: dict[str, Any], rubric: str) -> str:
 
 
 def questions() -> dict[str, str]:
-    """Each judge rubric's question as a judge receives it: the README's preamble first."""
+    """Each judge rubric's system text as a judge receives it: the README's preamble first,
+    the question, then the answer instruction (without `na` where the rubric says
+    `allows_na = false`)."""
     import tomllib
 
-    from evalstream._checks.state import PREAMBLE
+    from evalstream._checks.state import ANSWER_INSTRUCTION, ANSWER_INSTRUCTION_NO_NA, PREAMBLE
 
     path = ROOT / "evalstream" / "_checks" / "builtin_rubrics.toml"
-    return {r["id"]: f"{PREAMBLE}\n\n{r['question']}"
+    return {r["id"]: f"{PREAMBLE}\n\n{r['question']}\n\n"
+                     f"{ANSWER_INSTRUCTION if r.get('allows_na', True) else ANSWER_INSTRUCTION_NO_NA}"
             for r in tomllib.loads(path.read_text())["rubric"] if "question" in r}
+
+
+# What every judge request holds beside its texts, in o200k_base tokens: OpenAI's chat
+# overhead (3 a message and its role, 3 priming the reply) and the answer's schema.
+def framing(tokenizer: str = "o200k_base") -> int:
+    from evalstream._checks.state import ANSWER_SCHEMA
+
+    schema = json.dumps(ANSWER_SCHEMA, separators=(",", ":"))
+    return (3 + oracle_count("system", tokenizer) + 3 + oracle_count("user", tokenizer) + 3
+            + oracle_count(schema, tokenizer))
 
 
 def summary(values: list[float]) -> dict[str, Any]:
@@ -104,7 +117,7 @@ def group_figures(rows: list[dict[str, Any]], lines: list[bytes]) -> dict[str, A
     largest = [max(oracle_count(state_text(c, r)) for r in judges if applies(c, r))
                for c in rows if any(applies(c, r) for r in judges)]
     asked = questions()
-    judge_tokens = sum(oracle_count(state_text(c, r)) + oracle_count(asked[r])
+    judge_tokens = sum(oracle_count(state_text(c, r)) + oracle_count(asked[r]) + framing()
                        for c in rows for r in judges if applies(c, r))
     return {
         "cases": len(rows),

@@ -144,11 +144,13 @@ def test_grouping_by_two_keys_and_a_nested_key() -> None:
 @pytest.mark.parametrize("tokenizer", ["o200k_base", "cl100k_base"])
 def test_exact_token_counts_match_tiktoken(tokenizer: str) -> None:
     # A budget below the longest question's size in bytes: some states fit, some do not;
-    # every figure is tiktoken's exact count, in the tokenizer asked for.
+    # every figure is tiktoken's exact count, in the tokenizer asked for. The budget holds
+    # back the request's framing and the answer's bound (issue 25).
     import numpy as np
 
     asked = plain.questions()
-    budget = 600
+    budget, output = 600, 8
+    held = plain.framing(tokenizer) + output
     assert max(len(q.encode()) for q in asked.values()) > budget
     longest = max(oracle_count(q, tokenizer) for q in asked.values())
     largest, over, judge_tokens = [], 0, 0
@@ -158,13 +160,15 @@ def test_exact_token_counts_match_tiktoken(tokenizer: str) -> None:
             if rule["shows"] and plain.applies(case, rubric):
                 n = oracle_count(plain.state_text(case, rubric), tokenizer)
                 counts.append(n)
-                if n + longest > budget:
+                if n + longest + held > budget:
                     over += 1
                 else:
-                    judge_tokens += n + oracle_count(asked[rubric], tokenizer)
+                    judge_tokens += n + oracle_count(asked[rubric], tokenizer) + \
+                        plain.framing(tokenizer)
         if counts:
             largest.append(max(counts))
-    result = collect(StatsOptions(input=str(CASES), max_tokens=budget, tokenizer=tokenizer))
+    result = collect(StatsOptions(input=str(CASES), max_tokens=budget, tokenizer=tokenizer,
+                                  max_output_tokens=output))
     assert result.tokenizer == tokenizer
     assert 0 < over < sum(c.applies for c in result.checks)  # some fit, some do not
     assert result.total.over_budget == over

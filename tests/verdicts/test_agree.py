@@ -94,10 +94,17 @@ def check_identities(r: Any) -> None:
     """labels = pairs + unscored + no verdict + na; verdicts = pairs + unscored + na with a
     verdict + no label; and the parts add up to the rubric's whole."""
     c = r.all
-    assert sum(r.labels.values()) == (c.pairs + c.unscored + c.na_verdicts
+    assert sum(r.labels.values()) == (c.pairs + c.unscored + c.na_verdicts + c.stale
                                       + c.labels_without_verdict + c.na_labels)
-    assert sum(r.verdicts.values()) == (c.pairs + c.unscored + c.na_verdicts
+    assert sum(r.verdicts.values()) == (c.pairs + c.unscored + c.na_verdicts + c.stale
                                         + c.na_with_verdict + c.verdicts_without_label)
+    # Coverage first: every pass/fail label is scored or left out for one named reason.
+    assert c.coverage is not None
+    assert c.coverage.labels == r.labels["pass"] + r.labels["fail"] == c.pairs + sum(
+        c.coverage.left_out.values())
+    m = c.confusion
+    assert c.coverage.agreed == m.pass_pass + m.fail_fail
+    assert (m.pass_na + m.fail_na, m.pass_stale + m.fail_stale) == (c.na_verdicts, c.stale)
     assert r.labels["na"] == c.na_labels
     assert r.verdicts["unscored"] >= c.unscored
     for field in ("pairs", "unscored", "na_verdicts", "labels_without_verdict", "na_labels"):
@@ -123,7 +130,8 @@ def test_sample_known_facts() -> None:
     assert r["tool-backed-claims"].examples.missed == ["case-02", "case-04"]
     assert r["tool-backed-claims"].examples.false_alarms == ["case-20"]
     assert r["claim-support"].examples.unscored == ["case-11"]
-    assert r["policy-compliance"].examples.unscored == ["case-26"]
+    # case-08: the judge answered na, which policy-compliance does not allow (issue 25)
+    assert r["policy-compliance"].examples.unscored == ["case-08", "case-26"]
     assert r["escalation"].examples.labels_without_verdict == ["case-39"]
     assert r["claim-support"].all.unknown_case == 1  # case-99
     assert "case-99" in r["claim-support"].examples.verdicts_without_label
@@ -312,15 +320,15 @@ def test_unscored_rate_and_its_limit() -> None:
     report = run(AgreeOptions(str(VERDICTS), str(CASES)))
     statuses = [json.loads(x)["status"] for x in VERDICTS.read_text().splitlines()]
     rate = statuses.count("unscored") / len(statuses)
-    assert report.verdicts.unscored_rate == rate and 0 < rate < 0.02
+    assert report.verdicts.unscored_rate == rate and 0 < rate < 0.03
     assert report.exit_code == 0 and report.max_unscored_rate is None
-    assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.02)).exit_code == 0
+    assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.03)).exit_code == 0
     assert run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.01)).exit_code == 1
     by_rubric = {r.rubric: r.unscored_rate for r in report.rubrics}
     assert by_rubric["claim-support"] == 1 / 11 and by_rubric["tool-backed-claims"] == 0
     above = run(AgreeOptions(str(VERDICTS), str(CASES), max_unscored_rate=0.01))
     assert unscored_line(above.verdicts, 0.01) == (
-        f"{VERDICTS}: 2 of 111 verdicts unscored (1.8%), above --max-unscored-rate 0.01 "
+        f"{VERDICTS}: 3 of 111 verdicts unscored (2.7%), above --max-unscored-rate 0.01 "
         "(exit 1).")
     assert unscored_line(above.verdicts, 0.01) in " ".join(
         render(blocks(above), "markdown").decode().split())

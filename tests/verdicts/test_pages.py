@@ -33,9 +33,14 @@ def test_agree_page_in_chromium(tmp_path: Path) -> None:
     result = load(page, CELLS_JS, full_page=True)
     assert result.errors == []
     drawn = json.loads(result.value)
-    expected = [[[True, c.pass_pass], [False, c.pass_fail], [False, c.fail_pass],
-                 [True, c.fail_fail]]
-                for c in (r.all.confusion for r in report.rubrics if r.all.pairs)]
+    # Label pass, then fail: pass and fail verdicts, then those left out of the scored
+    # figures (na, unscored, stale, no verdict): coverage first (issue 25).
+    expected = [[[True, c.pass_pass], [False, c.pass_fail], [False, c.pass_na],
+                 [False, c.pass_unscored], [False, c.pass_stale], [False, c.pass_no_verdict],
+                 [False, c.fail_pass], [True, c.fail_fail], [False, c.fail_na],
+                 [False, c.fail_unscored], [False, c.fail_stale], [False, c.fail_no_verdict]]
+                for c in (r.all.confusion for r in report.rubrics
+                          if r.all.coverage and r.all.coverage.labels)]
     assert drawn == expected
     assert not result.blank()
     colours = result.colours()

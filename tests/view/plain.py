@@ -78,14 +78,18 @@ def key(v: dict[str, Any]) -> tuple[str, str]:
 
 
 def disagreements(p: Plain) -> list[tuple[str, str, str]]:
-    """(case, rubric, direction): missed first, then false alarms, each in line order."""
+    """(case, rubric, direction): missed first, then false alarms, then na verdicts on a
+    pass/fail label (issue 25), each in line order."""
     found = []
     for n, v in p.verdicts:
         label = p.labels.get(key(v))
-        if label and label[0] in ("pass", "fail") and v["status"] in ("pass", "fail") \
-                and label[0] != v["status"]:
+        if not label or label[0] not in ("pass", "fail"):
+            continue
+        if v["status"] in ("pass", "fail") and label[0] != v["status"]:
             missed = label[0] == "fail"
             found.append((0 if missed else 1, n, (*key(v), "missed" if missed else "false alarm")))
+        elif v["status"] == "na":
+            found.append((2, n, (*key(v), "na verdict")))
     return [entry for _, _, entry in sorted(found)]
 
 

@@ -110,8 +110,15 @@ def test_the_sample_lists_equal_a_plain_reading(tmp_path: Path) -> None:
 
         report = agree(AgreeOptions(str(VERDICTS), str(CASES)))
         assert len(s.lists["disagreements"]) == sum(
-            r.all.confusion.fail_pass + r.all.confusion.pass_fail for r in report.rubrics)
+            r.all.confusion.fail_pass + r.all.confusion.pass_fail + r.all.na_verdicts
+            for r in report.rubrics)
         assert len(s.lists["unscored"]) == report.verdicts.by_status["unscored"]
+        # The overview's coverage is agree's, rubric by rubric (issue 25).
+        from evalstream._view.coverage import by_rubric
+
+        assert {name: (c, a) for name, c, a in by_rubric(s.index)} == {
+            r.rubric: (r.all.coverage, r.all.accuracy) for r in report.rubrics
+            if r.all.coverage and r.all.coverage.labels}
 
 
 def test_filters_select_exactly_the_matching_entries() -> None:

@@ -108,7 +108,7 @@ def test_pages_headers_and_refusals() -> None:
         assert headers["X-Content-Type-Options"] == "nosniff"
         assert headers["Referrer-Policy"] == "no-referrer" and headers["X-Frame-Options"] == "DENY"
         assert headers["Cache-Control"] == "no-store"
-        assert b"Disagreements with labels (7)" in body
+        assert b"Disagreements with labels (8)" in body
         # Another site whose name resolves here (DNS rebinding) gets nothing.
         status, _, body = s.get("/", headers={"Host": "evil.example:80"})
         assert status == 421 and b"case-02" not in body
@@ -136,7 +136,7 @@ def test_filters_and_pages_by_url() -> None:
                     re.findall(rb'<td class="key"><a href="\.\./check\?case=([^&]+)&', body)]
 
         assert ids("/list/disagreements") == ["case-02", "case-04", "case-12", "case-21",
-                                              "case-20", "case-27", "case-30"]
+                                              "case-20", "case-27", "case-30", "case-08"]
         assert ids("/list/disagreements?rubric=tool-backed-claims") == ["case-02", "case-04",
                                                                    "case-20"]
         assert ids("/list/disagreements?" + urlencode({"kind": "false alarm"})) == [

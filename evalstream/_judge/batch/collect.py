@@ -51,7 +51,7 @@ from evalstream._judge.batch.report import (
     ResultFile,
 )
 from evalstream._judge.batch.report import encode as encode_report
-from evalstream._judge.report import Prices
+from evalstream._judge.report import DEFAULT_MAX_UNSCORED_RATE, Prices, too_unscored
 from evalstream._judge.store import Failure, Store
 from evalstream._verdicts.records import FileReject, TokenUsage
 from evalstream._version import __version__
@@ -85,7 +85,7 @@ class Options:
     missing: str = "unscored"
     price_in: float | None = None
     price_out: float | None = None
-    max_unscored_rate: float | None = None
+    max_unscored_rate: float | None = DEFAULT_MAX_UNSCORED_RATE
     rejects: str | None = None
     report: str | None = None
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
@@ -124,7 +124,7 @@ def outputs(opts: Options, manifest: Manifest, paths: list[str]) -> Transaction:
     return Transaction(
         [("manifest", manifest.path), *(("result file", p) for p in paths)],
         [Target("output", opts.output, "verdicts"),
-         Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl"),
+         Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl", optional=True),
          Target("report", opts.report, "json", beside=".report.json"),
          Target("store", opts.store or manifest.meta.get("store"), beside=".judge.sqlite")],
         opts.force).check()
@@ -274,7 +274,8 @@ class Writer:
         stored = self.store.get(s.key)
         if stored is not None:
             v, _ = verdict.answered(self.info, self.config.api, stored, s.case_id,
-                                    s.rubric_id, s.rubric_hash, s.state_hash, s.exposure)
+                                    s.rubric_id, s.rubric_hash, s.state_hash, s.exposure,
+                                    s.allows_na)
             if v.usage is not None:
                 self.usage_all[0] += v.usage.input_tokens
                 self.usage_all[1] += v.usage.output_tokens
@@ -332,8 +333,8 @@ def run(opts: Options) -> CollectReport:
                 f"results), or run `evalstream batch status {opts.folder}` to download them into "
                 f"{os.path.join(opts.folder, RESULTS_FOLDER)}.")
         targets = outputs(opts, manifest, paths)
-        rejects_path, store_path = targets.path("rejects"), targets.path("store")
-        assert rejects_path is not None and store_path is not None
+        store_path = targets.path("store")
+        assert store_path is not None
         store = Store(store_path, cache_mib=STORE_CACHE_MIB)
         try:
             with targets:
@@ -349,8 +350,10 @@ def run(opts: Options) -> CollectReport:
                     writer.write(out)
                 finally:
                     collector.failures.close()
-                report = _report(opts, collector, writer, store_path, rejects_path, warnings,
-                                 started)
+                if not collector.counts.rejected:
+                    targets.empty("rejects")
+                report = _report(opts, collector, writer, store_path, targets.path("rejects"),
+                                 warnings, started)
                 report_out.write(encode_report(report))
         finally:
             store.close()
@@ -360,7 +363,7 @@ def run(opts: Options) -> CollectReport:
     return report
 
 
-def _report(opts: Options, collector: Collector, writer: Writer, store: str, rejects: str,
+def _report(opts: Options, collector: Collector, writer: Writer, store: str, rejects: str | None,
             warnings: list[str], started: float) -> CollectReport:
     c = writer.counts
     judged = sum(writer.by_status.values())
@@ -372,8 +375,7 @@ def _report(opts: Options, collector: Collector, writer: Writer, store: str, rej
         (writer.usage_all[0] * prices.input + writer.usage_all[1] * prices.output) / 1e6, 6)
     if c.missing:
         exit_code = EXIT_INCOMPLETE
-    elif collector.counts.rejected or (opts.max_unscored_rate is not None and rate is not None
-                                       and rate > opts.max_unscored_rate):
+    elif collector.counts.rejected or too_unscored(unscored, judged, opts.max_unscored_rate):
         exit_code = EXIT_REJECTS
     else:
         exit_code = EXIT_OK

@@ -11,7 +11,9 @@ thing that grows with the number of judge states (~90 bytes a state on disk, mea
 Tables:
 
 - ``meta``: the schema version, the judge config, the input, the limits, the store consulted
-  when preparing and the store last collected into.
+  when preparing and the store last collected into; ``no_na``, the rubrics (rows of
+  ``rubrics``, a JSON list) whose ``na`` is not an answer (a manifest made before issue 25 has
+  none: every rubric allowed it then).
 - ``files``: each request file, its requests, bytes and xxh3-128.
 - ``requests``: one row per request line (``custom_id``, a SHA-256, as 32 bytes), its file.
   Two judge states with the same request share one line.
@@ -23,6 +25,7 @@ Tables:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -69,6 +72,7 @@ class State(NamedTuple):
     rubric_hash: str
     state_hash: str
     exposure: msgspec.Raw
+    allows_na: bool = True  # false: its rubric does not allow `na`
 
 
 class Exact(NamedTuple):
@@ -146,6 +150,7 @@ class Manifest:
         self.path = path
         self.exposures = Exposures(db)
         self._rubrics: dict[tuple[str, str], int] = {}
+        self._no_na: list[int] = []  # rubrics (rows) that do not allow `na`
         self._states: list[tuple[int, bytes, str, int, bytes, int, str]] = []
         self._written: list[tuple[bytes, int, int]] = []
         self.meta = dict(db.execute("SELECT name, value FROM meta").fetchall())
@@ -257,13 +262,16 @@ class Manifest:
             "custom_id ORDER BY rowid) AS k FROM written) WHERE k > 1 ORDER BY file, line")
 
     def add_state(self, line: int, custom_id: bytes, case_id: str, rubric_id: str,
-                  rubric_hash: str, state_hash: str, exposure: bytes) -> None:
+                  rubric_hash: str, state_hash: str, exposure: bytes,
+                  allows_na: bool = True) -> None:
         rubric = self._rubrics.get((rubric_id, rubric_hash))
         if rubric is None:
             rubric = self._db.execute("INSERT INTO rubrics (rubric_id, rubric_hash) VALUES (?, ?)",
                                       (rubric_id, rubric_hash)).lastrowid
             assert rubric is not None
             self._rubrics[(rubric_id, rubric_hash)] = rubric
+            if not allows_na:  # in the rubric hash too: the same for every state of it
+                self._no_na.append(rubric)
         template, digits = self.exposures.pack(exposure)
         self._states.append((line, custom_id, case_id, rubric, bytes.fromhex(state_hash),
                              template, digits))
@@ -285,6 +293,8 @@ class Manifest:
     def finish(self) -> None:
         """Commit what ``create`` began (the rest of the folder's life uses a journal)."""
         self._flush_states()
+        if self._no_na:
+            self._db.execute("INSERT INTO meta VALUES ('no_na', ?)", (json.dumps(self._no_na),))
         self._db.execute("DROP TABLE written")
         self._db.execute("COMMIT")
         self._db.execute("VACUUM")  # the dropped table's pages
@@ -330,6 +340,7 @@ class Manifest:
     def _items(self) -> Iterator[State | Exact]:
         rubrics = {n: (rid, rhash) for n, rid, rhash in self._db.execute(
             "SELECT n, rubric_id, rubric_hash FROM rubrics")}
+        no_na = set(json.loads(self.meta.get("no_na", "[]")))
         exact = self._db.cursor().execute("SELECT line, raw FROM exact ORDER BY line")
         states = self._db.cursor().execute(
             "SELECT line, custom_id, case_id, rubric, state_hash, template, digits FROM states "
@@ -342,7 +353,7 @@ class Manifest:
                 next_exact = exact.fetchone()
             rubric_id, rubric_hash = rubrics[rubric]
             yield State(line, cid.hex(), case_id, rubric_id, rubric_hash, state_hash.hex(),
-                        msgspec.Raw(unpack(template, digits)))
+                        msgspec.Raw(unpack(template, digits)), rubric not in no_na)
         while next_exact is not None:
             yield Exact(next_exact[0], bytes(next_exact[1]))
             next_exact = exact.fetchone()

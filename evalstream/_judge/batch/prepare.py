@@ -249,7 +249,7 @@ def _fill(opts: Options, tmp: str, limit: formats.Limits, store_path: str | None
                 if isinstance(item, Reject):
                     rejects.write(encode(item) + b"\n")
                     continue
-                req = build(config, item.question, item.state)
+                req = build(config, item.question, item.state, item.allows_na)
                 if store is not None and store.has(req.key):
                     counts.stored += 1
                 else:
@@ -262,7 +262,7 @@ def _fill(opts: Options, tmp: str, limit: formats.Limits, store_path: str | None
                 counts.judge_states += 1
                 manifest.add_state(item.line, bytes.fromhex(req.key), item.case_id,
                                    item.rubric_id, item.rubric_hash, item.state_hash,
-                                   bytes(item.exposure))
+                                   bytes(item.exposure), item.allows_na)
         files.close()
         counts.duplicates = files.drop(manifest.index_requests())
         counts.requests = sum(f.requests for f in files.done)

@@ -110,7 +110,7 @@ class CollectReport(Struct):
     evalstream: str
     folder: str
     output: str
-    rejects: str
+    rejects: str | None  # None: no line rejected, and no --rejects named
     store: str
     judge: JudgeInfo
     result_files: list[ResultFile]

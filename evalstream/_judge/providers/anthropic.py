@@ -33,9 +33,9 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import (
-    ANSWER_SCHEMA,
     TOOL_NAME,
     Parsed,
+    answer_schema,
     excerpt,
     read_json,
     read_text,
@@ -66,9 +66,10 @@ VERSION = "2023-06-01"  # the anthropic-version header
 # + `]}`, so its body is the file's size plus this many bytes.
 WRAP = len(b'{"requests":[]}') - 1  # the file's last newline becomes nothing
 STREAM_BLOCK = 1 << 20
-_TOOLS = msgspec.Raw(msgspec.json.encode(
+# By whether the rubric allows `na` (its judge states say): the schema without it otherwise.
+_TOOLS = {allows_na: msgspec.Raw(msgspec.json.encode(
     [{"name": TOOL_NAME, "description": "Record the verdict on the judge state.",
-      "input_schema": ANSWER_SCHEMA}]))
+      "input_schema": answer_schema(allows_na)}])) for allows_na in (True, False)}
 _TOOL_CHOICE = msgspec.Raw(msgspec.json.encode({"type": "tool", "name": TOOL_NAME}))
 # With extended thinking a forced tool choice is refused (HTTP 400: "Thinking may not be
 # enabled when tool_choice forces tool use"): the tool is offered, and the model chooses.
@@ -170,7 +171,7 @@ class Anthropic(Provider):
             model=config.model, max_tokens=config.max_output_tokens, system=system,
             messages=[Message("user", state)], temperature=self.sent_temperature(config),
             thinking=None if thinking is None else Thinking("enabled", thinking),
-            tools=_TOOLS if tools else None,
+            tools=_TOOLS[config.allows_na] if tools else None,
             tool_choice=(_TOOL_AUTO if thinking is not None else _TOOL_CHOICE) if tools
             else None))
 

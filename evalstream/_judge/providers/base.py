@@ -64,6 +64,8 @@ class Config(Protocol):
     def api_version(self) -> str: ...  # Azure: the api-version ("": the provider's)
     @property
     def region(self) -> str: ...  # Bedrock: the AWS region ("": the environment's)
+    @property
+    def allows_na(self) -> bool: ...  # False: the schema asked for leaves `na` out
 
 
 class Signer(NamedTuple):

@@ -35,9 +35,9 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import (
-    ANSWER_SCHEMA,
     TOOL_NAME,
     Parsed,
+    answer_schema,
     excerpt,
     read_json,
     read_text,
@@ -51,9 +51,10 @@ from evalstream.errors import UsageError
 
 DEFAULT_REGION = "us-east-1"
 SERVICE = "bedrock"  # the SigV4 signing name of bedrock-runtime
-_TOOLS = msgspec.Raw(msgspec.json.encode([{"toolSpec": {
+# By whether the rubric allows `na` (its judge states say): the schema without it otherwise.
+_TOOLS = {allows_na: msgspec.Raw(msgspec.json.encode([{"toolSpec": {
     "name": TOOL_NAME, "description": "Record the verdict on the judge state.",
-    "inputSchema": {"json": ANSWER_SCHEMA}}}]))
+    "inputSchema": {"json": answer_schema(allows_na)}}}])) for allows_na in (True, False)}
 _FORCED = msgspec.Raw(msgspec.json.encode({"tool": {"name": TOOL_NAME}}))
 _AUTO = msgspec.Raw(msgspec.json.encode({"auto": {}}))
 CREDENTIALS = ("set AWS_BEARER_TOKEN_BEDROCK to a Bedrock API key, or AWS credentials: "
@@ -225,8 +226,8 @@ class Bedrock(NoBatch, Provider):
         return config.encoder.encode(Body(
             system=[_Text(system)], messages=[_Message("user", [_Text(state)])],
             inferenceConfig=_Inference(config.max_output_tokens, self.sent_temperature(config)),
-            toolConfig=_ToolConfig(_TOOLS, _AUTO if budget is not None else _FORCED)
-            if tools else None,
+            toolConfig=_ToolConfig(_TOOLS[config.allows_na],
+                                   _AUTO if budget is not None else _FORCED) if tools else None,
             additionalModelRequestFields=None if budget is None else _Extra(
                 _Thinking("enabled", budget))))
 

@@ -37,15 +37,26 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from evalstream._judge.answer import Parsed, excerpt, read_text, token_usage, unscored
+from evalstream._judge.answer import (
+    Parsed,
+    answer_statuses,
+    excerpt,
+    read_text,
+    token_usage,
+    unscored,
+)
 from evalstream._judge.batch.formats import Limits
 from evalstream._judge.providers.base import Config, NoBatch, Provider
 
-# The answer's schema in Gemini's OpenAPI subset (https://ai.google.dev/api/caching#Schema).
-SCHEMA = {"type": "OBJECT",
-          "properties": {"status": {"type": "STRING", "enum": ["pass", "fail", "na"]},
-                         "reason": {"type": "STRING"}},
-          "required": ["status", "reason"], "propertyOrdering": ["status", "reason"]}
+# The answer's schema in Gemini's OpenAPI subset (https://ai.google.dev/api/caching#Schema),
+# by whether the rubric allows `na` (its judge states say): without it otherwise.
+SCHEMA = {allows_na: {"type": "OBJECT",
+                      "properties": {"status": {"type": "STRING",
+                                                "enum": answer_statuses(allows_na)},
+                                     "reason": {"type": "STRING"}},
+                      "required": ["status", "reason"],
+                      "propertyOrdering": ["status", "reason"]}
+          for allows_na in (True, False)}
 WITHHELD = ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
             "IMAGE_SAFETY", "LANGUAGE")
 
@@ -156,7 +167,7 @@ class Gemini(NoBatch, Provider):
             generationConfig=_Generation(
                 maxOutputTokens=config.max_output_tokens, temperature=config.temperature,
                 responseMimeType="application/json" if structured else None,
-                responseSchema=SCHEMA if structured else None,
+                responseSchema=SCHEMA[config.allows_na] if structured else None,
                 thinkingConfig=None if budget is None else _Thinking(budget))))
 
     def read(self, body: bytes) -> Parsed:

@@ -38,8 +38,8 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import (
-    ANSWER_SCHEMA,
     Parsed,
+    answer_schema,
     excerpt,
     read_text,
     token_usage,
@@ -75,17 +75,26 @@ FAMILIES: tuple[tuple[str, str], ...] = (
     ("o1", "o200k_base"), ("o3", "o200k_base"), ("o4", "o200k_base"),
     ("gpt-4", "cl100k_base"), ("gpt-3.5", "cl100k_base"), ("gpt-35", "cl100k_base"),
 )
-# --response-format: OpenAI's strict JSON schema (the default); llama.cpp's and vLLM's
-# `json_object` with the schema beside it (llama-cpp-python's server 0.3.36 answers
-# `json_schema` with HTTP 500 and constrains its grammar to this one); or none.
-RESPONSE_FORMATS: dict[str, msgspec.Raw | None] = {
-    "json_schema": msgspec.Raw(msgspec.json.encode(
-        {"type": "json_schema",
-         "json_schema": {"name": "verdict", "strict": True, "schema": ANSWER_SCHEMA}})),
-    "json_object": msgspec.Raw(msgspec.json.encode(
-        {"type": "json_object", "schema": ANSWER_SCHEMA})),
-    "none": None,
-}
+
+
+def _response_formats(allows_na: bool) -> dict[str, msgspec.Raw | None]:
+    """--response-format: OpenAI's strict JSON schema (the default); llama.cpp's and vLLM's
+    ``json_object`` with the schema beside it (llama-cpp-python's server 0.3.36 answers
+    ``json_schema`` with HTTP 500 and constrains its grammar to this one); or none."""
+    schema = answer_schema(allows_na)
+    return {
+        "json_schema": msgspec.Raw(msgspec.json.encode(
+            {"type": "json_schema",
+             "json_schema": {"name": "verdict", "strict": True, "schema": schema}})),
+        "json_object": msgspec.Raw(msgspec.json.encode(
+            {"type": "json_object", "schema": schema})),
+        "none": None,
+    }
+
+
+# By whether the rubric allows `na` (its judge states say): the schema without it otherwise,
+# in every format that carries one.
+RESPONSE_FORMATS = {allows_na: _response_formats(allows_na) for allows_na in (True, False)}
 # Reasoning models: the limit is max_completion_tokens (they refuse max_tokens), and they
 # take no temperature (o1, o3, o4-mini and GPT-5 answer 400 to any but their default).
 REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
@@ -171,7 +180,7 @@ class OpenAI(Provider):
     batch_speaks = "the OpenAI Batch API format (also vllm run-batch and OpenAI-compatible hosts)"
     # 50,000 requests and 200 MB an input file; MB read as 10^6 bytes, the smaller reading.
     batch_limits = Limits(50_000, 200_000_000)
-    response_formats = tuple(RESPONSE_FORMATS)
+    response_formats = tuple(RESPONSE_FORMATS[True])
     settings: ClassVar[tuple[str, ...]] = ("reasoning_effort",)
     batch_endpoint = BATCH_ENDPOINT  # a request line's url, and the batch's endpoint
 
@@ -213,7 +222,7 @@ class OpenAI(Provider):
             max_completion_tokens=config.max_output_tokens if completion else None,
             max_tokens=None if completion else config.max_output_tokens,
             reasoning_effort=config.reasoning_effort,
-            response_format=RESPONSE_FORMATS[config.response_format]))
+            response_format=RESPONSE_FORMATS[config.allows_na][config.response_format]))
 
     def read(self, body: bytes) -> Parsed:
         try:

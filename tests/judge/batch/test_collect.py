@@ -23,6 +23,7 @@ from tests.judge.batch.support import (
     config,
     lines,
     prepared,
+    request_lines,
     results,
     write_split,
 )
@@ -109,7 +110,9 @@ def test_collecting_twice_or_in_another_order_gives_the_same_bytes(tmp_path: Pat
     assert (tmp_path / "v1.jsonl").read_bytes() == (tmp_path / "v2.jsonl").read_bytes() \
         == (tmp_path / "v3.jsonl").read_bytes()
     assert first.results.answers == fresh.results.answers == again.results.repeats
-    assert again.results.answers == 0 and again.exit_code == first.exit_code == 0
+    # More than half of MARKERS' verdicts are unscored: above the default limit (0.5).
+    assert first.by_status["unscored"] > sum(first.by_status.values()) / 2
+    assert again.results.answers == 0 and again.exit_code == first.exit_code == 1
 
 
 def test_missing_skip_leaves_failed_requests_out_and_lists_them(tmp_path: Path) -> None:
@@ -313,6 +316,33 @@ def test_unscored_above_the_rate_exits_1(tmp_path: Path) -> None:
                      max_unscored_rate=0.4).exit_code == 1
     assert collected(tmp_path / "b", tmp_path / "w.jsonl", files,
                      max_unscored_rate=0.5).exit_code == 0
+    # No result line was rejected: no rejects file beside the verdicts (issue 25).
+    assert not (tmp_path / "v.rejects.jsonl").exists()
+
+
+@pytest.mark.parametrize("provider", BATCHED)
+def test_na_where_the_rubric_does_not_allow_it_is_unscored(tmp_path: Path,
+                                                           provider: str) -> None:
+    from tests.judge.support import RUBRIC
+
+    src = states(tmp_path / "in", ["FAKE:na", "FAKE:pass"], RUBRIC + "allows_na = false\n")
+    prepared(src, tmp_path / "b", provider)
+    assert all(b'"enum":["pass","fail"]' in line["_body"] for line in
+               request_lines(tmp_path / "b"))
+    files = write_split([r for _, r in results(tmp_path / "b")], tmp_path / "r", parts=1)
+    collected(tmp_path / "b", tmp_path / "v.jsonl", files)
+    first, second = lines(tmp_path / "v.jsonl")
+    assert (first["status"], first["error"]["cause"]) == ("unscored", "na_not_allowed")
+    assert second["status"] == "pass"
+
+
+def test_a_collect_with_every_verdict_unscored_never_exits_0(tmp_path: Path) -> None:
+    src = states(tmp_path / "in", ["FAKE:notjson", "FAKE:400 (a)"])
+    prepared(src, tmp_path / "b")
+    files = write_split([r for _, r in results(tmp_path / "b")], tmp_path / "r", parts=1)
+    report = collected(tmp_path / "b", tmp_path / "v.jsonl", files, max_unscored_rate=None)
+    assert report.by_status["unscored"] == 2 and report.exit_code == 1
+    assert report.rejects is None
 
 
 def test_without_result_files_collect_says_where_to_get_them(tmp_path: Path) -> None:

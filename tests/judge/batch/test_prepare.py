@@ -56,9 +56,12 @@ def test_golden_request_files(sample_states: Path, tmp_path: Path, provider: str
     expected = []
     for item in inputs.read(str(sample_states)):
         if isinstance(item, inputs.JudgeState):
-            expected.append(build(config, item.question, item.state))
+            expected.append(build(config, item.question, item.state, item.allows_na))
     got = request_lines(folder)
     assert [(x["custom_id"], x["_body"]) for x in got] == [(r.key, r.body) for r in expected]
+    # The rubrics that always apply (allows_na = false) are asked for pass or fail only.
+    enums = {b'"enum":["pass","fail"]' in r.body for r in expected}
+    assert enums == {True, False}
     c = report.counts
     assert (c.lines, c.judge_states, c.exact_verdicts, c.requests) == (71, 61, 10, 61)
     assert c.lines == c.blank + c.judge_states + c.exact_verdicts + c.rejected

@@ -238,7 +238,9 @@ def test_the_api_key_is_in_no_file_and_no_log(tmp_path: Path, batches: FakeServe
                   provider, "--base-url", batches.url],
                  ["submit", str(folder)], ["status", str(folder), "--wait", "--poll", "0.02"],
                  ["status", str(folder), "--format", "json"],
-                 ["collect", str(folder), str(tmp_path / "v.jsonl")]):
+                 # Two of the three are unscored on purpose: no limit on the rate.
+                 ["collect", str(folder), str(tmp_path / "v.jsonl"), "--max-unscored-rate",
+                  "1"]):
         r = cli("batch", *args)
         assert r.returncode == 0, (args, r.stderr)
         logs += [r.stdout, r.stderr]
