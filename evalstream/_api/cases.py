@@ -81,16 +81,19 @@ def count_tokens(text: str, tokenizer: Tokenizer = TOKENIZER) -> int:
 
 @front_door
 def build(input: Inputs, output: Path, *, rubric_files: Sequence[Path] = (),
-          max_tokens: int = MAX_TOKENS, tokenizer: Tokenizer = TOKENIZER,
-          exact_tokens: bool = False, workers: int = 1, engine: Engine = "local",
-          scheduler: str | None = None, rejects: Path | None = None, report: Path | None = None,
-          allow_unknown_fields: bool = False, max_line_bytes: int = MAX_LINE_BYTES,
-          force: bool = False, on_progress: Progress | None = None) -> RunReport:
+          pair_with: Path | None = None, max_tokens: int = MAX_TOKENS,
+          tokenizer: Tokenizer = TOKENIZER, exact_tokens: bool = False, workers: int = 1,
+          engine: Engine = "local", scheduler: str | None = None, rejects: Path | None = None,
+          report: Path | None = None, allow_unknown_fields: bool = False,
+          max_line_bytes: int = MAX_LINE_BYTES, force: bool = False,
+          on_progress: Progress | None = None) -> RunReport:
     """Run ``build``: judge states from ``input`` (a path, glob or URL, or a list of them, read
     in order as one) to ``output``, with the rejects (written only when a line is rejected)
     and the run report beside it, unless ``rejects=`` and ``report=`` say where. Each option
     as the command's (``rubric_files`` is ``--rubrics``); ``on_progress(done, total)`` is told
-    the bytes read. Returns the run report; files appear only if the whole run succeeds."""
+    the bytes read. With ``pair_with`` (run B's cases), the pairwise rubrics' states of each
+    id in both files, in both orders (a ``PairRunReport``: the pairs, and the cases not
+    judged). Returns the run report; files appear only if the whole run succeeds."""
     from evalstream._build.run import Options, run
 
     given = options(build, locals())

@@ -2,7 +2,11 @@
 
 A rubric file is data, never code: it is parsed with tomllib and every key is
 checked before any case is read. Judge rubrics carry a question and the judge-state
-names they show; exact rubrics carry a condition (see ``evalstream.exact``).
+names they show; exact rubrics carry a condition (see ``evalstream.exact``). A pairwise
+rubric (``kind = "pairwise"``, issue 28) is a judge rubric asked of two runs' responses to
+the same case side by side (``build --pair-with``): its ``shows`` names
+``assistant_response`` for the two responses (``response_1`` and ``response_2`` in its
+state) and any of the shared fields; never a run's own ``tool_events``.
 """
 
 from __future__ import annotations
@@ -18,9 +22,18 @@ import xxhash
 from evalstream._cases import schema
 from evalstream._cases.rejects import did_you_mean, nearest, shown_name
 from evalstream._checks import exact
-from evalstream._checks.state import PREAMBLE, STATE_NAMES
+from evalstream._checks.state import (
+    OWN_FIELDS,
+    PAIR_PREAMBLE,
+    PAIR_STATE_NAMES,
+    PREAMBLE,
+    RESPONSES,
+    STATE_NAMES,
+    question_text,
+)
 from evalstream.errors import RubricError
 
+KINDS = ("judge", "exact", "pairwise")
 JUDGE_KEYS = {"id", "kind", "question", "shows", "requires", "when"}
 EXACT_KEYS = {"id", "kind", "description", "requires", "when", "check"}
 MAX_QUESTION_CHARS = 20_000
@@ -31,13 +44,31 @@ class Rubric:
     """One rubric: what its judge is asked and shown, or the condition evalstream checks."""
 
     id: str
-    kind: str  # "judge" or "exact"
+    kind: str  # "judge", "exact" or "pairwise"
     question: str  # the question for a judge rubric, the description for an exact one
-    shows: tuple[str, ...]  # judge-state names, in the fixed order of STATE_NAMES
+    # judge-state names, in the fixed order of STATE_NAMES (PAIR_STATE_NAMES for a pairwise
+    # rubric: its `assistant_response` is the two responses)
+    shows: tuple[str, ...]
     requires: tuple[str, ...] = ()
     when: tuple[tuple[str, tuple[str, ...], tuple[Any, ...]], ...] = ()  # (key, path, allowed)
     check: exact.Condition | None = None
     hash: str = field(default="", compare=False)
+
+    @property
+    def pairwise(self) -> bool:
+        """Whether this rubric compares two runs' responses (``build --pair-with``)."""
+        return self.kind == "pairwise"
+
+    @property
+    def judged(self) -> bool:
+        """Whether a judge answers this rubric (a judge or pairwise rubric, not exact)."""
+        return self.kind != "exact"
+
+    @property
+    def asked(self) -> str:
+        """The question as its judge receives it: the preamble of its kind, then the
+        rubric's question."""
+        return question_text(self.question, self.pairwise)
 
     def skip_reason(self, present: frozenset[str], metadata: dict[str, Any] | None) -> str | None:
         """Why this rubric does not apply to a case, or None when it does."""
@@ -137,6 +168,8 @@ def load(paths: list[str]) -> RubricSet:
 def _finish(rubrics: list[Rubric], sources: tuple[str, ...]) -> tuple[tuple[Rubric, ...],
                                                                        tuple[str, ...], str]:
     set_hash = xxhash.xxh3_128(PREAMBLE.encode())
+    if any(r.pairwise for r in rubrics):  # only then: the hash of every other set stays
+        set_hash.update(PAIR_PREAMBLE.encode())
     for r in rubrics:
         set_hash.update(r.hash.encode())
     return tuple(rubrics), sources, set_hash.hexdigest()
@@ -183,9 +216,10 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
                           f"{schema.ID_RULE}.")
     where = f"{where} (`{rid}`)"
     kind = table.get("kind", "judge")
-    if kind not in ("judge", "exact"):
-        raise RubricError(f"{where}: `kind` is {kind!r}; allowed: \"judge\" (default), \"exact\".")
-    allowed = JUDGE_KEYS if kind == "judge" else EXACT_KEYS
+    if kind not in KINDS:
+        raise RubricError(f"{where}: `kind` is {kind!r}; allowed: \"judge\" (default), "
+                          "\"exact\", \"pairwise\".")
+    allowed = EXACT_KEYS if kind == "exact" else JUDGE_KEYS
     unknown = set(table) - allowed
     if unknown:
         article = "an" if kind == "exact" else "a"
@@ -193,7 +227,7 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
                           f"takes {_list(allowed)}.{did_you_mean(sorted(unknown)[0], allowed)}")
     requires = _names(table.get("requires", []), f"{where}: `requires`")
     when = _when(table.get("when", {}), where)
-    if kind == "judge":
+    if kind != "exact":
         question = table.get("question")
         if not isinstance(question, str) or not question.strip():
             raise RubricError(f"{where}: `question` must be a non-empty string.")
@@ -206,6 +240,8 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
         shows = _names(table["shows"], f"{where}: `shows`")
         if not shows:
             raise RubricError(f"{where}: `shows` is empty; a judge must see something.")
+        if kind == "pairwise":
+            shows, requires = _pairwise(shows, requires, where)
         check = None
         text = question
     else:
@@ -223,7 +259,7 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
             requires = _ordered({*requires, "tool_events"})
     # The hash covers what decides a verdict: kind, question, shows, requires, when, check.
     canonical = json.dumps({k: table[k] for k in sorted(table) if k != "description"} |
-                           {"kind": kind, "question": text if kind == "judge" else None},
+                           {"kind": kind, "question": text if kind != "exact" else None},
                            sort_keys=True, ensure_ascii=False, default=str)
     digest = xxhash.xxh3_128_hexdigest(canonical.encode())
     return Rubric(rid, kind, text, shows, requires, when, check, digest)
@@ -231,6 +267,29 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
 
 def _ordered(names: set[str]) -> tuple[str, ...]:
     return tuple(n for n in STATE_NAMES if n in names)
+
+
+def _pairwise(shows: tuple[str, ...], requires: tuple[str, ...],
+              where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A pairwise rubric's `shows` and `requires` as names of its state (PAIR_STATE_NAMES):
+    `assistant_response` becomes the two responses; a run's own fields are refused."""
+    for key, names in (("shows", shows), ("requires", requires)):
+        own = [n for n in names if n in OWN_FIELDS]
+        if own:
+            raise RubricError(
+                f"{where}: a pairwise rubric's `{key}` names {_list(own)}: each run has its own, "
+                "and a pairwise state shows only what the two cases share and their two "
+                "responses; judge tool events with a pointwise rubric of each run.")
+    if "assistant_response" not in shows:
+        raise RubricError(f"{where}: a pairwise rubric's `shows` must name "
+                          "`assistant_response`: its judge compares the two runs' responses "
+                          "(shown as response_1 and response_2).")
+
+    def pair_names(names: tuple[str, ...]) -> tuple[str, ...]:
+        wanted = set(names) | (set(RESPONSES) if "assistant_response" in names else set())
+        return tuple(n for n in PAIR_STATE_NAMES if n in wanted)
+
+    return pair_names(shows), pair_names(requires)
 
 
 def _names(value: Any, where: str) -> tuple[str, ...]:

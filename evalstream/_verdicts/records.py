@@ -22,7 +22,7 @@ from msgspec import Struct
 
 from evalstream._cases import rejects, schema
 from evalstream._cases.reading import Problem, RecordKind, RecordReader
-from evalstream._cases.rejects import Reject, raw_text
+from evalstream._cases.rejects import FileReject, Reject, raw_text
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._files.outputs import escape_line_breaks
 from evalstream.errors import InputError
@@ -148,18 +148,6 @@ def decoder(allow_unknown_fields: bool = False) -> msgspec.json.Decoder[Any]:
 
 class DuplicateKeyError(InputError):
     """A verdict file holds two verdicts for one (case id, rubric id): which counts is unknown."""
-
-
-class FileReject(Struct, gc=False):
-    """A reject record with the file it came from (agree and compare read two files)."""
-
-    file: str
-    line: int
-    offset: int
-    id: str | None
-    path: str | None
-    error: str
-    raw: str
 
 
 class VerdictFileSummary(Struct):
@@ -340,7 +328,7 @@ class RejectSink:
         if self._out is None:
             return
         self._out.write(b"".join(
-            escape_line_breaks(self._encode(FileReject(file, *msgspec.structs.astuple(r))))
+            escape_line_breaks(self._encode(FileReject.of(file, r)))
             + b"\n"
             for r in rejects))
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from evalstream._cases.reading import RecordReader
-from evalstream._cases.rejects import Reject, raw_text
+from evalstream._cases.rejects import FileReject, Reject, raw_text
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._files.outputs import AtomicOutput
 from evalstream._files.sniff import check_input
@@ -53,7 +53,7 @@ from evalstream._judge.batch.report import (
 from evalstream._judge.batch.report import encode as encode_report
 from evalstream._judge.report import Prices
 from evalstream._judge.store import Failure, Store
-from evalstream._verdicts.records import FileReject, JudgeInfo, TokenUsage
+from evalstream._verdicts.records import JudgeInfo, TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 
