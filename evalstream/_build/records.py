@@ -20,7 +20,15 @@ import msgspec
 import xxhash
 
 from evalstream._checks.checker import Check, Plan
-from evalstream._checks.state import CheckRecord, ExactVerdict, Exposure, PairKey, Sizes, Tokens
+from evalstream._checks.state import (
+    CheckRecord,
+    ExactVerdict,
+    Exposure,
+    PairKey,
+    Sizes,
+    Tokens,
+    pair_key,
+)
 from evalstream._files.outputs import escape_line_breaks
 
 
@@ -75,7 +83,7 @@ class RecordEncoder:
                 continue
             assert one.state is not None and two.state is not None
             hashes = [xxhash.xxh3_128_hexdigest(one.state), xxhash.xxh3_128_hexdigest(two.state)]
-            key = xxhash.xxh3_128_hexdigest("".join(hashes).encode())
+            key = pair_key(*hashes)
             for check, state, order, state_hash in ((one, one.state, "ab", hashes[0]),
                                                      (two, two.state, "ba", hashes[1])):
                 plan = check.plan

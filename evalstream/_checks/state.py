@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import xxhash
 
 # Judge-state name -> attribute of the decoded Case (toolEvents is `tool_events` in Python).
 FIELD_OF = {
@@ -104,6 +105,12 @@ class PairKey(msgspec.Struct, gc=False):
     key: str
     order: str
     chars: list[int]
+
+
+def pair_key(first_hash: str, second_hash: str) -> str:
+    """The key that ties a pair's two orders together: the xxh3-128 of their state hashes,
+    order ``ab`` first (``build`` writes it, ``judge`` checks it)."""
+    return xxhash.xxh3_128_hexdigest((first_hash + second_hash).encode())
 
 
 class CheckRecord(msgspec.Struct, gc=False, omit_defaults=True):

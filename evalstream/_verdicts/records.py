@@ -25,6 +25,7 @@ from evalstream._cases.reading import Problem, RecordKind, RecordReader
 from evalstream._cases.rejects import FileReject, Reject, raw_text
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._files.outputs import escape_line_breaks
+from evalstream._verdicts import pairwise
 from evalstream.errors import InputError
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 PASS, FAIL, UNSCORED, NA_VERDICT = 0, 1, 2, 3
 VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "usage", "request_id",
                   "rubric_hash", "state_hash", "exposure", "error", "kind", "evidence",
-                  "question", "state")
+                  "question", "state", "pair")
 EXPOSURE_FIELDS = ("shown", "withheld", "never_shown", "tokens")
 FLUSH_ROWS = 1 << 16
 MAX_LINE_NUMBER = (1 << 32) - 1  # line numbers are kept as UInt32
@@ -82,8 +83,38 @@ class VerdictError(Struct, gc=False):
     detail: str
 
 
+# -- a pairwise verdict (issue 28; the rule in ``pairwise``) ------------------------------------
+class OrderAnswer(Struct, gc=False, omit_defaults=True):
+    """One order's answer of a pairwise verdict: its order (``ab``: run A's response was
+    response_1), the response it named (``better``; null when unscored, with ``error``), its
+    reason, usage and request id, and the hash of the state it judged."""
+
+    order: str
+    better: str | None
+    reason: str | None
+    usage: TokenUsage | None
+    request_id: str | None
+    state_hash: str
+    error: VerdictError | None = None
+
+
+class PairVerdict(Struct, gc=False):
+    """How a pairwise verdict was reached: the pair's key (both states' records carry it), the
+    lengths of run A's and run B's responses in characters, the decision in A/B terms (``a``,
+    ``b``, ``tie``; null when unscored), whether the two orders agreed (null when an order is
+    unscored), and each order's answer, ``ab`` first."""
+
+    key: str
+    chars: tuple[int, int]
+    decision: str | None
+    agreed: bool | None
+    orders: list[OrderAnswer]
+
+
 class JudgeVerdict(Struct, gc=False, omit_defaults=True):
-    """One verdict line written by ``evalstream judge``; ``error`` only when unscored."""
+    """One verdict line written by ``evalstream judge``; ``error`` only when unscored,
+    ``pair`` only for a pairwise state's pair (``pairwise``: its ``status`` in run A's
+    terms)."""
 
     case_id: str
     rubric_id: str
@@ -96,6 +127,7 @@ class JudgeVerdict(Struct, gc=False, omit_defaults=True):
     state_hash: str
     exposure: msgspec.Raw  # copied byte for byte from the judge state
     error: VerdictError | None = None
+    pair: PairVerdict | None = None
 
 
 def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
@@ -133,6 +165,7 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
         # A judge state written by `build` has these; Raw keeps them undecoded.
         question: msgspec.Raw = msgspec.Raw()
         state: msgspec.Raw = msgspec.Raw()
+        pair: pairwise.reader_type(forbid_unknown) | None = None  # type: ignore[valid-type]
 
     return Verdict, VerdictExposure
 
@@ -478,7 +511,8 @@ SHAPE = rejects.Shape(
     noun="verdict",
     required=("case_id", "rubric_id", "status"),
     fields={"$": VERDICT_FIELDS, "$.exposure": EXPOSURE_FIELDS,
-            "$.usage": ("input_tokens", "output_tokens"), "$.error": ("cause", "detail")},
+            "$.usage": ("input_tokens", "output_tokens"), "$.error": ("cause", "detail"),
+            "$.pair": ("key", "chars", "decision", "agreed", "orders", "order")},
     allowed={"$.status": "pass, fail, na, unscored", "$.kind": "judge, exact"},
     unlisted=frozenset({"question", "state"}),
     ids={"$.case_id": "Case id", "$.rubric_id": "Rubric id"},

@@ -27,6 +27,14 @@
   ``Retry-After`` date has an absurd zone), ``negusage`` (a ``pass`` with negative token
   counts), ``deep`` (a 200 nested 100,000 deep), ``deeperror`` (a 500 nested as deep),
   ``hugeheader`` (a 200 with a 100 KB header), ``manyheaders`` (a 200 with 100,000 headers).
+- Pairwise states (issue 28: a request asking for ``{reason, better}``, OpenAI's schema named
+  ``preference`` or Anthropic's tool schema with ``better``) are answered in that form: the
+  response whose text holds ``[better]`` is named (a tie when neither or both do), except on
+  the pairs a bias takes: ``--position-bias P`` names ``response_1`` on a share P of the
+  pairs (in both orders: the pair's two orders then disagree), ``--length-bias Q`` names the
+  longer response on a share Q of the others. Which pairs is a function of the two
+  responses (the same in both orders), so a run's biases are known and repeatable. A fault
+  marker works as for any request; one that gives a status gives the pairwise answer.
 - The batch endpoints (OpenAI files and batches, Anthropic message batches): see
   ``fake_batches.py``; ``--batch-polls N`` (a batch ends when asked for the Nth time) and
   ``--lose-create N`` (the first N creates are made but not answered).
@@ -80,9 +88,11 @@ class Stats:
 
 class Server:
     def __init__(self, latency: float, slow: float, key: str | None, retry_after: str,
-                 batch_polls: int = 2, lose_create: int = 0, huge_bytes: int = 64 << 20) -> None:
+                 batch_polls: int = 2, lose_create: int = 0, huge_bytes: int = 64 << 20,
+                 position_bias: float = 0.0, length_bias: float = 0.0) -> None:
         from tests.judge.fake_batches import Batches
 
+        self.position_bias, self.length_bias = position_bias, length_bias
         self.latency = latency
         self.slow = slow
         self.key = key
@@ -211,6 +221,8 @@ class Server:
                 extra[name] = "caf\udce9"
         request = json.loads(body)
         text, finish = _content(fault, digest, sent_key)
+        if _pairwise(request) and fault in _ANSWERS:
+            text = json.dumps(self.preference(request, digest))
         usage_in, usage_out = len(body) // 4, max(1, len(text or "") // 4)
         if fault == "negusage":
             usage_in, usage_out = -1_000_000, -1_000_000
@@ -235,6 +247,21 @@ class Server:
             await writer.drain()
             return False  # the caller closes the connection mid-answer
         return await self.send(writer, 200, data, extra)
+
+    def preference(self, request: dict[str, Any], digest: str) -> dict[str, str]:
+        """The pairwise answer to a request: the better response, unless a bias takes the
+        pair (see the module's docstring)."""
+        state = json.loads(next(m["content"] for m in reversed(request.get("messages") or [])
+                                if m.get("role") == "user"))
+        first, second = state.get("response_1", ""), state.get("response_2", "")
+        if share(first, second, "position") < self.position_bias:
+            return {"reason": f"fake: the first is better {digest[:8]}", "better": "response_1"}
+        if share(first, second, "length") < self.length_bias and len(first) != len(second):
+            longer = "response_1" if len(first) > len(second) else "response_2"
+            return {"reason": f"fake: the longer is better {digest[:8]}", "better": longer}
+        marked = ["[better]" in first, "[better]" in second]
+        better = "tie" if marked[0] == marked[1] else "response_1" if marked[0] else "response_2"
+        return {"reason": f"fake: {better} {digest[:8]}", "better": better}
 
     async def huge(self, writer: asyncio.StreamWriter, extra: dict[str, str]) -> bool:
         """A 200 of ``huge_bytes``: the start of a completion, then spaces, 1 MiB at a time,
@@ -283,6 +310,23 @@ def _error(message: str, kind: str) -> bytes:
     return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
 
 
+_ANSWERS = ("pass", "fail", "na", "cut", "echoheader", "negusage", "hugeheader", "manyheaders",
+            "bigusage", "latin1id")  # the faults answered with a status
+
+
+def _pairwise(request: dict[str, Any]) -> bool:
+    """Whether a request asks for a pairwise answer ({reason, better})."""
+    schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema") \
+        or ((request.get("tools") or [{}])[0].get("input_schema") or {})
+    return "better" in (schema.get("properties") or {})
+
+
+def share(first: str, second: str, salt: str) -> float:
+    """A number in [0, 1) that is a function of a pair's two responses, whatever their order."""
+    texts = "\x00".join(sorted((first, second)))
+    return int(hashlib.sha256(f"{salt}\x00{texts}".encode()).hexdigest()[:12], 16) / 16**12
+
+
 def escaped(text: str) -> str:
     """``text`` with every character written as a JSON ``\\u`` escape."""
     return "".join(f"\\u{ord(c):04x}" for c in text)
@@ -291,8 +335,7 @@ def escaped(text: str) -> str:
 def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | None, str]:
     """The answer text and OpenAI finish reason for a fault (or a status); ``key``: what
     ``echoescaped`` echoes."""
-    if fault in ("pass", "fail", "na", "cut", "echoheader", "negusage", "hugeheader",
-                 "manyheaders", "bigusage", "latin1id"):
+    if fault in _ANSWERS:
         status = fault if fault in ("fail", "na") else "pass"
         return json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"}), "stop"
     if fault == "echoescaped":
@@ -369,7 +412,7 @@ def _anthropic(request: dict[str, Any], fault: str, text: str | None, rid: str, 
 
 async def serve(args: argparse.Namespace) -> None:
     server = Server(args.latency, args.slow, args.key, args.retry_after, args.batch_polls,
-                    args.lose_create, args.huge_bytes)
+                    args.lose_create, args.huge_bytes, args.position_bias, args.length_bias)
     listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024,
                                           limit=1 << 24)
     port = server.port = listener.sockets[0].getsockname()[1]
@@ -398,6 +441,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="make the first N batches but cut the connection before answering")
     p.add_argument("--huge-bytes", type=int, default=64 << 20,
                    help="the size of a `huge` answer")
+    p.add_argument("--position-bias", type=float, default=0.0,
+                   help="pairwise: the share of pairs on which response_1 is named")
+    p.add_argument("--length-bias", type=float, default=0.0,
+                   help="pairwise: the share of the other pairs on which the longer is named")
     args = p.parse_args(argv)
     try:
         asyncio.run(serve(args))

@@ -26,8 +26,9 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import (
-    ANSWER_SCHEMA,
+    FORMS,
     TOOL_NAME,
+    Form,
     Parsed,
     excerpt,
     read_json,
@@ -59,9 +60,13 @@ VERSION = "2023-06-01"  # the anthropic-version header
 # + `]}`, so its body is the file's size plus this many bytes.
 WRAP = len(b'{"requests":[]}') - 1  # the file's last newline becomes nothing
 STREAM_BLOCK = 1 << 20
-_TOOLS = msgspec.Raw(msgspec.json.encode(
-    [{"name": TOOL_NAME, "description": "Record the verdict on the judge state.",
-      "input_schema": ANSWER_SCHEMA}]))
+# The tool of each form of answer (the verdict's description as it always was: the same
+# bytes, the same store keys).
+_TOOLS = {name: msgspec.Raw(msgspec.json.encode(
+    [{"name": TOOL_NAME, "description": description, "input_schema": FORMS[name].schema}]))
+    for name, description in (("verdict", "Record the verdict on the judge state."),
+                              ("preference", "Record which response better meets the rubric, "
+                                             "after the reason."))}
 _TOOL_CHOICE = msgspec.Raw(msgspec.json.encode({"type": "tool", "name": TOOL_NAME}))
 
 
@@ -126,10 +131,11 @@ class Anthropic(Provider):
     def body(self, config: Config, system: str, state: str) -> bytes:
         return config.encoder.encode(Body(
             model=config.model, max_tokens=config.max_output_tokens, system=system,
-            messages=[Message("user", state)], temperature=config.temperature, tools=_TOOLS,
+            messages=[Message("user", state)], temperature=config.temperature,
+            tools=_TOOLS[config.answer],
             tool_choice=_TOOL_CHOICE))
 
-    def read(self, body: bytes) -> Parsed:
+    def read(self, body: bytes, form: Form) -> Parsed:
         try:
             r = _decode(body)
         except msgspec.DecodeError as exc:
@@ -149,9 +155,9 @@ class Anthropic(Provider):
             return unscored("ambiguous", f"{len(calls)} {TOOL_NAME} tool calls where one verdict "
                             f"was asked for: {excerpt(body)}", usage, r.id)
         if calls:
-            return read_json(bytes(calls[0].input), usage, r.id)
+            return read_json(bytes(calls[0].input), usage, r.id, form)
         # A compatible server that ignores forced tools may answer in text.
-        return read_text(text, usage, r.id)
+        return read_text(text, usage, r.id, form)
 
     def tokenizer_unknown(self, model: str) -> str:
         return "Anthropic's tokenizer is not public"

@@ -30,7 +30,8 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import (
-    ANSWER_SCHEMA,
+    FORMS,
+    Form,
     Parsed,
     excerpt,
     read_text,
@@ -67,9 +68,10 @@ FAMILIES: tuple[tuple[str, str], ...] = (
     ("o1", "o200k_base"), ("o3", "o200k_base"), ("o4", "o200k_base"),
     ("gpt-4", "cl100k_base"), ("gpt-3.5", "cl100k_base"), ("gpt-35", "cl100k_base"),
 )
-_RESPONSE_FORMAT = msgspec.Raw(msgspec.json.encode(
+_RESPONSE_FORMATS = {name: msgspec.Raw(msgspec.json.encode(
     {"type": "json_schema",
-     "json_schema": {"name": "verdict", "strict": True, "schema": ANSWER_SCHEMA}}))
+     "json_schema": {"name": name, "strict": True, "schema": form.schema}}))
+    for name, form in FORMS.items()}
 
 
 class Body(Struct, gc=False, omit_defaults=True, kw_only=True):
@@ -147,9 +149,9 @@ class OpenAI(Provider):
             temperature=config.temperature,
             max_completion_tokens=config.max_output_tokens if on_openai else None,
             max_tokens=None if on_openai else config.max_output_tokens,
-            response_format=_RESPONSE_FORMAT))
+            response_format=_RESPONSE_FORMATS[config.answer]))
 
-    def read(self, body: bytes) -> Parsed:
+    def read(self, body: bytes, form: Form) -> Parsed:
         try:
             r = _decode(body)
         except msgspec.DecodeError as exc:
@@ -174,7 +176,7 @@ class OpenAI(Provider):
         if choice.finish_reason == "length":
             return unscored("truncated", "finish_reason length (raise --max-output-tokens): "
                             f"{excerpt(message.content or '')}", usage, r.id)
-        return read_text(message.content, usage, r.id)
+        return read_text(message.content, usage, r.id, form)
 
     def encoding(self, model: str) -> str | None:
         name = model.rsplit("/", 1)[-1].lower()
