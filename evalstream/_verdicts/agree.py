@@ -25,7 +25,7 @@ from msgspec import Struct
 from evalstream._cases.rejects import Reject
 from evalstream._cases.schema import group_value
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
-from evalstream._verdicts import agreement
+from evalstream._verdicts import agreement, bias
 from evalstream._verdicts.links import MARKER, export_page, is_export
 from evalstream._verdicts.records import (
     FAIL,
@@ -179,6 +179,7 @@ class AgreeReport(Struct):
     rubrics: list[RubricAgreement]
     rejects: str | None
     exit_code: int
+    bias: list[bias.RubricBias] = []  # position and length, by rubric (``bias``)
 
 
 @dataclass
@@ -206,8 +207,9 @@ class AgreeOptions:
 # -- reading the cases -----------------------------------------------------------------------------
 @dataclass
 class CaseFile:
-    """The cases (case_id, group) and their labels (case, rubric, lstatus, source, cline,
-    group), where ``case`` is the case's row in ``cases``: labels hold no strings."""
+    """The cases (case_id, group, chars: the response's length) and their labels (case,
+    rubric, lstatus, source, cline, group), where ``case`` is the case's row in ``cases``:
+    labels hold no strings."""
 
     summary: CaseFileSummary
     labels: pl.DataFrame
@@ -229,9 +231,9 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     reader = case_reader(allow_unknown_fields, max_line_bytes)
     label_cols = Columns({"case": pl.UInt32, "rubric": pl.UInt32, "lstatus": pl.UInt8,
                           "source": pl.UInt8, "cline": pl.UInt32, "group": pl.UInt32})
-    case_cols = Columns({"case_id": pl.String, "group": pl.UInt32})
+    case_cols = Columns({"case_id": pl.String, "group": pl.UInt32, "chars": pl.UInt32})
     l_case, l_rubrics, l_status, l_source, l_line, l_group = label_cols.lists.values()
-    c_ids, c_groups = case_cols.lists.values()
+    c_ids, c_groups, c_chars = case_cols.lists.values()
     status_code = {s: i for i, s in enumerate(LABEL_STATUSES)}
     source_code = {s: i for i, s in enumerate(SOURCES)}
     rubric_code, group_code = rubrics.limited, groups.code
@@ -244,6 +246,7 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
             continue
         line, _, _, case = item  # type: ignore[misc]
         c_ids.append(case.id)
+        c_chars.append(len(case.output))  # the length audit's (bias)
         group = None
         if group_path is not None:
             value = group_value(case.metadata, group_path)
@@ -495,9 +498,11 @@ def run(opts: AgreeOptions,
     with targets:
         sink = RejectSink(opts.rejects, targets.open("rejects") if opts.rejects else None)
         reports = open_reports(targets, opts.format)
+        pairs = bias.PairRows.new()
         verdict_file = read_verdicts(opts.verdicts, rubrics, sink,
                                      max_line_bytes=opts.max_line_bytes,
-                                     allow_unknown_fields=opts.allow_unknown_fields)
+                                     allow_unknown_fields=opts.allow_unknown_fields,
+                                     pairs=pairs)
         case_file = read_labels(opts.cases, rubrics, groups, sink, by=opts.by,
                                 max_line_bytes=opts.max_line_bytes,
                                 allow_unknown_fields=opts.allow_unknown_fields)
@@ -507,13 +512,16 @@ def run(opts: AgreeOptions,
         rationales = rationales_at(opts.verdicts, lines, opts.max_line_bytes)
         results = _rubric_results(rows, examples, rubrics.names, groups.names, opts.by,
                                   opts.confidence, rationales, opts.view)
+        audited = bias.audit(pairs, joined, case_file.labels, case_file.cases, rubrics.names,
+                             opts.confidence)
         rejected = verdict_file.summary.rejected + case_file.summary.rejected
         too_many = over_unscored_rate(verdict_file.summary, opts.max_unscored_rate)
         report = AgreeReport(
             command="agree", evalstream=__version__, verdicts=verdict_file.summary,
             cases=case_file.summary, by=opts.by, confidence=opts.confidence,
             max_ids=opts.max_ids, max_unscored_rate=opts.max_unscored_rate, view=opts.view,
-            rubrics=results, rejects=opts.rejects, exit_code=1 if rejected or too_many else 0)
+            rubrics=results, rejects=opts.rejects, exit_code=1 if rejected or too_many else 0,
+            bias=audited)
         if write is not None:
             write(report, reports)  # committed with the rejects, all or none
     return report

@@ -400,11 +400,12 @@ class VerdictFile:
 
 def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: bool = False,
                   max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                  allow_unknown_fields: bool = False) -> VerdictFile:
+                  allow_unknown_fields: bool = False, pairs: Any = None) -> VerdictFile:
     """Stream a verdict file into a frame of (case_id, rubric code, status code, line[, hashes]).
 
     Rejects go to ``sink`` as they are found; every line is counted. Raises DuplicateKeyError
-    when two verdicts share a (case id, rubric id).
+    when two verdicts share a (case id, rubric id). ``pairs`` (``bias.PairRows``) is given the
+    ``pair`` of each pairwise verdict.
     """
     reader = RecordReader(verdict_kind(allow_unknown_fields), max_line_bytes)
     columns = Columns(verdict_schema(with_hashes))
@@ -434,6 +435,8 @@ def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: b
         codes.append(code)
         statuses.append(STATUS_CODE[status])
         line_nos.append(line_no)
+        if pairs is not None and v.pair is not None:
+            pairs.add(v.case_id, code, v.pair)
         if v.judge is None:
             tally.no_judge += 1
         else:
