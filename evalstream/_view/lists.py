@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from evalstream._verdicts.records import FAIL, PASS, STATUSES, UNSCORED
+from evalstream._view import pairs
 from evalstream._view.index import LABEL_STATUSES, NONE, ROLES, SOURCES, Index
 
 if TYPE_CHECKING:
@@ -63,8 +64,15 @@ SPECS = {
         "reason"),
     "verdicts": ListSpec(
         "verdicts", "All verdicts", "Every verdict of the run, in file order.", "status"),
+    "pairs": ListSpec(  # issue 28 (view.pairs)
+        "pairs", "Inconsistent pairs",
+        "Pairwise verdicts whose two orders disagree (run A's response shown first, then run "
+        "B's): the judge named the response in the first place both times, or the one in the "
+        "second place both times, or said tie in one order only. Each is decided a tie. In "
+        "verdict-file order.",
+        "kind"),
 }
-LIST_NAMES = ("disagreements", "flips", "unscored", "skipped", "verdicts")
+LIST_NAMES = ("disagreements", "flips", "unscored", "skipped", "pairs", "verdicts")
 
 
 @dataclass
@@ -266,8 +274,20 @@ def verdicts(index: Index) -> EntryList:
                      list(STATUSES))
 
 
+def inconsistent(index: Index) -> EntryList:
+    """The inconsistent pairs (``view.pairs``), by kind, each in verdict-file order."""
+    import numpy as np
+
+    run = index.run
+    codes = run.pair if run.pair is not None else np.zeros(len(run.key), np.uint8)
+    chosen = np.flatnonzero((codes >= pairs.FIRST) & (codes <= pairs.ONE_TIE))
+    kind = (codes[chosen] - pairs.FIRST).astype(np.uint16)
+    keys, kind = _ordered(run.key[chosen], kind, run.line[chosen])
+    return EntryList(SPECS["pairs"], keys, kind, list(pairs.KINDS))
+
+
 BUILDERS = {"disagreements": disagreements, "flips": flips, "unscored": unscored,
-            "skipped": skipped, "verdicts": verdicts}
+            "skipped": skipped, "pairs": inconsistent, "verdicts": verdicts}
 
 
 class Lists:
@@ -282,8 +302,10 @@ class Lists:
         return self.lists[name]
 
     def available(self) -> list[str]:
-        """The list names to show (flips only with --compare)."""
-        return [n for n in LIST_NAMES if n != "flips" or self.index.other is not None]
+        """The list names to show (flips only with --compare, pairs only with pairwise
+        verdicts)."""
+        return [n for n in LIST_NAMES if (n != "flips" or self.index.other is not None)
+                and (n != "pairs" or pairs.has_pairs(self.index))]
 
 
 @dataclass

@@ -15,6 +15,7 @@ from evalstream._version import __version__
 from evalstream._view.index import (
     CASES,
     COMPARE,
+    COMPARE_CASES,
     LABEL_STATUSES,
     NONE,
     ROLES,
@@ -193,7 +194,8 @@ def files_table(ix: Index, timings: bool = True) -> str:
         f = ix.files.get(role)
         if f is None:
             continue
-        what = {CASES: "cases", VERDICTS: "verdicts", COMPARE: "verdicts", STATES: "records"}[role]
+        what = {CASES: "cases", VERDICTS: "verdicts", COMPARE: "verdicts", STATES: "records",
+                COMPARE_CASES: "cases"}[role]
         records = f"{f.records:,} {what}"
         if role in (VERDICTS, COMPARE):
             records = f"{f.records - f.judge_states:,} verdicts"
@@ -406,6 +408,8 @@ def list_table(site: Site, name: str, shown: list[Row], first: int) -> str:
         head += ["cause", "detail", "label", "group", "line"]
     elif name == "skipped":
         head += ["reason", "tokens", "label", "group"]
+    elif name == "pairs":
+        head += ["disagreement", "run A's first", "run B's first", "label", "group", "line"]
     else:
         head += ["judge", "label", "group", "rationale", "line"]
     numeric = {"#", "line", "tokens"}
@@ -441,6 +445,13 @@ def list_table(site: Site, name: str, shown: list[Row], first: int) -> str:
             cells += [f'<td class="key">{short(r.kind)}</td>',
                       f'<td class="num">{escape(tokens)}</td>',
                       f'<td class="key">{_label(r.label)}</td>', group]
+        elif name == "pairs":
+            answers = {o.order: o.better for o in r.verdict.pair.orders} \
+                if r.verdict is not None and r.verdict.pair is not None else {}
+            cells += [f"<td>{_kind_badge(r.kind)}</td>",
+                      f'<td class="key">{short(answers.get("ab") or "-")}</td>',
+                      f'<td class="key">{short(answers.get("ba") or "-")}</td>',
+                      f'<td class="key">{_label(r.label)}</td>', group, _num(r.line)]
         else:
             cells += [f"<td>{badge(_status(r.verdict))}</td>",
                       f'<td class="key">{_label(r.label)}</td>', group, rationale, _num(r.line)]
