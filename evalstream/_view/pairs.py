@@ -13,13 +13,10 @@ line and offset, 40-70 bytes a case), and the judge state is rebuilt from both w
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalstream._verdicts.pairwise import in_runs
 from evalstream._view.text import FOLD, inline, json_text, text
-
-if TYPE_CHECKING:
-    from evalstream._view.index import Index
 
 NOT_PAIRWISE, CONSISTENT, FIRST, SECOND, ONE_TIE, UNSCORED = range(6)
 # The kinds of the list of inconsistent pairs (``lists.inconsistent``), by code FIRST,
@@ -41,7 +38,7 @@ def pair_code(pair: Any) -> int:
     return FIRST if answers.get("ab") == "response_1" else SECOND
 
 
-def has_pairs(index: Index) -> bool:
+def has_pairs(index: Any) -> bool:
     """Whether the run holds a pairwise verdict (then the list is shown)."""
     return index.run.pair is not None and bool((index.run.pair != NOT_PAIRWISE).any())
 
