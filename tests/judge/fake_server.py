@@ -222,7 +222,7 @@ class Server:
         request = json.loads(body)
         text, finish = _content(fault, digest, sent_key)
         if _pairwise(request) and fault in _ANSWERS:
-            text = json.dumps(self.preference(request, digest))
+            text = json.dumps(preference(request, digest, self.position_bias, self.length_bias))
         usage_in, usage_out = len(body) // 4, max(1, len(text or "") // 4)
         if fault == "negusage":
             usage_in, usage_out = -1_000_000, -1_000_000
@@ -247,21 +247,6 @@ class Server:
             await writer.drain()
             return False  # the caller closes the connection mid-answer
         return await self.send(writer, 200, data, extra)
-
-    def preference(self, request: dict[str, Any], digest: str) -> dict[str, str]:
-        """The pairwise answer to a request: the better response, unless a bias takes the
-        pair (see the module's docstring)."""
-        state = json.loads(next(m["content"] for m in reversed(request.get("messages") or [])
-                                if m.get("role") == "user"))
-        first, second = state.get("response_1", ""), state.get("response_2", "")
-        if share(first, second, "position") < self.position_bias:
-            return {"reason": f"fake: the first is better {digest[:8]}", "better": "response_1"}
-        if share(first, second, "length") < self.length_bias and len(first) != len(second):
-            longer = "response_1" if len(first) > len(second) else "response_2"
-            return {"reason": f"fake: the longer is better {digest[:8]}", "better": longer}
-        marked = ["[better]" in first, "[better]" in second]
-        better = "tie" if marked[0] == marked[1] else "response_1" if marked[0] else "response_2"
-        return {"reason": f"fake: {better} {digest[:8]}", "better": better}
 
     async def huge(self, writer: asyncio.StreamWriter, extra: dict[str, str]) -> bool:
         """A 200 of ``huge_bytes``: the start of a completion, then spaces, 1 MiB at a time,
@@ -319,6 +304,23 @@ def _pairwise(request: dict[str, Any]) -> bool:
     schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema") \
         or ((request.get("tools") or [{}])[0].get("input_schema") or {})
     return "better" in (schema.get("properties") or {})
+
+
+def preference(request: dict[str, Any], digest: str, position_bias: float = 0.0,
+               length_bias: float = 0.0) -> dict[str, str]:
+    """The pairwise answer to a request: the better response, unless a bias takes the pair
+    (see the module's docstring)."""
+    state = json.loads(next(m["content"] for m in reversed(request.get("messages") or [])
+                            if m.get("role") == "user"))
+    first, second = state.get("response_1", ""), state.get("response_2", "")
+    if share(first, second, "position") < position_bias:
+        return {"reason": f"fake: the first is better {digest[:8]}", "better": "response_1"}
+    if share(first, second, "length") < length_bias and len(first) != len(second):
+        longer = "response_1" if len(first) > len(second) else "response_2"
+        return {"reason": f"fake: the longer is better {digest[:8]}", "better": longer}
+    marked = ["[better]" in first, "[better]" in second]
+    better = "tie" if marked[0] == marked[1] else "response_1" if marked[0] else "response_2"
+    return {"reason": f"fake: {better} {digest[:8]}", "better": better}
 
 
 def share(first: str, second: str, salt: str) -> float:
