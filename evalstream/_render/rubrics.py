@@ -12,7 +12,9 @@ def rubric_blocks(rubrics: RubricSet) -> list[Block]:
                    Column("hash")],
                   title=f"{len(rubrics.rubrics)} rubrics from {', '.join(rubrics.sources)}")
     for r in rubrics.rubrics:
-        when = [f"has {name}" for name in r.requires]
+        # A pairwise rubric applies to a case id of both runs (build --pair-with) only.
+        when = ["a pair (--pair-with)"] if r.pairwise else []
+        when += [f"has {name}" for name in r.requires]
         when += [f"{key} in {', '.join(map(str, allowed))}" for key, _, allowed in r.when]
         table.add(r.id, r.kind, ", ".join(r.shows), "; ".join(when) or "always", r.hash[:12])
     return [table, Paragraph(f"set hash {rubrics.hash}")]
