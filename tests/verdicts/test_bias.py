@@ -252,3 +252,16 @@ def test_a_length_preference_is_recovered_within_its_interval(
     assert not _within(p.judge_longer, 0.5)  # told apart from the labels' share
     assert p.labels_longer.share == 0.5
     assert _within(p.agreement_all, 1 - bias * 0.5)  # wrong where longer is the worse
+
+
+def test_pairwise_states_and_verdicts_are_read_by_the_verdict_reader(tmp_path: Path) -> None:
+    # build --pair-with's states (each with its `pair`) in a verdict file are judge states not
+    # yet judged, never rejects; a pairwise verdict reads as any verdict (strict reader).
+    src = pair_states(tmp_path / "in", [("one [better]", "two"), ("three", "four [better]")])
+    states = src.read_text().splitlines()
+    verdict = json.dumps(_pair_verdict("p000", "response_1", "response_2", (12, 3)))
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("\n".join([verdict, *states[2:]]) + "\n")
+    report = run(AgreeOptions(str(mixed), str(tmp_path / "in" / "a.jsonl")))
+    v = report.verdicts
+    assert (v.verdicts, v.judge_states, v.rejected) == (1, 2, 0)
