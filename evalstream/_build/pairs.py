@@ -236,13 +236,15 @@ class _Pairing:
         self.pending, self.size = [], 0  # the writer may still hold the list: never reuse it
 
     # -- reading ---------------------------------------------------------------------------------
-    def cases(self, side: _Side, in_order: bool = False,
+    def cases(self, side: _Side, in_order: bool = False, index: IdIndex | None = None,
               ) -> Iterator[tuple[int, int, bytes, Any]]:
         """The cases of one file in line order, its rejects spooled; with ``in_order``,
-        ``Disorder`` at the first id below the one before it."""
+        ``Disorder`` at the first id below the one before it. ``index``: the duplicate-id
+        index to read with, which then holds each accepted case's id and line."""
         opts = self.opts
-        side.reader = reader = RecordReader(case_kind(opts.allow_unknown_fields, IdIndex()),
-                                            opts.max_line_bytes)
+        side.reader = reader = RecordReader(
+            case_kind(opts.allow_unknown_fields, index if index is not None else IdIndex()),
+            opts.max_line_bytes)
         stream = side.held.open()
         try:
             chunks: Any = read_chunks(stream, opts.max_line_bytes)
@@ -293,12 +295,13 @@ class _Pairing:
         """Index run B's ids, then read run A in order and each partner by its offset."""
         opts, b = self.opts, self.b
         lines, offsets = array("Q"), array("Q")
+        # The duplicate-id index of the reading: each accepted case's id and line (a repeat
+        # is rejected, never indexed), the one index of run B.
         index = IdIndex()
         # Offsets in a compressed file are of its decompressed bytes: read from a copy.
         copy = _copy_file() if b.path.endswith((".gz", ".zst")) else None
         try:
-            for line, offset, raw, case in self.cases(b):
-                index.add_id(case.id, line)  # each id once: the reader rejected repeats
+            for line, offset, raw, _ in self.cases(b, index=index):
                 lines.append(line)
                 if copy is not None:
                     offsets.append(copy.tell())
