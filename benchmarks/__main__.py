@@ -1,6 +1,6 @@
 """Command line:
 ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
-judge,judge-clients,tokens,batch,view}``.
+judge,judge-clients,tokens,batch,view,pairs}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -137,6 +137,14 @@ def cmd_view(args: argparse.Namespace) -> int:
     return main(args.size or [_size("1GB")], args.runs, args.cache_dir, args.rationale)
 
 
+def cmd_pairs(args: argparse.Namespace) -> int:
+    """Time build --pair-with, in step and indexed, beside build of one run."""
+    from benchmarks.pairs import main
+
+    return main(args.size or [_size("100MB"), _size("300MB")], args.runs, args.cache_dir,
+                args.check)
+
+
 def cmd_view_baseline(args: argparse.Namespace) -> int:
     """One floor of the view benchmark (run under measure.py)."""
     from benchmarks.view import baseline
@@ -267,6 +275,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="characters of each verdict's rationale (default 400)")
     view.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
     view.set_defaults(func=cmd_view)
+    pairs = sub.add_parser("pairs", help="time build --pair-with: in step, indexed, one run")
+    pairs.add_argument("--size", type=_size, action="append",
+                       help="run A's size, repeatable (default 100MB and 300MB)")
+    pairs.add_argument("--runs", type=int, default=3)
+    pairs.add_argument("--check", action="store_true",
+                       help="first check that both pair builds write the same bytes")
+    pairs.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+    pairs.set_defaults(func=cmd_pairs)
     floor = sub.add_parser("view-baseline", help="one floor of the view benchmark")
     floor.add_argument("name", choices=("read", "decode", "load-all"))
     floor.add_argument("cases")

@@ -300,7 +300,8 @@ _add(_float(_share), "max_unscored_rate")
 _add(_float(_amount), "timeout", "max_wait", "poll", "rpm", "tpm", "price_in", "price_out",
      "max_cost")
 _add(_float(_temperature), "temperature")
-_add(_path, "rejects", "report", "store", "states", "compare", "view", "only_missing", "html")
+_add(_path, "rejects", "report", "store", "states", "compare", "view", "only_missing", "html",
+     "pair_with", "compare_cases")
 _add(_paths, "rubric_files", flag="--rubrics")
 _add(_paths, "results", flag="RESULTS")
 _add(_paths, "paths", flag="--rubrics")  # load_rubrics(paths)

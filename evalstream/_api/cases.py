@@ -83,6 +83,7 @@ def count_tokens(text: str, tokenizer: Tokenizer = TOKENIZER) -> int:
 
 @front_door
 def build(input: Inputs, output: Path, *, rubric_files: Sequence[Path] = (),
+          pair_with: Path | None = None,
           max_tokens: int = MAX_TOKENS, max_output_tokens: int = MAX_OUTPUT_TOKENS,
           tokenizer: Tokenizer = TOKENIZER,
           exact_tokens: bool = False, workers: int = 1, engine: Engine = "local",
@@ -94,7 +95,9 @@ def build(input: Inputs, output: Path, *, rubric_files: Sequence[Path] = (),
     and the run report beside it, unless ``rejects=`` and ``report=`` say where. Each option
     as the command's (``rubric_files`` is ``--rubrics``; ``max_tokens`` is the judge model's
     context, of which every judge request's texts, framing and ``max_output_tokens`` must
-    fit); ``on_progress(done, total)`` is told the bytes read. Returns the run report; files
+    fit); ``on_progress(done, total)`` is told the bytes read. With ``pair_with`` (run B's
+    cases), the pairwise rubrics' states of each id in both files, in both orders (a
+    ``PairRunReport``: the pairs, and the cases not judged). Returns the run report; files
     appear only if the whole run succeeds."""
     from evalstream._build.run import Options, run
 

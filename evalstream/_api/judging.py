@@ -156,9 +156,9 @@ class JudgeRequest:
 def judge_request(case_id: str, rubric_id: str, given: dict[str, Any]) -> JudgeRequest:
     """``judge --show-request CASE_ID RUBRIC_ID``: the request ``judge`` would send, given the
     rest of its arguments (``judge_request(case_id, rubric_id, input, output, model, ...)``),
-    for the judge state of (case_id, rubric_id) in its input. Nothing is sent or written."""
-    from evalstream._judge.live import first_state, held
-    from evalstream._judge.request import build
+    for the judge state of (case_id, rubric_id) in its input (a pairwise state's first
+    order, run A's response first). Nothing is sent or written."""
+    from evalstream._judge.live import first_state, held, request_of
     from evalstream.errors import UsageError
 
     opts = _judge_options(given)
@@ -167,7 +167,7 @@ def judge_request(case_id: str, rubric_id: str, given: dict[str, Any]) -> JudgeR
     if state is None:
         raise UsageError(f"no judge state for case `{case_id}` and rubric `{rubric_id}` in "
                          f"{opts.input}.")
-    sent = build(opts.config, state.question, state.state, state.allows_na)
+    sent = request_of(opts.config, state)
     api = opts.config.api
     shown = api.headers("$" + (opts.api_key_env or api.key_env))
     return JudgeRequest(opts.config.url, {name: shown[name] for name in api.credential_headers},

@@ -32,8 +32,8 @@ def _index_options(verdicts: Path, cases: Path, checked: dict[str, Any]) -> View
     from evalstream._view.index import Options
 
     files = checked.pop("rubric_files")
-    shared = {name: checked.pop(name) for name in ("states", "compare", "max_tokens",
-                                                   "max_output_tokens", "by",
+    shared = {name: checked.pop(name) for name in ("states", "compare", "compare_cases",
+                                                   "max_tokens", "max_output_tokens", "by",
                                                    "allow_unknown_fields", "max_line_bytes")}
     return Options(verdicts=path("verdicts", verdicts), cases=path("cases", cases),
                    rubrics=load_rubrics(files) if files else None, **shared)
@@ -41,7 +41,8 @@ def _index_options(verdicts: Path, cases: Path, checked: dict[str, Any]) -> View
 
 @front_door
 def export_view(verdicts: Path, cases: Path, folder: Path, *, states: Path | None = None,
-                compare: Path | None = None, rubric_files: Sequence[Path] = (),
+                compare: Path | None = None, compare_cases: Path | None = None,
+                rubric_files: Sequence[Path] = (),
                 max_tokens: int = MAX_TOKENS, max_output_tokens: int = MAX_OUTPUT_TOKENS,
                 by: str = "scenario", limit: int = 100,
                 allow_unknown_fields: bool = False, max_line_bytes: int = MAX_LINE_BYTES,
@@ -50,10 +51,11 @@ def export_view(verdicts: Path, cases: Path, folder: Path, *, states: Path | Non
     """Write the pages of ``evalstream view`` as a static folder (``view --export``): the lists
     with their first ``limit`` entries (and of each filter value), a page for each, from
     ``file://``. ``states`` (build's output), ``compare`` (another run's verdicts),
-    ``rubric_files`` (``--rubrics``), ``max_tokens``, ``max_output_tokens`` and ``by`` (the
-    group filter's metadata key) as the command's. Returns the report (``exit_code`` 1 when
-    lines were rejected); the folder appears only if the whole export succeeds, and replaces
-    only an earlier export holding nothing else (``force``: any folder without an input).
+    ``compare_cases`` (run B's cases, beside run A's of pairwise verdicts), ``rubric_files``
+    (``--rubrics``), ``max_tokens``, ``max_output_tokens`` and ``by`` (the group filter's
+    metadata key) as the command's. Returns the report (``exit_code`` 1 when lines were
+    rejected); the folder appears only if the whole export succeeds, and replaces only an
+    earlier export holding nothing else (``force``: any folder without an input).
     ``on_index(index)`` is called once the files are indexed."""
     from evalstream._options import ONE_KEY
     from evalstream._view.run import export_view as export
@@ -66,7 +68,8 @@ def export_view(verdicts: Path, cases: Path, folder: Path, *, states: Path | Non
 
 @front_door
 def serve_view(verdicts: Path, cases: Path, *, states: Path | None = None,
-               compare: Path | None = None, rubric_files: Sequence[Path] = (),
+               compare: Path | None = None, compare_cases: Path | None = None,
+               rubric_files: Sequence[Path] = (),
                max_tokens: int = MAX_TOKENS, max_output_tokens: int = MAX_OUTPUT_TOKENS,
                by: str = "scenario", host: str = "127.0.0.1",
                port: int | None = None, open_browser: bool = True,

@@ -52,6 +52,7 @@ class Options:
     engine: str = "local"  # or "dask"
     scheduler: str | None = None  # a Dask scheduler's address; None: a local cluster
     force: bool = False  # replace targets that hold something else (cases, another kind)
+    pair_with: str | None = None  # run B: pairwise states of input and it (_build.pairs)
 
     def arguments(self) -> list[str]:
         """The input arguments as given."""

@@ -20,7 +20,15 @@ import msgspec
 import xxhash
 
 from evalstream._checks.checker import Check, Plan
-from evalstream._checks.state import CheckRecord, ExactVerdict, Exposure, Sizes, Tokens
+from evalstream._checks.state import (
+    CheckRecord,
+    ExactVerdict,
+    Exposure,
+    PairKey,
+    Sizes,
+    Tokens,
+    pair_key,
+)
 from evalstream._files.outputs import escape_line_breaks
 
 
@@ -60,6 +68,32 @@ class RecordEncoder:
                     xxhash.xxh3_128_hexdigest(state).encode(), layout.end))
             out.append(line)
             size += len(line)
+        return size
+
+    def add_pair(self, case_id: str, first: list[Check], second: list[Check],
+                 chars: list[int], out: list[bytes]) -> int:
+        """Append the two records of every written pairwise check of a pair (``first``: run
+        A's response first; ``second``: run B's), each pair's on consecutive lines, A first;
+        return the bytes appended. Encoded as records (no layout): a pair build is never the
+        hot path that a run's pointwise states are."""
+        encode = self._encoder.encode
+        size = 0
+        for one, two in zip(first, second, strict=True):
+            if one.reason is not None:
+                continue
+            assert one.state is not None and two.state is not None
+            hashes = [xxhash.xxh3_128_hexdigest(one.state), xxhash.xxh3_128_hexdigest(two.state)]
+            key = pair_key(*hashes)
+            for check, state, order, state_hash in ((one, one.state, "ab", hashes[0]),
+                                                     (two, two.state, "ba", hashes[1])):
+                plan = check.plan
+                line = escape_line_breaks(encode(CheckRecord(
+                    case_id, plan.rubric.id, plan.question, msgspec.Raw(state),
+                    Exposure(plan.shown, plan.withheld, plan.hidden, check.tokens),
+                    plan.rubric.hash, state_hash, plan.rubric.allows_na,
+                    PairKey(key, order, chars)))) + b"\n"
+                out.append(line)
+                size += len(line)
         return size
 
     def _layout(self, plan: Plan) -> RecordLayout:

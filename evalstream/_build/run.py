@@ -39,7 +39,7 @@ from evalstream.errors import ReaderGone, UsageError
 def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, list[Reject]]:
     """Run ``build`` (when ``opts.output`` is set) or ``validate``; return the report and the
     first rejects. Files appear under their names only if the whole run succeeds."""
-    from evalstream._build import ranges
+    from evalstream._build import pairs, ranges
 
     started = time.perf_counter()
     command = "validate" if opts.output is None else "build"
@@ -49,6 +49,11 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
                          "be positive.")
     encodings.check_name(opts.tokenizer)
     rubric_set = load_rubrics(opts.rubric_files) if command == "build" else None
+    warnings = []
+    if opts.pair_with is not None:
+        if rubric_set is None:
+            raise UsageError("--pair-with builds pairwise states; validate each run alone.")
+        warnings += pairs.check(opts, rubric_set)
     if opts.engine not in ("local", "dask"):
         raise UsageError(f"--engine {opts.engine!r}: choose local or dask.")
     if opts.scheduler is not None and opts.engine != "dask":
@@ -63,6 +68,9 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
         files = resolve(arguments)
     outputs = _plan(opts, [f.url for f in files] if files is not None else [opts.input])
     remove_stale_shared()  # what killed runs left in /tmp, whether this run needs it or not
+    if opts.pair_with is not None:
+        assert rubric_set is not None
+        return pairs.run(opts, rubric_set, outputs, warnings, started, on_progress)
     if files is not None:
         for f in files:
             if opts.engine == "local" and not is_url(f.url):
@@ -70,7 +78,8 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
     else:
         check_cases_input(opts.input)  # a CSV, a JSON array, a misnamed archive: one sentence
     size = input_size(opts.input) if files is None else None
-    warnings = []
+    if rubric_set is not None:
+        warnings += pairs.skipped_pairwise(rubric_set)
     plain = files is None and not (opts.input == "-" or opts.input.endswith((".gz", ".zst")))
     if opts.workers > 1 and opts.engine == "local" and not plain:
         warnings.append("--workers needs one plain input file (not stdin, compressed or "
@@ -163,7 +172,8 @@ def _plan(opts: Options, inputs: list[str]) -> Transaction:
                          "A directory of parts (a name ending in /) is written by --engine "
                          "dask only.")
     return Transaction(
-        [*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
+        [*(("input", i) for i in inputs), *(("input", p) for p in [opts.pair_with] if p),
+         *(("rubrics", f) for f in opts.rubric_files)],
         [Target("output", out, "judge states", directory=is_directory(out)),
          Target("rejects", opts.rejects, "rejects", beside=".rejects.jsonl", optional=True),
          Target("report", opts.report, "json", beside=".report.json")],

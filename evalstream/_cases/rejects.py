@@ -34,6 +34,24 @@ class Reject(msgspec.Struct, gc=False):
     raw: str
 
 
+class FileReject(msgspec.Struct, gc=False):
+    """A reject record with the file it came from (a command that reads two files: agree,
+    compare, build --pair-with)."""
+
+    file: str
+    line: int
+    offset: int
+    id: str | None
+    path: str | None
+    error: str
+    raw: str
+
+    @classmethod
+    def of(cls, file: str, reject: Reject) -> FileReject:
+        """``reject``, a line of ``file``."""
+        return cls(file, *msgspec.structs.astuple(reject))
+
+
 _ERROR_AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
 # A high surrogate escape not followed by a low one, or a low one not preceded by a high one.
 _LONE_SURROGATE = re.compile(

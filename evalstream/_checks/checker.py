@@ -8,13 +8,17 @@ token budget; for an exact rubric it evaluates the condition. Every outcome is c
 
 What a rubric shows and withholds depends only on which fields the case has, so it is
 planned once per pattern of present fields (``Plan``).
+
+A pairwise rubric applies to two runs' cases of one id (``build --pair-with``), never to a
+case alone: ``check`` skips it (reason ``pairwise``), ``check_pair`` gives its states in
+both orders from the same plans and budget (``PairOrder`` stands for the case).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -24,16 +28,20 @@ from evalstream._checks.rubrics import Rubric, RubricSet, metadata_has
 from evalstream._checks.state import (
     FIELD_OF,
     NEVER_SHOWN,
+    OWN_FIELDS,
+    PAIR_FIELD_OF,
+    PAIR_STATE_NAMES,
+    SHARED,
     STATE_NAMES,
     Exposure,
     Sizes,
     Tokens,
-    question_text,
-    system_text,
 )
 from evalstream._files.outputs import escape_line_breaks
 
 OVER_BUDGET = "over budget"
+PAIRWISE = "pairwise"  # a pairwise rubric, for a case on its own (it needs --pair-with)
+NOT_PAIRWISE = "not pairwise"  # a judge or exact rubric, for a pair (build each run alone)
 MAX_OVER_BUDGET_LISTED = 1_000
 MAX_KEYS_SEEN = 1_000
 
@@ -70,6 +78,20 @@ class Plan:
     question: msgspec.Raw  # the question as JSON, preamble included (null for exact rubrics)
     skipped: Check | None  # the outcome when ``reason`` is set: the same for every such case
     slot: int  # where ``Checker`` counts this plan's usual outcome (``reason``, or written)
+
+
+class PairOrder(NamedTuple):
+    """One order of a pair, read by a pairwise plan as a case is read by a plan: the shared
+    fields (run A's, equal to run B's where a pairwise rubric shows them) and the two
+    responses in this order."""
+
+    id: str
+    input: str
+    messages: Any
+    context: Any
+    policy: str | None
+    response_1: str
+    response_2: str
 
 
 class Check(msgspec.Struct, frozen=True, gc=False):
@@ -197,13 +219,18 @@ class Checker:
         self._usual: list[int] = []
         self._other: Counter[tuple[int, str]] = Counter()
         self.encode = msgspec.json.Encoder().encode
-        judges = [r for r in rubrics.rubrics if r.kind == "judge"]
-        self._questions = {r.id: msgspec.Raw(escape_line_breaks(
-            self.encode(question_text(r.question)))) for r in judges}
+        judges = [r for r in rubrics.rubrics if r.judged]
+        self._questions = {r.id: msgspec.Raw(escape_line_breaks(self.encode(r.asked)))
+                           for r in judges}
         # The budget counts each rubric's whole system text, as the judge sends it.
-        self.budget = tokens.Budget(
-            max_tokens, [system_text(question_text(r.question), r.allows_na) for r in judges],
-            encodings.check_name(tokenizer), exact_tokens, output=max_output_tokens)
+        self.budget = tokens.Budget(max_tokens, [r.system for r in judges],
+                                    encodings.check_name(tokenizer), exact_tokens,
+                                    output=max_output_tokens)
+        # The case attributes two cases of a pair must hold equal: `input`, and every shared
+        # field a pairwise rubric shows (shown once, it must be the same in both runs).
+        shown = {n for r in rubrics.rubrics if r.pairwise for n in r.shows}
+        self.must_be_equal = tuple(attr for name, attr in SHARED.items()
+                                   if name == "user_input" or name in shown)
         self._judge_index = {r.id: i for i, r in enumerate(judges)}
         self._plans: dict[tuple[bool, ...], list[Plan]] = {}
         self._when_keys = {key: path for r in rubrics.rubrics for key, path, _ in r.when}
@@ -262,13 +289,67 @@ class Checker:
             self._note_labels(case.expected, out)
         return out
 
+    def mismatch(self, a: Any, b: Any) -> list[str]:
+        """The case fields two cases of one id differ in (compared as decoded values), among
+        those a pair must share (``must_be_equal``; their wire names): empty when they pair."""
+        return [attr for attr in self.must_be_equal if getattr(a, attr) != getattr(b, attr)]
+
+    def check_pair(self, a: Any, b: Any, line: int) -> tuple[list[Check], list[Check]]:
+        """Every rubric's outcome for a pair (run A's case ``a``, run B's ``b``, which pair:
+        see ``mismatch``), in rubric order, in both orders: A's response first, then B's.
+        Both orders share their plan and outcome: a pair is judged in both or neither (one
+        order over budget puts the other over too, listed once). Each order counts as a
+        check; run A's metadata decides `when` and its labels are the pair's."""
+        key = (True, a.messages is not None, a.context is not None, a.policy is not None,
+               a.tool_events is not None or b.tool_events is not None,
+               a.metadata is not None or b.metadata is not None,
+               a.expected is not None or b.expected is not None)
+        plans = self._plans.get(key) or self._plan(key)
+        metadata = a.metadata
+        if self._when_keys and metadata:
+            self._note_when_keys(metadata)
+        encode = self.encode
+        first, second = (escape_line_breaks(encode(a.output)), escape_line_breaks(encode(b.output)))
+        ab = PairOrder(a.id, a.input, a.messages, a.context, a.policy, a.output, b.output)
+        ba = ab._replace(response_1=b.output, response_2=a.output)
+        fields_ab = {"response_1": first, "response_2": second}
+        fields_ba = {"response_1": second, "response_2": first}
+        out_ab, out_ba = [], []
+        usual, other = self._usual, self._other
+        for plan in plans:
+            rubric = plan.rubric
+            if plan.skipped is not None:
+                one = two = plan.skipped
+            elif rubric.when and (reason := rubric.when_reason(metadata)) is not None:
+                one = two = Check(plan, reason, None, None, None, None)
+            else:
+                one = self._judge(ab, line, plan, fields_ab)
+                for attr, value in fields_ab.items():  # the shared fields, encoded once
+                    fields_ba.setdefault(attr, value)
+                if one.reason is None:
+                    two = self._judge(ba, line, plan, fields_ba)
+                    if two.reason is not None:  # never seen: both orders count the same
+                        one = Check(plan, two.reason, None, one.tokens, None, None)
+                else:
+                    two = Check(plan, one.reason, None, one.tokens, None, None)
+            if one.reason is plan.reason:
+                usual[plan.slot] += 2
+            else:
+                other[plan.slot, one.reason] += 2  # type: ignore[index]
+            out_ab.append(one)
+            out_ba.append(two)
+        if a.expected:
+            self._note_labels(a.expected, out_ab)
+        return out_ab, out_ba
+
     def _note_labels(self, expected: dict[str, Any], checks: list[Check]) -> None:
         tally, index = self._tally, self._rubric_index
         for rubric_id in expected:
             i = index.get(rubric_id)
             if i is None:
                 tally.label_outside(rubric_id)
-            elif checks[i].reason is not None and checks[i].reason != OVER_BUDGET:
+            elif checks[i].reason not in (None, OVER_BUDGET, PAIRWISE):
+                # (a pairwise rubric's label on a case of one run is the pair's, not lost)
                 tally.labels_not_applicable += 1
 
     def _judge(self, case: Any, line: int, plan: Plan, fields: dict[str, bytes]) -> Check:
@@ -311,24 +392,35 @@ class Checker:
         return self.budget.question_tokens[self._judge_index[rubric_id]]
 
     def _plan(self, key: tuple[bool, ...]) -> list[Plan]:
-        """The per-rubric plans for cases with this pattern of present fields."""
+        """The per-rubric plans for cases with this pattern of present fields (a pair's,
+        when it starts with True: ``check_pair``)."""
+        pair = len(key) == 7
         has = dict(zip(("conversation", "reference_material", "policy", "tool_events",
-                        "metadata", "expected"), key, strict=True))
-        present = tuple(n for n in STATE_NAMES if has.get(n, True))
+                        "metadata", "expected"), key[1:] if pair else key, strict=True))
+        if pair:  # a pair's state names, and a run's own fields, which it never shows
+            present = (*(n for n in PAIR_STATE_NAMES if has.get(n, True)),
+                       *(n for n in OWN_FIELDS if has[n]))
+            field_of = PAIR_FIELD_OF
+        else:
+            present, field_of = tuple(n for n in STATE_NAMES if has.get(n, True)), FIELD_OF
         pset = frozenset(present)
         hidden = [n for n in NEVER_SHOWN if has[n]]
         plans = []
         for rubric in self.rubrics.rubrics:
-            shown = [n for n in rubric.shows if n in pset]
+            shown = [n for n in rubric.shows if n in pset and n in field_of]
             missing = next((n for n in rubric.requires if n not in pset), None)
+            if rubric.pairwise != pair:  # never this kind of check
+                reason: str | None = NOT_PAIRWISE if pair else PAIRWISE
+            else:
+                reason = f"requires {missing}" if missing else None
             plan = Plan(
                 rubric=rubric,
-                reason=f"requires {missing}" if missing else None,
+                reason=reason,
                 present=pset,
                 shown=shown,
                 withheld=[n for n in present if n not in shown],
                 hidden=hidden,
-                keys=tuple(((b"{" if i == 0 else b",") + self.encode(n) + b":", FIELD_OF[n])
+                keys=tuple(((b"{" if i == 0 else b",") + self.encode(n) + b":", field_of[n])
                            for i, n in enumerate(shown)),
                 question=self._questions.get(rubric.id, msgspec.Raw(b"null")),
                 skipped=None,
@@ -361,8 +453,7 @@ def room_warning(rubrics: RubricSet, max_tokens: int,
     """A warning when ``max_tokens`` leaves no room for any judge state beside the longest
     system text and the reserved tokens (counted exactly only when its bytes alone do not
     already fit)."""
-    questions = [system_text(question_text(r.question), r.allows_na) for r in rubrics.rubrics
-                 if r.kind == "judge"]
+    questions = [r.system for r in rubrics.rubrics if r.judged]
     budget = tokens.Budget(max_tokens, questions, output=max_output_tokens)
     if not questions or budget.longest_question_bytes + budget.held < max_tokens:
         return None

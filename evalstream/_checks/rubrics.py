@@ -2,7 +2,11 @@
 
 A rubric file is data, never code: it is parsed with tomllib and every key is
 checked before any case is read. Judge rubrics carry a question and the judge-state
-names they show; exact rubrics carry a condition (see ``evalstream.exact``).
+names they show; exact rubrics carry a condition (see ``evalstream.exact``). A pairwise
+rubric (``kind = "pairwise"``, issue 28) is a judge rubric asked of two runs' responses to
+the same case side by side (``build --pair-with``): its ``shows`` names
+``assistant_response`` for the two responses (``response_1`` and ``response_2`` in its
+state) and any of the shared fields; never a run's own ``tool_events``.
 """
 
 from __future__ import annotations
@@ -18,10 +22,22 @@ import xxhash
 from evalstream._cases import schema
 from evalstream._cases.rejects import did_you_mean, nearest, shown_name
 from evalstream._checks import exact
-from evalstream._checks.state import PREAMBLE, STATE_NAMES
+from evalstream._checks.state import (
+    OWN_FIELDS,
+    PAIR_PREAMBLE,
+    PAIR_STATE_NAMES,
+    PREAMBLE,
+    RESPONSES,
+    STATE_NAMES,
+    question_text,
+    system_text,
+)
 from evalstream.errors import RubricError
 
+KINDS = ("judge", "exact", "pairwise")
 JUDGE_KEYS = {"id", "kind", "question", "shows", "requires", "when", "allows_na"}
+# A pairwise answer has no `na` (a tie is `better: "tie"`): its rubric takes no `allows_na`.
+PAIRWISE_KEYS = JUDGE_KEYS - {"allows_na"}
 EXACT_KEYS = {"id", "kind", "description", "requires", "when", "check"}
 MAX_QUESTION_CHARS = 20_000
 
@@ -31,9 +47,11 @@ class Rubric:
     """One rubric: what its judge is asked and shown, or the condition evalstream checks."""
 
     id: str
-    kind: str  # "judge" or "exact"
+    kind: str  # "judge", "exact" or "pairwise"
     question: str  # the question for a judge rubric, the description for an exact one
-    shows: tuple[str, ...]  # judge-state names, in the fixed order of STATE_NAMES
+    # judge-state names, in the fixed order of STATE_NAMES (PAIR_STATE_NAMES for a pairwise
+    # rubric: its `assistant_response` is the two responses)
+    shows: tuple[str, ...]
     requires: tuple[str, ...] = ()
     when: tuple[tuple[str, tuple[str, ...], tuple[Any, ...]], ...] = ()  # (key, path, allowed)
     check: exact.Condition | None = None
@@ -42,6 +60,28 @@ class Rubric:
     # true): when false the judge is asked for pass or fail only, and an `na` answer is
     # unscored (cause `na_not_allowed`), never a verdict.
     allows_na: bool = True
+
+    @property
+    def pairwise(self) -> bool:
+        """Whether this rubric compares two runs' responses (``build --pair-with``)."""
+        return self.kind == "pairwise"
+
+    @property
+    def judged(self) -> bool:
+        """Whether a judge answers this rubric (a judge or pairwise rubric, not exact)."""
+        return self.kind != "exact"
+
+    @property
+    def asked(self) -> str:
+        """The question as its judge receives it: the preamble of its kind, then the
+        rubric's question."""
+        return question_text(self.question, self.pairwise)
+
+    @property
+    def system(self) -> str:
+        """The whole system text its judge receives (the question as ``asked``, then the
+        answer instruction of its kind and ``allows_na``): what build's budget counts."""
+        return system_text(self.asked, self.allows_na, self.pairwise)
 
     def skip_reason(self, present: frozenset[str], metadata: dict[str, Any] | None) -> str | None:
         """Why this rubric does not apply to a case, or None when it does."""
@@ -141,6 +181,8 @@ def load(paths: list[str]) -> RubricSet:
 def _finish(rubrics: list[Rubric], sources: tuple[str, ...]) -> tuple[tuple[Rubric, ...],
                                                                        tuple[str, ...], str]:
     set_hash = xxhash.xxh3_128(PREAMBLE.encode())
+    if any(r.pairwise for r in rubrics):  # only then: the hash of every other set stays
+        set_hash.update(PAIR_PREAMBLE.encode())
     for r in rubrics:
         set_hash.update(r.hash.encode())
     return tuple(rubrics), sources, set_hash.hexdigest()
@@ -187,9 +229,13 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
                           f"{schema.ID_RULE}.")
     where = f"{where} (`{rid}`)"
     kind = table.get("kind", "judge")
-    if kind not in ("judge", "exact"):
-        raise RubricError(f"{where}: `kind` is {kind!r}; allowed: \"judge\" (default), \"exact\".")
-    allowed = JUDGE_KEYS if kind == "judge" else EXACT_KEYS
+    if kind not in KINDS:
+        raise RubricError(f"{where}: `kind` is {kind!r}; allowed: \"judge\" (default), "
+                          "\"exact\", \"pairwise\".")
+    allowed = {"exact": EXACT_KEYS, "pairwise": PAIRWISE_KEYS}.get(kind, JUDGE_KEYS)
+    if kind == "pairwise" and "allows_na" in table:
+        raise RubricError(f"{where}: a pairwise rubric takes no `allows_na`: its judge answers "
+                          "which response is better, or \"tie\", never na; remove the key.")
     unknown = set(table) - allowed
     if unknown:
         article = "an" if kind == "exact" else "a"
@@ -197,7 +243,7 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
                           f"takes {_list(allowed)}.{did_you_mean(sorted(unknown)[0], allowed)}")
     requires = _names(table.get("requires", []), f"{where}: `requires`")
     when = _when(table.get("when", {}), where)
-    if kind == "judge":
+    if kind != "exact":
         question = table.get("question")
         if not isinstance(question, str) or not question.strip():
             raise RubricError(f"{where}: `question` must be a non-empty string.")
@@ -214,6 +260,9 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
         if not isinstance(allows_na, bool):
             raise RubricError(f"{where}: `allows_na` is {allows_na!r}; it takes true (the "
                               "default: the judge may answer na) or false (pass or fail only).")
+        if kind == "pairwise":
+            shows, requires = _pairwise(shows, requires, where)
+            allows_na = False  # its judge answers response_1, response_2 or tie, never na
         check = None
         text = question
     else:
@@ -231,12 +280,13 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
         if "tool_events" not in requires:
             requires = _ordered({*requires, "tool_events"})
     # The hash covers what decides a verdict: kind, question, shows, requires, when, check,
-    # and `allows_na` when false (so that a rubric without the key keeps the hash it had
-    # before the key existed, and verdicts judged under another setting are stale).
+    # and a judge rubric's `allows_na` when false (so that a rubric without the key keeps the
+    # hash it had before the key existed, and verdicts judged under another setting are
+    # stale; a pairwise rubric's is always false, said by its kind).
     canonical = json.dumps({k: table[k] for k in sorted(table)
                             if k not in ("description", "allows_na")} |
-                           {"kind": kind, "question": text if kind == "judge" else None} |
-                           ({} if allows_na else {"allows_na": False}),
+                           {"kind": kind, "question": text if kind != "exact" else None} |
+                           ({} if allows_na or kind != "judge" else {"allows_na": False}),
                            sort_keys=True, ensure_ascii=False, default=str)
     digest = xxhash.xxh3_128_hexdigest(canonical.encode())
     return Rubric(rid, kind, text, shows, requires, when, check, digest, allows_na)
@@ -244,6 +294,29 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
 
 def _ordered(names: set[str]) -> tuple[str, ...]:
     return tuple(n for n in STATE_NAMES if n in names)
+
+
+def _pairwise(shows: tuple[str, ...], requires: tuple[str, ...],
+              where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A pairwise rubric's `shows` and `requires` as names of its state (PAIR_STATE_NAMES):
+    `assistant_response` becomes the two responses; a run's own fields are refused."""
+    for key, names in (("shows", shows), ("requires", requires)):
+        own = [n for n in names if n in OWN_FIELDS]
+        if own:
+            raise RubricError(
+                f"{where}: a pairwise rubric's `{key}` names {_list(own)}: each run has its own, "
+                "and a pairwise state shows only what the two cases share and their two "
+                "responses; judge tool events with a pointwise rubric of each run.")
+    if "assistant_response" not in shows:
+        raise RubricError(f"{where}: a pairwise rubric's `shows` must name "
+                          "`assistant_response`: its judge compares the two runs' responses "
+                          "(shown as response_1 and response_2).")
+
+    def pair_names(names: tuple[str, ...]) -> tuple[str, ...]:
+        wanted = set(names) | (set(RESPONSES) if "assistant_response" in names else set())
+        return tuple(n for n in PAIR_STATE_NAMES if n in wanted)
+
+    return pair_names(shows), pair_names(requires)
 
 
 def _names(value: Any, where: str) -> tuple[str, ...]:

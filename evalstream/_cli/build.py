@@ -40,6 +40,8 @@ def register(sub: Any) -> None:
                  "evalstream build cases.jsonl states.jsonl --rubrics builtin --rubrics "
                  "mine.toml --max-tokens 16000",
                  "evalstream build big.jsonl states.jsonl.zst --workers 2",
+                 "evalstream build run-a.jsonl pairs.jsonl --pair-with run-b.jsonl --rubrics "
+                 "pairwise.toml",
                  "evalstream build 'shards/*.jsonl' states/ --engine dask --scheduler "
                  "tcp://10.0.0.5:8786"],
                 [(0, "clean"), (1, "finished, some lines rejected (or no line is a case)")]))
@@ -56,6 +58,12 @@ def register(sub: Any) -> None:
     b.add_argument("--rubrics", dest="rubric_files", type=path, action="append", metavar="FILE",
                    help="a TOML rubric file; repeatable; replaces the built-in rubrics "
                         "(`--rubrics builtin --rubrics mine.toml` adds to them)")
+    b.add_argument("--pair-with", type=path, metavar="RUN_B",
+                   help="run B's cases (a .jsonl path, .gz, .zst or -): write each pairwise "
+                        "rubric's state of every case id in both runs, in both orders (the "
+                        "input's response first, then RUN_B's), for judge to compare; cases "
+                        "in one run only, or whose shared fields differ, are counted and "
+                        "listed in the report, never judged")
     b.add_argument("--max-tokens", type=positive, metavar="N",
                    help="the judge model's context: every judge request (state, longest "
                         "question and answer instruction, framing) plus the answer's bound "

@@ -41,7 +41,9 @@ def register(subparsers: Any) -> None:
                  "evalstream view verdicts.jsonl --cases cases.jsonl --states states.jsonl "
                  "--compare verdicts-b.jsonl",
                  "evalstream view verdicts.jsonl --cases cases.jsonl --export review/ "
-                 "--limit 200"],
+                 "--limit 200",
+                 "evalstream view verdicts.jsonl --cases run-a.jsonl --compare-cases "
+                 "run-b.jsonl --rubrics pairwise.toml"],
                 [(0, "served until Ctrl-C, or exported"),
                  (1, "exported, and some lines were rejected (they are listed)"),
                  (2, "also: a compressed or stdin input, a port given and in use, a (case_id, "
@@ -58,6 +60,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--compare", type=path, metavar="FILE",
                    help="another run's verdicts: lists the changes, and shows that run's verdict "
                         "on each check page")
+    p.add_argument("--compare-cases", type=path, metavar="FILE",
+                   help="run B's cases of pairwise verdicts (build --pair-with's RUN_B): a "
+                        "pair's page shows its response beside run A's (--cases)")
     p.add_argument("--rubrics", dest="rubric_files", type=path, action="append", metavar="FILE",
                    help="the rubric files build used (repeatable; default the built-in set): "
                         "they decide the skipped checks and rebuild states without --states")

@@ -1,14 +1,19 @@
 """The one answer parser: the answer a provider's response carries -> ``{status, reason}``, or
 ``unscored`` with a cause. Fail-closed: anything but a valid answer is ``unscored``, never
-``pass``. Each provider's module (``evalstream._judge.providers``) reads its response's
-shape (where the text or tool input, the usage, the refusal and truncation signals are) and
-hands the answer to ``read_text`` or ``read_json`` here, which hold every check of the
-answer itself; ``Provider.parse`` is the entry point.
+``pass``. A pairwise state (issue 28) is answered in another form, ``PREFERENCE``:
+``{reason, better}`` (the reason first, so that a judge writes its grounds before its
+choice), ``better`` one of ``response_1``, ``response_2``, ``tie``; ``Parsed.status`` then
+holds that choice. Each form is read only as itself: a verdict where a preference was asked
+for is ``wrong_shape``. Each provider's module (``evalstream._judge.providers``) reads its
+response's shape (where the text or tool input, the usage, the refusal and truncation
+signals are) and hands the answer to ``read_text`` or ``read_json`` here, which hold every
+check of the answer itself; ``Provider.parse`` is the entry point.
 
 Causes (the ``error.cause`` of an unscored verdict):
 
 - ``not_json``: the answer text is not JSON (or is empty).
-- ``wrong_shape``: JSON, but not exactly ``{"status": "pass"|"fail"|"na", "reason": string}``.
+- ``wrong_shape``: JSON, but not exactly ``{"status": "pass"|"fail"|"na", "reason": string}``
+  (for a pairwise state: ``{"reason": string, "better": "response_1"|"response_2"|"tie"}``).
 - ``refusal``: the model refused (OpenAI ``message.refusal`` or ``finish_reason``
   ``content_filter``; Anthropic ``stop_reason`` ``refusal``).
 - ``truncated``: the answer was cut at the output limit (``finish_reason`` ``length``;
@@ -41,7 +46,8 @@ from __future__ import annotations
 
 import json
 import string
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 from msgspec import Struct
@@ -61,6 +67,11 @@ CAUSES = ("not_json", "wrong_shape", "refusal", "truncated", "bad_response", "am
 NA_NOT_ALLOWED = "na_not_allowed"  # an answer's cause, found where the verdict is made
 DETAIL_CHARS = 200
 TOOL_NAME = "record_verdict"  # the tool a provider without JSON-schema answers is made to call
+# The tool's description by the form of answer (the verdict's as it always was: the same
+# bytes, the same store keys).
+TOOL_DESCRIPTIONS = {"verdict": "Record the verdict on the judge state.",
+                     "preference": "Record which response better meets the rubric, after the "
+                                   "reason."}
 
 
 class JudgeAnswer(Struct, forbid_unknown_fields=True, gc=False):
@@ -68,6 +79,38 @@ class JudgeAnswer(Struct, forbid_unknown_fields=True, gc=False):
 
     status: Literal["pass", "fail", "na"]
     reason: str
+
+
+PREFERENCES = ("response_1", "response_2", "tie")
+# A pairwise answer's schema: the reason first (structured output writes properties in order).
+PAIRWISE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string"},
+        "better": {"type": "string", "enum": list(PREFERENCES)},
+    },
+    "required": ["reason", "better"],
+    "additionalProperties": False,
+}
+
+
+class PairwiseAnswer(Struct, forbid_unknown_fields=True, gc=False):
+    """What the judge of a pairwise state must answer: which response better meets the
+    rubric, or a tie, after its reason."""
+
+    reason: str
+    better: Literal["response_1", "response_2", "tie"]
+
+
+class Form(NamedTuple):
+    """One form of answer: how it is asked for (the schema, named ``name`` where a provider
+    names it) and read (the decoder, the keys each given once, the status's key)."""
+
+    name: str
+    schema: dict[str, Any]
+    decode: Callable[[bytes], Any]
+    keys: tuple[str, str]  # (the status's key, the reason's key)
+    shape: str  # as a sentence shows it
 
 
 class Parsed(NamedTuple):
@@ -87,6 +130,31 @@ class Parsed(NamedTuple):
 
 _answer = msgspec.json.Decoder(JudgeAnswer)
 _FENCE = "```"
+# The form of a judge rubric's answer (its name is the one OpenAI's schema always had: the
+# bytes of every request, and so the store keys, stay as they were) and of a pairwise one.
+VERDICT = Form("verdict", ANSWER_SCHEMA, _answer.decode, ("status", "reason"),
+               '{"status": "pass"|"fail"|"na", "reason": string}')
+PREFERENCE = Form("preference", PAIRWISE_SCHEMA, msgspec.json.Decoder(PairwiseAnswer).decode,
+                  ("better", "reason"),
+                  '{"reason": string, "better": "response_1"|"response_2"|"tie"}')
+FORMS = {form.name: form for form in (VERDICT, PREFERENCE)}
+
+
+def schema(answer: str, allows_na: bool = True) -> dict[str, Any]:
+    """The schema a request asks its answer in: the form ``answer``'s, a verdict's without
+    ``na`` where its rubric does not allow it (a preference never has one)."""
+    return answer_schema(allows_na) if answer == VERDICT.name else FORMS[answer].schema
+
+
+# Every (form, allows_na) a request may ask in, with its schema: each provider builds the
+# fixed parts of its bodies from these once, and picks one by ``asked(config)``.
+ASKED = {(name, allows_na): schema(name, allows_na)
+         for name in FORMS for allows_na in (True, False)}
+
+
+def asked(config: Any) -> tuple[str, bool]:
+    """How a judge config asks (its ``answer`` form and ``allows_na``): a key of ``ASKED``."""
+    return config.answer, config.allows_na
 
 
 def token_usage(input_tokens: int, output_tokens: int,
@@ -110,13 +178,13 @@ THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 def read_text(content: str | None, usage: TokenUsage | None, response_id: str | None,
-              shaped: bool = True) -> Parsed:
-    """The answer given as text (a message's content): JSON, once the reasoning before it
-    (a ``<think>...</think>`` block, as DeepSeek-R1 and Qwen3 write it where a server does
-    not split it into ``reasoning_content``) and any Markdown fence around the whole of it
-    are taken off. The reasoning is never read as the answer. ``shaped`` False: the text
-    came where structured output was asked for and not given (Anthropic's text instead of
-    the tool call)."""
+              form: Form = VERDICT, shaped: bool = True) -> Parsed:
+    """The answer given as text (a message's content), in ``form``: JSON, once the reasoning
+    before it (a ``<think>...</think>`` block, as DeepSeek-R1 and Qwen3 write it where a
+    server does not split it into ``reasoning_content``) and any Markdown fence around the
+    whole of it are taken off. The reasoning is never read as the answer. ``shaped`` False:
+    the text came where structured output was asked for and not given (Anthropic's text
+    instead of the tool call)."""
     text = (content or "").strip()
     if text.startswith(THINK_OPEN):
         end = text.find(THINK_CLOSE)
@@ -128,7 +196,7 @@ def read_text(content: str | None, usage: TokenUsage | None, response_id: str | 
     if not text:
         return unscored("not_json", "the answer is empty", usage, response_id)
     inside = unfenced(text)
-    parsed = read_json(inside.encode(), usage, response_id)
+    parsed = read_json(inside.encode(), usage, response_id, form)
     if not shaped or inside is not text:
         return parsed._replace(unstructured=True)
     return parsed
@@ -154,23 +222,25 @@ def unfenced(text: str) -> str:
     return content
 
 
-def read_json(data: bytes, usage: TokenUsage | None, response_id: str | None) -> Parsed:
-    """The answer given as JSON (a tool call's input): exactly ``{status, reason}``, each key
-    once, or unscored with the cause."""
+def read_json(data: bytes, usage: TokenUsage | None, response_id: str | None,
+              form: Form = VERDICT) -> Parsed:
+    """The answer given as JSON (a tool call's input): exactly ``{status, reason}`` (the
+    ``form``'s keys), each key once, or unscored with the cause."""
     try:
-        answer = _answer.decode(data)
+        answer = form.decode(data)
     except msgspec.ValidationError as exc:
-        return unscored("wrong_shape", f"{exc}; expected {{\"status\": \"pass\"|\"fail\"|\"na\", "
-                        f"\"reason\": string}}: {excerpt(data)}", usage, response_id)
+        return unscored("wrong_shape", f"{exc}; expected {form.shape}: {excerpt(data)}", usage,
+                        response_id)
     except msgspec.DecodeError:
         return unscored("not_json", excerpt(data), usage, response_id)
-    repeated = _repeated_key(data)
+    repeated = _repeated_key(data, form.keys)
     if repeated is not None:
         return unscored("ambiguous", f"{repeated}: {excerpt(data)}", usage, response_id)
-    return Parsed(answer.status, answer.reason, None, None, usage, response_id)
+    status, reason = (getattr(answer, key) for key in form.keys)
+    return Parsed(status, reason, None, None, usage, response_id)
 
 
-def _repeated_key(data: bytes) -> str | None:
+def _repeated_key(data: bytes, names: tuple[str, str] = ("status", "reason")) -> str | None:
     """Why an answer object msgspec read is ambiguous (a key given twice), or None.
 
     The standard library's reader keeps every pair (msgspec keeps the last): ~5 us on an
@@ -179,7 +249,7 @@ def _repeated_key(data: bytes) -> str | None:
         keys = [k for k, _ in json.loads(data, object_pairs_hook=list)]
     except ValueError:  # never seen (msgspec is the stricter reader); fail closed all the same
         return "the standard library's JSON reader cannot read the answer msgspec read"
-    twice = next((k for k in ("status", "reason") if keys.count(k) > 1), None)
+    twice = next((k for k in names if keys.count(k) > 1), None)
     return None if twice is None else f"`{twice}` is given {keys.count(twice)} times"
 
 

@@ -14,11 +14,11 @@ import sqlite3
 
 from msgspec import Struct
 
-from evalstream._judge import inputs, tokens
+from evalstream._judge import inputs, pairs, tokens
 from evalstream._judge.expected import Expected, Sample
 from evalstream._judge.live import Options, held, store_path
 from evalstream._judge.report import Prices
-from evalstream._judge.request import build, system_text
+from evalstream._judge.request import build
 from evalstream._judge.store import Store
 
 
@@ -66,36 +66,39 @@ def dry_run(opts: Options) -> DryRun:
     sample = Sample()
     store = Store(path_of_store, readonly=True)
     reader = inputs.Reader(opts.max_line_bytes)
+    orders = pairs.Orders()
     try:
         with held(opts) as source:
-            for item in reader.read_held(source):
+            for item in orders.items(reader.read_held(source)):
                 if isinstance(item, inputs.Exact):
                     exact += 1
-                elif not isinstance(item, inputs.JudgeState):
-                    continue  # a reject: counted by the reader
-                else:
+                    continue
+                if not isinstance(item, inputs.JudgeState | pairs.Pair):
+                    continue  # a reject: counted by the reader (or by `orders`)
+                for state in item if isinstance(item, pairs.Pair) else (item,):
                     states += 1
-                    req = build(config, item.question, item.state, item.allows_na)
+                    asks = config.of(state)
+                    req = build(asks, state.question, state.state)
                     found = store.get(req.key)
-                    if found is not None and not (
-                            opts.retry_unscored
-                            and config.api.parse(found.body).cause):
+                    if found is not None and not (opts.retry_unscored
+                                                  and asks.parse(found.body).cause):
                         stored += 1
-                        sample.answered(item.rubric_id, found.output_tokens)
+                        sample.answered(state.rubric_id, found.output_tokens)
                         continue
                     if seen.execute("INSERT OR IGNORE INTO seen VALUES (?)",
                                     (req.key,)).rowcount == 0:
                         duplicates += 1
                         continue
                     to_send += 1
-                    sample.sending(item.rubric_id)
+                    sample.sending(state.rubric_id)
                     input_tokens += tokens.request_tokens(
-                        system_text(item.question, item.allows_na), item.state, counter.encoding)
+                        asks.system(state.question), state.state, counter.encoding)
         expected = sample.expected(store.output_tokens(config.provider, config.model))
     finally:
         store.close()
         seen.close()
-    lines, blank, rejected = reader.counts.lines, reader.counts.blank, reader.counts.rejected
+    lines, blank = reader.counts.lines, reader.counts.blank
+    rejected = reader.counts.rejected + orders.rejected
     prices = None if opts.price_in is None or opts.price_out is None else Prices(
         opts.price_in, opts.price_out)
     output_bound = to_send * config.max_output_tokens

@@ -5,7 +5,10 @@
 A judge state must be what ``build`` wrote: ``case_id``, ``rubric_id``, a ``question`` that
 opens with evalstream's untrusted-data preamble, a ``state`` object whose xxh3-128 is its
 ``state_hash`` (so a hand-edited state is caught, not judged under another state's hash), an
-``exposure`` with ``shown``, and a ``rubric_hash``. Other fields are ignored.
+``exposure`` with ``shown``, and a ``rubric_hash``. Other fields are ignored. A pairwise
+state (``build --pair-with``) also has its ``pair`` (key, order, the responses' lengths) and
+a question that opens with the pairwise preamble; ``judge.pairs`` puts its two orders
+together.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from evalstream._cases import rejects
 from evalstream._cases.reading import LineCounts, Problem, RecordKind, RecordReader
 from evalstream._cases.rejects import Reject, raw_text
 from evalstream._cases.schema import CaseId
-from evalstream._checks.state import PREAMBLE
+from evalstream._checks.state import PAIR_PREAMBLE, PREAMBLE
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, HeldInput, LongLine, chunks_of
 from evalstream._verdicts.records import EXPOSURE_FIELDS, RubricId
 
@@ -31,13 +34,22 @@ NOT_A_STATE = "not a judge state"
 SHAPE = rejects.Shape(
     noun="judge state",
     required=JUDGE_STATE_FIELDS,
-    fields={"$": (*JUDGE_STATE_FIELDS, "kind", "status", "evidence", "allows_na"),
-            "$.exposure": EXPOSURE_FIELDS},
-    allowed={"$.status": "pass, fail, na, unscored"},
+    fields={"$": (*JUDGE_STATE_FIELDS, "kind", "status", "evidence", "allows_na", "pair"),
+            "$.exposure": EXPOSURE_FIELDS, "$.pair": ("key", "order", "chars")},
+    allowed={"$.status": "pass, fail, na, unscored", "$.pair.order": "ab, ba"},
     ids={"$.case_id": "Case id", "$.rubric_id": "Rubric id"},
     id_field="case_id",
     too_long="raise --max-line-bytes to judge it",
 )
+
+
+class Pair(Struct, gc=False):
+    """A pairwise state's ``pair``: the key both orders share, this one's order (``ab``: run
+    A's response is response_1), and A's and B's responses' lengths in characters."""
+
+    key: str
+    order: Literal["ab", "ba"]
+    chars: tuple[int, int]
 
 
 class _Line(Struct, gc=False):
@@ -51,6 +63,7 @@ class _Line(Struct, gc=False):
     kind: str | None = None
     status: Literal["pass", "fail", "unscored", "na"] | None = None
     allows_na: bool = True
+    pair: Pair | None = None
 
 
 class _Exposure(Struct, gc=False):
@@ -70,6 +83,7 @@ class JudgeState(NamedTuple):
     state_hash: str
     offset: int = 0  # the line's first byte in the input
     allows_na: bool = True  # false: its rubric does not allow `na` (build writes it so)
+    pair: Pair | None = None  # a pairwise state's (build --pair-with)
 
 
 class Exact(NamedTuple):
@@ -128,9 +142,10 @@ def check(v: _Line, line_no: int, line: bytes) -> Problem | None:
         return _problem(v, line_no, line, "$.state_hash", (
             "`$.state_hash` is not the xxh3-128 of `$.state`: the state was changed after "
             "build wrote it. Rebuild the states rather than editing them."), "invalid value")
-    if not v.question.startswith(PREAMBLE):
+    if not v.question.startswith(PREAMBLE if v.pair is None else PAIR_PREAMBLE):
+        kind = "untrusted-data" if v.pair is None else "pairwise untrusted-data"
         return _problem(v, line_no, line, "$.question", (
-            "`$.question` does not begin with evalstream's untrusted-data preamble; judge "
+            f"`$.question` does not begin with evalstream's {kind} preamble; judge "
             "sends only questions written by `evalstream build` (rebuild the states)."),
             "invalid value")
     try:
@@ -186,7 +201,7 @@ class Reader:
             assert v.question is not None and v.rubric_hash and v.state_hash  # checked
             yield JudgeState(line_no, v.case_id, v.rubric_id, v.question,
                              bytes(v.state).decode(), v.exposure, v.rubric_hash, v.state_hash,
-                             offset, v.allows_na)
+                             offset, v.allows_na, v.pair)
 
 
 def read(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,

@@ -25,7 +25,7 @@ from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, HeldInput
 from evalstream._files.outputs import AtomicOutput, escape_line_breaks
 from evalstream._files.sniff import HEAD_BYTES, check_head
 from evalstream._files.transaction import Target, Transaction
-from evalstream._judge import inputs, tokens, verdict
+from evalstream._judge import inputs, pairs, tokens, verdict
 from evalstream._judge.limits import Concurrency, TokenBucket
 from evalstream._judge.providers.base import Signer
 from evalstream._judge.report import (
@@ -40,8 +40,8 @@ from evalstream._judge.report import (
     too_unscored,
 )
 from evalstream._judge.report import encode as encode_report
-from evalstream._judge.request import JudgeConfig, Request, build, system_text
-from evalstream._judge.store import ANSWERED, HELD, LEASE, Store
+from evalstream._judge.request import JudgeConfig, Request, build
+from evalstream._judge.store import ANSWERED, HELD, LEASE, Failure, Store, Stored
 from evalstream._judge.transport import (
     DEFAULT_MAX_WAIT,
     Reply,
@@ -49,7 +49,7 @@ from evalstream._judge.transport import (
     answer_bytes,
     key_from_environment,
 )
-from evalstream._verdicts.records import TokenUsage
+from evalstream._verdicts.records import JudgeVerdict, TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 
@@ -229,7 +229,7 @@ class Asker:
         if req.key in self.in_flight or req.key in self.waiting:
             return False  # a duplicate of a request on its way
         stored = self.store.get(req.key) if self.opts.retry_unscored else None
-        if stored is not None and self.config.api.parse(stored.body).cause:
+        if stored is not None and self.config.of(state).parse(stored.body).cause:
             if self.store.asked(req.key):
                 return False  # asked again already in this run
             self.requests.needed += 1
@@ -308,8 +308,9 @@ class Asker:
             self.requests.from_other_runs += 1
             return
         estimate = 0
+        config = self.config.of(state)
         if self.counter is not None:
-            estimate = tokens.request_tokens(system_text(state.question, state.allows_na),
+            estimate = tokens.request_tokens(config.system(state.question),
                                              state.state, self.counter.encoding)
         if self.opts.max_cost is not None:
             worst = self._worst_cost(estimate)
@@ -328,7 +329,7 @@ class Asker:
         self.in_flight.add(req.key)
         self.requests.sent += 1
         self.progress.sent += 1
-        task = asyncio.create_task(self._ask(req, estimate, transport))
+        task = asyncio.create_task(self._ask(req, estimate, transport, config))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
@@ -345,13 +346,15 @@ class Asker:
 
     def _states(self, source: HeldInput) -> Iterator[tuple[inputs.JudgeState, Request]]:
         reader = inputs.Reader(self.opts.max_line_bytes)
-        for item in reader.read_held(source):
+        for item in pairs.Orders().items(reader.read_held(source)):
             self.progress.lines = reader.counts.lines
-            if isinstance(item, inputs.JudgeState):
-                self.progress.states += 1
-                yield item, build(self.config, item.question, item.state, item.allows_na)
+            for state in item if isinstance(item, pairs.Pair) else (item,):
+                if isinstance(state, inputs.JudgeState):
+                    self.progress.states += 1
+                    yield state, request_of(self.config, state)
 
-    async def _ask(self, req: Request, estimate: int, transport: Transport) -> None:
+    async def _ask(self, req: Request, estimate: int, transport: Transport,
+                   config: JudgeConfig) -> None:
         try:
             try:
                 reply = await transport.send(req.body, estimate + self.config.max_output_tokens)
@@ -359,7 +362,7 @@ class Asker:
                 self.concurrency.release()
                 if self.opts.max_cost is not None:
                     self.reserved -= self._worst_cost(estimate)
-            self._record(req, reply, estimate)
+            self._record(req, reply, estimate, config)
         except Exception as exc:
             # Never lost with its task (asyncio would only log it at exit, and the state would
             # get no verdict): the first error stops sending, and pass 1 raises it once the
@@ -368,7 +371,7 @@ class Asker:
                 self.broken = exc
         self.in_flight.discard(req.key)
 
-    def _record(self, req: Request, reply: Reply, estimate: int) -> None:
+    def _record(self, req: Request, reply: Reply, estimate: int, config: JudgeConfig) -> None:
         self.progress.done += 1
         if reply.body is None:
             assert reply.cause is not None and reply.detail is not None
@@ -380,7 +383,7 @@ class Asker:
             return
         if not reply.whole:
             self.oversized += 1
-        parsed = self.config.api.parse(reply.body)
+        parsed = config.parse(reply.body)
         usage = parsed.usage
         self.store.put(req.key, self.config.provider, self.config.model, reply.body,
                        reply.request_id or parsed.response_id,
@@ -467,6 +470,7 @@ class Writer:
         self.config = opts.config
         self.store = store
         self.info = self.config.info
+        self.pair_info = self.config.pairwise.info
         self.counts = Counts()
         self.by_status: Counter[str] = Counter()
         self.by_cause: Counter[str] = Counter()
@@ -476,9 +480,34 @@ class Writer:
         self.unstructured = 0  # answers read from text structured output did not shape
         self._encode = msgspec.json.Encoder().encode
 
+    def answer(self, state: inputs.JudgeState) -> Stored | Failure | None:
+        """What a judge state got: its stored answer, this run's failure, or None."""
+        key = request_of(self.config, state).key
+        return self.store.get(key) or self.store.failure(key)
+
+    def pair_verdict(self, pair: pairs.Pair) -> bytes | None:
+        """The one verdict line of a pairwise state's two orders, or None when either order
+        was not judged."""
+        first, second = self.answer(pair.first), self.answer(pair.second)
+        if first is None or second is None:
+            return None
+        v = verdict.pair_answered(self.pair_info, self.config.pairwise, pair.first, pair.second,
+                                  first, second)
+        if v.usage is not None:  # both orders' answers
+            self.usage_all[0] += v.usage.input_tokens
+            self.usage_all[1] += v.usage.output_tokens
+            self.usage_all[2] += v.usage.reasoning_tokens or 0
+        return self._counted(v)
+
+    def _counted(self, v: JudgeVerdict) -> bytes:
+        self.by_status[v.status] += 1
+        if v.error is not None:
+            self.by_cause[v.error.cause] += 1
+        return escape_line_breaks(self._encode(v)) + b"\n"
+
     def verdict(self, state: inputs.JudgeState) -> bytes | None:
         """The verdict line for a judge state, or None when it was not judged."""
-        req = build(self.config, state.question, state.state, state.allows_na)
+        req = request_of(self.config, state)
         stored = self.store.get(req.key)
         if stored is not None:
             v, parsed = verdict.answered(self.info, self.config.api, stored, state.case_id,
@@ -495,26 +524,28 @@ class Writer:
                 return None
             v = verdict.unanswered(self.info, failure, state.case_id, state.rubric_id,
                                    state.rubric_hash, state.state_hash, state.exposure)
-        self.by_status[v.status] += 1
-        if v.error is not None:
-            self.by_cause[v.error.cause] += 1
-        return escape_line_breaks(self._encode(v)) + b"\n"
+        return self._counted(v)
 
     def write(self, source: HeldInput, out: AtomicOutput, rejects: AtomicOutput) -> None:
         c = self.counts
         pending: list[bytes] = []
         reader = inputs.Reader(self.opts.max_line_bytes)
-        for item in reader.read_held(source):
-            if isinstance(item, inputs.JudgeState):
-                c.judge_states += 1
-                line = self.verdict(item)
+        orders = pairs.Orders()
+        for item in orders.items(reader.read_held(source)):
+            if isinstance(item, inputs.JudgeState | pairs.Pair):
+                states = item if isinstance(item, pairs.Pair) else (item,)
+                c.judge_states += len(states)
+                line = self.verdict(item) if isinstance(item, inputs.JudgeState) else \
+                    self.pair_verdict(item)
                 if line is None:
-                    c.not_judged += 1
-                    if len(self.not_judged) < MAX_NOT_JUDGED_LISTED:
-                        self.not_judged.append(NotJudged(item.line, item.case_id,
-                                                         item.rubric_id))
+                    c.not_judged += len(states)
+                    for state in states:
+                        if len(self.not_judged) < MAX_NOT_JUDGED_LISTED:
+                            self.not_judged.append(NotJudged(state.line, state.case_id,
+                                                             state.rubric_id))
                 else:
                     c.verdicts += 1
+                    c.pairs += len(states) - 1
                     pending.append(line)
             elif isinstance(item, inputs.Exact):
                 c.exact_verdicts += 1
@@ -526,8 +557,15 @@ class Writer:
                 pending = []
         out.write_all(pending)
         lines = reader.counts
-        c.lines, c.blank, c.rejected = lines.lines, lines.blank, lines.rejected
-        self.rejected_by_kind = lines.rejected_by_kind
+        c.lines, c.blank = lines.lines, lines.blank
+        c.rejected = lines.rejected + orders.rejected  # a lone order is read, then rejected
+        self.rejected_by_kind = lines.rejected_by_kind + orders.rejected_by_kind
+
+
+def request_of(config: JudgeConfig, state: inputs.JudgeState) -> Request:
+    """The request of a judge state: asked by ``config``, or its pairwise twin for a
+    pairwise state's order."""
+    return build(config.of(state), state.question, state.state)
 
 
 # -- the run ---------------------------------------------------------------------------------------

@@ -30,7 +30,9 @@ def too_unscored(unscored: int, judged: int, limit: float | None) -> bool:
 
 class Counts(Struct):
     """``lines == blank + judge_states + exact_verdicts + rejected`` and
-    ``judge_states == verdicts + not_judged``."""
+    ``judge_states == verdicts + not_judged + pairs``: a pairwise state's two orders are two
+    judge states and one verdict (``pairs`` counts those judged; a pair not judged is two
+    states not judged)."""
 
     lines: int = 0
     blank: int = 0
@@ -39,6 +41,7 @@ class Counts(Struct):
     rejected: int = 0
     verdicts: int = 0
     not_judged: int = 0
+    pairs: int = 0
 
 
 class Requests(Struct):

@@ -9,6 +9,10 @@ call. The body is encoded once, deterministically (msgspec, fields in declaratio
 those bytes, with the provider's name and URL, are what is hashed into the store key; they
 are printed by ``--show-request`` and sent. Nothing here knows about HTTP: batch files reuse
 it.
+
+A pairwise state (``build --pair-with``) is asked with its own answer instruction and schema
+(``PAIR_ANSWER_INSTRUCTION``, ``answer.PREFERENCE``): ``JudgeConfig.pairwise`` is the same
+judge config asking in that form, and ``JudgeConfig.of`` picks the config of a state.
 """
 
 from __future__ import annotations
@@ -16,17 +20,19 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 import msgspec
 import xxhash
 
-# The answer instruction and the system text are written once, beside the preamble, where
+# The answer instructions and the system text are written once, beside the preamble, where
 # build's budget counts them too (``_checks.state``).
 from evalstream._checks.state import ANSWER_INSTRUCTION as ANSWER_INSTRUCTION
+from evalstream._checks.state import PAIR_ANSWER_INSTRUCTION as PAIR_ANSWER_INSTRUCTION
 from evalstream._checks.state import system_text as system_text
 from evalstream._checks.tokens import DEFAULT_OUTPUT
+from evalstream._judge.answer import FORMS, PREFERENCE, VERDICT, Parsed
 from evalstream._judge.providers import DEFAULT, NAMES, Provider, get
 from evalstream.errors import UsageError
 
@@ -61,6 +67,9 @@ class JudgeConfig:
     # states say so), whose requests leave `na` out of the instruction and of the schema
     # every provider asks for (``answering``).
     allows_na: bool = True
+    # The form of the answer asked for (answer.FORMS): a pointwise verdict, or a pairwise
+    # state's preference (``pairwise``). Part of every body, and so of ``hash``.
+    answer: str = VERDICT.name
 
     def __post_init__(self) -> None:
         if self.provider not in NAMES:
@@ -85,6 +94,7 @@ class JudgeConfig:
             raise UsageError("--max-output-tokens must be positive.")
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             raise UsageError(f"--temperature must be between 0 and 2, not {self.temperature}.")
+        assert self.answer in FORMS, self.answer
         base_url = self.base_url or api.default_base_url(self)
         if not base_url:
             raise UsageError(f"--provider {self.provider} needs --base-url: {api.base_url_help}.")
@@ -95,6 +105,21 @@ class JudgeConfig:
     def api(self) -> Provider:
         """The provider's module: everything that differs between providers' APIs."""
         return get(self.provider)
+
+    @cached_property
+    def pairwise(self) -> JudgeConfig:
+        """This judge, asked in the pairwise form (the states of ``build --pair-with``), whose
+        answer never has ``na`` (a tie is ``"tie"``)."""
+        return replace(self, answer=PREFERENCE.name, allows_na=False)
+
+    def of(self, state: Any) -> JudgeConfig:
+        """The config that asks a judge state (read by ``inputs``): its pairwise twin for a
+        state with a ``pair``, else this one as the state's rubric allows ``na`` or not."""
+        return self.answering(state.allows_na) if state.pair is None else self.pairwise
+
+    def parse(self, body: bytes) -> Parsed:
+        """A stored answer to one of this config's requests, read in its form."""
+        return self.api.parse(body, FORMS[self.answer])
 
     @cached_property
     def url(self) -> str:
@@ -139,15 +164,23 @@ class JudgeConfig:
 
     def body(self, question: str, state: str) -> bytes:
         """The request body for one judge state (its JSON text) and its question."""
-        return self.api.body(self, system_text(question, self.allows_na), state)
+        return self.api.body(self, self.system(question), state)
+
+    def system(self, question: str) -> str:
+        """The system text of a request with this question: the answer instruction of this
+        config's form (a pairwise preference, or a verdict with or without ``na``)."""
+        return system_text(question, self.allows_na, self.answer == PREFERENCE.name)
 
     @cached_property
     def _without_na(self) -> JudgeConfig:
         return replace(self, allows_na=False)
 
     def answering(self, allows_na: bool) -> JudgeConfig:
-        """This config for a judge state whose rubric does (or does not) allow ``na``."""
-        return self if allows_na == self.allows_na else self._without_na
+        """This config for a judge state whose rubric does (or does not) allow ``na`` (a
+        pairwise config never asks for ``na``: it is itself)."""
+        if self.answer != VERDICT.name or allows_na == self.allows_na:
+            return self
+        return self._without_na
 
 
 def check_base_url(url: str, query: tuple[str, ...] = ()) -> str:

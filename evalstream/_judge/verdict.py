@@ -1,16 +1,29 @@
 """The one verdict maker: a judge state's key fields and its stored answer (or why it got
 none) -> the verdict line. The live judge and ``batch collect`` both write through here, so a
 verdict made from a batch result and one made from a live answer differ only where the
-answers do (usage, request id)."""
+answers do (usage, request id). A pairwise state's two orders make one verdict
+(``pair_answered``)."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import msgspec
 
+from evalstream._judge import inputs
 from evalstream._judge.answer import NA_NOT_ALLOWED, Parsed, excerpt
 from evalstream._judge.providers.base import Provider
+from evalstream._judge.request import JudgeConfig
 from evalstream._judge.store import Failure, Stored
-from evalstream._verdicts.records import JudgeInfo, JudgeVerdict, VerdictError
+from evalstream._verdicts.pairwise import STATUS_OF, decide
+from evalstream._verdicts.records import (
+    JudgeInfo,
+    JudgeVerdict,
+    OrderAnswer,
+    PairVerdict,
+    TokenUsage,
+    VerdictError,
+)
 
 
 def answered(info: JudgeInfo, api: Provider, stored: Stored, case_id: str, rubric_id: str,
@@ -37,3 +50,71 @@ def unanswered(info: JudgeInfo, failure: Failure, case_id: str, rubric_id: str,
     """The ``unscored`` verdict of a request that got no answer, with why."""
     return JudgeVerdict(case_id, rubric_id, "unscored", None, info, None, None, rubric_hash,
                         state_hash, exposure, VerdictError(failure.cause, failure.detail))
+
+
+# -- a pair's verdict (issue 28) -------------------------------------------------------------------
+Answer = Stored | Failure  # what one order got: a stored answer, or why it got none
+
+
+class Order(Protocol):
+    """An order of a pairwise state, as the live judge reads it (``inputs.JudgeState``) or a
+    batch manifest holds it (``batch.manifest.State``)."""
+
+    @property
+    def case_id(self) -> str: ...
+    @property
+    def rubric_id(self) -> str: ...
+    @property
+    def rubric_hash(self) -> str: ...
+    @property
+    def state_hash(self) -> str: ...
+    @property
+    def exposure(self) -> msgspec.Raw: ...
+    @property
+    def pair(self) -> inputs.Pair | None: ...
+
+
+def pair_answered(info: JudgeInfo, config: JudgeConfig, ab: Order, ba: Order, first: Answer,
+                  second: Answer) -> JudgeVerdict:
+    """The one verdict of a pairwise state from its two orders' answers (``first``: order
+    ``ab``'s), read in the pairwise form (``config``: the judge's pairwise config): the
+    decision in A/B terms as ``pairwise.decide`` makes it, the status in run A's terms, both
+    answers, and whether they agreed; ``unscored`` when either order is (with the cause of the
+    first order that is)."""
+    orders = [_order(config, state, answer) for state, answer in ((ab, first), (ba, second))]
+    usages = [o.usage for o in orders if o.usage is not None]
+    usage = TokenUsage(sum(u.input_tokens for u in usages),
+                       sum(u.output_tokens for u in usages),
+                       sum(u.reasoning_tokens or 0 for u in usages) or None) if usages else None
+    failed = next((o for o in orders if o.error is not None), None)
+    decision = agreed = None
+    if failed is not None:
+        status, rationale = "unscored", None
+        assert failed.error is not None
+        error: VerdictError | None = VerdictError(
+            failed.error.cause, f"{_SIDE[failed.order]}: {failed.error.detail}")
+    else:
+        assert orders[0].better is not None and orders[1].better is not None
+        decision, agreed = decide(orders[0].better, orders[1].better)
+        status, error = STATUS_OF[decision], None
+        rationale = "\n".join(f"{_SIDE[o.order]} ({o.better}): {o.reason}" for o in orders)
+    state = ab
+    assert state.pair is not None
+    return JudgeVerdict(state.case_id, state.rubric_id, status, rationale, info, usage, None,
+                        state.rubric_hash, state.state_hash, state.exposure, error,
+                        PairVerdict(state.pair.key, state.pair.chars, decision, agreed, orders))
+
+
+_SIDE = {"ab": "A first", "ba": "B first"}
+
+
+def _order(config: JudgeConfig, state: Order, answer: Answer) -> OrderAnswer:
+    assert state.pair is not None
+    order = state.pair.order
+    if isinstance(answer, Failure):
+        return OrderAnswer(order, None, None, None, None, state.state_hash,
+                           VerdictError(answer.cause, answer.detail))
+    parsed = config.parse(answer.body)
+    error = None if parsed.cause is None else VerdictError(parsed.cause, parsed.detail or "")
+    return OrderAnswer(order, parsed.status if error is None else None, parsed.reason,
+                       parsed.usage, answer.request_id, state.state_hash, error)

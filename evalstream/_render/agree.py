@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from evalstream._cases.rejects import Reject
+from evalstream._render import bias
 from evalstream._render.tables import Block, Column, Heading, Link, Paragraph, Table
 from evalstream._verdicts.agree import AgreeReport, Cell, RubricAgreement, over_unscored_rate
 from evalstream._verdicts.records import MAX_RUBRICS, VerdictFileSummary
@@ -24,7 +25,7 @@ def blocks(report: AgreeReport, base: str | None = None) -> list[Block]:
     out: list[Block] = [Heading("evalstream agree", 1), *summary_blocks(report)]
     for r in report.rubrics:
         out += rubric_blocks(r, report, base=base)
-    return out
+    return out + bias.blocks(report.bias, report.confidence)
 
 
 def cut(text: str | None, size: int = RATIONALE_CHARS) -> str | None:

@@ -255,7 +255,20 @@ def agree_page(report: AgreeReport, base: str | None = None) -> str:
         else:
             page.paragraph("No pass/fail label: nothing to compare the verdicts with.")
         page.blocks(rubric_blocks(r, report, heading=False, base=base))
+    _bias(page, report)
     return page.html()
+
+
+def _bias(page: Page, report: AgreeReport) -> None:
+    """The bias audit's section (``render.bias``), with a chart of each length audit."""
+    from evalstream._render import bias
+
+    page.blocks(bias.blocks(report.bias, report.confidence))
+    for audit in report.bias:
+        if audit.length is not None and audit.length.quintiles:
+            page.figure(bias.length_chart(audit.rubric, audit.length),
+                        "The judge's pass rate and the labels' in each length quintile, with "
+                        f"their {report.confidence:.0%} intervals.")
 
 
 def compare_page(report: CompareReport, base: str | None = None) -> str:

@@ -41,6 +41,10 @@ def collect_lines(r: CollectReport) -> list[str]:
            + (f" ({', '.join(f'{k}: {v:,}' for k, v in r.by_cause.items())})"
               if r.by_cause else "")
            + f"; {c.exact_verdicts:,} exact verdicts passed through"]
+    if c.pairs:  # issue 28
+        out.append(f"pairs: {c.pairs:,} pairwise verdicts from {2 * c.pairs:,} judge states (both "
+                   "orders of each pair); pass: run A's response is the better, fail: run B's, "
+                   "na: a tie")
     if c.missing:
         out.append(f"missing: {c.missing:,} judge states have no verdict (listed in the report); "
                    f"collect more results, or prepare them again with `evalstream batch prepare "

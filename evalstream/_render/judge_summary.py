@@ -21,6 +21,10 @@ def lines(report: JudgeReport) -> list[str]:
            f"+ {s['unscored']:,} unscored"
            + (f" ({', '.join(f'{k}: {v:,}' for k, v in report.by_cause.items())})"
               if report.by_cause else "")]
+    if c.pairs:  # issue 28
+        out.append(f"pairs: {c.pairs:,} pairwise verdicts from {2 * c.pairs:,} judge states (both "
+                   "orders of each pair); a pair is pass when run A's response is the better, "
+                   "fail when run B's, na a tie (also when its orders disagree)")
     if c.not_judged:
         out.append(f"not judged: {c.not_judged:,} (stopped by --{report.stopped_by}; run the "
                    "same command again to continue)" if report.stopped_by else

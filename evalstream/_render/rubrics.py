@@ -13,7 +13,9 @@ def rubric_blocks(rubrics: RubricSet) -> list[Block]:
                    Column("answers"), Column("hash")],
                   title=f"{len(rubrics.rubrics)} rubrics from {', '.join(rubrics.sources)}")
     for r in rubrics.rubrics:
-        when = [f"has {name}" for name in r.requires]
+        # A pairwise rubric applies to a case id of both runs (build --pair-with) only.
+        when = ["a pair (--pair-with)"] if r.pairwise else []
+        when += [f"has {name}" for name in r.requires]
         when += [f"{key} in {', '.join(map(str, allowed))}" for key, _, allowed in r.when]
         answers = "pass, fail" + (", na" if r.allows_na and r.kind == "judge" else "")
         table.add(r.id, r.kind, ", ".join(r.shows), "; ".join(when) or "always", answers,

@@ -21,6 +21,13 @@ def render_summary(report: RunReport, file: TextIO) -> None:
     if report.rubrics is not None:
         head += f"; {c.checks:,} checks written, {c.skipped:,} skipped"
     console.print(literal(head))
+    pairs = getattr(report, "pairs", None)  # build --pair-with (issue 28)
+    if pairs is not None:
+        console.print(literal(
+            f"pairs: {pairs.pairs:,} ids in both runs, each judged in both orders; not judged: "
+            f"{pairs.a.only:,} of run A and {pairs.b.only:,} of run B in one run only, "
+            f"{pairs.mismatched:,} differing in {', '.join(pairs.must_be_equal)} "
+            f"(the files were read {pairs.read})"), soft_wrap=True)
     for warning in report.warnings:  # first, where they are read
         console.print(literal(f"warning: {warning}"))
     if report.rubrics is not None and report.rubrics.ids:

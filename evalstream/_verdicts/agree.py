@@ -31,7 +31,7 @@ from msgspec import Struct
 from evalstream._cases.rejects import Reject
 from evalstream._cases.schema import group_value
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
-from evalstream._verdicts import agreement
+from evalstream._verdicts import agreement, bias
 from evalstream._verdicts import stale as staleness
 from evalstream._verdicts.coverage import Coverage, coverage
 from evalstream._verdicts.links import MARKER, export_page, is_export
@@ -208,6 +208,7 @@ class AgreeReport(Struct):
     # checked); with ``fail_on_stale`` a stale verdict makes the exit code 1.
     stale: StaleCheck | None = None
     fail_on_stale: bool = False
+    bias: list[bias.RubricBias] = []  # position and length, by rubric (``bias``)
 
 
 @dataclass
@@ -240,8 +241,9 @@ class AgreeOptions:
 # -- reading the cases -----------------------------------------------------------------------------
 @dataclass
 class CaseFile:
-    """The cases (case_id, group) and their labels (case, rubric, lstatus, source, cline,
-    group), where ``case`` is the case's row in ``cases``: labels hold no strings."""
+    """The cases (case_id, group, chars: the response's length) and their labels (case,
+    rubric, lstatus, source, cline, group), where ``case`` is the case's row in ``cases``:
+    labels hold no strings."""
 
     summary: CaseFileSummary
     labels: pl.DataFrame
@@ -265,9 +267,9 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     reader = case_reader(allow_unknown_fields, max_line_bytes)
     label_cols = Columns({"case": pl.UInt32, "rubric": pl.UInt32, "lstatus": pl.UInt8,
                           "source": pl.UInt8, "cline": pl.UInt32, "group": pl.UInt32})
-    case_cols = Columns({"case_id": pl.String, "group": pl.UInt32})
+    case_cols = Columns({"case_id": pl.String, "group": pl.UInt32, "chars": pl.UInt32})
     l_case, l_rubrics, l_status, l_source, l_line, l_group = label_cols.lists.values()
-    c_ids, c_groups = case_cols.lists.values()
+    c_ids, c_groups, c_chars = case_cols.lists.values()
     status_code = {s: i for i, s in enumerate(LABEL_STATUSES)}
     source_code = {s: i for i, s in enumerate(SOURCES)}
     rubric_code, group_code = rubrics.limited, groups.code
@@ -282,6 +284,7 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
         if on_case is not None:
             on_case(case, line)
         c_ids.append(case.id)
+        c_chars.append(len(case.output))  # the length audit's (bias)
         group = None
         if group_path is not None:
             value = group_value(case.metadata, group_path)
@@ -556,9 +559,11 @@ def run(opts: AgreeOptions,
     with targets:
         sink = RejectSink(opts.rejects, targets.open("rejects") if opts.rejects else None)
         reports = open_reports(targets, opts.format)
+        pairs = bias.PairRows.new()
         verdict_file = read_verdicts(opts.verdicts, rubrics, sink, with_hashes=True,
                                      max_line_bytes=opts.max_line_bytes,
-                                     allow_unknown_fields=opts.allow_unknown_fields)
+                                     allow_unknown_fields=opts.allow_unknown_fields,
+                                     pairs=pairs)
         # What build makes of the cases today: rebuilt as each case is read, or build's output.
         rebuilt = None if rubric_set is None else staleness.FromCases(
             rubric_set, rubrics, against_rubrics(opts.rubric_files))
@@ -578,6 +583,8 @@ def run(opts: AgreeOptions,
         results = _rubric_results(rows, examples, rubrics.names, groups.names, opts.by,
                                   opts.confidence, rationales, opts.view,
                                   None if expected is None else stale_by_rubric)
+        audited = bias.audit(pairs, joined, case_file.labels, case_file.cases, rubrics.names,
+                             opts.confidence)
         rejected = verdict_file.summary.rejected + case_file.summary.rejected
         too_many = over_unscored_rate(verdict_file.summary, opts.max_unscored_rate)
         stale_check = None if expected is None else StaleCheck(expected.against, stale_all)
@@ -589,7 +596,7 @@ def run(opts: AgreeOptions,
             max_ids=opts.max_ids, max_unscored_rate=opts.max_unscored_rate, view=opts.view,
             rubrics=results, rejects=opts.rejects,
             exit_code=1 if rejected or too_many or failed_stale else 0, stale=stale_check,
-            fail_on_stale=opts.fail_on_stale)
+            fail_on_stale=opts.fail_on_stale, bias=audited)
         if write is not None:
             write(report, reports)  # committed with the rejects, all or none
     return report

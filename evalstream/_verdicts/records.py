@@ -22,9 +22,10 @@ from msgspec import Struct
 
 from evalstream._cases import rejects, schema
 from evalstream._cases.reading import Problem, RecordKind, RecordReader
-from evalstream._cases.rejects import Reject, raw_text
+from evalstream._cases.rejects import FileReject, Reject, raw_text
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._files.outputs import escape_line_breaks
+from evalstream._verdicts import pairwise
 from evalstream.errors import InputError
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 PASS, FAIL, UNSCORED, NA_VERDICT = 0, 1, 2, 3
 VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "usage", "request_id",
                   "rubric_hash", "state_hash", "exposure", "error", "kind", "evidence",
-                  "question", "state", "allows_na")
+                  "question", "state", "allows_na", "pair")
 EXPOSURE_FIELDS = ("shown", "withheld", "never_shown", "tokens")
 FLUSH_ROWS = 1 << 16
 MAX_LINE_NUMBER = (1 << 32) - 1  # line numbers are kept as UInt32
@@ -85,8 +86,38 @@ class VerdictError(Struct, gc=False):
     detail: str
 
 
+# -- a pairwise verdict (issue 28; the rule in ``pairwise``) ------------------------------------
+class OrderAnswer(Struct, gc=False, omit_defaults=True):
+    """One order's answer of a pairwise verdict: its order (``ab``: run A's response was
+    response_1), the response it named (``better``; null when unscored, with ``error``), its
+    reason, usage and request id, and the hash of the state it judged."""
+
+    order: str
+    better: str | None
+    reason: str | None
+    usage: TokenUsage | None
+    request_id: str | None
+    state_hash: str
+    error: VerdictError | None = None
+
+
+class PairVerdict(Struct, gc=False):
+    """How a pairwise verdict was reached: the pair's key (both states' records carry it), the
+    lengths of run A's and run B's responses in characters, the decision in A/B terms (``a``,
+    ``b``, ``tie``; null when unscored), whether the two orders agreed (null when an order is
+    unscored), and each order's answer, ``ab`` first."""
+
+    key: str
+    chars: tuple[int, int]
+    decision: str | None
+    agreed: bool | None
+    orders: list[OrderAnswer]
+
+
 class JudgeVerdict(Struct, gc=False, omit_defaults=True):
-    """One verdict line written by ``evalstream judge``; ``error`` only when unscored."""
+    """One verdict line written by ``evalstream judge``; ``error`` only when unscored,
+    ``pair`` only for a pairwise state's pair (``pairwise``: its ``status`` in run A's
+    terms)."""
 
     case_id: str
     rubric_id: str
@@ -99,6 +130,7 @@ class JudgeVerdict(Struct, gc=False, omit_defaults=True):
     state_hash: str
     exposure: msgspec.Raw  # copied byte for byte from the judge state
     error: VerdictError | None = None
+    pair: PairVerdict | None = None
 
 
 def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
@@ -138,6 +170,7 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
         question: msgspec.Raw = msgspec.Raw()
         state: msgspec.Raw = msgspec.Raw()
         allows_na: bool | None = None  # a judge state's, written only when false
+        pair: pairwise.reader_type(forbid_unknown) | None = None  # type: ignore[valid-type]
 
     return Verdict, VerdictExposure
 
@@ -153,18 +186,6 @@ def decoder(allow_unknown_fields: bool = False) -> msgspec.json.Decoder[Any]:
 
 class DuplicateKeyError(InputError):
     """A verdict file holds two verdicts for one (case id, rubric id): which counts is unknown."""
-
-
-class FileReject(Struct, gc=False):
-    """A reject record with the file it came from (agree and compare read two files)."""
-
-    file: str
-    line: int
-    offset: int
-    id: str | None
-    path: str | None
-    error: str
-    raw: str
 
 
 class VerdictFileSummary(Struct):
@@ -345,7 +366,7 @@ class RejectSink:
         if self._out is None:
             return
         self._out.write(b"".join(
-            escape_line_breaks(self._encode(FileReject(file, *msgspec.structs.astuple(r))))
+            escape_line_breaks(self._encode(FileReject.of(file, r)))
             + b"\n"
             for r in rejects))
 
@@ -384,11 +405,12 @@ class VerdictFile:
 
 def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: bool = False,
                   max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                  allow_unknown_fields: bool = False) -> VerdictFile:
+                  allow_unknown_fields: bool = False, pairs: Any = None) -> VerdictFile:
     """Stream a verdict file into a frame of (case_id, rubric code, status code, line[, hashes]).
 
     Rejects go to ``sink`` as they are found; every line is counted. Raises DuplicateKeyError
-    when two verdicts share a (case id, rubric id).
+    when two verdicts share a (case id, rubric id). ``pairs`` (``bias.PairRows``) is given the
+    ``pair`` of each pairwise verdict.
     """
     reader = RecordReader(verdict_kind(allow_unknown_fields), max_line_bytes)
     columns = Columns(verdict_schema(with_hashes))
@@ -418,6 +440,8 @@ def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: b
         codes.append(code)
         statuses.append(STATUS_CODE[status])
         line_nos.append(line_no)
+        if pairs is not None and v.pair is not None:
+            pairs.add(v.case_id, code, v.pair)
         if v.judge is None:
             tally.no_judge += 1
         else:
@@ -495,7 +519,8 @@ SHAPE = rejects.Shape(
     noun="verdict",
     required=("case_id", "rubric_id", "status"),
     fields={"$": VERDICT_FIELDS, "$.exposure": EXPOSURE_FIELDS,
-            "$.usage": ("input_tokens", "output_tokens"), "$.error": ("cause", "detail")},
+            "$.usage": ("input_tokens", "output_tokens"), "$.error": ("cause", "detail"),
+            "$.pair": ("key", "chars", "decision", "agreed", "orders", "order")},
     allowed={"$.status": "pass, fail, na, unscored", "$.kind": "judge, exact"},
     unlisted=frozenset({"question", "state", "allows_na"}),
     ids={"$.case_id": "Case id", "$.rubric_id": "Rubric id"},

@@ -9,9 +9,11 @@ What build makes today comes from one of two places:
   the built-in set), which joins each judge state's bytes exactly as build writes them; their
   xxh3-128 is what a fresh verdict's ``state_hash`` holds. The budget is left out (no token is
   counted): a verdict's state is the same whether or not it fit. A verdict whose rubric is
-  not in the set cannot be checked this way.
+  not in the set cannot be checked this way, nor can a pairwise verdict (issue 28: its state
+  is made of two runs' cases, ``build --pair-with``): both are ``NOT_CHECKED``.
 - build's output (``from_states``, ``--states FILE``): the judge states and exact verdicts
-  it wrote, with their hashes.
+  it wrote, with their hashes (a pairwise state's first order, run A's response first,
+  whose hash its pair's verdict carries).
 
 Each verdict gets one code (``rule``, one Polars expression for every command):
 ``FRESH``; ``STATE`` (its ``state_hash`` is not the state's, or
@@ -118,7 +120,10 @@ class FromCases:
     def expected(self) -> Expected:
         import polars as pl
 
-        known = {c for c in self.rubric_codes if c is not None}
+        # A pairwise rubric's state is a pair's, made from two runs (``build --pair-with``):
+        # it cannot be rebuilt from one run's cases, so its verdicts are not checked here.
+        known = {c for c, r in zip(self.rubric_codes, self.rubric_set.rubrics, strict=True)
+                 if c is not None and not r.pairwise}
         return Expected(self.columns.frame(), known, pl.Series("case_id", self.case_ids,
                                                                pl.String), self.against)
 

@@ -3,7 +3,9 @@ shown, what was withheld, what the judge answered and why, the label, and the ot
 
 The judge state is the one build wrote (``--states``), else the one build makes for this
 case with the rubric set (the ``Checker``): its xxh3-128 is compared with the verdict's
-``state_hash``, so the page says whether this is the state the judge answered.
+``state_hash``, so the page says whether this is the state the judge answered. A pairwise
+verdict's page also shows run B's response beside run A's and both orders' answers
+(``view.pairs``).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import msgspec
 import xxhash
 
 from evalstream._cases.schema import Case
-from evalstream._checks.state import FIELD_OF, PREAMBLE, question_text
+from evalstream._checks.state import FIELD_OF, PAIR_PREAMBLE, PREAMBLE
 from evalstream._verdicts.records import STATUSES
+from evalstream._view import pairs
 from evalstream._view.index import (
     COMPARE,
     LABEL_STATUSES,
@@ -140,9 +143,18 @@ class _Check:
         elif self.skip is not None and self.skip.state is not None:
             self.record = src.pending_state(*self.skip.state)
         self.rebuilt = self.rebuilt_exposure = None
+        self.pair = getattr(self.verdict, "pair", None)
+        self.paired = None  # run B's case, for a pairwise verdict
+        if self.pair is not None:
+            self.paired = src.paired_case(case_id)
         if self.case is not None and self.rubric < len(ix.rubrics.rubrics):
-            self.rebuilt, self.rebuilt_exposure = src.rebuilt(self.case, self.case_line,
-                                                              self.rubric)
+            if ix.rubrics.rubrics[self.rubric].pairwise:
+                if self.paired is not None:
+                    self.rebuilt, self.rebuilt_exposure = src.rebuilt_pair(
+                        self.case, self.paired, self.case_line, self.rubric)
+            else:
+                self.rebuilt, self.rebuilt_exposure = src.rebuilt(self.case, self.case_line,
+                                                                  self.rubric)
         self.cut = CUT if self.case_size > BIG_RECORD else None
 
     # -- the page --------------------------------------------------------------------------
@@ -225,6 +237,9 @@ class _Check:
                     f"<bdi>{inline(ix.options.cases)}</bdi> (absent, or its line was "
                     "rejected: see the rejected lines).</p>")
         out = ["<h2>The case</h2>"]
+        if self.pair is not None:
+            out.append(pairs.responses_html(case, self.paired, ix.options.compare_cases,
+                                            self.cut))
         if self.cut is not None:
             href = self.site.links.raw("cases", int(ix.case_offset[self.row]))
             whole = f' <a href="{attr(href)}">The whole line.</a>' if href else ""
@@ -286,6 +301,8 @@ class _Check:
     # -- the judge -------------------------------------------------------------------------
     def _judge_html(self, exposure: Exposure | None) -> str:
         out = ["<h2>The verdict</h2>", self._verdict_html()]
+        if self.pair is not None:
+            out.append("<h2>The two orders</h2>" + pairs.orders_html(self.pair))
         if self.label is not None or self.case is not None:
             out.append("<h2>The label</h2>" + self._label_html())
         if self.site.index.other is not None:
@@ -426,22 +443,26 @@ class _Check:
                      if record.line is not None else "the judge state left unjudged")
             origin = f"as build wrote it ({where})"
         elif check is not None and check.state is not None and rubric is not None:
-            question, state = question_text(rubric.question), check.state
+            question, state = rubric.asked, check.state
             origin = "as build makes it for this case with the rubric set (no --states given)"
+            if rubric.pairwise:
+                origin = ("as build --pair-with makes its first order (run A's response "
+                          "first) from this case and run B's (no --states given)")
         out = ["<h3>The question</h3>"]
         if question is None and rubric is not None:
-            question = question_text(rubric.question)
+            question = rubric.asked
         if question is None:
             out.append('<p class="muted">Unknown: the rubric is not in the rubric set and no '
                        "states file holds this check (give --states or --rubrics).</p>")
         else:
-            asked = question[len(PREAMBLE):].lstrip("\n") if question.startswith(PREAMBLE) \
-                else question
+            preamble = next((p for p in (PREAMBLE, PAIR_PREAMBLE) if question.startswith(p)),
+                            None)
+            asked = question[len(preamble):].lstrip("\n") if preamble else question
             out.append(f'<div class="text">{text(asked)}</div>')
-            if question.startswith(PREAMBLE):
+            if preamble:
                 out.append('<details><summary class="muted">after the untrusted-data preamble '
                            "every question opens with</summary>"
-                           f'<div class="text">{text(PREAMBLE)}</div></details>')
+                           f'<div class="text">{text(preamble)}</div></details>')
         out.append("<h3>The judge state, exactly as sent</h3>")
         if state is None:
             out.append('<p class="muted">No judge state: '
@@ -477,7 +498,8 @@ def _facts(facts: list[tuple[str, str]]) -> str:
 def _tag(name: str, exposure: Exposure | None) -> str:
     if exposure is None:
         return ""
-    if name in exposure.shown:
+    if name in exposure.shown or (name == "assistant_response"
+                                  and "response_1" in exposure.shown):  # a pairwise state
         return '<span class="tag shown">shown to the judge</span>'
     return '<span class="tag withheld">withheld from the judge</span>'
 

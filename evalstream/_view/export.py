@@ -126,6 +126,7 @@ def outputs(opts: Options, folder: str, force: bool = False) -> Transaction:
     rubrics = opts.rubrics.sources if opts.rubrics is not None else ()
     return Transaction([("verdicts file", opts.verdicts), ("cases file", opts.cases),
                            ("states file", opts.states), ("--compare file", opts.compare),
+                           ("--compare-cases file", opts.compare_cases),
                            *(("rubric file", r) for r in rubrics if r != BUILTIN)],
                           [Target("export", folder, FOLDER, refusal=unexported)], force).check()
 

@@ -14,11 +14,12 @@ in order). A case id is found again through the duplicate-id index that reading 
 builds anyway (``cases.ids.IdIndex``: a 128-bit hash and the line, 24 bytes a slot).
 
 What stays in memory (``Index.nbytes``): per case 16 bytes of columns (line, offset, group)
-and 32-64 of the id index; per verdict 60 (offset, line, key, status, cause, its place in
-key order, its three hashes and whether it is stale); per label 10; per skipped check 10
-(build skips every rubric that does not apply, so up to cases x rubrics); per check build
-makes today 16, while the files are read (its key and state hash, for stale verdicts:
-``_verdicts.stale``); per reject 35. Nothing grows with the text of a record.
+and 32-64 of the id index; per verdict 61 (offset, line, key, status, cause, pair code, its
+place in key order, its three hashes and whether it is stale); per label 10; per skipped
+check 10 (build skips every rubric that does not apply, so up to cases x rubrics); per check
+build makes today 16, while the files are read (its key and state hash, for stale verdicts:
+``_verdicts.stale``); per reject 35; per case of ``--compare-cases`` (run B of pairwise
+verdicts) 12 and 32-64 of its id index. Nothing grows with the text of a record.
 
 Stale verdicts: the states build makes of each case today are rebuilt as the cases are read
 (the same ``Checker``, states kept) and hashed, or read from ``--states``; each verdict of the
@@ -42,7 +43,7 @@ from evalstream._cases.ids import IdIndex
 from evalstream._cases.reading import RecordReader, case_kind
 from evalstream._cases.rejects import Reject
 from evalstream._cases.schema import group_value
-from evalstream._checks.checker import OVER_BUDGET, Checker
+from evalstream._checks.checker import OVER_BUDGET, PAIRWISE, Checker
 from evalstream._checks.rubrics import RubricSet
 from evalstream._checks.tokens import DEFAULT_BUDGET, DEFAULT_OUTPUT
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, open_input, progress, read_chunks
@@ -52,13 +53,15 @@ from evalstream._verdicts.records import (
     exposure_key,
     verdict_kind,
 )
+from evalstream._view.pairs import pair_code
 from evalstream.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     import numpy as np
 
 CASES, VERDICTS, COMPARE, STATES = "cases", "verdicts", "compare", "states"
-ROLES = (CASES, VERDICTS, COMPARE, STATES)
+COMPARE_CASES = "compare-cases"  # run B's cases of pairwise verdicts (issue 28)
+ROLES = (CASES, VERDICTS, COMPARE, STATES, COMPARE_CASES)
 LABEL_STATUSES = ("pass", "fail", "na")
 SOURCES = ("synthetic", "human", "imported")
 NONE = 0xFFFFFFFF  # no row, group or code
@@ -127,6 +130,7 @@ class Run:
     order: np.ndarray  # positions sorted by key
     sorted_key: np.ndarray
     stale: np.ndarray | None = None  # u8: each verdict's ``_verdicts.stale`` code (the run's)
+    pair: np.ndarray | None = None  # u8: view.pairs' code of each verdict's pair
 
     def find(self, keys: np.ndarray) -> np.ndarray:
         """The position of each key in this run, -1 where it has no verdict."""
@@ -137,7 +141,7 @@ class Run:
         arrays = [self.offset, self.line, self.key, self.status, self.cause, self.order,
                   self.sorted_key]
         return sum(a.nbytes for a in arrays) + sum(
-            0 if a is None else a.nbytes for a in (self.hashes, self.stale))
+            0 if a is None else a.nbytes for a in (self.hashes, self.stale, self.pair))
 
 
 def _find(sorted_key: np.ndarray, order: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -198,6 +202,7 @@ class Options:
     by: str = "scenario"
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
+    compare_cases: str | None = None  # run B's cases: a pairwise verdict's other response
 
 
 @dataclass
@@ -239,6 +244,10 @@ class Index:
     rubric_hash_mismatch: dict[str, int]  # rubric id -> records judged under another hash
     unknown_rubrics: dict[str, int]  # rubric ids not in the rubric set -> records naming them
     seconds: float = 0.0
+    # --compare-cases (run B): its ids (id -> line), and each case's line and offset
+    paired_ids: IdIndex | None = None
+    paired_line: np.ndarray | None = None  # u32, sorted
+    paired_offset: np.ndarray | None = None  # u64
 
     @property
     def n_cases(self) -> int:
@@ -256,7 +265,11 @@ class Index:
                   self.state_is_judge, self.state_line, self.skipped_key, self.skipped_reason,
                   self.over_key, self.over_tokens, self.over_exact, self.pending_key,
                   self.pending_role, self.pending_offset]
+        if self.paired_ids is not None and self.paired_line is not None \
+                and self.paired_offset is not None:
+            arrays += [self.paired_line, self.paired_offset]
         return (sum(a.nbytes for a in arrays) + self.run.nbytes
+                + (self.paired_ids.nbytes if self.paired_ids is not None else 0)
                 + (self.other.nbytes if self.other is not None else 0)
                 + self.ids.nbytes + self.unknown_ids.nbytes + self.rejects.nbytes)
 
@@ -276,6 +289,17 @@ class Index:
         if at < len(self.pending_key) and int(self.pending_key[at]) == key:
             skip.state = (ROLES[self.pending_role[at]], int(self.pending_offset[at]))
         return skip
+
+    def paired_offset_of(self, case_id: str) -> int | None:
+        """The offset of run B's case of this id in ``--compare-cases``, or None."""
+        import numpy as np
+
+        if self.paired_ids is None or self.paired_line is None or self.paired_offset is None:
+            return None
+        line = self.paired_ids.get(case_id)
+        if not line:
+            return None
+        return int(self.paired_offset[int(np.searchsorted(self.paired_line, line))])
 
     def row_of(self, case_id: str) -> int | None:
         """The row of a case id (a case of the cases file, or an id only verdicts name)."""
@@ -373,13 +397,14 @@ class _Builder:
         self.made_key, self.made_state = array("Q"), array("q")
 
     # -- reading ---------------------------------------------------------------------------
-    def _reader(self, kind: Any, role: str) -> RecordReader[Any]:
+    def _reader(self, kind: Any, role: str, ids: IdIndex | None = None) -> RecordReader[Any]:
         rejects, role_code = self.rejects, ROLES.index(role)
-        ids = self.ids
+        ids = ids if ids is not None else self.ids
 
         def note(rej: Reject, kind_name: str, size: int) -> None:
             first = 0
-            if role == CASES and kind_name == "duplicate id" and rej.path == "$.id" and rej.id:
+            if role in (CASES, COMPARE_CASES) and kind_name == "duplicate id" \
+                    and rej.path == "$.id" and rej.id:
                 first = ids.get(rej.id)
             rejects.role.append(role_code)
             rejects.kind.append(rejects.kinds.code(kind_name))
@@ -466,8 +491,8 @@ class _Builder:
                 if rebuild and (check.reason is None or check.reason == OVER_BUDGET):
                     made_key.append(row << 32 | rubric)  # in key order: rows, then rubrics
                     made_state.append(0 if check.state is None else _hash(digest(check.state)))
-                if check.reason is None:
-                    continue
+                if check.reason is None or check.reason == PAIRWISE:
+                    continue  # (a pairwise rubric's check is a pair's, not a skip of the case)
                 skip_key.append(row << 32 | rubric)
                 skip_reason.append(reason_code(check.reason))
                 if check.reason == OVER_BUDGET and check.tokens is not None:
@@ -483,7 +508,7 @@ class _Builder:
     def read_run(self, role: str, path: str, with_hashes: bool) -> tuple[Any, ...]:
         reader = self._reader(verdict_kind(self.opts.allow_unknown_fields), role)
         offsets, lines, keys, statuses = array("Q"), array("I"), array("Q"), array("B")
-        causes = array("H")
+        causes, pair_codes = array("H"), array("B")
         hashes = array("q")
         with_hashes = with_hashes or role == VERDICTS  # the run's: for stale verdicts
         not_judged: list[tuple[int, int]] = []  # (key, offset) of judge states
@@ -500,12 +525,24 @@ class _Builder:
             keys.append(key)
             statuses.append(status_code[v.status])
             causes.append(0 if v.error is None else 1 + cause_code(v.error.cause))
+            pair_codes.append(pair_code(v.pair))
             if with_hashes:
                 hashes.extend((_hash(v.rubric_hash), _hash(v.state_hash),
                                0 if v.exposure is None else exposure_key(v.exposure.shown) | 1))
         self.files[role].judge_states = len(not_judged)
         return offsets, lines, keys, statuses, causes, hashes if with_hashes else None, \
-            not_judged
+            not_judged, pair_codes
+
+    def read_compare_cases(self, path: str) -> tuple[IdIndex, array[int], array[int]]:
+        """Run B's cases (``--compare-cases``): their ids, lines and offsets."""
+        ids = IdIndex()
+        reader = self._reader(case_kind(self.opts.allow_unknown_fields, ids), COMPARE_CASES,
+                              ids)
+        lines, offsets = array("I"), array("Q")
+        for line_no, offset, _, _ in self._records(reader, COMPARE_CASES, path):
+            lines.append(line_no)
+            offsets.append(offset)
+        return ids, lines, offsets
 
     def read_states(self, path: str) -> tuple[Any, ...]:
         reader = self._reader(verdict_kind(self.opts.allow_unknown_fields), STATES)
@@ -530,7 +567,7 @@ def _hash(text: str | None) -> int:
 def _run(parts: tuple[Any, ...], path: str, rubric_names: list[str]) -> Run:
     import numpy as np
 
-    offsets, lines, keys, statuses, causes, hashes, _ = parts
+    offsets, lines, keys, statuses, causes, hashes, _, pair_codes = parts
     key = np.frombuffer(keys, dtype=np.uint64) if len(keys) else np.zeros(0, np.uint64)
     order = np.argsort(key, kind="stable")
     sorted_key = key[order]
@@ -550,7 +587,8 @@ def _run(parts: tuple[Any, ...], path: str, rubric_names: list[str]) -> Run:
         offset=_np(offsets, np.uint64), line=line, key=key,
         status=_np(statuses, np.uint8), cause=_np(causes, np.uint16),
         hashes=None if hashes is None else _np(hashes, np.int64).reshape(-1, 3),
-        order=order.astype(np.uint32) if len(key) < NONE else order, sorted_key=sorted_key)
+        order=order.astype(np.uint32) if len(key) < NONE else order, sorted_key=sorted_key,
+        pair=_np(pair_codes, np.uint8))
 
 
 def _stale(b: _Builder, run: Run, rubrics: RubricSet,
@@ -571,7 +609,10 @@ def _stale(b: _Builder, run: Run, rubrics: RubricSet,
         per_rubric = np.array([_hash(r.hash) for r in rubrics.rubrics] + [0], dtype=np.int64)
         x_rubric_all = per_rubric[np.minimum(made & np.uint64(NONE),
                                              len(rubrics.rubrics)).astype(np.int64)]
-        checkable = (rows < n_cases) & (rubric < len(rubrics.rubrics))
+        # A pairwise rubric's state is a pair's (two runs' cases): not rebuilt from one run.
+        pairwise = np.array([r.pairwise for r in rubrics.rubrics] + [True], dtype=bool)
+        checkable = (rows < n_cases) & ~pairwise[np.minimum(rubric, len(rubrics.rubrics))
+                                                 .astype(np.int64)]
     else:
         made = _np(state_parts[0], np.uint64)
         pairs = _np(state_parts[4], np.int64).reshape(-1, 2)
@@ -616,11 +657,13 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
 
     started = time.perf_counter()
     paths = [(CASES, opts.cases), (VERDICTS, opts.verdicts), (COMPARE, opts.compare),
-             (STATES, opts.states)]
+             (STATES, opts.states), (COMPARE_CASES, opts.compare_cases)]
     for role, path in paths:
         if path is not None:
             plain_file(path, role)
     check_cases_input(opts.cases)
+    if opts.compare_cases is not None:
+        check_cases_input(opts.compare_cases)
     usage = "; usage: evalstream view VERDICTS --cases CASES"
     for path in (opts.verdicts, opts.compare):
         if path is not None:
@@ -638,6 +681,8 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
         other_parts = b.read_run(COMPARE, opts.compare, True)
         other = _run(other_parts, opts.compare, names)
     state_parts = b.read_states(opts.states) if opts.states is not None else None
+    paired = b.read_compare_cases(opts.compare_cases) if opts.compare_cases is not None \
+        else None
 
     label_key = _np(b.label_key, np.uint64)
     order = np.argsort(label_key, kind="stable")
@@ -693,4 +738,7 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
         reasons=b.reasons,
         rejects=b.rejects, rubric_hash_mismatch=dict(sorted(b.hash_mismatch.items())),
         unknown_rubrics=dict(sorted(b.unknown_rubrics.items())),
-        seconds=round(time.perf_counter() - started, 3))
+        seconds=round(time.perf_counter() - started, 3),
+        paired_ids=None if paired is None else paired[0],
+        paired_line=None if paired is None else _np(paired[1], np.uint32),
+        paired_offset=None if paired is None else _np(paired[2], np.uint64))

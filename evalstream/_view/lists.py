@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from evalstream._verdicts.records import FAIL, NA_VERDICT, PASS, STATUSES, UNSCORED
 from evalstream._verdicts.stale import RUBRIC, STATE
+from evalstream._view import pairs
 from evalstream._view.index import LABEL_STATUSES, NONE, ROLES, SOURCES, Index
 
 if TYPE_CHECKING:
@@ -74,8 +75,15 @@ SPECS = {
         "changed, or the rubric no longer applies), then under another version of the "
         "rubric; each in file order. agree leaves them out of its figures.",
         "change"),
+    "pairs": ListSpec(  # issue 28 (view.pairs)
+        "pairs", "Inconsistent pairs",
+        "Pairwise verdicts whose two orders disagree (run A's response shown first, then run "
+        "B's): the judge named the response in the first place both times, or the one in the "
+        "second place both times, or said tie in one order only. Each is decided a tie. In "
+        "verdict-file order.",
+        "kind"),
 }
-LIST_NAMES = ("disagreements", "flips", "unscored", "skipped", "stale", "verdicts")
+LIST_NAMES = ("disagreements", "flips", "unscored", "skipped", "stale", "pairs", "verdicts")
 
 
 @dataclass
@@ -289,8 +297,20 @@ def verdicts(index: Index) -> EntryList:
                      list(STATUSES))
 
 
+def inconsistent(index: Index) -> EntryList:
+    """The inconsistent pairs (``view.pairs``), by kind, each in verdict-file order."""
+    import numpy as np
+
+    run = index.run
+    codes = run.pair if run.pair is not None else np.zeros(len(run.key), np.uint8)
+    chosen = np.flatnonzero((codes >= pairs.FIRST) & (codes <= pairs.ONE_TIE))
+    kind = (codes[chosen] - pairs.FIRST).astype(np.uint16)
+    keys, kind = _ordered(run.key[chosen], kind, run.line[chosen])
+    return EntryList(SPECS["pairs"], keys, kind, list(pairs.KINDS))
+
+
 BUILDERS = {"disagreements": disagreements, "flips": flips, "unscored": unscored,
-            "skipped": skipped, "stale": stale, "verdicts": verdicts}
+            "skipped": skipped, "stale": stale, "pairs": inconsistent, "verdicts": verdicts}
 
 
 class Lists:
@@ -306,9 +326,10 @@ class Lists:
 
     def available(self) -> list[str]:
         """The list names to show (flips only with --compare, stale verdicts only when there
-        are some: the overview says so either way)."""
+        are some: the overview says so either way; pairs only with pairwise verdicts)."""
         return [n for n in LIST_NAMES if (n != "flips" or self.index.other is not None)
-                and (n != "stale" or len(self.lists[n]))]
+                and (n != "stale" or len(self.lists[n]))
+                and (n != "pairs" or pairs.has_pairs(self.index))]
 
 
 @dataclass

@@ -15,6 +15,7 @@ from evalstream._version import __version__
 from evalstream._view.index import (
     CASES,
     COMPARE,
+    COMPARE_CASES,
     LABEL_STATUSES,
     NONE,
     ROLES,
@@ -197,7 +198,8 @@ def files_table(ix: Index, timings: bool = True) -> str:
         f = ix.files.get(role)
         if f is None:
             continue
-        what = {CASES: "cases", VERDICTS: "verdicts", COMPARE: "verdicts", STATES: "records"}[role]
+        what = {CASES: "cases", VERDICTS: "verdicts", COMPARE: "verdicts", STATES: "records",
+                COMPARE_CASES: "cases"}[role]
         records = f"{f.records:,} {what}"
         if role in (VERDICTS, COMPARE):
             records = f"{f.records - f.judge_states:,} verdicts"
@@ -412,6 +414,8 @@ def list_table(site: Site, name: str, shown: list[Row], first: int) -> str:
         head += ["reason", "tokens", "label", "group"]
     elif name == "stale":
         head += ["change", "judge", "label", "group", "line"]
+    elif name == "pairs":
+        head += ["disagreement", "run A's first", "run B's first", "label", "group", "line"]
     else:
         head += ["judge", "label", "group", "rationale", "line"]
     numeric = {"#", "line", "tokens"}
@@ -450,6 +454,13 @@ def list_table(site: Site, name: str, shown: list[Row], first: int) -> str:
         elif name == "stale":
             cells += [f"<td>{_kind_badge(r.kind)}</td>",
                       f"<td>{badge(_status(r.verdict))}</td>",
+                      f'<td class="key">{_label(r.label)}</td>', group, _num(r.line)]
+        elif name == "pairs":
+            answers = {o.order: o.better for o in r.verdict.pair.orders} \
+                if r.verdict is not None and r.verdict.pair is not None else {}
+            cells += [f"<td>{_kind_badge(r.kind)}</td>",
+                      f'<td class="key">{short(answers.get("ab") or "-")}</td>',
+                      f'<td class="key">{short(answers.get("ba") or "-")}</td>',
                       f'<td class="key">{_label(r.label)}</td>', group, _num(r.line)]
         else:
             cells += [f"<td>{badge(_status(r.verdict))}</td>",

@@ -22,7 +22,7 @@ from evalstream._checks.checker import Check, Checker
 from evalstream._files.lines import HEAD_BYTES, LongLine, read_line_at
 from evalstream._verdicts.records import decoder as verdict_decoder
 from evalstream._verdicts.records import verdict_kind
-from evalstream._view.index import CASES, ROLES, Index, Run
+from evalstream._view.index import CASES, COMPARE_CASES, ROLES, Index, Run
 from evalstream.errors import InputError
 
 
@@ -101,6 +101,11 @@ class Source:
         line = self.line(CASES, int(self.index.case_offset[row]))
         return int(self.index.case_line[row]), self._case(line), len(line)
 
+    def paired_case(self, case_id: str) -> schema.Case | None:
+        """Run B's case of this id (``--compare-cases``), or None."""
+        offset = self.index.paired_offset_of(case_id)
+        return None if offset is None else self._case(self.line(COMPARE_CASES, offset))
+
     def case_id(self, row: int) -> str:
         """The case id of a row: from the cases file, or the first record naming it."""
         ix = self.index
@@ -146,6 +151,17 @@ class Source:
             check = self._checker.check(case, line_no)[rubric]
             return check, self._checker.exposure(check)
 
+    def rebuilt_pair(self, a: schema.Case, b: schema.Case, line_no: int,
+                     rubric: int) -> tuple[Check, Any]:
+        """The order ``ab`` (run A's response first) of the pairwise check ``build
+        --pair-with`` makes of these two cases, as ``rebuilt`` makes a case's."""
+        ix = self.index
+        with self._lock:
+            if self._checker is None:
+                self._checker = Checker(ix.rubrics, ix.options.max_tokens, keep_states=True)
+            check = self._checker.check_pair(a, b, line_no)[0][rubric]
+            return check, self._checker.exposure(check)
+
     # -- rejects ---------------------------------------------------------------------------
     def reject(self, i: int) -> tuple[str, Reject]:
         """The ``i``-th reject's file role and the reject, explained again from its line
@@ -154,7 +170,8 @@ class Source:
         role = ROLES[log.role[i]]
         kind_name = log.kinds.names[log.kind[i]]
         line_no, offset, size = log.line[i], log.offset[i], log.size[i]
-        kind: RecordKind[Any] = (case_kind(opts.allow_unknown_fields) if role == CASES
+        kind: RecordKind[Any] = (case_kind(opts.allow_unknown_fields)
+                                 if role in (CASES, COMPARE_CASES)
                                  else verdict_kind(opts.allow_unknown_fields))
         if kind_name == "line too long":
             head = self.line(role, offset, min(HEAD_BYTES, size))

@@ -263,7 +263,9 @@ def _is_record_offset(site: Site, role: str, offset: int) -> bool:
     ix = site.index
     candidates = {"cases": [ix.case_offset], "verdicts": [ix.run.offset],
                   "compare": [ix.other.offset] if ix.other is not None else [],
-                  "states": [np.sort(ix.state_offset)]}[role]
+                  "states": [np.sort(ix.state_offset)],
+                  "compare-cases": [ix.paired_offset] if ix.paired_offset is not None
+                  else []}[role]
     log = ix.rejects
     if len(log):
         roles = np.frombuffer(log.role, dtype=np.uint8)

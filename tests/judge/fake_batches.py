@@ -1,7 +1,8 @@
 """The batch endpoints of the fake judge server (``fake_server.py``): OpenAI's files and
 batches, Anthropic's message batches, answering every request by the same rules as a live
 request (the same ``FAKE:<fault>`` markers, the same answer bytes), so that a batch verdict and
-a live verdict of the same state can be compared byte for byte.
+a live verdict of the same state can be compared byte for byte (a pairwise state's request
+as the live server answers it with no bias).
 
 - ``POST /v1/files`` (multipart, ``purpose=batch``), ``GET /v1/files/{id}/content``;
   ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/batches`` (``limit``, ``after``).
@@ -34,11 +35,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import msgspec
 
+from tests.judge.fake_server import _ANSWERS, _pairwise, escaped, preference
 from tests.judge.fake_server import _MARK as MARK
 from tests.judge.fake_server import _anthropic as anthropic_message
 from tests.judge.fake_server import _content as content
 from tests.judge.fake_server import _openai as openai_completion
-from tests.judge.fake_server import escaped
 
 _BATCH_ONLY = {"batcherror", "expired", "canceled", "vllmerror", "batchfail", "echofail",
                "deepbatch"}
@@ -305,6 +306,8 @@ def _answer(anthropic: bool, custom_id: str, body: bytes, fault: str, key: str |
         fault = "pass"
     request = json.loads(body)
     text, finish = content(fault, digest, key)
+    if _pairwise(request) and fault in _ANSWERS:  # a pairwise state (issue 28): no bias
+        text = json.dumps(preference(request, digest))
     usage_in, usage_out = len(body) // 4, max(1, len(text or "") // 4)
     if fault == "negusage":
         usage_in, usage_out = -1_000_000, -1_000_000

@@ -36,6 +36,14 @@
   ``Retry-After`` date has an absurd zone), ``negusage`` (a ``pass`` with negative token
   counts), ``deep`` (a 200 nested 100,000 deep), ``deeperror`` (a 500 nested as deep),
   ``hugeheader`` (a 200 with a 100 KB header), ``manyheaders`` (a 200 with 100,000 headers).
+- Pairwise states (issue 28: a request asking for ``{reason, better}``, OpenAI's schema named
+  ``preference`` or Anthropic's tool schema with ``better``) are answered in that form: the
+  response whose text holds ``[better]`` is named (a tie when neither or both do), except on
+  the pairs a bias takes: ``--position-bias P`` names ``response_1`` on a share P of the
+  pairs (in both orders: the pair's two orders then disagree), ``--length-bias Q`` names the
+  longer response on a share Q of the others. Which pairs is a function of the two
+  responses (the same in both orders), so a run's biases are known and repeatable. A fault
+  marker works as for any request; one that gives a status gives the pairwise answer.
 - The batch endpoints (OpenAI files and batches, Anthropic message batches): see
   ``fake_batches.py``; ``--batch-polls N`` (a batch ends when asked for the Nth time) and
   ``--lose-create N`` (the first N creates are made but not answered).
@@ -95,9 +103,11 @@ class Server:
     def __init__(self, latency: float, slow: float, key: str | None, retry_after: str,
                  batch_polls: int = 2, lose_create: int = 0, huge_bytes: int = 64 << 20,
                  refuse: int | None = None, quota: int | None = None,
-                 quota_seconds: float = 60.0) -> None:
+                 quota_seconds: float = 60.0, position_bias: float = 0.0,
+                 length_bias: float = 0.0) -> None:
         from tests.judge.fake_batches import Batches
 
+        self.position_bias, self.length_bias = position_bias, length_bias
         self.latency = latency
         self.slow = slow
         self.key = key
@@ -241,6 +251,10 @@ class Server:
                 extra[name] = "caf\udce9"
         request = json.loads(body)
         text, finish = _content(fault, digest, sent_key)
+        if _pairwise(request) and fault in _ANSWERS:
+            text = json.dumps(preference(request, digest, self.position_bias, self.length_bias))
+            if fault == "fenced":
+                text = f"```json\n{text}\n```"
         usage_in, usage_out = len(body) // 4, max(1, len(text or "") // 4)
         if fault == "negusage":
             usage_in, usage_out = -1_000_000, -1_000_000
@@ -344,6 +358,72 @@ def _error(message: str, kind: str) -> bytes:
     return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
 
 
+_ANSWERS = ("pass", "fail", "na", "cut", "echoheader", "negusage", "hugeheader", "manyheaders",
+            "bigusage", "latin1id", "think", "fenced")  # the faults answered with a status
+
+
+def _pairwise(request: dict[str, Any]) -> bool:
+    """Whether a request asks for a pairwise answer ({reason, better}): its schema (OpenAI's
+    json_schema or json_object, Anthropic's tool, Gemini's responseSchema, Bedrock's
+    toolSpec), or, asked without one (--response-format none), its system text."""
+    rf = request.get("response_format") or {}
+    tool = (request.get("tools") or [{}])[0]
+    spec = (((request.get("toolConfig") or {}).get("tools") or [{}])[0].get("toolSpec") or {})
+    schemas = [(rf.get("json_schema") or {}).get("schema"), rf.get("schema"),
+               tool.get("input_schema"), (request.get("generationConfig") or {}).get(
+                   "responseSchema"), (spec.get("inputSchema") or {}).get("json")]
+    if any("better" in ((s or {}).get("properties") or {}) for s in schemas):
+        return True
+    return PAIR_INSTRUCTION in _system_text(request)
+
+
+PAIR_INSTRUCTION = '"better": "response_1" | "response_2" | "tie"'
+
+
+def _system_text(request: dict[str, Any]) -> str:
+    """The system text of a request, in any of the dialects served."""
+    system = request.get("system") or (request.get("systemInstruction") or {}).get("parts")
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):  # Bedrock's [{text}], Gemini's parts
+        return "".join(part.get("text", "") for part in system)
+    return "".join(m.get("content", "") for m in request.get("messages") or []
+                   if m.get("role") == "system" and isinstance(m.get("content"), str))
+
+
+def _user_text(request: dict[str, Any]) -> str:
+    """The user message (the judge state) of a request, in any of the dialects served."""
+    for m in reversed(request.get("messages") or request.get("contents") or []):
+        if m.get("role") == "user":
+            content = m.get("content", m.get("parts"))
+            if isinstance(content, str):
+                return content
+            return "".join(part.get("text", "") for part in content)
+    raise ValueError("no user message")
+
+
+def preference(request: dict[str, Any], digest: str, position_bias: float = 0.0,
+               length_bias: float = 0.0) -> dict[str, str]:
+    """The pairwise answer to a request: the better response, unless a bias takes the pair
+    (see the module's docstring)."""
+    state = json.loads(_user_text(request))
+    first, second = state.get("response_1", ""), state.get("response_2", "")
+    if share(first, second, "position") < position_bias:
+        return {"reason": f"fake: the first is better {digest[:8]}", "better": "response_1"}
+    if share(first, second, "length") < length_bias and len(first) != len(second):
+        longer = "response_1" if len(first) > len(second) else "response_2"
+        return {"reason": f"fake: the longer is better {digest[:8]}", "better": longer}
+    marked = ["[better]" in first, "[better]" in second]
+    better = "tie" if marked[0] == marked[1] else "response_1" if marked[0] else "response_2"
+    return {"reason": f"fake: {better} {digest[:8]}", "better": better}
+
+
+def share(first: str, second: str, salt: str) -> float:
+    """A number in [0, 1) that is a function of a pair's two responses, whatever their order."""
+    texts = "\x00".join(sorted((first, second)))
+    return int(hashlib.sha256(f"{salt}\x00{texts}".encode()).hexdigest()[:12], 16) / 16**12
+
+
 def escaped(text: str) -> str:
     """``text`` with every character written as a JSON ``\\u`` escape."""
     return "".join(f"\\u{ord(c):04x}" for c in text)
@@ -352,8 +432,7 @@ def escaped(text: str) -> str:
 def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | None, str]:
     """The answer text and OpenAI finish reason for a fault (or a status); ``key``: what
     ``echoescaped`` echoes."""
-    if fault in ("pass", "fail", "na", "cut", "echoheader", "negusage", "hugeheader",
-                 "manyheaders", "bigusage", "latin1id", "think", "fenced"):
+    if fault in _ANSWERS:
         status = fault if fault in ("fail", "na") else "pass"
         text = json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"})
         if fault == "fenced":
@@ -517,7 +596,7 @@ def _bedrock(fault: str, text: str | None, rid: str, usage_in: int,
 async def serve(args: argparse.Namespace) -> None:
     server = Server(args.latency, args.slow, args.key, args.retry_after, args.batch_polls,
                     args.lose_create, args.huge_bytes, args.refuse, args.quota,
-                    args.quota_seconds)
+                    args.quota_seconds, args.position_bias, args.length_bias)
     listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024,
                                           limit=1 << 24)
     port = server.port = listener.sockets[0].getsockname()[1]
@@ -549,6 +628,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--refuse", type=int, help="answer every request with this status")
     p.add_argument("--quota", type=int, help="requests a --quota-seconds window takes")
     p.add_argument("--quota-seconds", type=float, default=60.0)
+    p.add_argument("--position-bias", type=float, default=0.0,
+                   help="pairwise: the share of pairs on which response_1 is named")
+    p.add_argument("--length-bias", type=float, default=0.0,
+                   help="pairwise: the share of the other pairs on which the longer is named")
     args = p.parse_args(argv)
     try:
         asyncio.run(serve(args))

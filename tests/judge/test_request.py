@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
@@ -207,3 +208,25 @@ def test_a_rubric_without_na_is_asked_for_pass_or_fail_by_every_provider_and_for
             assert b'"na"' not in body
     # The two requests are two keys: an answer to one is never the other's.
     assert build(config, QUESTION, STATE, True).key != build(config, QUESTION, STATE, False).key
+    # Issue 28 met both: a pairwise state is asked in the pairwise form ({reason, better},
+    # the reason first) by the same provider, format and reasoning, never with `na`, whatever
+    # `allows_na` its state says; `config.of` picks that form for a state with a pair.
+    from evalstream._checks.state import PAIR_ANSWER_INSTRUCTION
+
+    pair = config.pairwise
+    assert pair.response_format == config.response_format and pair.allows_na is False
+    pairwise = {build(pair, QUESTION, STATE, allows_na).body for allows_na in (True, False)}
+    state = SimpleNamespace(pair=object(), allows_na=False)
+    assert pairwise == {build(config.of(state), QUESTION, STATE).body}
+    body = pairwise.pop()
+    assert body.count(b'"enum":["response_1","response_2","tie"]') == (1 if schema else 0), body
+    assert body.count(b'"enum":') == (1 if schema else 0)
+    if schema:
+        assert body.index(b'"reason"') < body.index(b'"better"')
+    assert json.dumps(PAIR_ANSWER_INSTRUCTION, ensure_ascii=False)[1:-1].encode() in body
+    assert json.dumps(ANSWER_INSTRUCTION, ensure_ascii=False)[1:-1].encode() not in body
+    assert b'"na"' not in body
+    assert build(pair, QUESTION, STATE).key not in {
+        build(config, QUESTION, STATE, allows_na).key for allows_na in (True, False)}
+    for allows_na in (True, False):  # and a pointwise state gets its own form back
+        assert config.of(SimpleNamespace(pair=None, allows_na=allows_na)).allows_na is allows_na

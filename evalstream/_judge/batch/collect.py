@@ -18,7 +18,9 @@ store through ``judge.verdict``, the live judge's verdict maker: a verdict from 
 result is the live verdict for the same request, byte for byte, but for usage and request
 id. Exact verdicts of the input pass through in their places. A state whose request failed
 is ``unscored`` with the failure as cause (``--missing skip``: left out and listed); a state
-with no result at all is listed as missing (exit 3).
+with no result at all is listed as missing (exit 3). A pairwise state's two orders (on
+consecutive lines of the manifest, as prepare read them) make one verdict
+(``verdict.pair_answered``), or are both missing when either is.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from evalstream._cases.reading import RecordReader
-from evalstream._cases.rejects import Reject, raw_text
+from evalstream._cases.rejects import FileReject, Reject, raw_text
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._files.outputs import AtomicOutput
 from evalstream._files.sniff import check_input
@@ -52,8 +54,8 @@ from evalstream._judge.batch.report import (
 )
 from evalstream._judge.batch.report import encode as encode_report
 from evalstream._judge.report import DEFAULT_MAX_UNSCORED_RATE, Prices, too_unscored
-from evalstream._judge.store import Failure, Store
-from evalstream._verdicts.records import FileReject, TokenUsage
+from evalstream._judge.store import Failure, Store, Stored
+from evalstream._verdicts.records import JudgeVerdict, TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 
@@ -231,12 +233,23 @@ class Collector:
         if earlier.body == out.body:  # the same result again (a file collected twice)
             self.counts.repeats += 1
             return None
-        before = self.config.api.parse(earlier.body)
+        before, parsed = self._read(earlier.body), self._read(out.body)
         if (before.status, before.reason, before.cause) == (parsed.status, parsed.reason,
                                                             parsed.cause):
             self.counts.repeats += 1
             return None
         return before, parsed
+
+    def _read(self, body: bytes) -> answer.Parsed:
+        """An answer read in the form it was given in (a pointwise verdict, else a pairwise
+        preference): only to tell two answers to one request apart, which the result line
+        does not say the form of."""
+        parsed = self.config.parse(body)
+        if parsed.cause == "wrong_shape":
+            other = self.config.pairwise.parse(body)
+            if other.cause != "wrong_shape":
+                return other
+        return parsed
 
 
 def _conflict(line: formats.ResultLine, line_no: int, offset: int, raw: bytes,
@@ -263,6 +276,7 @@ class Writer:
         self.failures = failures
         c = self.config
         self.info = c.info
+        self.pair_info = c.pairwise.info
         self.counts = CollectCounts()
         self.by_status: Counter[str] = Counter()
         self.by_cause: Counter[str] = Counter()
@@ -286,10 +300,39 @@ class Writer:
                 return None
             v = verdict.unanswered(self.info, failure, s.case_id, s.rubric_id, s.rubric_hash,
                                    s.state_hash, s.exposure)
+        return self._counted(v)
+
+    def _counted(self, v: JudgeVerdict) -> bytes:
         self.by_status[v.status] += 1
         if v.error is not None:
             self.by_cause[v.error.cause] += 1
         return self._encode(v) + b"\n"
+
+    def _answer(self, s: State) -> Stored | Failure | None:
+        """What an order of a pair got; None when it has no result, or a failure and
+        ``--missing skip``."""
+        stored = self.store.get(s.key)
+        if stored is not None:
+            return stored
+        failure = self.failures.get(s.key)
+        return None if failure is None or self.opts.missing == "skip" else failure
+
+    def pair_verdict(self, first: State, second: State) -> bytes | None:
+        """The one verdict of a pairwise state's two orders, or None (both listed missing)
+        when either has no result."""
+        answers = [self._answer(first), self._answer(second)]
+        if answers[0] is None or answers[1] is None:
+            for s, got in zip((first, second), answers, strict=True):
+                failure = self.failures.get(s.key)
+                self._missing(s, (failure.cause if failure else NO_RESULT) if got is None
+                              else "its other order has no verdict")
+            return None
+        v = verdict.pair_answered(self.pair_info, self.config.pairwise, first, second,
+                                  answers[0], answers[1])
+        if v.usage is not None:
+            self.usage_all[0] += v.usage.input_tokens
+            self.usage_all[1] += v.usage.output_tokens
+        return self._counted(v)
 
     def _missing(self, s: State, reason: str) -> None:
         self.counts.missing += 1
@@ -299,8 +342,24 @@ class Writer:
     def write(self, out: AtomicOutput) -> None:
         c = self.counts
         pending: list[bytes] = []
+        first: State | None = None  # a pair's order ab: its order ba is the next state
         for item in self.manifest.items():
-            if isinstance(item, State):
+            if isinstance(item, State) and item.pair is not None:
+                c.judge_states += 1
+                if item.pair.order == "ab":
+                    first = item
+                    continue
+                if first is None or first.pair is None or first.pair.key != item.pair.key:
+                    raise self.manifest.damaged(f"holds the order ba of a pairwise state on "
+                                                f"line {item.line} without its order ab")
+                line = self.pair_verdict(first, item)
+                first = None
+                if line is None:
+                    continue
+                c.verdicts += 1
+                c.pairs += 1
+                pending.append(line)
+            elif isinstance(item, State):
                 c.judge_states += 1
                 line = self.verdict(item)
                 if line is None:

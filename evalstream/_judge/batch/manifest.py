@@ -20,6 +20,8 @@ Tables:
 - ``states``: every judge state of the input, by input line: its ``custom_id`` (the store
   key), case id, rubric, state hash and exposure (see ``Exposures``).
 - ``exact``: the exact verdicts of the input, by line, passed through to the verdicts.
+- ``pairs``: the ``pair`` (key, order, lengths) of each pairwise judge state, by line (issue
+  28; a manifest prepared before it has no such table: no pairwise state).
 - ``batches``: per request file, what ``submit`` and ``status`` learned (ids, status).
 """
 
@@ -34,8 +36,9 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from evalstream._judge.inputs import Pair
 from evalstream._judge.request import JudgeConfig
-from evalstream._judge.sqlite import check_tables, reads
+from evalstream._judge.sqlite import check_tables, columns, reads
 from evalstream.errors import InputError, OutputError, UsageError
 
 NAME = "manifest.sqlite"
@@ -56,6 +59,10 @@ CREATE TABLE batches (file INTEGER PRIMARY KEY, input_file_id TEXT, batch_id TEX
                       results_url TEXT, counts TEXT, error TEXT, downloaded TEXT,
                       updated REAL);
 """
+# Created with every manifest since issue 28, and checked when present: a manifest prepared
+# before it, without the table, is read as one without pairwise states.
+_PAIRS = "CREATE TABLE pairs (line INTEGER PRIMARY KEY, pair BLOB NOT NULL);"
+_decode_pair = msgspec.json.Decoder(Pair).decode
 MAX_TEMPLATES = 4096
 _DIGITS = b"0123456789"
 _DIGITS_TO_NUL = bytes.maketrans(_DIGITS, b"\x00" * 10)
@@ -73,6 +80,7 @@ class State(NamedTuple):
     state_hash: str
     exposure: msgspec.Raw
     allows_na: bool = True  # false: its rubric does not allow `na`
+    pair: Pair | None = None  # a pairwise state's order
 
 
 class Exact(NamedTuple):
@@ -153,7 +161,9 @@ class Manifest:
         self._no_na: list[int] = []  # rubrics (rows) that do not allow `na`
         self._states: list[tuple[int, bytes, str, int, bytes, int, str]] = []
         self._written: list[tuple[bytes, int, int]] = []
+        self._pairs: list[tuple[int, bytes]] = []
         self.meta = dict(db.execute("SELECT name, value FROM meta").fetchall())
+        self._has_pairs = bool(columns(db, "pairs"))
 
     @classmethod
     def create(cls, folder: str, meta: dict[str, str]) -> Manifest:
@@ -163,7 +173,7 @@ class Manifest:
         # no journal and no syncs while it is filled.
         db.execute("PRAGMA journal_mode=OFF")
         db.execute("PRAGMA synchronous=OFF")
-        db.executescript(_SCHEMA)
+        db.executescript(_SCHEMA + _PAIRS)
         # Every request line as it is written, in order; indexed and dropped at the end.
         db.execute("CREATE TABLE written (custom_id BLOB NOT NULL, file INTEGER NOT NULL, "
                    "line INTEGER NOT NULL)")
@@ -197,6 +207,8 @@ class Manifest:
         except sqlite3.Error as exc:
             raise InputError(f"cannot read {path}: {exc}") from exc
         check_tables(db, _SCHEMA, manifest)
+        if manifest._has_pairs:
+            check_tables(db, _PAIRS, manifest)
         return manifest
 
     def damaged(self, what: str) -> InputError:
@@ -263,7 +275,7 @@ class Manifest:
 
     def add_state(self, line: int, custom_id: bytes, case_id: str, rubric_id: str,
                   rubric_hash: str, state_hash: str, exposure: bytes,
-                  allows_na: bool = True) -> None:
+                  allows_na: bool = True, pair: Pair | None = None) -> None:
         rubric = self._rubrics.get((rubric_id, rubric_hash))
         if rubric is None:
             rubric = self._db.execute("INSERT INTO rubrics (rubric_id, rubric_hash) VALUES (?, ?)",
@@ -275,6 +287,8 @@ class Manifest:
         template, digits = self.exposures.pack(exposure)
         self._states.append((line, custom_id, case_id, rubric, bytes.fromhex(state_hash),
                              template, digits))
+        if pair is not None:
+            self._pairs.append((line, msgspec.json.encode(pair)))
         if len(self._states) >= 4096:
             self._flush_states()
 
@@ -282,7 +296,8 @@ class Manifest:
         # In input order, so each lands at the end of the table: one executemany a block of
         # rows costs ~1 us a state against ~4 us one execute each.
         self._db.executemany("INSERT INTO states VALUES (?, ?, ?, ?, ?, ?, ?)", self._states)
-        self._states = []
+        self._db.executemany("INSERT INTO pairs VALUES (?, ?)", self._pairs)
+        self._states, self._pairs = [], []
 
     def add_exact(self, line: int, raw: bytes) -> None:
         self._db.execute("INSERT INTO exact VALUES (?, ?)", (line, raw))
@@ -333,7 +348,8 @@ class Manifest:
             yield from self._items()
         except sqlite3.Error as exc:
             raise self.damaged(f"cannot be read ({exc})") from exc
-        except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a row's values
+        except (TypeError, AttributeError, KeyError, ValueError,
+                msgspec.DecodeError) as exc:  # a row's values
             raise self.damaged(f"holds a judge state evalstream did not write ({exc!r})") \
                 from exc
 
@@ -342,18 +358,21 @@ class Manifest:
             "SELECT n, rubric_id, rubric_hash FROM rubrics")}
         no_na = set(json.loads(self.meta.get("no_na", "[]")))
         exact = self._db.cursor().execute("SELECT line, raw FROM exact ORDER BY line")
+        pair = ", (SELECT pair FROM pairs WHERE pairs.line = states.line)" if self._has_pairs \
+            else ", NULL"
         states = self._db.cursor().execute(
-            "SELECT line, custom_id, case_id, rubric, state_hash, template, digits FROM states "
-            "ORDER BY line")
+            "SELECT line, custom_id, case_id, rubric, state_hash, template, digits" + pair
+            + " FROM states ORDER BY line")
         unpack = self.exposures.unpack
         next_exact = exact.fetchone()
-        for line, cid, case_id, rubric, state_hash, template, digits in states:
+        for line, cid, case_id, rubric, state_hash, template, digits, order in states:
             while next_exact is not None and next_exact[0] < line:
                 yield Exact(next_exact[0], bytes(next_exact[1]))
                 next_exact = exact.fetchone()
             rubric_id, rubric_hash = rubrics[rubric]
             yield State(line, cid.hex(), case_id, rubric_id, rubric_hash, state_hash.hex(),
-                        msgspec.Raw(unpack(template, digits)), rubric not in no_na)
+                        msgspec.Raw(unpack(template, digits)), rubric not in no_na,
+                        None if order is None else _decode_pair(order))
         while next_exact is not None:
             yield Exact(next_exact[0], bytes(next_exact[1]))
             next_exact = exact.fetchone()

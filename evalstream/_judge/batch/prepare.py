@@ -6,7 +6,9 @@ one request line whose ``custom_id`` is the request's store key (64 hex characte
 for the same request whichever dataset it came from). Two states with the same request share
 one line; a state whose answer the consulted store already holds (``--store``,
 ``--only-missing``) gets none. Files are split at the provider's limits, never mid-line, and
-named ``requests-00001.jsonl``, ... in order: the same input gives the same bytes.
+named ``requests-00001.jsonl``, ... in order: the same input gives the same bytes. A pairwise
+state's two orders (``judge.pairs``) are two requests in the pairwise form, and the manifest
+keeps each order's ``pair`` for collect to make their one verdict.
 
 The folder is written under a hidden temporary name beside it and renamed into place when
 everything is written, so it appears whole or not at all (one rename for all its files).
@@ -27,7 +29,7 @@ from evalstream._cases.rejects import Reject, raw_text
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._files.sniff import check_input
 from evalstream._files.transaction import FOLDER, Target, Transaction
-from evalstream._judge import inputs
+from evalstream._judge import inputs, pairs
 from evalstream._judge.batch import formats
 from evalstream._judge.batch.manifest import BatchFile, Manifest, check_new_folder
 from evalstream._judge.batch.report import (
@@ -236,12 +238,13 @@ def _fill(opts: Options, tmp: str, limit: formats.Limits, store_path: str | None
     files = RequestFiles(tmp, limit)
     store = Store(store_path, readonly=True) if store_path else None
     reader = inputs.Reader(opts.max_line_bytes)
+    orders = pairs.Orders()
     encode = msgspec.json.Encoder().encode
     request_line = config.api.request_line
     over_limit = 0
     try:
         with open(os.path.join(tmp, REJECTS), "wb") as rejects:
-            for item in reader.read(opts.input):
+            for item in orders.items(reader.read(opts.input)):
                 if isinstance(item, inputs.Exact):
                     manifest.add_exact(item.line, item.raw)
                     counts.exact_verdicts += 1
@@ -249,20 +252,27 @@ def _fill(opts: Options, tmp: str, limit: formats.Limits, store_path: str | None
                 if isinstance(item, Reject):
                     rejects.write(encode(item) + b"\n")
                     continue
-                req = build(config, item.question, item.state, item.allows_na)
-                if store is not None and store.has(req.key):
-                    counts.stored += 1
-                else:
-                    line = request_line(req.key, req.body)
-                    if len(line) > limit.bytes:
-                        over_limit += 1
-                        rejects.write(encode(_too_big(item, len(line), limit)) + b"\n")
-                        continue
-                    manifest.add_request(bytes.fromhex(req.key), *files.write(line))
-                counts.judge_states += 1
-                manifest.add_state(item.line, bytes.fromhex(req.key), item.case_id,
-                                   item.rubric_id, item.rubric_hash, item.state_hash,
-                                   bytes(item.exposure), item.allows_na)
+                states = item if isinstance(item, pairs.Pair) else (item,)
+                made = [(state, build(config.of(state), state.question, state.state))
+                        for state in states]
+                written = [None if store is not None and store.has(req.key) else
+                           request_line(req.key, req.body) for _, req in made]
+                big = next((len(x) for x in written if x is not None and len(x) > limit.bytes),
+                           None)
+                if big is not None:  # a pair is prepared in both orders or not at all
+                    over_limit += len(states)
+                    for state, _ in made:
+                        rejects.write(encode(_too_big(state, big, limit)) + b"\n")
+                    continue
+                for (state, req), line in zip(made, written, strict=True):
+                    if line is None:
+                        counts.stored += 1
+                    else:
+                        manifest.add_request(bytes.fromhex(req.key), *files.write(line))
+                    counts.judge_states += 1
+                    manifest.add_state(state.line, bytes.fromhex(req.key), state.case_id,
+                                       state.rubric_id, state.rubric_hash, state.state_hash,
+                                       bytes(state.exposure), state.allows_na, state.pair)
         files.close()
         counts.duplicates = files.drop(manifest.index_requests())
         counts.requests = sum(f.requests for f in files.done)
@@ -278,8 +288,8 @@ def _fill(opts: Options, tmp: str, limit: formats.Limits, store_path: str | None
             store.close()
     lines = reader.counts
     counts.lines, counts.blank = lines.lines, lines.blank
-    counts.rejected = lines.rejected + over_limit
-    by_kind = dict(lines.rejected_by_kind)
+    counts.rejected = lines.rejected + over_limit + orders.rejected
+    by_kind = dict(lines.rejected_by_kind + orders.rejected_by_kind)
     if over_limit:
         by_kind[OVER_LIMIT] = over_limit
     report = PrepareReport(

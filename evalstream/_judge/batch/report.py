@@ -85,12 +85,15 @@ class ResultCounts(Struct):
 
 
 class CollectCounts(Struct):
-    """``judge_states == verdicts + missing``."""
+    """``judge_states == verdicts + missing + pairs``: a pairwise state's two orders are two
+    judge states and one verdict (``pairs`` counts those collected; a pair not collected is
+    two states missing)."""
 
     judge_states: int = 0
     exact_verdicts: int = 0  # passed through
     verdicts: int = 0
     missing: int = 0
+    pairs: int = 0
 
 
 class Missing(Struct):

@@ -33,9 +33,12 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import (
+    ASKED,
+    TOOL_DESCRIPTIONS,
     TOOL_NAME,
+    Form,
     Parsed,
-    answer_schema,
+    asked,
     excerpt,
     read_json,
     read_text,
@@ -66,10 +69,11 @@ VERSION = "2023-06-01"  # the anthropic-version header
 # + `]}`, so its body is the file's size plus this many bytes.
 WRAP = len(b'{"requests":[]}') - 1  # the file's last newline becomes nothing
 STREAM_BLOCK = 1 << 20
-# By whether the rubric allows `na` (its judge states say): the schema without it otherwise.
-_TOOLS = {allows_na: msgspec.Raw(msgspec.json.encode(
-    [{"name": TOOL_NAME, "description": "Record the verdict on the judge state.",
-      "input_schema": answer_schema(allows_na)}])) for allows_na in (True, False)}
+# By the form of answer and whether the rubric allows `na` (``answer.asked``): the schema
+# without it otherwise; a pairwise state's preference under its own description.
+_TOOLS = {key: msgspec.Raw(msgspec.json.encode(
+    [{"name": TOOL_NAME, "description": TOOL_DESCRIPTIONS[key[0]], "input_schema": schema}]))
+    for key, schema in ASKED.items()}
 _TOOL_CHOICE = msgspec.Raw(msgspec.json.encode({"type": "tool", "name": TOOL_NAME}))
 # With extended thinking a forced tool choice is refused (HTTP 400: "Thinking may not be
 # enabled when tool_choice forces tool use"): the tool is offered, and the model chooses.
@@ -171,11 +175,11 @@ class Anthropic(Provider):
             model=config.model, max_tokens=config.max_output_tokens, system=system,
             messages=[Message("user", state)], temperature=self.sent_temperature(config),
             thinking=None if thinking is None else Thinking("enabled", thinking),
-            tools=_TOOLS[config.allows_na] if tools else None,
+            tools=_TOOLS[asked(config)] if tools else None,
             tool_choice=(_TOOL_AUTO if thinking is not None else _TOOL_CHOICE) if tools
             else None))
 
-    def read(self, body: bytes) -> Parsed:
+    def read(self, body: bytes, form: Form) -> Parsed:
         try:
             r = _decode(body)
         except msgspec.DecodeError as exc:
@@ -195,11 +199,11 @@ class Anthropic(Provider):
             return unscored("ambiguous", f"{len(calls)} {TOOL_NAME} tool calls where one verdict "
                             f"was asked for: {excerpt(body)}", usage, r.id)
         if calls:
-            return read_json(bytes(calls[0].input), usage, r.id)
+            return read_json(bytes(calls[0].input), usage, r.id, form)
         # A compatible server that ignores forced tools may answer in text, and so may a
         # model thinking, whose tool is offered, not forced. Thinking blocks (`thinking`,
         # `redacted_thinking`) are never read.
-        return read_text(text, usage, r.id, shaped=False)
+        return read_text(text, usage, r.id, form, shaped=False)
 
     def tokenizer_unknown(self, model: str) -> str:
         return "Anthropic's tokenizer is not public"

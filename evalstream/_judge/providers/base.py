@@ -6,10 +6,11 @@ it is talking to.
 What stays shared, and is not a provider's to change: the system text and the state as the
 user message (``request.system_text``), the store key (SHA-256 of the provider's name, its
 URL and the body), every check of the answer itself (``answer.read_text``/``read_json``:
-exactly ``{status, reason}``, fail-closed), HTTP with the one retry layer and the key's
-redaction (``transport``, ``batch.client``), and the batch folder's manifest. A provider
-says how those travel: the body's shape, the response's shape, the headers, the batch
-lines and endpoints.
+exactly ``{status, reason}``, or a pairwise state's ``{reason, better}``: the ``Form`` a
+provider asks for with ``config.answer`` and reads with, fail-closed), HTTP with the one
+retry layer and the key's redaction (``transport``, ``batch.client``), and the batch
+folder's manifest. A provider says how those travel: the body's shape, the response's
+shape, the headers, the batch lines and endpoints.
 
 Each method is given the ``JudgeConfig`` (as ``Config``: what a provider may read of it), so
 a provider whose URL or headers depend on the model or a deployment (Azure, Bedrock) needs
@@ -27,7 +28,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 import msgspec
 from msgspec import Struct
 
-from evalstream._judge.answer import Parsed, excerpt, http_error_detail, unscored
+from evalstream._judge.answer import VERDICT, Form, Parsed, excerpt, http_error_detail, unscored
 from evalstream._judge.batch.formats import Limits, Outcome, ResultLine
 from evalstream.errors import UsageError
 
@@ -66,6 +67,8 @@ class Config(Protocol):
     def region(self) -> str: ...  # Bedrock: the AWS region ("": the environment's)
     @property
     def allows_na(self) -> bool: ...  # False: the schema asked for leaves `na` out
+    @property
+    def answer(self) -> str: ...  # the name of the answer's Form (answer.FORMS)
 
 
 class Signer(NamedTuple):
@@ -186,16 +189,17 @@ class Provider(abc.ABC):
 
     # -- an answer -------------------------------------------------------------------------------
     @abc.abstractmethod
-    def read(self, body: bytes) -> Parsed:
-        """A 200 response body: its answer (through ``answer.read_text``/``read_json``), the
-        token usage, the response id, or unscored where the response says why (a refusal, a
-        cut answer, not a response of this API)."""
+    def read(self, body: bytes, form: Form) -> Parsed:
+        """A 200 response body: its answer in ``form`` (through ``answer.read_text``/
+        ``read_json``), the token usage, the response id, or unscored where the response says
+        why (a refusal, a cut answer, not a response of this API)."""
 
-    def parse(self, body: bytes) -> Parsed:
+    def parse(self, body: bytes, form: Form = VERDICT) -> Parsed:
         """A stored 200 response body read, fail-closed: the entry point of the answer
-        parser for the live judge, ``--dry-run`` and ``batch collect`` alike."""
+        parser for the live judge, ``--dry-run`` and ``batch collect`` alike
+        (``JudgeConfig.parse`` gives the form of its own requests)."""
         try:
-            return self.read(body)
+            return self.read(body, form)
         except RecursionError:  # msgspec, skipping a value nested deeper than it can go
             return unscored("bad_response", f"nested too deeply to read: {excerpt(body)}")
 

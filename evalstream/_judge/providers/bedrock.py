@@ -35,9 +35,12 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import (
+    ASKED,
+    TOOL_DESCRIPTIONS,
     TOOL_NAME,
+    Form,
     Parsed,
-    answer_schema,
+    asked,
     excerpt,
     read_json,
     read_text,
@@ -51,10 +54,11 @@ from evalstream.errors import UsageError
 
 DEFAULT_REGION = "us-east-1"
 SERVICE = "bedrock"  # the SigV4 signing name of bedrock-runtime
-# By whether the rubric allows `na` (its judge states say): the schema without it otherwise.
-_TOOLS = {allows_na: msgspec.Raw(msgspec.json.encode([{"toolSpec": {
-    "name": TOOL_NAME, "description": "Record the verdict on the judge state.",
-    "inputSchema": {"json": answer_schema(allows_na)}}}])) for allows_na in (True, False)}
+# By the form of answer and whether the rubric allows `na` (``answer.asked``): the schema
+# without it otherwise; a pairwise state's preference under its own description.
+_TOOLS = {key: msgspec.Raw(msgspec.json.encode([{"toolSpec": {
+    "name": TOOL_NAME, "description": TOOL_DESCRIPTIONS[key[0]],
+    "inputSchema": {"json": schema}}}])) for key, schema in ASKED.items()}
 _FORCED = msgspec.Raw(msgspec.json.encode({"tool": {"name": TOOL_NAME}}))
 _AUTO = msgspec.Raw(msgspec.json.encode({"auto": {}}))
 CREDENTIALS = ("set AWS_BEARER_TOKEN_BEDROCK to a Bedrock API key, or AWS credentials: "
@@ -226,12 +230,12 @@ class Bedrock(NoBatch, Provider):
         return config.encoder.encode(Body(
             system=[_Text(system)], messages=[_Message("user", [_Text(state)])],
             inferenceConfig=_Inference(config.max_output_tokens, self.sent_temperature(config)),
-            toolConfig=_ToolConfig(_TOOLS[config.allows_na],
+            toolConfig=_ToolConfig(_TOOLS[asked(config)],
                                    _AUTO if budget is not None else _FORCED) if tools else None,
             additionalModelRequestFields=None if budget is None else _Extra(
                 _Thinking("enabled", budget))))
 
-    def read(self, body: bytes) -> Parsed:
+    def read(self, body: bytes, form: Form) -> Parsed:
         try:
             r = _decode(body)
         except msgspec.DecodeError as exc:
@@ -254,8 +258,8 @@ class Bedrock(NoBatch, Provider):
             return unscored("ambiguous", f"{len(calls)} {TOOL_NAME} tool calls where one verdict "
                             f"was asked for: {excerpt(body)}", usage)
         if calls:
-            return read_json(bytes(calls[0].input), usage, None)
-        return read_text(text, usage, None, shaped=False)
+            return read_json(bytes(calls[0].input), usage, None, form)
+        return read_text(text, usage, None, form, shaped=False)
 
     def error_detail(self, status: int, body: bytes) -> str:
         # AWS's JSON errors: {"message": ...} (some services: "Message")

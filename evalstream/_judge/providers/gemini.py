@@ -38,8 +38,10 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import (
+    ASKED,
+    Form,
     Parsed,
-    answer_statuses,
+    asked,
     excerpt,
     read_text,
     token_usage,
@@ -48,15 +50,20 @@ from evalstream._judge.answer import (
 from evalstream._judge.batch.formats import Limits
 from evalstream._judge.providers.base import Config, NoBatch, Provider
 
-# The answer's schema in Gemini's OpenAPI subset (https://ai.google.dev/api/caching#Schema),
-# by whether the rubric allows `na` (its judge states say): without it otherwise.
-SCHEMA = {allows_na: {"type": "OBJECT",
-                      "properties": {"status": {"type": "STRING",
-                                                "enum": answer_statuses(allows_na)},
-                                     "reason": {"type": "STRING"}},
-                      "required": ["status", "reason"],
-                      "propertyOrdering": ["status", "reason"]}
-          for allows_na in (True, False)}
+
+def _gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An answer's JSON schema (``answer.ASKED``: an object of strings, some enumerated) in
+    Gemini's OpenAPI subset (https://ai.google.dev/api/caching#Schema), its properties in
+    the schema's order (a pairwise answer's reason first)."""
+    properties = {name: {"type": "STRING", **({"enum": p["enum"]} if "enum" in p else {})}
+                  for name, p in schema["properties"].items()}
+    return {"type": "OBJECT", "properties": properties, "required": schema["required"],
+            "propertyOrdering": list(properties)}
+
+
+# The answer's schema by the form of answer and whether the rubric allows `na`
+# (``answer.asked``): without it otherwise; a pairwise state's preference.
+SCHEMA = {key: _gemini_schema(schema) for key, schema in ASKED.items()}
 WITHHELD = ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
             "IMAGE_SAFETY", "LANGUAGE")
 
@@ -167,10 +174,10 @@ class Gemini(NoBatch, Provider):
             generationConfig=_Generation(
                 maxOutputTokens=config.max_output_tokens, temperature=config.temperature,
                 responseMimeType="application/json" if structured else None,
-                responseSchema=SCHEMA[config.allows_na] if structured else None,
+                responseSchema=SCHEMA[asked(config)] if structured else None,
                 thinkingConfig=None if budget is None else _Thinking(budget))))
 
-    def read(self, body: bytes) -> Parsed:
+    def read(self, body: bytes, form: Form) -> Parsed:
         try:
             r = _decode(body)
         except msgspec.DecodeError as exc:
@@ -197,4 +204,4 @@ class Gemini(NoBatch, Provider):
         if candidate.finishReason == "MAX_TOKENS":
             return unscored("truncated", "finishReason MAX_TOKENS (raise --max-output-tokens): "
                             f"{excerpt(text)}", usage, r.responseId)
-        return read_text(text, usage, r.responseId)
+        return read_text(text, usage, r.responseId, form)

@@ -38,8 +38,10 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._judge.answer import (
+    ASKED,
+    Form,
     Parsed,
-    answer_schema,
+    asked,
     excerpt,
     read_text,
     token_usage,
@@ -77,24 +79,24 @@ FAMILIES: tuple[tuple[str, str], ...] = (
 )
 
 
-def _response_formats(allows_na: bool) -> dict[str, msgspec.Raw | None]:
-    """--response-format: OpenAI's strict JSON schema (the default); llama.cpp's and vLLM's
+def _response_formats(answer: str, schema: dict[str, Any]) -> dict[str, msgspec.Raw | None]:
+    """--response-format: OpenAI's strict JSON schema (the default), named as its form of
+    answer (``verdict``, or a pairwise state's ``preference``); llama.cpp's and vLLM's
     ``json_object`` with the schema beside it (llama-cpp-python's server 0.3.36 answers
     ``json_schema`` with HTTP 500 and constrains its grammar to this one); or none."""
-    schema = answer_schema(allows_na)
     return {
         "json_schema": msgspec.Raw(msgspec.json.encode(
             {"type": "json_schema",
-             "json_schema": {"name": "verdict", "strict": True, "schema": schema}})),
+             "json_schema": {"name": answer, "strict": True, "schema": schema}})),
         "json_object": msgspec.Raw(msgspec.json.encode(
             {"type": "json_object", "schema": schema})),
         "none": None,
     }
 
 
-# By whether the rubric allows `na` (its judge states say): the schema without it otherwise,
-# in every format that carries one.
-RESPONSE_FORMATS = {allows_na: _response_formats(allows_na) for allows_na in (True, False)}
+# By the form of answer and whether the rubric allows `na` (``answer.asked``): the schema
+# without it otherwise, a pairwise state's preference, in every format that carries one.
+RESPONSE_FORMATS = {key: _response_formats(key[0], schema) for key, schema in ASKED.items()}
 # Reasoning models: the limit is max_completion_tokens (they refuse max_tokens), and they
 # take no temperature (o1, o3, o4-mini and GPT-5 answer 400 to any but their default).
 REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
@@ -180,7 +182,7 @@ class OpenAI(Provider):
     batch_speaks = "the OpenAI Batch API format (also vllm run-batch and OpenAI-compatible hosts)"
     # 50,000 requests and 200 MB an input file; MB read as 10^6 bytes, the smaller reading.
     batch_limits = Limits(50_000, 200_000_000)
-    response_formats = tuple(RESPONSE_FORMATS[True])
+    response_formats = tuple(RESPONSE_FORMATS["verdict", True])
     settings: ClassVar[tuple[str, ...]] = ("reasoning_effort",)
     batch_endpoint = BATCH_ENDPOINT  # a request line's url, and the batch's endpoint
 
@@ -222,9 +224,9 @@ class OpenAI(Provider):
             max_completion_tokens=config.max_output_tokens if completion else None,
             max_tokens=None if completion else config.max_output_tokens,
             reasoning_effort=config.reasoning_effort,
-            response_format=RESPONSE_FORMATS[config.allows_na][config.response_format]))
+            response_format=RESPONSE_FORMATS[asked(config)][config.response_format]))
 
-    def read(self, body: bytes) -> Parsed:
+    def read(self, body: bytes, form: Form) -> Parsed:
         try:
             r = _decode(body)
         except msgspec.DecodeError as exc:
@@ -251,7 +253,7 @@ class OpenAI(Provider):
         if choice.finish_reason == "length":
             return unscored("truncated", "finish_reason length (raise --max-output-tokens): "
                             f"{excerpt(message.content or '')}", usage, r.id)
-        return read_text(message.content, usage, r.id)
+        return read_text(message.content, usage, r.id, form)
 
     def encoding(self, model: str) -> str | None:
         name = model.rsplit("/", 1)[-1].lower()
