@@ -51,16 +51,20 @@ def blocks(audits: list[RubricBias], confidence: float) -> list[Block]:
                       shown(p.ties), shown(p.agreement_consistent), shown(p.agreement_all),
                       shown(p.judge_longer), shown(p.labels_longer))
         unscored = sum(p.pairs - p.scored for a in pairwise if (p := a.pairwise))
+        stale = sum(p.stale for a in pairwise if (p := a.pairwise))
         table.note = ("agree: the pair decided as its label (run A's `expected`: pass, A's "
                       "response is the better); judge: longer, of pairs decided for one "
                       "response of unequal lengths, the share decided for the longer; labels: "
                       f"longer, the same for the labels. Unscored pairs are left out "
-                      f"({unscored:,}), and so are pairs with an `na` or no label from the "
-                      "agreement.")
+                      f"({unscored:,}), and stale ones ({stale:,}, not in pairs), and so are "
+                      "pairs with an `na` or no label from the agreement.")
         out.append(table)
     for a in audits:
         if a.length is not None and a.length.quintiles:
             out.append(length_table(a.rubric, a.length))
+        elif a.length is not None:  # every verdict left out: said, never silently dropped
+            out.append(Paragraph(f"{a.rubric}: no pass or fail verdict to bin by response "
+                                 f"length ({left_out(a.length)})."))
     return out
 
 
@@ -70,13 +74,22 @@ def length_table(rubric: str, audit: LengthAudit) -> Table:
                    Column("pass rate (judge)"), Column("pass rate (labels)"),
                    Column("agreement")],
                   title=f"{rubric}: by response length ({audit.verdicts:,} pass and fail "
-                        "verdicts)")
+                        f"verdicts; {left_out(audit)})")
     for q in audit.quintiles:
         table.add(q.bin, f"{q.chars_min:,}-{q.chars_max:,}", shown(q.pass_rate),
                   shown(q.label_pass_rate), shown(q.agreement))
     table.note = "A judge's pass rate that climbs with length while the labels' stays level " \
         "follows length, not the rubric."
     return table
+
+
+def left_out(audit: LengthAudit) -> str:
+    """What a length audit leaves out of the rubric's verdicts, said before its figures."""
+    if not audit.left_out:
+        return "none left out"
+    parts = [(audit.na, "na"), (audit.unscored, "unscored"), (audit.stale, "stale"),
+             (audit.not_in_cases, "of cases not in the cases file")]
+    return "left out: " + ", ".join(f"{n:,} {what}" for n, what in parts if n)
 
 
 def length_chart(rubric: str, audit: LengthAudit) -> str:

@@ -16,8 +16,13 @@ orders were both answered (``scored``):
   decided for the longer, against the share of labelled pairs whose better one is the
   longer.
 
+Coverage first (issue 25): stale verdicts are left out, as ``agree`` leaves them out of its
+figures, and each audit says what it left out: a pairwise rubric's stale and unscored pairs
+(and, from the agreement, pairs without a pass or fail label); a pointwise rubric's ``na``,
+unscored and stale verdicts and those of cases not in the cases file.
+
 For a pointwise rubric (any run), its pass and fail verdicts of cases found in the cases
-file, by the length of the case's response (``output``, in characters) in five bins of
+file, none stale, by the length of the case's response (``output``, in characters) in five bins of
 equal count by rank (quintiles: the k-th edge is the length at rank ceil(k n / 5), numpy's
 ``inverted_cdf``; a length on an edge falls in the lower bin, so equal lengths never
 split): the verdicts' pass rate, the labels' pass rate and the agreement in each. A judge
@@ -36,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 
 from evalstream._verdicts import agreement
-from evalstream._verdicts.records import FAIL, PASS, Columns
+from evalstream._verdicts.records import FAIL, NA_VERDICT, PASS, UNSCORED, Columns
 
 if TYPE_CHECKING:
     import polars as pl
@@ -60,7 +65,7 @@ class Share(Struct):
 class PairwiseAudit(Struct):
     """Position, ties, labels and length for one pairwise rubric (see the module's text)."""
 
-    pairs: int  # pairwise verdicts of the rubric
+    pairs: int  # pairwise verdicts of the rubric, stale ones left out
     scored: int  # both orders answered
     consistency: Share  # of scored: the two orders named the same run
     first_slot: Share  # of inconsistent pairs without a tie: named response_1 both times
@@ -70,6 +75,7 @@ class PairwiseAudit(Struct):
     agreement_all: Share  # of labelled scored pairs: decided as the label
     judge_longer: Share  # of pairs decided for a run, lengths unequal: for the longer
     labels_longer: Share  # of labelled pairs, lengths unequal: the label's is the longer
+    stale: int = 0  # pairwise verdicts left out: stale, as agree leaves them out (issue 25)
 
 
 class LengthBin(Struct):
@@ -84,15 +90,25 @@ class LengthBin(Struct):
 
 
 class LengthAudit(Struct):
-    """A pointwise rubric's pass and fail verdicts by response length."""
+    """A pointwise rubric's pass and fail verdicts by response length, and the rubric's
+    verdicts it leaves out (coverage first, as ``agree``'s figures say theirs)."""
 
-    verdicts: int  # pass or fail verdicts whose case is in the cases file
+    verdicts: int  # pass or fail verdicts whose case is in the cases file, none stale
     quintiles: list[LengthBin]
+    na: int = 0  # na verdicts (no pass or fail to bin)
+    unscored: int = 0
+    stale: int = 0  # pass or fail verdicts on another state or rubric than build makes today
+    not_in_cases: int = 0  # pass or fail verdicts of a case not in the cases file (no length)
+
+    @property
+    def left_out(self) -> int:
+        return self.na + self.unscored + self.stale + self.not_in_cases
 
 
 class RubricBias(Struct):
     """The bias audit of one rubric: ``pairwise`` for a pairwise one, ``length`` for any
-    other with pass or fail verdicts of cases in the cases file."""
+    other with verdicts (its quintiles empty when none is a fresh pass or fail of a case in
+    the cases file: what it left out says why)."""
 
     rubric: str
     pairwise: PairwiseAudit | None
@@ -152,23 +168,51 @@ def audit(pairs: PairRows, joined: pl.LazyFrame, labels: pl.DataFrame, cases: pl
     rows = cases.lazy().with_row_index("case")
     pair_frame = pairs.columns.frame()
     pairwise_codes = pair_frame["rubric"].unique().to_list()
+    stale = pl.col("vstale").fill_null(False)  # joined's: agree's stale mark (issue 25)
     found: dict[int, RubricBias] = {}
     if pair_frame.height:
-        paired = (pair_frame.lazy().join(rows.select("case_id", "case"), on="case_id",
-                                         how="left")
+        # Stale pairwise verdicts are left out, as agree leaves every stale verdict out.
+        gone = (joined.filter(stale & pl.col("rubric").is_in(pairwise_codes))
+                .select("case_id", "rubric").unique().collect())
+        kept = pair_frame.join(gone, on=["case_id", "rubric"], how="anti")
+        left_out = dict(pair_frame.join(gone, on=["case_id", "rubric"], how="semi")
+                        .group_by("rubric").len().iter_rows())
+        paired = (kept.lazy().join(rows.select("case_id", "case"), on="case_id", how="left")
                   .join(labels.lazy().select("case", "rubric", "lstatus"),
                         on=["case", "rubric"], how="left"))
         for rubric, frame in _by_rubric(paired.collect()):
             found[rubric] = RubricBias(rubric_names[rubric], _pairwise(frame, confidence),
                                        None)
-    # Pointwise: each pass or fail verdict of a case in the file, its length and its label.
-    scored = (joined.filter(pl.col("vstatus").is_in([PASS, FAIL])
-                            & pl.col("vcase").is_not_null()
-                            & ~pl.col("rubric").is_in(pairwise_codes))
+        for rubric, n in left_out.items():  # (a rubric whose every pair is stale: none kept)
+            audited = found.get(rubric)
+            if audited is None:
+                empty = pair_frame.clear().with_columns(lstatus=pl.lit(None, pl.UInt8))
+                audited = found[rubric] = RubricBias(rubric_names[rubric],
+                                                     _pairwise(empty, confidence), None)
+            assert audited.pairwise is not None
+            audited.pairwise.stale = n
+    # Pointwise: each pass or fail verdict of a case in the file, none stale, its length and
+    # its label; what else the rubric's verdicts hold is counted as left out.
+    pointwise = joined.filter(pl.col("vstatus").is_not_null()
+                              & ~pl.col("rubric").is_in(pairwise_codes))
+    decided = pl.col("vstatus").is_in([PASS, FAIL])
+    in_cases = pl.col("vcase").is_not_null()
+    scored = (pointwise.filter(decided & in_cases & ~stale)
               .join(rows.select("case", "chars"), on="case", how="inner")
               .select("rubric", pl.col("vstatus").alias("status"), "chars", "lstatus"))
-    for rubric, frame in _by_rubric(scored.collect(engine="streaming")):
-        found[rubric] = RubricBias(rubric_names[rubric], None, _lengths(frame, confidence))
+    left = pointwise.group_by("rubric").agg(
+        na=(pl.col("vstatus") == NA_VERDICT).sum(),
+        unscored=(pl.col("vstatus") == UNSCORED).sum(),
+        stale=(decided & in_cases & stale).sum(),
+        not_in_cases=(decided & ~in_cases).sum()).collect()
+    counted = {int(r["rubric"]): r for r in left.iter_rows(named=True)}
+    binned = dict(_by_rubric(scored.collect(engine="streaming")))
+    for rubric, c in counted.items():
+        frame = binned.get(rubric)
+        lengths = (_lengths(frame, confidence, c["na"], c["unscored"], c["stale"],
+                            c["not_in_cases"]) if frame is not None else
+                   LengthAudit(0, [], c["na"], c["unscored"], c["stale"], c["not_in_cases"]))
+        found[rubric] = RubricBias(rubric_names[rubric], None, lengths)
     return [found[r] for r in sorted(found, key=lambda r: rubric_names[r])]
 
 
@@ -222,8 +266,10 @@ def quintile_edges(lengths: list[int]) -> list[int]:
     return [ordered[math.ceil(k * n / QUINTILES) - 1] for k in range(1, QUINTILES)]
 
 
-def _lengths(frame: pl.DataFrame, confidence: float) -> LengthAudit:
-    """A pointwise rubric's scored verdicts (status, chars, lstatus) by length quintile."""
+def _lengths(frame: pl.DataFrame, confidence: float, *left_out: int) -> LengthAudit:
+    """A pointwise rubric's scored verdicts (status, chars, lstatus) by length quintile, and
+    the counts of its verdicts left out (``LengthAudit``'s na, unscored, stale,
+    not_in_cases)."""
     import polars as pl
 
     edges = quintile_edges(frame["chars"].to_list())
@@ -245,5 +291,5 @@ def _lengths(frame: pl.DataFrame, confidence: float) -> LengthAudit:
                                   labelled.height, confidence),
             agreement=share(labelled.filter(pl.col("status") == pl.col("lstatus")).height,
                             labelled.height, confidence)))
-    return LengthAudit(frame.height, out)
+    return LengthAudit(frame.height, out, *left_out)
 

@@ -166,6 +166,47 @@ def test_a_pointwise_judge_that_follows_length_shows_in_the_quintiles(tmp_path: 
     assert "pass rate by response length" in agree_page(report)
 
 
+def test_the_length_audit_says_what_it_leaves_out_as_agree_does(tmp_path: Path) -> None:
+    # Issue 25 met issue 28: the audit's figures leave stale verdicts out as agree's do, and
+    # say what they left out (na, unscored, stale, cases not in the file) before them.
+    import evalstream
+
+    samples = Path(__file__).resolve().parents[2] / "data" / "samples"
+    states = tmp_path / "states.jsonl"
+    evalstream.build(samples / "cases.jsonl", states)
+    records = [json.loads(x) for x in states.read_text().splitlines()]
+    verdicts = [{"case_id": r["case_id"], "rubric_id": r["rubric_id"],
+                 "status": ["pass", "fail", "na", "unscored"][i % 4],
+                 "rubric_hash": r["rubric_hash"],
+                 **({"state_hash": r["state_hash"]} if "state_hash" in r else {})}
+                for i, r in enumerate(records)]
+    verdicts.append({"case_id": "nowhere", "rubric_id": "escalation", "status": "fail"})
+    (tmp_path / "v.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    cases = [json.loads(x) for x in (samples / "cases.jsonl").read_text().splitlines()]
+    for c in cases[::2]:
+        c["output"] = "I have replaced this answer."
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    report = run(AgreeOptions(str(tmp_path / "v.jsonl"), str(tmp_path / "c.jsonl")))
+    assert report.stale is not None and report.stale.counts.stale > 0
+    changed = {c["id"] for c in cases[::2]}
+    for audit in report.bias:
+        length = audit.length
+        assert length is not None
+        mine = [v for v in verdicts if v["rubric_id"] == audit.rubric]
+        decided = [v for v in mine if v["status"] in ("pass", "fail")]
+        # a judge rubric's state shows the response: a changed case's verdict is stale
+        stale = [v for v in decided if "state_hash" in v and v["case_id"] in changed]
+        assert (length.na, length.unscored) == (
+            sum(v["status"] == "na" for v in mine), sum(v["status"] == "unscored" for v in mine))
+        assert length.not_in_cases == sum(v["case_id"] == "nowhere" for v in decided)
+        assert length.stale == len(stale)
+        assert length.verdicts == len(decided) - len(stale) - length.not_in_cases
+        assert sum(q.pass_rate.n for q in length.quintiles) == length.verdicts
+        assert length.verdicts + length.left_out == len(mine)
+    text = " ".join(render_text(blocks(report), "table").decode().split())
+    assert "stale" in text and "of cases not in the cases file" in text
+
+
 # -- a fake judge with known biases ----------------------------------------------------------------
 N_PAIRS = 300
 
