@@ -36,8 +36,9 @@
   ``Retry-After`` date has an absurd zone), ``negusage`` (a ``pass`` with negative token
   counts), ``deep`` (a 200 nested 100,000 deep), ``deeperror`` (a 500 nested as deep),
   ``hugeheader`` (a 200 with a 100 KB header), ``manyheaders`` (a 200 with 100,000 headers).
-- Pairwise states (issue 28: a request asking for ``{reason, better}``, OpenAI's schema named
-  ``preference`` or Anthropic's tool schema with ``better``) are answered in that form: the
+- Pairwise states (issue 28: a request asking for ``{reason, better}``, in any dialect's
+  schema with ``better``, or, with ``--response-format none``, in the pairwise answer
+  instruction of its system text) are answered in that form: the
   response whose text holds ``[better]`` is named (a tie when neither or both do), except on
   the pairs a bias takes: ``--position-bias P`` names ``response_1`` on a share P of the
   pairs (in both orders: the pair's two orders then disagree), ``--length-bias Q`` names the

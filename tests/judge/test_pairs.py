@@ -21,6 +21,7 @@ from evalstream._judge.request import PAIR_ANSWER_INSTRUCTION, JudgeConfig, buil
 from evalstream._judge.store import Failure, Stored
 from evalstream._verdicts.pairwise import decide
 from evalstream._verdicts.records import JudgeInfo, decoder
+from evalstream.errors import UsageError
 from tests.judge.batch.support import collected, prepared, results, write_split
 from tests.judge.support import FAKE_KEY, FakeServer, lines, options
 
@@ -245,3 +246,25 @@ def test_a_batch_pair_verdict_is_the_live_one_but_for_usage_and_request_ids(
 
 def _decoded(path: Path) -> list[Any]:
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_the_unscored_threshold_and_the_early_stop_hold_for_pairs(
+        tmp_path: Path, fake: Callable[..., FakeServer]) -> None:
+    # Issue 25 and 27 met issue 28: a pair is one verdict, so the default unscored threshold
+    # (exit 1 above half) counts pairs; a server refusing every request alike stops a
+    # pairwise run early as any other (exit 2 from the CLI: UsageError), nothing written.
+    server = fake("--key", FAKE_KEY)
+    specs = [("A FAKE:notjson", "B"), ("A [better]", "B FAKE:notjson"), ("A [better]", "B")]
+    src = pair_states(tmp_path / "in", specs)
+    out = tmp_path / "v.jsonl"
+    report = live.run(options(server, src, out))
+    assert (report.by_status["unscored"], report.by_status["pass"]) == (2, 1)
+    assert report.counts.verdicts == report.counts.pairs == 3
+    assert report.exit_code == 1 and report.max_unscored_rate == 0.5
+    assert live.run(options(server, src, out, max_unscored_rate=None)).exit_code == 0
+    refusing = fake("--refuse", "400")
+    many = pair_states(tmp_path / "many", [(f"A{i}", f"B{i}") for i in range(30)])
+    with pytest.raises(UsageError, match=r"refused every request the same way \(HTTP 400"):
+        live.run(options(refusing, many, tmp_path / "w.jsonl", max_connections=4))
+    assert refusing.stats()["requests"] <= 8 + 4  # not 60 requests: both orders of 30 pairs
+    assert not (tmp_path / "w.jsonl").exists()

@@ -306,3 +306,41 @@ def test_pairwise_states_and_verdicts_are_read_by_the_verdict_reader(tmp_path: P
     report = run(AgreeOptions(str(mixed), str(tmp_path / "in" / "a.jsonl")))
     v = report.verdicts
     assert (v.verdicts, v.judge_states, v.rejected) == (1, 2, 0)
+
+
+def test_pairwise_verdicts_are_never_stale_for_want_of_run_b(
+        tmp_path: Path, fake: Callable[..., FakeServer]) -> None:
+    # Issue 25 met issue 28: rebuilding the states from run A's cases alone (the pairwise
+    # rubric file given) made no pairwise check, so every pairwise verdict read stale ("the
+    # rubric no longer applies") and was left out of every figure. It is not checked then;
+    # against build's output (--states) it is, on its first order, and found fresh.
+    import evalstream
+
+    server = fake("--key", FAKE_KEY)
+    src = pair_states(tmp_path / "in", _specs()[:20])
+    out = tmp_path / "verdicts.jsonl"
+    live.run(options(server, src, out))
+    cases_a, rubric = tmp_path / "in" / "a.jsonl", tmp_path / "in" / "pairwise.toml"
+    rebuilt = evalstream.agree(out, cases_a, rubric_files=[rubric])
+    assert rebuilt.stale is not None
+    assert (rebuilt.stale.counts.stale, rebuilt.stale.counts.not_checked) == (0, 20)
+    [audit] = rebuilt.bias
+    assert audit.pairwise is not None and (audit.pairwise.pairs, audit.pairwise.stale) == (20, 0)
+    against = evalstream.agree(out, cases_a, states=src)
+    assert against.stale is not None and against.stale.counts.fresh == 20
+    # A pair whose run B changed is stale against build's output, and the audit leaves it out.
+    b = tmp_path / "in" / "b.jsonl"
+    changed = [json.loads(x) for x in b.read_text().splitlines()]
+    changed[0]["output"] += " (changed)"
+    b.write_text("".join(json.dumps(c) + "\n" for c in changed))
+    again = tmp_path / "again.jsonl"
+    evalstream.build(cases_a, again, pair_with=b, rubric_files=[rubric])
+    moved = evalstream.agree(out, cases_a, states=again)
+    assert moved.stale is not None and moved.stale.counts.state == 1
+    [audit] = moved.bias
+    assert audit.pairwise is not None and (audit.pairwise.pairs, audit.pairwise.stale) == (19, 1)
+    # view: the same (its own arrays, the same rule)
+    index_report = evalstream.export_view(out, cases_a, tmp_path / "review",
+                                          rubric_files=[rubric])
+    assert index_report.exit_code == 0 and "verdicts" in index_report.lists
+    assert "stale" not in index_report.lists  # shown only when there are some
