@@ -225,7 +225,8 @@ class Checker:
         # The budget counts each rubric's whole system text, as the judge sends it.
         self.budget = tokens.Budget(max_tokens, [r.system for r in judges],
                                     encodings.check_name(tokenizer), exact_tokens,
-                                    output=max_output_tokens)
+                                    output=max_output_tokens,
+                                    pairwise=any(r.pairwise for r in judges))
         # The case attributes two cases of a pair must hold equal: `input`, and every shared
         # field a pairwise rubric shows (shown once, it must be the same in both runs).
         shown = {n for r in rubrics.rubrics if r.pairwise for n in r.shows}
@@ -454,7 +455,8 @@ def room_warning(rubrics: RubricSet, max_tokens: int,
     system text and the reserved tokens (counted exactly only when its bytes alone do not
     already fit)."""
     questions = [r.system for r in rubrics.rubrics if r.judged]
-    budget = tokens.Budget(max_tokens, questions, output=max_output_tokens)
+    budget = tokens.Budget(max_tokens, questions, output=max_output_tokens,
+                           pairwise=any(r.pairwise for r in rubrics.rubrics))
     if not questions or budget.longest_question_bytes + budget.held < max_tokens:
         return None
     longest = budget.longest_question

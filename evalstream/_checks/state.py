@@ -117,6 +117,17 @@ def answer_schema(allows_na: bool = True) -> dict[str, Any]:
 
 
 ANSWER_SCHEMA = answer_schema()
+PREFERENCES = ("response_1", "response_2", "tie")
+# A pairwise answer's schema: the reason first (structured output writes properties in order).
+PAIRWISE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string"},
+        "better": {"type": "string", "enum": list(PREFERENCES)},
+    },
+    "required": ["reason", "better"],
+    "additionalProperties": False,
+}
 
 
 def answer_instruction(allows_na: bool = True, pairwise: bool = False) -> str:

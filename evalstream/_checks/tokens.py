@@ -70,7 +70,7 @@ import msgspec
 import xxhash
 
 from evalstream._checks.encodings import DEFAULT, MAX_TOKEN_BYTES, Tokenizer, tokenizer
-from evalstream._checks.state import ANSWER_SCHEMA, Reserved
+from evalstream._checks.state import ANSWER_SCHEMA, PAIRWISE_SCHEMA, Reserved
 
 DEFAULT_BUDGET = 32_000
 DEFAULT_OUTPUT = 1_024  # the judge's --max-output-tokens, which build reserves by default
@@ -83,13 +83,18 @@ DEFAULT_OUTPUT = 1_024  # the judge's --max-output-tokens, which build reserves 
 # and tests/checks/test_tokens.py checks that these are its counts.
 PER_MESSAGE, REPLY_PRIMING, ROLES = 3, 3, ("system", "user")
 FRAMING = {"o200k_base": 52, "cl100k_base": 51}
+# The same with a pairwise answer's schema (issue 28: `{reason, better}`, a few tokens longer),
+# for a rubric set with a pairwise rubric (``Budget(pairwise=True)``).
+PAIR_FRAMING = {"o200k_base": 57, "cl100k_base": 55}
 
 
-def framing_tokens(encoding: str) -> int:
-    """The framing of one judge request in ``encoding`` tokens, counted (``FRAMING``)."""
+def framing_tokens(encoding: str, pairwise: bool = False) -> int:
+    """The framing of one judge request in ``encoding`` tokens, counted (``FRAMING``, or
+    ``PAIR_FRAMING`` with a pairwise answer's schema)."""
     count = tokenizer(encoding).count
+    schema = PAIRWISE_SCHEMA if pairwise else ANSWER_SCHEMA
     return (len(ROLES) * PER_MESSAGE + sum(count(role) for role in ROLES) + REPLY_PRIMING
-            + count(msgspec.json.encode(ANSWER_SCHEMA).decode()))
+            + count(msgspec.json.encode(schema).decode()))
 CACHE_ENTRIES = 16_384
 ITEM_MIN = 1 << 10
 PART = 1 << 15
@@ -138,7 +143,8 @@ class Budget:
     judge state, the longest system text (``questions``: question and answer instruction),
     the request's framing and the answer's bound (``output``, the judge's
     --max-output-tokens); counts states exactly where that is asked (``exact``) or the bytes
-    do not fit.
+    do not fit. ``pairwise``: the set has a pairwise rubric, whose requests' framing (its
+    answer's schema) is the longer (``PAIR_FRAMING``).
 
     The tokenizer is loaded at the first count, never for a state whose bytes fit (unless
     ``exact``). Counts are those of ``tokenizer`` (``encodings.ENCODINGS``).
@@ -146,7 +152,7 @@ class Budget:
 
     def __init__(self, max_tokens: int, questions: Sequence[str], tokenizer: str = DEFAULT,
                  exact: bool = False, pieces: PieceCounts | None = None,
-                 output: int = DEFAULT_OUTPUT) -> None:
+                 output: int = DEFAULT_OUTPUT, pairwise: bool = False) -> None:
         self.max_tokens = max_tokens
         self.tokenizer = tokenizer
         self.exact = exact
@@ -154,7 +160,7 @@ class Budget:
         self.longest_question_bytes = max((len(q.encode()) for q in questions), default=0)
         self._question_tokens: list[int] | None = None
         self._pieces = pieces
-        self.reserved = Reserved(FRAMING[tokenizer], output)
+        self.reserved = Reserved((PAIR_FRAMING if pairwise else FRAMING)[tokenizer], output)
         self.held = self.reserved.framing + output  # tokens no text holds
         # States of at most this many bytes fit without counting.
         self.byte_room = max_tokens - self.longest_question_bytes - self.held

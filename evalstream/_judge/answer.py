@@ -56,6 +56,10 @@ from msgspec import Struct
 # as OpenAI's strict mode requires it, is written beside the answer instruction, in _checks;
 # the providers read it from here.
 from evalstream._checks.state import ANSWER_SCHEMA as ANSWER_SCHEMA
+
+# A pairwise answer's schema and choices (issue 28), there too: build's budget counts it.
+from evalstream._checks.state import PAIRWISE_SCHEMA as PAIRWISE_SCHEMA
+from evalstream._checks.state import PREFERENCES as PREFERENCES
 from evalstream._checks.state import answer_schema as answer_schema
 from evalstream._checks.state import answer_statuses as answer_statuses
 
@@ -79,19 +83,6 @@ class JudgeAnswer(Struct, forbid_unknown_fields=True, gc=False):
 
     status: Literal["pass", "fail", "na"]
     reason: str
-
-
-PREFERENCES = ("response_1", "response_2", "tie")
-# A pairwise answer's schema: the reason first (structured output writes properties in order).
-PAIRWISE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "reason": {"type": "string"},
-        "better": {"type": "string", "enum": list(PREFERENCES)},
-    },
-    "required": ["reason", "better"],
-    "additionalProperties": False,
-}
 
 
 class PairwiseAnswer(Struct, forbid_unknown_fields=True, gc=False):

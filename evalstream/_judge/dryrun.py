@@ -92,7 +92,8 @@ def dry_run(opts: Options) -> DryRun:
                     to_send += 1
                     sample.sending(state.rubric_id)
                     input_tokens += tokens.request_tokens(
-                        asks.system(state.question), state.state, counter.encoding)
+                        asks.system(state.question), state.state, counter.encoding,
+                        state.pair is not None)
         expected = sample.expected(store.output_tokens(config.provider, config.model))
     finally:
         store.close()

@@ -311,7 +311,8 @@ class Asker:
         config = self.config.of(state)
         if self.counter is not None:
             estimate = tokens.request_tokens(config.system(state.question),
-                                             state.state, self.counter.encoding)
+                                             state.state, self.counter.encoding,
+                                             state.pair is not None)
         if self.opts.max_cost is not None:
             worst = self._worst_cost(estimate)
             if self.spent + self.reserved + worst > self.opts.max_cost:

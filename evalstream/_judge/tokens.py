@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from evalstream._checks import encodings
-from evalstream._checks.tokens import FRAMING, json_text_tokens
+from evalstream._checks.tokens import FRAMING, PAIR_FRAMING, json_text_tokens
 from evalstream._judge.providers import get
 
 
@@ -67,8 +67,9 @@ def _system_tokens(system: str, encoding: str) -> int:
     return encodings.count(system, encoding)
 
 
-def request_tokens(system: str, user: str, encoding: str) -> int:
+def request_tokens(system: str, user: str, encoding: str, pairwise: bool = False) -> int:
     """Input tokens of a two-message chat request: its framing (as build's budget counts
-    it) and the text. ``user`` is the state's JSON text."""
-    return (FRAMING[encoding] + _system_tokens(system, encoding)
+    it: ``pairwise``, a pairwise state's, whose schema is longer) and the text. ``user`` is
+    the state's JSON text."""
+    return ((PAIR_FRAMING if pairwise else FRAMING)[encoding] + _system_tokens(system, encoding)
             + json_text_tokens(user.encode(), encoding))

@@ -208,9 +208,9 @@ def audit(pairs: PairRows, joined: pl.LazyFrame, labels: pl.DataFrame, cases: pl
     counted = {int(r["rubric"]): r for r in left.iter_rows(named=True)}
     binned = dict(_by_rubric(scored.collect(engine="streaming")))
     for rubric, c in counted.items():
-        frame = binned.get(rubric)
-        lengths = (_lengths(frame, confidence, c["na"], c["unscored"], c["stale"],
-                            c["not_in_cases"]) if frame is not None else
+        part = binned.get(rubric)
+        lengths = (_lengths(part, confidence, c["na"], c["unscored"], c["stale"],
+                            c["not_in_cases"]) if part is not None else
                    LengthAudit(0, [], c["na"], c["unscored"], c["stale"], c["not_in_cases"]))
         found[rubric] = RubricBias(rubric_names[rubric], None, lengths)
     return [found[r] for r in sorted(found, key=lambda r: rubric_names[r])]

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from evalstream._build import pairs
 from evalstream._build.run import Options, run
 from evalstream._checks.state import PAIR_PREAMBLE
+from evalstream._checks.tokens import PAIR_FRAMING
 from evalstream.errors import InputError, UsageError
 from tests.checks.test_pairwise import plain_state
 from tests.helpers import ROOT
@@ -90,6 +91,11 @@ def check_records(path: Path, expected: list[dict[str, Any]]) -> None:
     for record in lines:
         raw = json.dumps(record["state"], ensure_ascii=False, separators=(",", ":")).encode()
         assert xxhash.xxh3_128_hexdigest(raw) == record["state_hash"]
+        # Issues 25 x 28: a pairwise answer has no `na`, and the budget holds back the
+        # framing of its (longer) schema.
+        assert record["allows_na"] is False
+        tokens = record["exposure"]["tokens"]
+        assert tokens["reserved"]["framing"] == PAIR_FRAMING[tokens["tokenizer"]]
 
 
 def build_pairs(tmp: Path, a: list[str], b: list[str], name: str = "pairs.jsonl",

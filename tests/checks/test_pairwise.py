@@ -163,3 +163,23 @@ def test_a_pair_skips_what_is_not_pairwise_and_what_it_requires() -> None:
     first, second = checker.check_pair(case(), case(), 1)
     assert [c.reason for c in first] == [c.reason for c in second] == \
         ["requires policy", NOT_PAIRWISE]
+
+
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_a_pairwise_rubric_takes_no_allows_na_and_never_allows_na(value: str) -> None:
+    # Issue 25 met issue 28: a pairwise answer has no `na` (a tie is "tie"), so the key is
+    # refused with a sentence, the rubric does not allow `na`, and the system text build's
+    # budget counts is the pairwise instruction (never the pointwise one, with or without na).
+    from evalstream._checks.state import ANSWER_INSTRUCTION, PAIR_ANSWER_INSTRUCTION
+
+    with pytest.raises(RubricError, match=r"\(`better`\): a pairwise rubric takes no "
+                                          r"`allows_na`: .* never na; remove the key"):
+        rubrics.parse(PAIRWISE_TOML + f"allows_na = {value}\n", "p.toml")
+    [rubric] = rubrics.parse(PAIRWISE_TOML, "p.toml")
+    assert rubric.allows_na is False
+    assert rubric.system == f"{rubric.asked}\n\n{PAIR_ANSWER_INSTRUCTION}"
+    assert ANSWER_INSTRUCTION not in rubric.system
+    # its hash is issue 28's: allows_na enters only a judge rubric's hash
+    [judge] = rubrics.parse(POINTWISE_TOML + "allows_na = false\n", "p.toml")
+    [plain] = rubrics.parse(POINTWISE_TOML, "p.toml")
+    assert judge.hash != plain.hash and not judge.allows_na

@@ -246,3 +246,8 @@ def test_the_framing_is_what_the_tokenizer_counts() -> None:
     assert set(tokens.FRAMING) == set(ENCODINGS)
     for name in ENCODINGS:
         assert tokens.FRAMING[name] == tokens.framing_tokens(name)
+        # a pairwise answer's schema (issue 28) is the longer: a set with a pairwise rubric
+        assert tokens.PAIR_FRAMING[name] == tokens.framing_tokens(name, pairwise=True)
+        assert tokens.PAIR_FRAMING[name] > tokens.FRAMING[name]
+        assert tokens.Budget(100, ["q"], name, pairwise=True).reserved.framing == \
+            tokens.PAIR_FRAMING[name]
