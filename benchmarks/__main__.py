@@ -1,6 +1,6 @@
 """Command line:
 ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
-judge,judge-clients,tokens,batch,view}``.
+judge,judge-clients,tokens,batch,view,stats-polars}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -137,6 +137,13 @@ def cmd_view(args: argparse.Namespace) -> int:
     return main(args.size or [_size("1GB")], args.runs, args.cache_dir, args.rationale)
 
 
+def cmd_stats_polars(args: argparse.Namespace) -> int:
+    """The Polars baseline of stats (run under measure.py), optionally checked."""
+    from benchmarks.stats_polars import main
+
+    return main(args.input, args.output, args.check)
+
+
 def cmd_view_baseline(args: argparse.Namespace) -> int:
     """One floor of the view benchmark (run under measure.py)."""
     from benchmarks.view import baseline
@@ -267,6 +274,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="characters of each verdict's rationale (default 400)")
     view.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
     view.set_defaults(func=cmd_view)
+    polars = sub.add_parser("stats-polars", help="stats' Polars baseline: cases per scenario, "
+                            "labels per rubric and status")
+    polars.add_argument("input", type=Path)
+    polars.add_argument("output", type=Path)
+    polars.add_argument("--check", type=Path, metavar="STATS_JSON",
+                        help="compare the counts with `evalstream stats --format json`'s")
+    polars.set_defaults(func=cmd_stats_polars)
     floor = sub.add_parser("view-baseline", help="one floor of the view benchmark")
     floor.add_argument("name", choices=("read", "decode", "load-all"))
     floor.add_argument("cases")

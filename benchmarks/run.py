@@ -101,6 +101,10 @@ VARIANTS: dict[str, Variant] = {
     "stats-w2": Variant(
         ("{python}", "-m", "evalstream", "stats", "{input}", "--format", "json", "-o", "{output}",
          "--workers", "2"), evalstream=True),
+    # stats' Polars baseline (benchmarks/stats_polars.py): cases per scenario and labels per
+    # rubric and status, nothing checked, no tokens counted
+    "stats-polars": Variant(("{python}", "-m", "benchmarks", "stats-polars", "{input}",
+                             "{output}")),
     "stats-dask2": Variant(
         ("{python}", "-m", "evalstream", "stats", "{input}", "--format", "json", "-o", "{output}",
          "--engine", "dask", "--workers", "2"), evalstream=True),

@@ -177,9 +177,10 @@ class Checker:
 
     def __init__(self, rubrics: RubricSet, max_tokens: int = tokens.DEFAULT_BUDGET,
                  keep_states: bool = True, tokenizer: str = encodings.DEFAULT,
-                 exact_tokens: bool = False) -> None:
+                 exact_tokens: bool = False, volume: int | None = None) -> None:
         """``exact_tokens``: count every judge state exactly (``stats``, ``build
-        --exact-tokens``), not only those whose bytes do not fit the budget."""
+        --exact-tokens``), not only those whose bytes do not fit the budget; ``volume``: the
+        bytes of input the run will read, when known (``tokens.Budget``)."""
         self.rubrics = rubrics
         # Without the states (stats), each judge check carries its size and token figures
         # only: the same rules and counts, without joining every state's bytes.
@@ -197,7 +198,8 @@ class Checker:
         self._questions = {r.id: msgspec.Raw(escape_line_breaks(
             self.encode(question_text(r.question)))) for r in judges}
         self.budget = tokens.Budget(max_tokens, [question_text(r.question) for r in judges],
-                                    encodings.check_name(tokenizer), exact_tokens)
+                                    encodings.check_name(tokenizer), exact_tokens,
+                                    volume=volume)
         self._judge_index = {r.id: i for i, r in enumerate(judges)}
         self._plans: dict[tuple[bool, ...], list[Plan]] = {}
         self._when_keys = {key: path for r in rubrics.rubrics for key, path, _ in r.when}

@@ -58,9 +58,10 @@ class StatsRange:
     tokenizer: str
     max_line_bytes: int
     allow_unknown_fields: bool
+    volume: int | None = None  # the whole input's size: each worker counts a share of it
 
     def checker(self) -> Checker:
-        return stats_checker(self.rubric_set, self.max_tokens, self.tokenizer)
+        return stats_checker(self.rubric_set, self.max_tokens, self.tokenizer, self.volume)
 
     def read(self, records: Iterator[Record[Any] | Reject], checker: Checker | None,
              reject: Callable[[bytes], object], log: CaseLog, files: PartFiles) -> Collector:

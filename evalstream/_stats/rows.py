@@ -88,11 +88,12 @@ Signature = tuple[str | None, ...]  # per rubric: why build skips it, None when 
 LabelKey = tuple[int, int, int, int, bool]  # group, rubric, status, source, rubric applies
 
 
-def stats_checker(rubric_set: RubricSet, max_tokens: int, tokenizer: str) -> Checker:
+def stats_checker(rubric_set: RubricSet, max_tokens: int, tokenizer: str,
+                  volume: int | None = None) -> Checker:
     """The Checker of stats: build's rules, every judge state counted exactly, no states kept
-    (each is joined only to be counted)."""
+    (each is joined only to be counted); ``volume``: the input's size, when known."""
     return Checker(rubric_set, max_tokens, keep_states=False, tokenizer=tokenizer,
-                   exact_tokens=True)
+                   exact_tokens=True, volume=volume)
 
 
 # -- values --------------------------------------------------------------------------------------

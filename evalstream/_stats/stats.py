@@ -308,7 +308,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
         # A local path, stdout, or a URL written through fsspec.
         rejects_out: Any = targets.open_any("rejects") if opts.rejects else None
         produce = ranges.StatsRange(opts.by, rubric_set, opts.max_tokens, opts.tokenizer,
-                                    opts.max_line_bytes, opts.allow_unknown_fields)
+                                    opts.max_line_bytes, opts.allow_unknown_fields, size)
         if opts.engine == "dask":
             assert files is not None
             lines, checks, first_rejects, n_bytes = ranges.on_cluster(
@@ -333,7 +333,7 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
     """Read the whole input (one stream, or ``files`` in order) in this process: line
     counts, check tally, first rejects and the bytes read."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = stats_checker(rubric_set, opts.max_tokens, opts.tokenizer)
+    checker = stats_checker(rubric_set, opts.max_tokens, opts.tokenizer, size)
     encode = msgspec.json.Encoder().encode
     stream = None
     counted: list[_Counting] = []
