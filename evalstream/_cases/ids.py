@@ -22,9 +22,12 @@ import xxhash
 _MASK64 = (1 << 64) - 1
 
 
+_xxh3_128 = xxhash.xxh3_128_intdigest
+
+
 def id_hash(case_id: str) -> int:
     """The id's 128-bit xxh3 hash (lone surrogates hashed as their escape bytes)."""
-    return xxhash.xxh3_128_intdigest(case_id.encode("utf-8", "surrogatepass"))
+    return _xxh3_128(case_id.encode("utf-8", "surrogatepass"))
 
 
 def _zeros(n: int) -> array[int]:
@@ -46,8 +49,23 @@ class IdIndex:
 
     def add_id(self, case_id: str, line: int) -> int:
         """Insert one id; return the line of its first use, or 0 if it is new."""
-        h = id_hash(case_id)
-        return self._put(h & _MASK64 | 1, h >> 64, line)
+        # ``_put`` written out (with the hash's high half only where the low halves match):
+        # build, stats, convert and view add every case, and the call measured ~0.3 us more.
+        h = _xxh3_128(case_id.encode("utf-8", "surrogatepass"))
+        lo = h & _MASK64 | 1
+        keys, mask = self._lo, self._mask
+        slot = lo & mask
+        here = keys[slot]
+        while here:
+            if here == lo and self._hi[slot] == h >> 64:
+                return self._line[slot]
+            slot = (slot + 1) & mask
+            here = keys[slot]
+        keys[slot], self._hi[slot], self._line[slot] = lo, h >> 64, line
+        self.size += 1
+        if self.size * 4 > len(keys) * 3:
+            self._grow()
+        return 0
 
     def get(self, case_id: str) -> int:
         """The line stored for this id, or 0 when it was never added."""

@@ -115,6 +115,7 @@ class _Converter:
         self.rejected_by_kind: Counter[str] = Counter()
         self.rejected_by_column: Counter[str] = Counter()
         self.notes = Notes()
+        self.row_notes = Notes()
         self.first_rejects: list[ConvertReject] = []
         self.index = ids.IdIndex()
         self.keys_seen: dict[str, None] = {}  # columns of JSON rows, in order of first sight
@@ -142,17 +143,22 @@ class _Converter:
                 counts.cases += 1
                 pending.append(data)
                 if len(pending) >= 256:
-                    out.write_all(pending)
+                    pending.append(b"")  # the last line's newline
+                    out.write(b"\n".join(pending))  # one copy of each line, not two
                     pending = []
             if on_row is not None:
                 on_row(counts.rows)
-        out.write_all(pending)
+        if pending:
+            pending.append(b"")
+            out.write(b"\n".join(pending))
 
     def _case(self, row: Row) -> bytes | None:
-        """The case line (with its newline) for a row, or None when the row is rejected."""
+        """The case line (without its newline) for a row, or None when it is rejected."""
         values = row.values
         assert values is not None
-        notes = Notes()
+        notes = self.row_notes  # one object for every row: what the last row noted is gone
+        if notes.counts:
+            notes.counts = {}
         case_id = None
         try:
             if not self.source.own_ids:
@@ -198,9 +204,9 @@ class _Converter:
                 "be unique in a dataset.", built.column_of("$.id"), "$.id",
                 kind="duplicate id", case_id=decoded.id))
             return None
-        if notes:
+        if notes.counts:
             self.notes.merge(notes)
-        return data + b"\n"
+        return data
 
     def _case_id(self, values: dict[str, Any], number: int) -> Any:
         if self.id_from is None:
