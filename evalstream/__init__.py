@@ -403,9 +403,10 @@ def export_view(verdicts: str | os.PathLike[str], cases: str | os.PathLike[str],
     """Write the pages of ``evalstream view`` as a static folder (``--export``): the lists
     with their first ``limit`` entries, a page for each, from ``file://``. Options as the
     command's: ``states``, ``compare``, ``rubric_files``, ``max_tokens``, ``by``,
-    ``max_line_bytes``, ``allow_unknown_fields``. Returns the report (``exit_code`` 1 when
-    lines were rejected); the folder appears only if the whole export succeeds, and replaces
-    only an earlier export holding nothing else (``force``: any folder without an input)."""
+    ``max_line_bytes``, ``allow_unknown_fields``, ``keep_index``. Returns the report
+    (``exit_code`` 1 when lines were rejected); the folder appears only if the whole export
+    succeeds, and replaces only an earlier export holding nothing else (``force``: any
+    folder without an input)."""
     from evalstream._view.run import export_view as export
 
     return export(_view_options("export_view", verdicts, cases, options), _path("folder", folder),

@@ -47,6 +47,23 @@ class IdIndex:
     def nbytes(self) -> int:
         return 24 * len(self._lo)
 
+    def columns(self) -> tuple[array[int], array[int], array[int]]:
+        """The table's three columns (low halves, high halves, lines), as they are."""
+        return self._lo, self._hi, self._line
+
+    @classmethod
+    def from_columns(cls, lo: array[int], hi: array[int], line: array[int],
+                     size: int) -> IdIndex:
+        """The index whose table is these ``columns`` (of a power-of-two length) holding
+        ``size`` ids."""
+        if not (len(lo) == len(hi) == len(line)) or len(lo) & (len(lo) - 1) or \
+                not 0 <= size < len(lo):
+            raise ValueError("not the columns of an id index")
+        index = cls(2)
+        index._lo, index._hi, index._line = lo, hi, line
+        index._mask, index.size = len(lo) - 1, size
+        return index
+
     def add_id(self, case_id: str, line: int) -> int:
         """Insert one id; return the line of its first use, or 0 if it is new."""
         # ``_put`` written out (with the hash's high half only where the low halves match):

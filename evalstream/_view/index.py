@@ -185,6 +185,7 @@ class Options:
     by: str = "scenario"
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
+    keep_index: bool = False  # keep the index beside the verdicts, reuse it (view.kept)
 
 
 @dataclass
@@ -226,6 +227,8 @@ class Index:
     rubric_hash_mismatch: dict[str, int]  # rubric id -> records judged under another hash
     unknown_rubrics: dict[str, int]  # rubric ids not in the rubric set -> records naming them
     seconds: float = 0.0
+    kept: str | None = None  # with --keep-index: what became of the kept index, and why
+    reused: bool = False  # read from the kept index (``seconds``: its indexing, then)
 
     @property
     def n_cases(self) -> int:
@@ -498,7 +501,8 @@ class _Builder:
 
 
 def _hash(text: str | None) -> int:
-    # Python's string hash, with 0 for an absent field: only compared within this process.
+    # Python's string hash, with 0 for an absent field: only compared with each other (a
+    # kept index holds both runs' hashes, made in the one process that indexed them).
     return 0 if text is None else hash(text) | 1
 
 
