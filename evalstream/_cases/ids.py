@@ -31,7 +31,7 @@ def id_hash(case_id: str) -> int:
 
 
 def _zeros(n: int) -> array[int]:
-    return array("Q", bytes(8 * n))
+    return array("Q", [0]) * n  # repeated in C: no zeroed bytes made first and copied
 
 
 class IdIndex:
