@@ -18,6 +18,7 @@ from evalstream._cli.common import (
     helps,
     path,
     positive,
+    progress_bar,
     size,
     text,
 )
@@ -259,12 +260,10 @@ def _collect(args: argparse.Namespace, write: Any) -> DatasetStats:
         opts.tokenizer = args.tokenizer
     if args.max_line_bytes is not None:
         opts.max_line_bytes = args.max_line_bytes
-    if args.quiet or not sys.stderr.isatty():
+    progress = progress_bar(args.quiet)
+    if progress is None:
         return collect(opts, also=write)
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
-    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                  TransferSpeedColumn(), transient=True) as progress:
+    with progress:
         task = progress.add_task("stats", total=None)
         return collect(opts, lambda done, total: progress.update(task, completed=done,
                                                                  total=total), write)

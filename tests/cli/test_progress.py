@@ -1,6 +1,6 @@
-"""The progress bar of ``build`` and ``view`` (issue 31): drawn on stderr while it is a
-terminal, whatever stdout is; nothing of it anywhere otherwise. Before, rich drew it on
-stdout: never when stdout was redirected (``view`` showed nothing while it indexed), and
+"""The progress bar of ``build``, ``stats`` and ``view`` (issue 31): drawn on stderr while
+it is a terminal, whatever stdout is; nothing of it anywhere otherwise. Before, rich drew it
+on stdout: never when stdout was redirected (``view`` showed nothing while it indexed), and
 among the records of ``build ... -`` when stdout was the terminal."""
 
 from __future__ import annotations
@@ -85,3 +85,13 @@ def test_view_draws_its_bar_while_it_indexes(tmp_path: Path, tty: bool) -> None:
     assert stdout.read_bytes() == b""
     assert (b"view: cases" in said and BAR in said) == tty, said[:300]
     assert b"view: indexed cases 30,000 lines" in said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tty", [True, False])
+def test_stats_draws_its_bar_on_a_terminal_stderr_only(tmp_path: Path, tty: bool) -> None:
+    cases = _big_cases(tmp_path)
+    stdout = tmp_path / "stdout"
+    said = _run(["stats", str(cases), "--format", "json", "--workers", "1"], stdout, tty)
+    assert json.loads(stdout.read_bytes())["overview"]["cases"] == 30_000
+    assert (BAR in said) == tty, said[:300]
