@@ -142,7 +142,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     from benchmarks.view import main
 
     return main(args.size or ([] if args.tiny else [_size("1GB")]), args.runs, args.cache_dir,
-                args.rationale, args.tiny)
+                args.rationale, args.tiny, args.floors)
 
 
 def cmd_stats_polars(args: argparse.Namespace) -> int:
@@ -294,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="characters of each verdict's rationale (default 400)")
     view.add_argument("--tiny", type=int, action="append", metavar="N",
                       help="N tiny cases instead (one all-fields check a case; repeatable)")
+    view.add_argument("--floors", nargs="+", choices=("read", "decode", "load-all"),
+                      help="the floors to run beside it (default all; load-all holds both "
+                           "files as Python objects: several GB at 10^6 checks)")
     view.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
     view.set_defaults(func=cmd_view)
     polars = sub.add_parser("stats-polars", help="stats' Polars baseline: cases per scenario, "

@@ -43,6 +43,7 @@ import msgspec
 from benchmarks.run import ROOT, compile_bytecode, ensure_input, time_command, warm_page_cache
 
 ALL_FIELDS = ROOT / "benchmarks" / "all_fields.toml"
+FLOORS = ("read", "decode", "load-all")
 PAGES = [
     ("overview", "/"),
     ("disagreements", "/list/disagreements"),
@@ -234,7 +235,7 @@ def baseline(name: str, cases: str, verdicts: str) -> int:
 
 
 def main(sizes: list[int], runs: int, cache: Path, rationale: int,
-         tiny: list[int] | None = None) -> int:
+         tiny: list[int] | None = None, floors_run: list[str] | None = None) -> int:
     """Time the server beside the floors, interleaved run by run: a fresh index, and with
     ``--keep-index`` the run that keeps it and the one that reuses it."""
     compile_bytecode()
@@ -251,7 +252,7 @@ def main(sizes: list[int], runs: int, cache: Path, rationale: int,
         warm_page_cache(verdicts)
         kept = Path(f"{verdicts}.view-index")
         served: dict[str, list[dict[str, Any]]] = {"fresh": [], "keeps": [], "reuses": []}
-        floors: dict[str, list[Any]] = {"read": [], "decode": [], "load-all": []}
+        floors: dict[str, list[Any]] = {name: [] for name in floors_run or FLOORS}
         for n in range(runs):
             served["fresh"].append(serve_once(cases, verdicts, extra))
             kept.unlink(missing_ok=True)

@@ -429,7 +429,9 @@ class _Builder:
         first named (``unknown_ids``, ``unknown_where``)."""
         import numpy as np
 
-        lo, hi = _np(self.ref_lo, np.uint64), _np(self.ref_hi, np.uint64)
+        # Views of the arrays, not copies (they are dropped below and never grow again).
+        lo = np.frombuffer(self.ref_lo, np.uint64) if self.ref_lo else np.zeros(0, np.uint64)
+        hi = np.frombuffer(self.ref_hi, np.uint64) if self.ref_hi else np.zeros(0, np.uint64)
         lines = _lines_of(self.ids, lo, hi)
         rows = np.searchsorted(np.frombuffer(self.case_line, np.uint32), lines).astype(np.uint64)
         unknown = np.flatnonzero(lines == 0)
