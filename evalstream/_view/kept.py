@@ -146,9 +146,10 @@ def load(opts: Options, rubric_hash: str) -> tuple[Index | None, str]:
         if changed:
             return None, f"{old.path} changed since its index was kept ({changed})"
     try:
-        return _index(opts, kept, payload), "the files are those indexed (same stat and xxh3-128)"
+        index = _index(opts, kept, payload)
     except (ValueError, TypeError, KeyError, IndexError):
         return None, f"{path} is damaged"
+    return index, "the files are those indexed: the same stat and xxh3-128"
 
 
 def _parse(data: bytes) -> tuple[Kept | None, memoryview]:

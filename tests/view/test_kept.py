@@ -74,8 +74,8 @@ def test_a_kept_index_is_reused_and_equals_a_fresh_one(files: tuple[Path, Path, 
         f"kept the index in {verdicts}.view-index (no index was kept in")
     again = _index(opts)
     assert again.reused and again.kept == (
-        f"reused the index kept in {verdicts}.view-index (the files are those indexed "
-        "(same stat and xxh3-128))")
+        f"reused the index kept in {verdicts}.view-index (the files are those indexed: the "
+        "same stat and xxh3-128)")
     _same(first, again)
     _same(build(opts), again)
 
