@@ -156,6 +156,8 @@ def _parse(data: bytes) -> tuple[Kept | None, memoryview]:
     if not data.startswith(MAGIC):
         return None, memoryview(b"")
     end = data.find(b"\n", len(MAGIC))
+    if end < 0:
+        return None, memoryview(b"")
     try:
         kept = msgspec.json.decode(data[len(MAGIC):end], type=Kept)
     except (msgspec.DecodeError, RecursionError):
