@@ -16,10 +16,10 @@ import pytest
 from evalstream._build.run import Options as BuildOptions
 from evalstream._build.run import run as build_states
 from evalstream._cli import main
+from evalstream._verdicts.stale import STATE
 from evalstream._view import kept
 from evalstream._view.index import Options, build
 from evalstream._view.kept import kept_or_built
-from evalstream._verdicts.stale import STATE
 from tests.view.support import CASES, VERDICTS, VERDICTS_B
 from tests.view.test_export import tree
 
