@@ -1,6 +1,6 @@
 """Command line:
 ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
-judge,judge-clients,tokens,batch,view,pairs}``.
+judge,judge-clients,tokens,batch,view,stats-polars,convert-plain,pairs}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -90,7 +90,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from benchmarks.convert import main
 
     return main(args.size or [_size("100MB")], args.runs, args.cache_dir, args.seed,
-                args.timeout)
+                args.timeout, args.shape, args.variants, args.formats)
+
+
+def cmd_convert_plain(args: argparse.Namespace) -> int:
+    """The plain loop convert is measured against (run under measure.py)."""
+    from benchmarks.convert_plain import main
+
+    return main(args.shape, args.format, args.input, args.output)
 
 
 def cmd_stages(args: argparse.Namespace) -> int:
@@ -134,7 +141,15 @@ def cmd_view(args: argparse.Namespace) -> int:
     """Time evalstream view's index pass and first pages beside the floors of reading."""
     from benchmarks.view import main
 
-    return main(args.size or [_size("1GB")], args.runs, args.cache_dir, args.rationale)
+    return main(args.size or ([] if args.tiny else [_size("1GB")]), args.runs, args.cache_dir,
+                args.rationale, args.tiny, args.floors)
+
+
+def cmd_stats_polars(args: argparse.Namespace) -> int:
+    """The Polars baseline of stats (run under measure.py), optionally checked."""
+    from benchmarks.stats_polars import main
+
+    return main(args.input, args.output, args.check)
 
 
 def cmd_pairs(args: argparse.Namespace) -> int:
@@ -209,9 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--profiles",
         nargs="+",
         default=["normal"],
-        choices=("normal", "long", "corpus9"),
+        choices=("normal", "long", "corpus9", "shared"),
         help="profiles for the variants not pinned to one (default normal); corpus9 is the "
-             "shared corpus x9 (316 MB, --size does not apply)",
+             "shared corpus x9 (316 MB, --size does not apply); shared is the cases of "
+             "../shared/bench/gen_cases.py --target-mb SIZE",
     )
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
@@ -231,7 +247,18 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--seed", type=int, default=0)
     conv.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
     conv.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
+    conv.add_argument("--shape", choices=("mapped", "text"), default="mapped",
+                      help="mapped: passages, labels, scenario; text: id + 3 text columns")
+    conv.add_argument("--variants", nargs="+",
+                      choices=("polars-read", "polars-rows", "reader-rows", "plain", "convert"))
+    conv.add_argument("--formats", nargs="+", choices=("csv", "jsonl", "parquet"))
     conv.set_defaults(func=cmd_convert)
+    plain = sub.add_parser("convert-plain", help="the plain loop convert is measured against")
+    plain.add_argument("shape", choices=("mapped", "text"))
+    plain.add_argument("format", choices=("csv", "jsonl", "parquet"))
+    plain.add_argument("input", type=Path)
+    plain.add_argument("output", type=Path)
+    plain.set_defaults(func=cmd_convert_plain)
 
     stages = sub.add_parser("stages", help="where build's time goes, in one process")
     stages.add_argument("input", type=Path)
@@ -273,8 +300,20 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--runs", type=int, default=3)
     view.add_argument("--rationale", type=int, default=400,
                       help="characters of each verdict's rationale (default 400)")
+    view.add_argument("--tiny", type=int, action="append", metavar="N",
+                      help="N tiny cases instead (one all-fields check a case; repeatable)")
+    view.add_argument("--floors", nargs="+", choices=("read", "decode", "load-all"),
+                      help="the floors to run beside it (default all; load-all holds both "
+                           "files as Python objects: several GB at 10^6 checks)")
     view.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
     view.set_defaults(func=cmd_view)
+    polars = sub.add_parser("stats-polars", help="stats' Polars baseline: cases per scenario, "
+                            "labels per rubric and status")
+    polars.add_argument("input", type=Path)
+    polars.add_argument("output", type=Path)
+    polars.add_argument("--check", type=Path, metavar="STATS_JSON",
+                        help="compare the counts with `evalstream stats --format json`'s")
+    polars.set_defaults(func=cmd_stats_polars)
     pairs = sub.add_parser("pairs", help="time build --pair-with: in step, indexed, one run")
     pairs.add_argument("--size", type=_size, action="append",
                        help="run A's size, repeatable (default 100MB and 300MB)")

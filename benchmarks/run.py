@@ -34,8 +34,11 @@ from typing import Any
 from benchmarks.generate import GENERATOR_VERSION, format_size, generate
 from benchmarks.generate import PROFILES as GENERATED
 
-# The generated profiles, and the shared corpus x9 (benchmarks/tokens.py; size ignored).
-PROFILES = (*GENERATED, "corpus9")
+# The generated profiles, the shared corpus x9 (benchmarks/tokens.py; size ignored), and
+# "shared": the cases of ../shared/bench/gen_cases.py (up to 30 messages, 8 passages and 10
+# tool events, ~10% non-ASCII: many states pass the 32,000-byte bound and need exact counts).
+PROFILES = (*GENERATED, "corpus9", "shared")
+SHARED_GENERATOR = "shared/bench/gen_cases.py"
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASURE = Path(__file__).resolve().parent / "measure.py"
@@ -101,6 +104,10 @@ VARIANTS: dict[str, Variant] = {
     "stats-w2": Variant(
         ("{python}", "-m", "evalstream", "stats", "{input}", "--format", "json", "-o", "{output}",
          "--workers", "2"), evalstream=True),
+    # stats' Polars baseline (benchmarks/stats_polars.py): cases per scenario and labels per
+    # rubric and status, nothing checked, no tokens counted
+    "stats-polars": Variant(("{python}", "-m", "benchmarks", "stats-polars", "{input}",
+                             "{output}")),
     "stats-dask2": Variant(
         ("{python}", "-m", "evalstream", "stats", "{input}", "--format", "json", "-o", "{output}",
          "--engine", "dask", "--workers", "2"), evalstream=True),
@@ -119,6 +126,8 @@ class Input:
     def label(self) -> str:
         if self.profile == "corpus9":
             return "corpus x9"
+        if self.profile == "shared":
+            return f"gen_cases {format_size(self.size)}"
         return f"{self.profile} {format_size(self.size)}"
 
     @property
@@ -153,8 +162,13 @@ class Result:
         """Median wall time in seconds, or ``None`` if no run succeeded."""
         return statistics.median(r.wall_s for r in self.runs) if self.runs else None
 
-    def row(self, floor: float | None) -> dict[str, Any]:
-        """Return the summary of this result (``floor``: the msgspec median on this input)."""
+    def median_cpu(self) -> float | None:
+        """Median CPU seconds (user + system), or ``None`` if no run succeeded."""
+        return statistics.median(r.cpu_s for r in self.runs) if self.runs else None
+
+    def row(self, floor: float | None, floor_cpu: float | None = None) -> dict[str, Any]:
+        """Return the summary of this result (``floor``, ``floor_cpu``: the msgspec medians
+        on this input)."""
         median = self.median_wall()
         row: dict[str, Any] = {
             "variant": self.variant,
@@ -173,6 +187,8 @@ class Result:
                 "peak_rss_mib": round(max(r.max_rss_mib for r in self.runs), 1),
                 "cpu_s": round(statistics.median(r.cpu_s for r in self.runs), 3),
                 "x_msgspec": round(median / floor, 2) if floor else None,
+                "x_msgspec_cpu": round(statistics.median(r.cpu_s for r in self.runs)
+                                       / floor_cpu, 2) if floor_cpu else None,
                 "wall_s": [round(w, 3) for w in walls],
                 "output_bytes": self.runs[-1].output_bytes,
                 "exit_codes": sorted({r.exit_code for r in self.runs}),
@@ -197,6 +213,15 @@ def ensure_input(cache: Path, profile: str, size: int, seed: int) -> Input:
             _log(f"writing {path} from the shared corpus ...")
             corpus9(path)
         return Input(profile, path.stat().st_size, path)
+    if profile == "shared":
+        path = cache / f"gen-cases-{format_size(size)}.jsonl"
+        if not path.exists():
+            _log(f"writing {path} with {shared_generator()} ...")
+            tmp = path.with_suffix(".tmp")
+            subprocess.run([sys.executable, str(shared_generator()), "--target-mb",
+                            str(size // 1_000_000), "--out", str(tmp)], check=True)
+            tmp.rename(path)
+        return Input(profile, size, path)
     path = cache / f"cases-v{GENERATOR_VERSION}-{profile}-{format_size(size)}-seed{seed}.jsonl"
     if not path.exists():
         _log(f"generating {path} ...")
@@ -208,6 +233,26 @@ def ensure_input(cache: Path, profile: str, size: int, seed: int) -> Input:
             f"({written / 1e6 / elapsed:.1f} MB/s)"
         )
     return Input(profile, size, path)
+
+
+def shared_generator() -> Path:
+    """``../shared/bench/gen_cases.py`` beside the repository (or beside the folder that
+    holds it, for a worktree in a subfolder); called by path, never copied."""
+    for up in (ROOT.parent, ROOT.parent.parent):
+        if (up / SHARED_GENERATOR).is_file():
+            return up / SHARED_GENERATOR
+    raise SystemExit(f"the shared generator {SHARED_GENERATOR} is not beside {ROOT}")
+
+
+def compile_bytecode() -> None:
+    """Write the bytecode of evalstream and the benchmarks, as installing a package does:
+    with PYTHONDONTWRITEBYTECODE set (as on these machines), every run would otherwise
+    compile evalstream's modules again, ~0.1 s of CPU a start that no installed copy pays
+    (msgspec's and the standard library's bytecode is there)."""
+    import compileall
+
+    for package in ("evalstream", "benchmarks"):
+        compileall.compile_dir(ROOT / package, quiet=1)
 
 
 def warm_page_cache(path: Path) -> None:
@@ -334,6 +379,7 @@ _COLUMNS = (
     ("peak_rss_mib", "peak RSS MiB"),
     ("cpu_s", "CPU s"),
     ("x_msgspec", "x msgspec"),
+    ("x_msgspec_cpu", "x msgspec CPU"),
     ("status", "status"),
 )
 
@@ -410,6 +456,7 @@ def main(
             f"variants: {list(VARIANTS)}; profiles: {list(PROFILES)}"
         )
     have_evalstream = evalstream_available()
+    compile_bytecode()
     out_dir = cache / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
@@ -421,9 +468,10 @@ def main(
                 if VARIANTS[result.variant].evalstream and not have_evalstream:
                     result.status = "unavailable (evalstream not importable)"
             measure(results, VARIANTS, data, runs, out_dir, keep_outputs, timeout)
-            floor = next(r.median_wall() for r in results if r.variant == FLOOR)
-            rows += [r.row(floor) for r in results]
+            floor = next(r for r in results if r.variant == FLOOR)
+            rows += [r.row(floor.median_wall(), floor.median_cpu()) for r in results]
     print(markdown_table(rows))
+    print(f"\nload average after the runs: {' '.join(open('/proc/loadavg').read().split()[:3])}")
     print()
     for row in rows:
         print(json.dumps(row, ensure_ascii=False))

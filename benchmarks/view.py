@@ -1,20 +1,27 @@
-"""``python -m benchmarks view [--size 1GB] [--runs 3] [--rationale N]``: ``evalstream view``
-on generated cases and verdicts, beside the floors of reading the same files.
+"""``python -m benchmarks view [--size 1GB] [--tiny N] [--runs 3] [--rationale N]``:
+``evalstream view`` on generated cases and verdicts, beside the floors of reading the same
+files.
 
 Inputs (made once in the cache folder): cases from ``benchmarks.generate`` (normal profile),
-build's judge states for them with the built-in rubrics, and one verdict per judge state
-from a pretend judge (status from the state hash, a rationale of about ``--rationale``
-characters, usage, the state's hashes and exposure: the shape ``evalstream judge``
-writes). With ``--rationale 3800`` the verdict file is about as large as the cases.
+build's judge states for them with the built-in rubrics, or with ``--tiny N`` N tiny cases
+(an input, an output, a scenario) and their states built with ``all_fields.toml`` (one
+check a case: 10^6 tiny cases are 10^6 checks, ~1 GB of states and of verdicts); and one
+verdict per judge state from a pretend judge (status from the state hash, a rationale of
+about ``--rationale`` characters, usage, the state's hashes and exposure: the shape
+``evalstream judge`` writes). With ``--rationale 3800`` the verdict file is about as large
+as the cases.
 
 Each run is a fresh ``evalstream view VERDICTS --cases CASES --no-browser --port 0``
-process. Measured: the index pass (from spawn to "serving at", interpreter start included),
-the time of each first request (wall time to the full response, on a new connection), and
-the server's peak RSS (``VmHWM``) after them. Beside it, each in its own process
-(``measure.py``: wall time and peak RSS): ``read`` reads every line of both files (the I/O
-floor), ``decode`` decodes every line with the typed msgspec decoders (the floor of any
-reader that checks records), ``load-all`` keeps every record of both files in memory as
-``json.loads`` objects (a viewer that holds the files). Runs are interleaved.
+process: with a fresh index, then with ``--keep-index`` twice (the run that indexes and
+keeps it, the run that reuses it). Measured: from spawn to the first page (the start URL's,
+as a browser opens it first), wall time and the server's CPU time then (``/proc``); the
+time of each first request after it (wall time to the full response, on a new connection),
+and the server's peak RSS (``VmHWM``) after them. Beside it, each in its own process
+(``measure.py``: wall time, CPU and peak RSS): ``read`` reads every line of both files (the
+I/O floor), ``decode`` decodes every line with the typed msgspec decoders (the floor of any
+reader that checks records: the target's baseline), ``load-all`` keeps every record of both
+files in memory as ``json.loads`` objects (a viewer that holds the files). Runs are
+interleaved.
 """
 
 from __future__ import annotations
@@ -33,8 +40,10 @@ from typing import Any
 
 import msgspec
 
-from benchmarks.run import ROOT, ensure_input, time_command, warm_page_cache
+from benchmarks.run import ROOT, compile_bytecode, ensure_input, time_command, warm_page_cache
 
+ALL_FIELDS = ROOT / "benchmarks" / "all_fields.toml"
+FLOORS = ("read", "decode", "load-all")
 PAGES = [
     ("overview", "/"),
     ("disagreements", "/list/disagreements"),
@@ -95,13 +104,47 @@ def verdicts_for(states: Path, out: Path, rationale: int) -> None:
             dst.write(encode(record) + b"\n")
 
 
+def tiny_cases(path: Path, count: int) -> None:
+    """``count`` small cases (an input, an output, a scenario; a label on every third): a
+    file of as many checks as cases, where reading each record costs most."""
+    import random
+
+    encode = msgspec.json.Encoder().encode
+    rng = random.Random(0)
+    with open(path, "wb") as f:
+        for i in range(count):
+            case: dict[str, Any] = {
+                "id": f"case-{i:08d}", "input": "Book a flight to Paris for Thursday, please.",
+                "output": "Done: booked AF1234 on Thursday at 9:40.",
+                "metadata": {"scenario": rng.choice("abcd")}}
+            if i % 3 == 0:
+                case["expected"] = {"all-fields": {"status": rng.choice(["pass", "fail"]),
+                                                   "source": "human"}}
+            f.write(encode(case) + b"\n")
+
+
+def ensure_tiny(cache: Path, count: int, rationale: int) -> tuple[Path, Path]:
+    """Tiny cases, their judge states built with ``all_fields.toml`` (one check a case) and
+    one verdict a state."""
+    cases = cache / f"tiny-{count}.jsonl"
+    cache.mkdir(parents=True, exist_ok=True)
+    if not cases.exists():
+        tiny_cases(cases.with_suffix(".tmp"), count)
+        cases.with_suffix(".tmp").rename(cases)
+    return _states_and_verdicts(cases, rationale, ["--rubrics", str(ALL_FIELDS)])
+
+
 def ensure_inputs(cache: Path, size: int, rationale: int) -> tuple[Path, Path]:
     cases = ensure_input(cache, "normal", size, 0).path
+    return _states_and_verdicts(cases, rationale, [])
+
+
+def _states_and_verdicts(cases: Path, rationale: int, rubrics: list[str]) -> tuple[Path, Path]:
     states = cases.with_suffix(".states.jsonl")
     if not states.exists():
         subprocess.run([sys.executable, "-m", "evalstream", "build", str(cases), str(states),
                         "-q", "--report", str(states) + ".report.json", "--rejects",
-                        str(states) + ".rejects.jsonl"], cwd=ROOT, check=True)
+                        str(states) + ".rejects.jsonl", *rubrics], cwd=ROOT, check=True)
     verdicts = cases.with_suffix(f".verdicts-r{rationale}.jsonl")
     if not verdicts.exists():
         tmp = verdicts.with_suffix(".tmp")
@@ -116,12 +159,20 @@ def _vmhwm(pid: int) -> float:
     return int(found[1]) / 1024 if found else float("nan")
 
 
-def serve_once(cases: Path, verdicts: Path) -> dict[str, Any]:
-    """One server run: the index pass, each first request, the peak RSS."""
+def _cpu(pid: int) -> float:
+    """The CPU seconds (user + system) a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def serve_once(cases: Path, verdicts: Path, extra: list[str] | None = None) -> dict[str, Any]:
+    """One server run: the index pass, each first request, the peak RSS; the time and CPU
+    to the first page (the start URL's, as a browser opens it first)."""
     started = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "evalstream", "view", str(verdicts), "--cases", str(cases),
-         "--no-browser", "--port", "0"], cwd=ROOT, stdout=subprocess.DEVNULL,
+         "--no-browser", "--port", "0", *(extra or [])], cwd=ROOT, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, env={**os.environ, "no_proxy": "127.0.0.1"})
     assert process.stderr is not None
     try:
@@ -130,7 +181,7 @@ def serve_once(cases: Path, verdicts: Path) -> dict[str, Any]:
             line = process.stderr.readline().decode()
             if not line:
                 raise RuntimeError("view exited before serving")
-            if "view: indexed" in line:
+            if "view: indexed" in line or "view: reused" in line:
                 indexed = line.strip()
             found = re.search(r"serving at (http://\S+)", line)
             if found:
@@ -139,6 +190,7 @@ def serve_once(cases: Path, verdicts: Path) -> dict[str, Any]:
         base = url.rstrip("/")  # the site's root: its path holds the token
         opener = urllib.request.build_opener()
         opener.open(url, timeout=600).read()  # the start URL, as the browser opens it first
+        first_page, first_cpu = time.perf_counter() - started, _cpu(process.pid)
         timings: dict[str, float] = {}
         first_check = None
         for name, path in PAGES:
@@ -156,11 +208,10 @@ def serve_once(cases: Path, verdicts: Path) -> dict[str, Any]:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=60)
         process.stderr.close()
-    figures = re.search(r"in ([\d.]+) s; the index holds ([\d,]+) bytes \(([\d,]+) a line\)",
-                        indexed or "")
-    return {"ready_s": ready, "index_s": float(figures[1]) if figures else None,
-            "index_bytes": int(figures[2].replace(",", "")) if figures else None,
-            "bytes_a_line": int(figures[3].replace(",", "")) if figures else None,
+    figures = re.search(r"the index holds ([\d,]+) bytes \(([\d,]+) a line\)", indexed or "")
+    return {"ready_s": ready, "first_page_s": first_page, "first_page_cpu_s": first_cpu,
+            "index_bytes": int(figures[1].replace(",", "")) if figures else None,
+            "bytes_a_line": int(figures[2].replace(",", "")) if figures else None,
             "rss_mib": rss, "pages_s": timings}
 
 
@@ -183,40 +234,64 @@ def baseline(name: str, cases: str, verdicts: str) -> int:
     return 0
 
 
-def main(sizes: list[int], runs: int, cache: Path, rationale: int) -> int:
-    for size in sizes:
-        cases, verdicts = ensure_inputs(cache, size, rationale)
+def main(sizes: list[int], runs: int, cache: Path, rationale: int,
+         tiny: list[int] | None = None, floors_run: list[str] | None = None) -> int:
+    """Time the server beside the floors, interleaved run by run: a fresh index, and with
+    ``--keep-index`` the run that keeps it and the one that reuses it."""
+    compile_bytecode()
+    inputs = [(f"{n:,} tiny cases", *ensure_tiny(cache, n, rationale),
+               ["--rubrics", str(ALL_FIELDS)]) for n in tiny or []]
+    inputs += [(f"{size / 1e6:,.0f} MB of cases", *ensure_inputs(cache, size, rationale), [])
+               for size in (sizes if not tiny or sizes else [])]
+    for title, cases, verdicts, extra in inputs:
         mb = (cases.stat().st_size + verdicts.stat().st_size) / 1e6
         lines = sum(1 for _ in open(cases, "rb")) + sum(1 for _ in open(verdicts, "rb"))
         print(f"inputs: {cases.name} {cases.stat().st_size / 1e6:,.0f} MB, {verdicts.name} "
               f"{verdicts.stat().st_size / 1e6:,.0f} MB; {lines:,} lines", file=sys.stderr)
         warm_page_cache(cases)
         warm_page_cache(verdicts)
-        served: list[dict[str, Any]] = []
-        floors: dict[str, list[Any]] = {"read": [], "decode": [], "load-all": []}
+        kept = Path(f"{verdicts}.view-index")
+        served: dict[str, list[dict[str, Any]]] = {"fresh": [], "keeps": [], "reuses": []}
+        floors: dict[str, list[Any]] = {name: [] for name in floors_run or FLOORS}
         for n in range(runs):
-            served.append(serve_once(cases, verdicts))
-            print(json.dumps({"run": n, "variant": "view", **served[-1]}), file=sys.stderr)
+            served["fresh"].append(serve_once(cases, verdicts, extra))
+            kept.unlink(missing_ok=True)
+            served["keeps"].append(serve_once(cases, verdicts, [*extra, "--keep-index"]))
+            served["reuses"].append(serve_once(cases, verdicts, [*extra, "--keep-index"]))
+            kept.unlink(missing_ok=True)
+            for name, got in served.items():
+                print(json.dumps({"run": n, "variant": name, **got[-1]}), file=sys.stderr)
             for name in floors:
                 run, _ = time_command([sys.executable, "-m", "benchmarks", "view-baseline",
                                        name, str(cases), str(verdicts)], cases, 3600)
                 floors[name].append(run)
                 print(json.dumps({"run": n, "variant": name, "wall_s": run.wall_s,
-                                  "rss_mib": run.max_rss_mib}), file=sys.stderr)
+                                  "cpu_s": run.cpu_s, "rss_mib": run.max_rss_mib}),
+                      file=sys.stderr)
         med = statistics.median
         decode_s = med(r.wall_s for r in floors["decode"])
-        rows = [("view: index pass, spawn to serving", med(s["ready_s"] for s in served),
-                 med(s["rss_mib"] for s in served))]
-        rows += [(f"floor: {name}", med(r.wall_s for r in rs), med(r.max_rss_mib for r in rs))
-                 for name, rs in floors.items()]
-        print(f"\n{mb:,.0f} MB of cases and verdicts, {lines:,} lines; medians of {runs} runs\n")
-        print("| what | median s | x decode | peak RSS MiB |\n|---|---|---|---|")
-        for name, wall, rss in rows:
-            print(f"| {name} | {wall:.2f} | {wall / decode_s:.2f} | {rss:,.0f} |")
-        print(f"\nindex: {med(s['index_bytes'] for s in served):,.0f} bytes, "
-              f"{med(s['bytes_a_line'] for s in served):,.0f} a line\n")
+        decode_cpu = med(r.cpu_s for r in floors["decode"])
+        rows = [(f"view, {name}: spawn to first page",
+                 med(s["first_page_s"] for s in got), med(s["first_page_cpu_s"] for s in got),
+                 med(s["rss_mib"] for s in got))
+                for name, got in (("fresh index", served["fresh"]),
+                                  ("--keep-index, first run (indexes, keeps)", served["keeps"]),
+                                  ("--keep-index, next run (reuses)", served["reuses"]))]
+        rows += [(f"floor: {name}", med(r.wall_s for r in rs), med(r.cpu_s for r in rs),
+                  med(r.max_rss_mib for r in rs)) for name, rs in floors.items()]
+        load = " ".join(open("/proc/loadavg").read().split()[:3])
+        print(f"\n{title}: {mb:,.0f} MB of cases and verdicts, {lines:,} lines; medians of "
+              f"{runs} runs; load average after them {load}\n")
+        print("| what | median s | x decode | CPU s | x decode (CPU) | peak RSS MiB |\n"
+              "|---|---|---|---|---|---|")
+        for name, wall, cpu, rss in rows:
+            print(f"| {name} | {wall:.2f} | {wall / decode_s:.2f} | {cpu:.2f} | "
+                  f"{cpu / decode_cpu:.2f} | {rss:,.0f} |")
+        fresh = served["fresh"]
+        print(f"\nindex: {med(s['index_bytes'] for s in fresh):,.0f} bytes, "
+              f"{med(s['bytes_a_line'] for s in fresh):,.0f} a line\n")
         print("| first request after the index pass | median ms | max ms |\n|---|---|---|")
         for name, _ in PAGES:
-            times = [s["pages_s"][name] * 1000 for s in served]
+            times = [s["pages_s"][name] * 1000 for s in fresh]
             print(f"| {name} | {med(times):,.0f} | {max(times):,.0f} |")
     return 0

@@ -325,7 +325,7 @@ _add(_text, "provider")
 _add(choice("unscored", "skip"), "missing")
 _add(_flag, "exact_tokens", "allow_unknown_fields", "force", "keep_unmapped",
      "include_incomparable", "retry_unscored", "resubmit_unconfirmed", "wait",
-     "fail_on_stale")
+     "fail_on_stale", "keep_index")
 _add(_flag, "quoting", flag="--no-quoting")
 _add(_flag, "download", flag="--no-download")
 _add(_flag, "open_browser", flag="--no-browser")

@@ -34,7 +34,8 @@ def _index_options(verdicts: Path, cases: Path, checked: dict[str, Any]) -> View
     files = checked.pop("rubric_files")
     shared = {name: checked.pop(name) for name in ("states", "compare", "compare_cases",
                                                    "max_tokens", "max_output_tokens", "by",
-                                                   "allow_unknown_fields", "max_line_bytes")}
+                                                   "allow_unknown_fields", "max_line_bytes",
+                                                   "keep_index")}
     return Options(verdicts=path("verdicts", verdicts), cases=path("cases", cases),
                    rubrics=load_rubrics(files) if files else None, **shared)
 
@@ -46,16 +47,19 @@ def export_view(verdicts: Path, cases: Path, folder: Path, *, states: Path | Non
                 max_tokens: int = MAX_TOKENS, max_output_tokens: int = MAX_OUTPUT_TOKENS,
                 by: str = "scenario", limit: int = 100,
                 allow_unknown_fields: bool = False, max_line_bytes: int = MAX_LINE_BYTES,
-                force: bool = False, on_progress: ViewProgress | None = None,
+                keep_index: bool = False, force: bool = False,
+                on_progress: ViewProgress | None = None,
                 on_index: Callable[[Index], None] | None = None) -> ExportReport:
     """Write the pages of ``evalstream view`` as a static folder (``view --export``): the lists
     with their first ``limit`` entries (and of each filter value), a page for each, from
     ``file://``. ``states`` (build's output), ``compare`` (another run's verdicts),
     ``compare_cases`` (run B's cases, beside run A's of pairwise verdicts), ``rubric_files``
     (``--rubrics``), ``max_tokens``, ``max_output_tokens`` and ``by`` (the group filter's
-    metadata key) as the command's. Returns the report (``exit_code`` 1 when lines were
-    rejected); the folder appears only if the whole export succeeds, and replaces only an
-    earlier export holding nothing else (``force``: any folder without an input).
+    metadata key) as the command's; ``keep_index`` (``--keep-index``) keeps the index beside
+    the verdicts (``VERDICTS.view-index``) and reuses it while every file and option is the
+    one indexed. Returns the report (``exit_code`` 1 when lines were rejected); the folder
+    appears only if the whole export succeeds, and replaces only an earlier export holding
+    nothing else (``force``: any folder without an input).
     ``on_index(index)`` is called once the files are indexed."""
     from evalstream._options import ONE_KEY
     from evalstream._view.run import export_view as export
@@ -74,7 +78,7 @@ def serve_view(verdicts: Path, cases: Path, *, states: Path | None = None,
                by: str = "scenario", host: str = "127.0.0.1",
                port: int | None = None, open_browser: bool = True,
                allow_unknown_fields: bool = False, max_line_bytes: int = MAX_LINE_BYTES,
-               on_progress: ViewProgress | None = None,
+               keep_index: bool = False, on_progress: ViewProgress | None = None,
                on_index: Callable[[Index], None] | None = None) -> int:
     """Serve the pages of ``evalstream view`` until Ctrl-C (then return 0); the address to
     open, with its access token, is printed on stderr. ``port`` None: the first free of

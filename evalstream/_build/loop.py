@@ -96,12 +96,15 @@ def process(records: Iterable[Record[Any] | Reject], checker: Checker | None,
         write(out)
 
 
-def checker_for(opts: Options, rubric_set: RubricSet | None) -> Checker | None:
-    """The Checker of a build run (None for validate)."""
+def checker_for(opts: Options, rubric_set: RubricSet | None,
+                volume: int | None = None) -> Checker | None:
+    """The Checker of a build run (None for validate); ``volume``: the input's size, when
+    known (``--exact-tokens`` then counts about that much text)."""
     if rubric_set is None:
         return None
     return Checker(rubric_set, opts.max_tokens, tokenizer=opts.tokenizer,
-                   exact_tokens=opts.exact_tokens, max_output_tokens=opts.max_output_tokens)
+                   exact_tokens=opts.exact_tokens, max_output_tokens=opts.max_output_tokens,
+                   volume=volume)
 
 
 def report_of(outcome: Outcome, opts: Options, command: str, rubric_set: RubricSet | None,

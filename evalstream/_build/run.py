@@ -39,7 +39,7 @@ from evalstream.errors import ReaderGone, UsageError
 def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, list[Reject]]:
     """Run ``build`` (when ``opts.output`` is set) or ``validate``; return the report and the
     first rejects. Files appear under their names only if the whole run succeeds."""
-    from evalstream._build import pairs, ranges
+    from evalstream._build import pairs
 
     started = time.perf_counter()
     command = "validate" if opts.output is None else "build"
@@ -94,10 +94,16 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
     with outputs:
         out, rej_out, report_out = (outputs.open(role) if outputs.path(role) else None
                                     for role in ("output", "rejects", "report"))
-        if files is None and ranges.worthwhile(opts, size):
-            assert size is not None
-            outcome = ranges.run(opts, rubric_set, size, out, rej_out, on_progress)
-        else:
+        outcome = None
+        if files is None and opts.workers > 1:
+            # Imported only here: with the engine and multiprocessing it is about a fifth of
+            # a one-process build's start-up.
+            from evalstream._build import ranges
+
+            if ranges.worthwhile(opts, size):
+                assert size is not None
+                outcome = ranges.run(opts, rubric_set, size, out, rej_out, on_progress)
+        if outcome is None:
             outcome = _serial(opts, rubric_set, files, size, out, rej_out, on_progress)
         if outcome.stopped:
             outputs.leave_out("output")  # standard output is gone: nothing more to write to it
@@ -116,7 +122,7 @@ def _serial(opts: Options, rubric_set: RubricSet | None, files: list[InputFile] 
     """Read the whole input (one stream, or ``files`` in order) in this process, writing
     output and rejects as they come."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = checker_for(opts, rubric_set)
+    checker = checker_for(opts, rubric_set, size)
     stream = open_input(opts.input) if files is None else None
     if stream is not None and opts.input == "-":
         stream = check_cases_stream(stream)

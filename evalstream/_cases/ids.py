@@ -22,13 +22,16 @@ import xxhash
 _MASK64 = (1 << 64) - 1
 
 
+_xxh3_128 = xxhash.xxh3_128_intdigest
+
+
 def id_hash(case_id: str) -> int:
     """The id's 128-bit xxh3 hash (lone surrogates hashed as their escape bytes)."""
-    return xxhash.xxh3_128_intdigest(case_id.encode("utf-8", "surrogatepass"))
+    return _xxh3_128(case_id.encode("utf-8", "surrogatepass"))
 
 
 def _zeros(n: int) -> array[int]:
-    return array("Q", bytes(8 * n))
+    return array("Q", [0]) * n  # repeated in C: no zeroed bytes made first and copied
 
 
 class IdIndex:
@@ -44,10 +47,42 @@ class IdIndex:
     def nbytes(self) -> int:
         return 24 * len(self._lo)
 
+    def columns(self) -> tuple[array[int], array[int], array[int]]:
+        """The table's three columns (low halves, high halves, lines), as they are."""
+        return self._lo, self._hi, self._line
+
+    @classmethod
+    def from_columns(cls, lo: array[int], hi: array[int], line: array[int],
+                     size: int) -> IdIndex:
+        """The index whose table is these ``columns`` (of a power-of-two length) holding
+        ``size`` ids."""
+        if not (len(lo) == len(hi) == len(line)) or len(lo) & (len(lo) - 1) or \
+                not 0 <= size < len(lo):
+            raise ValueError("not the columns of an id index")
+        index = cls(2)
+        index._lo, index._hi, index._line = lo, hi, line
+        index._mask, index.size = len(lo) - 1, size
+        return index
+
     def add_id(self, case_id: str, line: int) -> int:
         """Insert one id; return the line of its first use, or 0 if it is new."""
-        h = id_hash(case_id)
-        return self._put(h & _MASK64 | 1, h >> 64, line)
+        # ``_put`` written out (with the hash's high half only where the low halves match):
+        # build, stats, convert and view add every case, and the call measured ~0.3 us more.
+        h = _xxh3_128(case_id.encode("utf-8", "surrogatepass"))
+        lo = h & _MASK64 | 1
+        keys, mask = self._lo, self._mask
+        slot = lo & mask
+        here = keys[slot]
+        while here:
+            if here == lo and self._hi[slot] == h >> 64:
+                return self._line[slot]
+            slot = (slot + 1) & mask
+            here = keys[slot]
+        keys[slot], self._hi[slot], self._line[slot] = lo, h >> 64, line
+        self.size += 1
+        if self.size * 4 > len(keys) * 3:
+            self._grow()
+        return 0
 
     def get(self, case_id: str) -> int:
         """The line stored for this id, or 0 when it was never added."""

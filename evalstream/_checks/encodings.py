@@ -16,12 +16,19 @@ changed file is a ``SetupError`` that names the fix.
 Speed: tiktoken counts 17-29 MB/s on case text. ``toktok`` (toktok-rs) counts the same
 vocabularies 10-25x faster, but its Unicode tables are newer than tiktoken's: on about
 4,700 code points that Unicode 14 leaves unassigned (CPython 3.11's tables, and tiktoken
-0.14's) the two disagree. On ASCII the character classes are the same in every Unicode
-version, and toktok equalled tiktoken on every ASCII text tried (all strings of up to 3
+0.14's) the two disagree, and only there: every code point in 13 contexts that exercise
+each class of both patterns (14.5 million texts) differs only where the text holds such a
+code point, and toktok equalled tiktoken on every ASCII text tried (all strings of up to 3
 characters, 3.4 million of 4-5 over every pre-tokenizer class, generated text, the shared
-corpus: ``tests/checks/test_encodings.py``). So a text that is pure ASCII (O(1) to ask of a
-``str``) goes to toktok, any other to tiktoken; toktok loads only once tiktoken has counted
-``TOKTOK_AFTER`` bytes of ASCII text (loading it costs about what counting that does).
+corpus: ``tests/checks/test_encodings.py``). So a text goes to toktok when it is pure ASCII
+(O(1) to ask of a ``str``) or, on CPython's Unicode 14.0 tables, when none of its code
+points is unassigned there (a lookup per character in numpy, ~200 million a second:
+``unassigned``); any other text goes to tiktoken. On another Unicode version (CPython 3.12
+and later) only ASCII goes to toktok: the code points assigned since 14.0 are exactly where
+the two may differ. toktok loads only once tiktoken has counted ``TOKTOK_AFTER`` bytes of
+text (loading it costs about what counting that does), or at the first count of a run that
+says it will count more than that (``Tokenizer.expect``: ``stats`` and ``build
+--exact-tokens``, which count every state, on inputs over that size).
 toktok is used only if it is installed and passes a check when it loads: its vocabulary,
 rebuilt rank by rank, hashes to tiktoken's published SHA-256, and it counts a fixed sample
 exactly as tiktoken does (``SAMPLE``). Otherwise tiktoken counts everything, with the same
@@ -116,35 +123,43 @@ def tokenizer(name: str) -> Tokenizer:
     return Tokenizer(check_name(name))
 
 
-# toktok costs ~0.55 s of CPU to load and check (o200k_base); tiktoken counts ASCII case text
-# at 30-80 MB/s. So ASCII text goes to tiktoken until it has counted this much of it (about
-# what loading toktok costs), then to toktok: never more than twice the better choice's
-# time, and no load at all for the few MB a build usually counts after its cache.
+# toktok costs ~0.6 s of CPU to load and check (o200k_base); tiktoken ~0.35 s, and it counts
+# case text at 15-80 MB/s. So text goes to tiktoken until it has counted this much (about
+# what loading toktok costs), then to toktok where toktok reads it: never more than twice
+# the better choice's time, and no load of toktok for the few MB a build usually counts.
 TOKTOK_AFTER = 16 << 20
 
 
 class Tokenizer:
-    """Exact counts in one encoding: toktok for ASCII text once enough of it was counted and
-    when it passed its check at load, tiktoken for the rest (and for everything when toktok
-    cannot be used)."""
+    """Exact counts in one encoding: toktok for the text it reads (``toktok_reads``) once
+    enough text was counted and when it passed its check at load, tiktoken for the rest (and
+    for everything when toktok cannot be used)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._fast: Callable[[str], int] | None = None  # toktok's count, once checked
         self._fast_tried = False
-        self._ascii_left = TOKTOK_AFTER  # ASCII bytes tiktoken counts before toktok loads
+        self._left = TOKTOK_AFTER  # bytes tiktoken counts before toktok loads
         self._slow: Callable[[str], list[int]] | None = None  # tiktoken's encode_ordinary
+
+    def expect(self, nbytes: int) -> None:
+        """About ``nbytes`` of text will be counted (a run that counts every state): past
+        ``TOKTOK_AFTER``, toktok loads at the first count instead of after tiktoken has
+        counted that much (for ``stats`` of 100 MB, ~0.8 s of CPU less)."""
+        if nbytes > TOKTOK_AFTER:
+            self._left = 0
 
     def count(self, text: str) -> int:
         """The exact number of tokens in ``text``."""
-        if text.isascii():
-            fast = self._fast
-            if fast is not None:
+        fast = self._fast
+        if fast is not None:
+            if text.isascii() or toktok_reads(text):
                 return fast(text)
-            if not self._fast_tried:
-                self._ascii_left -= len(text)
-                if self._ascii_left < 0 and (fast := self._load_fast()) is not None:
-                    return fast(text)
+        elif not self._fast_tried:
+            self._left -= len(text)
+            if self._left < 0 and (fast := self._load_fast()) is not None and \
+                    (text.isascii() or toktok_reads(text)):
+                return fast(text)
         slow = self._slow or self._load_slow()
         return len(slow(text))
 
@@ -166,6 +181,42 @@ class Tokenizer:
         self._fast_tried = True
         self._fast = toktok_counter(self.name)
         return self._fast
+
+
+# The Unicode version whose unassigned code points are exactly where toktok and tiktoken 0.14
+# differ (measured: tests/checks/test_encodings.py); CPython 3.11's unicodedata.
+UNICODE_VERSION = "14.0.0"
+
+
+def toktok_reads(text: str) -> bool:
+    """Whether toktok counts ``text`` as tiktoken does: ASCII, or (on CPython's Unicode 14.0
+    tables) text without a code point that Unicode 14 leaves unassigned, nor a surrogate."""
+    if text.isascii():
+        return True
+    flags = unassigned()
+    if flags is None:
+        return False
+    import numpy as np
+
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+    return not flags[points].any()
+
+
+@cache
+def unassigned() -> Any:
+    """One flag a code point: unassigned (or a surrogate) in this Python's Unicode tables, as
+    a numpy array (~0.1 s to build, 1.1 MB); None when those tables are not Unicode 14.0, on
+    which the routing was measured."""
+    import unicodedata
+
+    if unicodedata.unidata_version != UNICODE_VERSION:
+        return None
+    import numpy as np
+
+    category = unicodedata.category
+    flags = np.zeros(0x110000, np.bool_)
+    flags[[c for c in range(0x110000) if category(chr(c)) in ("Cn", "Cs")]] = True
+    return flags
 
 
 @cache

@@ -69,6 +69,7 @@ from functools import cache
 import msgspec
 import xxhash
 
+from evalstream._checks import encodings
 from evalstream._checks.encodings import DEFAULT, MAX_TOKEN_BYTES, Tokenizer, tokenizer
 from evalstream._checks.state import ANSWER_SCHEMA, PAIRWISE_SCHEMA, Reserved
 
@@ -152,7 +153,12 @@ class Budget:
 
     def __init__(self, max_tokens: int, questions: Sequence[str], tokenizer: str = DEFAULT,
                  exact: bool = False, pieces: PieceCounts | None = None,
-                 output: int = DEFAULT_OUTPUT, pairwise: bool = False) -> None:
+                 output: int = DEFAULT_OUTPUT, pairwise: bool = False,
+                 volume: int | None = None) -> None:
+        """``volume``: the bytes of cases a run with ``exact`` counts will read (its input's
+        size), so that the tokenizer can choose its counter for that much text."""
+        if exact and volume is not None:
+            encodings.tokenizer(tokenizer).expect(volume)  # loads nothing yet
         self.max_tokens = max_tokens
         self.tokenizer = tokenizer
         self.exact = exact

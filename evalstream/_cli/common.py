@@ -229,10 +229,14 @@ def progress_bar(quiet: bool) -> Any:
     """A rich progress bar (bytes, speed) on stderr when it is a terminal, else None."""
     if quiet or not sys.stderr.isatty():
         return None
+    from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
+    # On stderr: rich's own default is stdout, where the bar was drawn only when stdout was
+    # a terminal too (never with the output redirected, as `view` is often run), and then
+    # among the records of `build ... -`.
     return Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                    TransferSpeedColumn(), transient=True)
+                    TransferSpeedColumn(), transient=True, console=Console(stderr=True))
 
 
 COMMON_CODES = [(2, "usage, input or I/O error (nothing written)"),

@@ -88,6 +88,10 @@ def register(subparsers: Any) -> None:
                         "free port); a port given and in use is an error")
     p.add_argument("--no-browser", dest="open_browser", action="store_false",
                    help="do not open a browser; the address to open is printed")
+    p.add_argument("--keep-index", action="store_true",
+                   help="keep the index beside the verdicts (VERDICTS.view-index) and reuse it "
+                        "on the next run while every file is byte for byte the one indexed "
+                        "(same stat and xxh3-128) and the options are the same")
     p.add_argument("--allow-unknown-fields", action="store_true",
                    help="ignore fields the case and verdict formats do not know instead of "
                         "rejecting the line")
@@ -154,5 +158,9 @@ def run(args: argparse.Namespace) -> int:
 def _indexed(index: Any) -> str:
     files = ", ".join(f"{f.role} {f.lines:,} lines ({f.rejected:,} rejected)"
                       for f in index.files.values())
-    return (f"view: indexed {files} in {index.seconds:.2f} s; the index holds "
-            f"{index.nbytes:,} bytes ({index.nbytes / max(index.lines, 1):,.0f} a line)")
+    holds = f"the index holds {index.nbytes:,} bytes ({index.nbytes / max(index.lines, 1):,.0f} " \
+        "a line)"
+    if index.reused:
+        return f"view: {index.kept}: {files}; {holds}"
+    kept = f"\nview: {index.kept}" if index.kept else ""
+    return f"view: indexed {files} in {index.seconds:.2f} s; {holds}{kept}"

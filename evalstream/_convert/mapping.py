@@ -67,6 +67,7 @@ class Step(NamedTuple):
     table: dict[str, str | None] | None
     name: str  # "metadata.a.b"
     path: str  # "$.metadata.a.b"
+    text: bool  # a column to input, output or policy as it is: the usual step, done inline
 
 
 @dataclass
@@ -80,6 +81,7 @@ class Mapping:
     parse_json: tuple[str, ...] = ()
     keep_unmapped: bool = False
     _steps: list[Step] | None = field(default=None, repr=False, compare=False)
+    _ordered: bool = field(default=False, repr=False, compare=False)
 
     def used_columns(self) -> list[str]:
         """Every column the mapping reads, in the order given."""
@@ -92,11 +94,24 @@ class Mapping:
     def steps(self) -> list[Step]:
         """The assignments in order: columns first, then constants (computed once)."""
         if self._steps is None:
-            self._steps = [Step(f, f.parts[0], c, False, None, self.values.get(f), str(f), f.path)
+            self._steps = [Step(f, f.parts[0], c, False, None, self.values.get(f), str(f), f.path,
+                                f.parts[0] in TEXT_FIELDS and f not in self.values)
                            for f, c in self.columns.items()]
-            self._steps += [Step(f, f.parts[0], f"--set {f}", True, v, None, str(f), f.path)
-                            for f, v in self.constants.items()]
+            self._steps += [Step(f, f.parts[0], f"--set {f}", True, v, None, str(f), f.path,
+                                 False) for f, v in self.constants.items()]
+            # The steps fill a case's fields in wire order when those they set directly
+            # (metadata and labels come last) come in that order and none reads a chat
+            # (which may fill input, output and tool events too): then a case needs no
+            # reordering.
+            heads = [s.head for s in self._steps if s.head not in ("metadata", "expected")]
+            self._ordered = "messages" not in heads and heads == sorted(heads, key=_WIRE.index)
         return self._steps
+
+    @property
+    def in_wire_order(self) -> bool:
+        """Whether the steps fill every case in wire order (``steps``)."""
+        self.steps()
+        return self._ordered
 
     def describe(self) -> dict[str, str]:
         """Target -> column (``=VALUE`` for a constant), for the report."""
@@ -270,6 +285,13 @@ def build(values: dict[str, Any], notes: Notes, mapping: Mapping,
     metadata: dict[str, Any] = {}
     expected: dict[str, dict[str, Any]] = {}
     for step in mapping.steps():
+        if step.text:  # inline, as _assign does it: a third of a table row's build
+            column = step.column
+            value = values[column] if column in values else lookup(values, column)
+            origin[(step.head,)] = column
+            if value is not None:
+                case[step.head] = value
+            continue
         value = step.value if step.constant else lookup(values, step.column)
         table = step.table
         if table is not None and value is not None:
@@ -300,7 +322,7 @@ def build(values: dict[str, Any], notes: Notes, mapping: Mapping,
         labels[rubric] = {"status": label["status"], "source": label.get("source")}
     if labels:
         case["expected"] = labels
-    return Built(_in_wire_order(case), origin)
+    return Built(case if mapping.in_wire_order else _in_wire_order(case), origin)
 
 
 def _value_key(value: Any) -> str:

@@ -121,6 +121,7 @@ class _Converter:
         self.rejected_by_kind: Counter[str] = Counter()
         self.rejected_by_column: Counter[str] = Counter()
         self.notes = Notes()
+        self.row_notes = Notes()
         self.first_rejects: list[ConvertReject] = []
         self.index = ids.IdIndex()
         self.keys_seen: dict[str, None] = {}  # columns of JSON rows, in order of first sight
@@ -153,20 +154,27 @@ class _Converter:
             if data is not None:
                 counts.cases += 1
                 if self.writes == "verdicts":
-                    counts.verdicts += data.count(b"\n")
-                pending.append(data)
+                    # A judged case's verdict lines, joined (a case without any writes none).
+                    counts.verdicts += data.count(b"\n") + 1 if data else 0
+                if data:
+                    pending.append(data)
                 if len(pending) >= 256:
-                    out.write_all(pending)
+                    pending.append(b"")  # the last line's newline
+                    out.write(b"\n".join(pending))  # one copy of each line, not two
                     pending = []
             if on_row is not None:
                 on_row(counts.rows)
-        out.write_all(pending)
+        if pending:
+            pending.append(b"")
+            out.write(b"\n".join(pending))
 
     def _case(self, row: Row) -> bytes | None:
-        """The case line (with its newline) for a row, or None when the row is rejected."""
+        """The case line (without its newline) for a row, or None when it is rejected."""
         values = row.values
         assert values is not None
-        notes = Notes()
+        notes = self.row_notes  # one object for every row: what the last row noted is gone
+        if notes.counts:
+            notes.counts = {}
         case_id = None
         how = "source"
         try:
@@ -217,14 +225,15 @@ class _Converter:
                 "be unique in a dataset.", built.column_of("$.id"), "$.id",
                 kind="duplicate id", case_id=decoded.id))
             return None
-        if notes:
+        if notes.counts:
             self.notes.merge(notes)
-        return data + b"\n"
+        return data
 
     def _verdicts(self, row: Row, case_id: Any, built: Built, notes: Notes) -> bytes | None:
         """The verdict lines of one judged case (a peer's), each checked by the verdict
-        decoder; None when the row is rejected (one bad verdict rejects its case's row, so
-        that a case is judged whole or not at all)."""
+        decoder, joined without the last newline (as ``_case``'s line); None when the row is
+        rejected (one bad verdict rejects its case's row, so that a case is judged whole or
+        not at all)."""
         assert built.verdicts is not None
         lines = []
         for verdict in built.verdicts:
@@ -238,7 +247,7 @@ class _Converter:
                                              case_id=case_id if isinstance(case_id, str)
                                              else None))
                 return None
-            lines.append(data + b"\n")
+            lines.append(data)
         first = self.index.add_id(case_id, row.number)
         if first:
             self._reject(row, RowProblem(
@@ -247,7 +256,7 @@ class _Converter:
                 built.column_of("$.id"), "$.case_id", kind="duplicate id", case_id=case_id))
             return None
         self.notes.merge(notes)
-        return b"".join(lines)
+        return b"\n".join(lines)  # without the last newline, as a case line
 
     def _case_id(self, values: dict[str, Any], number: int, notes: Notes) -> tuple[Any, str]:
         """A row's case id, and where it came from: ``given`` (--id-from), ``own`` (the row's

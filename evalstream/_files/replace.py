@@ -30,6 +30,7 @@ WRITES = {
     "json": "evalstream's JSON",
     "text": "evalstream's text or markdown",
     "html": "an evalstream HTML page",
+    "view index": "the index evalstream view keeps",
 }
 
 Target = tuple[str, "str | None", str]  # (role, e.g. "output"; path; the kind written)
@@ -92,6 +93,9 @@ def holds(head: bytes, kind: str) -> str | None:
             return None
     elif kind == "html":
         if b"<title>evalstream" in head[:4096]:
+            return None
+    elif kind == "view index":
+        if head.startswith(b"evalstream view index\n"):  # view.kept.MAGIC
             return None
     sniffed = diagnose(head)
     if sniffed is not None:

@@ -60,10 +60,11 @@ class StatsRange:
     max_line_bytes: int
     allow_unknown_fields: bool
     max_output_tokens: int = tokens.DEFAULT_OUTPUT
+    volume: int | None = None  # the whole input's size: each worker counts a share of it
 
     def checker(self) -> Checker:
         return stats_checker(self.rubric_set, self.max_tokens, self.tokenizer,
-                             self.max_output_tokens)
+                             self.max_output_tokens, self.volume)
 
     def read(self, records: Iterator[Record[Any] | Reject], checker: Checker | None,
              reject: Callable[[bytes], object], log: CaseLog, files: PartFiles) -> Collector:

@@ -90,11 +90,12 @@ LabelKey = tuple[int, int, int, int, bool]  # group, rubric, status, source, rub
 
 
 def stats_checker(rubric_set: RubricSet, max_tokens: int, tokenizer: str,
-                  max_output_tokens: int = tokens.DEFAULT_OUTPUT) -> Checker:
+                  max_output_tokens: int = tokens.DEFAULT_OUTPUT,
+                  volume: int | None = None) -> Checker:
     """The Checker of stats: build's rules, every judge state counted exactly, no states kept
-    (each is joined only to be counted)."""
+    (each is joined only to be counted); ``volume``: the input's size, when known."""
     return Checker(rubric_set, max_tokens, keep_states=False, tokenizer=tokenizer,
-                   exact_tokens=True, max_output_tokens=max_output_tokens)
+                   exact_tokens=True, max_output_tokens=max_output_tokens, volume=volume)
 
 
 # -- values --------------------------------------------------------------------------------------

@@ -321,7 +321,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
         rejects_out: Any = targets.open_any("rejects") if opts.rejects else None
         produce = ranges.StatsRange(opts.by, rubric_set, opts.max_tokens, opts.tokenizer,
                                     opts.max_line_bytes, opts.allow_unknown_fields,
-                                    opts.max_output_tokens)
+                                    opts.max_output_tokens, size)
         reports = open_reports(targets, opts.format)
         if opts.engine == "dask":
             assert files is not None
@@ -347,7 +347,8 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
     """Read the whole input (one stream, or ``files`` in order) in this process: line
     counts, check tally, first rejects and the bytes read."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = stats_checker(rubric_set, opts.max_tokens, opts.tokenizer, opts.max_output_tokens)
+    checker = stats_checker(rubric_set, opts.max_tokens, opts.tokenizer, opts.max_output_tokens,
+                            size)
     encode = msgspec.json.Encoder().encode
     stream = None
     counted: list[_Counting] = []

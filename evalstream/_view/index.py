@@ -32,14 +32,13 @@ from __future__ import annotations
 import os
 import time
 from array import array
-from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import xxhash
 
-from evalstream._cases.ids import IdIndex
+from evalstream._cases.ids import IdIndex, id_hash
 from evalstream._cases.reading import RecordReader, case_kind
 from evalstream._cases.rejects import Reject
 from evalstream._cases.schema import group_value
@@ -65,6 +64,7 @@ ROLES = (CASES, VERDICTS, COMPARE, STATES, COMPARE_CASES)
 LABEL_STATUSES = ("pass", "fail", "na")
 SOURCES = ("synthetic", "human", "imported")
 NONE = 0xFFFFFFFF  # no row, group or code
+_MASK64 = (1 << 64) - 1
 MAX_LINE_NUMBER = NONE - 1
 MAX_GROUPS = 10_000  # distinct --by values named; the rest are counted as one
 OTHER_GROUPS = "(other values)"
@@ -203,6 +203,7 @@ class Options:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
     compare_cases: str | None = None  # run B's cases: a pairwise verdict's other response
+    keep_index: bool = False  # keep the index beside the verdicts, reuse it (view.kept)
 
 
 @dataclass
@@ -248,6 +249,8 @@ class Index:
     paired_ids: IdIndex | None = None
     paired_line: np.ndarray | None = None  # u32, sorted
     paired_offset: np.ndarray | None = None  # u64
+    kept: str | None = None  # with --keep-index: what became of the kept index, and why
+    reused: bool = False  # read from the kept index (``seconds``: its indexing, then)
 
     @property
     def n_cases(self) -> int:
@@ -374,6 +377,10 @@ class _Builder:
         self.ids = IdIndex()
         self.unknown_ids = IdIndex(16)  # usually empty: ids of verdicts without a case
         self.unknown_where: list[tuple[str, int]] = []
+        # Each record read for a case id (verdicts, states): the id's hash, its file, its
+        # offset, until ``rows`` finds the rows of all (16-25 bytes a record, then freed).
+        self.ref_lo, self.ref_hi = array("Q"), array("Q")
+        self.ref_role, self.ref_offset = array("B"), array("Q")
         self.rubric_names = Names()
         for rubric in rubrics.rubrics:
             self.rubric_names.code(rubric.id)
@@ -440,23 +447,68 @@ class _Builder:
         summary.rejected_by_kind = dict(sorted(counts.rejected_by_kind.items()))
         summary.seconds = round(time.perf_counter() - started, 3)
 
-    def _row(self, case_id: str, role: str, offset: int) -> int:
-        line = self.ids.get(case_id)
-        if line:
-            return bisect_left(self.case_line, line)
-        place = self.unknown_ids.add_id(case_id, len(self.unknown_where) + 1)
-        if place:
-            return len(self.case_line) + place - 1
-        self.unknown_where.append((role, offset))
-        return len(self.case_line) + len(self.unknown_where) - 1
+    def _refer(self, role: str) -> Callable[[str, int], int]:
+        """A function of (case id, offset) for the records of ``role``: the record's place
+        among every record read for a case id, whose row ``rows`` finds once all are read.
+        Only the id's hash is kept here (a lookup a record measured ~1.5 us more)."""
+        lo, hi, where, offsets = self.ref_lo, self.ref_hi, self.ref_role, self.ref_offset
+        code = ROLES.index(role)
 
-    def _rubric(self, rubric_id: str, rubric_hash: str | None) -> int:
-        expected = self.rubric_hash.get(rubric_id)
-        if expected is None:
-            self.unknown_rubrics[rubric_id] = self.unknown_rubrics.get(rubric_id, 0) + 1
-        elif rubric_hash is not None and rubric_hash != expected:
-            self.hash_mismatch[rubric_id] = self.hash_mismatch.get(rubric_id, 0) + 1
-        return self.rubric_names.code(rubric_id)
+        def refer(case_id: str, offset: int) -> int:
+            h = id_hash(case_id)
+            lo.append(h & _MASK64 | 1)
+            hi.append(h >> 64)
+            where.append(code)
+            offsets.append(offset)
+            return len(lo) - 1
+
+        return refer
+
+    def rows(self) -> np.ndarray:
+        """The row of each record read for a case id (``_refer``), in one pass of numpy: the
+        case's row, or for an id no case has, a row after the cases', in the order ids are
+        first named (``unknown_ids``, ``unknown_where``)."""
+        import numpy as np
+
+        # Views of the arrays, not copies (they are dropped below and never grow again).
+        lo = np.frombuffer(self.ref_lo, np.uint64) if self.ref_lo else np.zeros(0, np.uint64)
+        hi = np.frombuffer(self.ref_hi, np.uint64) if self.ref_hi else np.zeros(0, np.uint64)
+        lines = _lines_of(self.ids, lo, hi)
+        rows = np.searchsorted(np.frombuffer(self.case_line, np.uint32), lines).astype(np.uint64)
+        unknown = np.flatnonzero(lines == 0)
+        if len(unknown):
+            pairs = np.stack([hi[unknown], lo[unknown]], axis=1)
+            _, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+            order = np.argsort(first, kind="stable")  # ids in the order first named
+            place = np.empty(len(order), np.uint64)
+            place[order] = np.arange(len(order), dtype=np.uint64)
+            rows[unknown] = len(self.case_line) + place[inverse.reshape(-1)]
+            firsts = unknown[first[order]]
+            self.unknown_ids.add(lo[firsts].tolist(), hi[firsts].tolist(),
+                                 range(1, len(firsts) + 1))
+            self.unknown_where = [(ROLES[self.ref_role[i]], self.ref_offset[i])
+                                  for i in firsts.tolist()]
+        self.ref_lo, self.ref_hi = array("Q"), array("Q")
+        self.ref_role, self.ref_offset = array("B"), array("Q")
+        return rows
+
+    def _rubric_code(self) -> Callable[[str, str | None], int]:
+        """The code of a record's rubric; a rubric the set lacks, or a hash other than the
+        set's, is counted (a function with its lookups bound: one a record)."""
+        expected_of, codes, code_of = (self.rubric_hash, self.rubric_names.of,
+                                       self.rubric_names.code)
+        unknown, mismatch = self.unknown_rubrics, self.hash_mismatch
+
+        def code(rubric_id: str, rubric_hash: str | None) -> int:
+            expected = expected_of.get(rubric_id)
+            if expected is None:
+                unknown[rubric_id] = unknown.get(rubric_id, 0) + 1
+            elif rubric_hash is not None and rubric_hash != expected:
+                mismatch[rubric_id] = mismatch.get(rubric_id, 0) + 1
+            found = codes.get(rubric_id)
+            return code_of(rubric_id) if found is None else found
+
+        return code
 
     # -- cases -----------------------------------------------------------------------------
     def read_cases(self) -> None:
@@ -476,15 +528,26 @@ class _Builder:
         source_code = {s: i for i, s in enumerate(SOURCES)}
         rubric_code, group_code, reason_code = (self.rubric_names.code, self.groups.code,
                                                 self.reasons.code)
+        # Codes already given, looked up in C before the methods that give new ones: a
+        # million cases of five rubrics make millions of lookups.
+        rubric_codes, group_codes, reason_codes = (self.rubric_names.of, self.groups.of,
+                                                   self.reasons.of)
+        missing = self.missing_group
         for line_no, offset, _, case in self._records(reader, CASES, opts.cases):
             row = len(lines)
             lines.append(line_no)
             offsets.append(offset)
             value = group_value(case.metadata, path)
-            groups.append(self.missing_group if value is None else group_code(value))
+            if value is None:
+                groups.append(missing)
+            else:
+                code = group_codes.get(value)
+                groups.append(group_code(value) if code is None else code)
             if case.expected:
                 for rubric_id, label in case.expected.items():
-                    label_key.append(row << 32 | rubric_code(rubric_id))
+                    code = rubric_codes.get(rubric_id)
+                    label_key.append(row << 32 | (rubric_code(rubric_id) if code is None
+                                                  else code))
                     label_status.append(status_code[label.status])
                     label_source.append(source_code[label.source])
             for rubric, check in enumerate(checker.check(case, line_no)):
@@ -494,7 +557,8 @@ class _Builder:
                 if check.reason is None or check.reason == PAIRWISE:
                     continue  # (a pairwise rubric's check is a pair's, not a skip of the case)
                 skip_key.append(row << 32 | rubric)
-                skip_reason.append(reason_code(check.reason))
+                code = reason_codes.get(check.reason)
+                skip_reason.append(reason_code(check.reason) if code is None else code)
                 if check.reason == OVER_BUDGET and check.tokens is not None:
                     over_key.append(row << 32 | rubric)
                     counted = check.tokens.exact
@@ -506,32 +570,39 @@ class _Builder:
 
     # -- verdicts --------------------------------------------------------------------------
     def read_run(self, role: str, path: str, with_hashes: bool) -> tuple[Any, ...]:
+        """A verdict file's columns: (offsets, lines, refs, rubrics, statuses, causes,
+        hashes, not judged, pair codes), a record's key to be made of its ref's row and its
+        rubric."""
         reader = self._reader(verdict_kind(self.opts.allow_unknown_fields), role)
-        offsets, lines, keys, statuses = array("Q"), array("I"), array("Q"), array("B")
-        causes, pair_codes = array("H"), array("B")
+        offsets, lines, refs, rubrics = array("Q"), array("I"), array("Q"), array("I")
+        statuses, causes, pair_codes = array("B"), array("H"), array("B")
         hashes = array("q")
         with_hashes = with_hashes or role == VERDICTS  # the run's: for stale verdicts
-        not_judged: list[tuple[int, int]] = []  # (key, offset) of judge states
+        # judge states written by build, not judged yet: (ref, rubric, offset)
+        not_judged: tuple[array[int], ...] = (array("Q"), array("I"), array("Q"))
         status_code = {s: i for i, s in enumerate(STATUSES)}
         cause_code = self.causes.code
+        refer, rubric_code = self._refer(role), self._rubric_code()
         for line_no, offset, _, v in self._records(reader, role, path):
-            key = self._row(v.case_id, role, offset) << 32 | self._rubric(v.rubric_id,
-                                                                            v.rubric_hash)
-            if v.status is None:  # a judge state written by build: not judged yet
-                not_judged.append((key, offset))
+            ref, rubric = refer(v.case_id, offset), rubric_code(v.rubric_id, v.rubric_hash)
+            if v.status is None:
+                not_judged[0].append(ref)
+                not_judged[1].append(rubric)
+                not_judged[2].append(offset)
                 continue
             offsets.append(offset)
             lines.append(line_no)
-            keys.append(key)
+            refs.append(ref)
+            rubrics.append(rubric)
             statuses.append(status_code[v.status])
             causes.append(0 if v.error is None else 1 + cause_code(v.error.cause))
             pair_codes.append(pair_code(v.pair))
             if with_hashes:
                 hashes.extend((_hash(v.rubric_hash), _hash(v.state_hash),
                                0 if v.exposure is None else exposure_key(v.exposure.shown) | 1))
-        self.files[role].judge_states = len(not_judged)
-        return offsets, lines, keys, statuses, causes, hashes if with_hashes else None, \
-            not_judged, pair_codes
+        self.files[role].judge_states = len(not_judged[0])
+        return offsets, lines, refs, rubrics, statuses, causes, \
+            hashes if with_hashes else None, not_judged, pair_codes
 
     def read_compare_cases(self, path: str) -> tuple[IdIndex, array[int], array[int]]:
         """Run B's cases (``--compare-cases``): their ids, lines and offsets."""
@@ -545,30 +616,61 @@ class _Builder:
         return ids, lines, offsets
 
     def read_states(self, path: str) -> tuple[Any, ...]:
+        """The states file's columns: (refs, rubrics, offsets, is a judge state, lines,
+        hashes: rubric_hash and state_hash of each record)."""
         reader = self._reader(verdict_kind(self.opts.allow_unknown_fields), STATES)
-        keys, offsets, judge, lines = array("Q"), array("Q"), array("B"), array("I")
+        refs, rubrics = array("Q"), array("I")
+        offsets, judge, lines = array("Q"), array("B"), array("I")
         hashes = array("q")  # rubric_hash, state_hash of each record (0: absent)
+        refer, rubric_code = self._refer(STATES), self._rubric_code()
         for line_no, offset, _, v in self._records(reader, STATES, path):
-            keys.append(self._row(v.case_id, STATES, offset) << 32
-                        | self._rubric(v.rubric_id, v.rubric_hash))
+            refs.append(refer(v.case_id, offset))
+            rubrics.append(rubric_code(v.rubric_id, v.rubric_hash))
             offsets.append(offset)
             judge.append(v.status is None)
             lines.append(line_no)
             hashes.extend((_hash(v.rubric_hash), _hash(v.state_hash)))
         self.files[STATES].judge_states = sum(judge)
-        return keys, offsets, judge, lines, hashes
+        return refs, rubrics, offsets, judge, lines, hashes
 
 
 def _hash(text: str | None) -> int:
-    # Python's string hash, with 0 for an absent field: only compared within this process.
+    # Python's string hash, with 0 for an absent field: only compared with each other (a
+    # kept index holds both runs' hashes, made in the one process that indexed them).
     return 0 if text is None else hash(text) | 1
 
 
-def _run(parts: tuple[Any, ...], path: str, rubric_names: list[str]) -> Run:
+def _keys(rows: np.ndarray, refs: array[int], rubrics: array[int]) -> np.ndarray:
+    """The keys (row << 32 | rubric) of records by their refs (``_Builder.rows``)."""
     import numpy as np
 
-    offsets, lines, keys, statuses, causes, hashes, _, pair_codes = parts
-    key = np.frombuffer(keys, dtype=np.uint64) if len(keys) else np.zeros(0, np.uint64)
+    return rows[_np(refs, np.uint64)] << np.uint64(32) | _np(rubrics, np.uint32)
+
+
+def _lines_of(ids: IdIndex, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The line ``ids`` holds for each hash (0 where it holds none), found for all at once
+    as ``IdIndex.get`` finds one: linear probing from ``lo & mask`` to the hash or a free
+    slot, one step for all hashes not found yet."""
+    import numpy as np
+
+    keys, his, lines = (np.frombuffer(column, np.uint64) for column in ids.columns())
+    mask = np.uint64(len(keys) - 1)
+    out = np.zeros(len(lo), np.uint64)
+    todo = np.arange(len(lo))
+    slot = lo & mask
+    while len(todo):
+        here = keys[slot]
+        hit = (here == lo[todo]) & (his[slot] == hi[todo])
+        out[todo[hit]] = lines[slot[hit]]
+        going = (here != 0) & ~hit
+        todo, slot = todo[going], (slot[going] + np.uint64(1)) & mask
+    return out
+
+
+def _run(parts: tuple[Any, ...], key: np.ndarray, path: str, rubric_names: list[str]) -> Run:
+    import numpy as np
+
+    offsets, lines, _, _, statuses, causes, hashes, _, pair_codes = parts
     order = np.argsort(key, kind="stable")
     sorted_key = key[order]
     line = np.frombuffer(lines, dtype=np.uint32) if len(lines) else np.zeros(0, np.uint32)
@@ -592,9 +694,10 @@ def _run(parts: tuple[Any, ...], path: str, rubric_names: list[str]) -> Run:
 
 
 def _stale(b: _Builder, run: Run, rubrics: RubricSet,
-           state_parts: tuple[Any, ...] | None) -> np.ndarray:
+           states: tuple[np.ndarray, array[int]] | None) -> np.ndarray:
     """Each verdict of the run's stale code (``_verdicts.stale.rule``): against the checks
-    rebuilt from the cases, or build's output (``--states``)."""
+    rebuilt from the cases, or build's output (``--states``: each record's key, and its
+    rubric and state hashes)."""
     import numpy as np
     import polars as pl
 
@@ -603,7 +706,7 @@ def _stale(b: _Builder, run: Run, rubrics: RubricSet,
     n_cases = len(b.case_line)
     rows, rubric = run.key >> np.uint64(32), run.key & np.uint64(NONE)
     assert run.hashes is not None
-    if state_parts is None:
+    if states is None:
         made = _np(b.made_key, np.uint64)  # in key order already
         x_state_all = _np(b.made_state, np.int64)
         per_rubric = np.array([_hash(r.hash) for r in rubrics.rubrics] + [0], dtype=np.int64)
@@ -614,8 +717,8 @@ def _stale(b: _Builder, run: Run, rubrics: RubricSet,
         checkable = (rows < n_cases) & ~pairwise[np.minimum(rubric, len(rubrics.rubrics))
                                                  .astype(np.int64)]
     else:
-        made = _np(state_parts[0], np.uint64)
-        pairs = _np(state_parts[4], np.int64).reshape(-1, 2)
+        made = states[0]
+        pairs = _np(states[1], np.int64).reshape(-1, 2)
         order = np.argsort(made, kind="stable")
         made, x_rubric_all, x_state_all = made[order], pairs[order, 0], pairs[order, 1]
         checkable = np.isin(rows, made >> np.uint64(32)) & np.isin(rubric,
@@ -673,16 +776,16 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
     rubrics = opts.rubrics or builtin()
     b = _Builder(opts, rubrics, on_progress)
     b.read_cases()
-    names = b.rubric_names.names
     run_parts = b.read_run(VERDICTS, opts.verdicts, opts.compare is not None)
-    run = _run(run_parts, opts.verdicts, names)
-    other = None
-    if opts.compare is not None:
-        other_parts = b.read_run(COMPARE, opts.compare, True)
-        other = _run(other_parts, opts.compare, names)
+    other_parts = b.read_run(COMPARE, opts.compare, True) if opts.compare is not None else None
     state_parts = b.read_states(opts.states) if opts.states is not None else None
     paired = b.read_compare_cases(opts.compare_cases) if opts.compare_cases is not None \
         else None
+    rows = b.rows()
+    names = b.rubric_names.names
+    run = _run(run_parts, _keys(rows, run_parts[2], run_parts[3]), opts.verdicts, names)
+    other = None if other_parts is None else \
+        _run(other_parts, _keys(rows, other_parts[2], other_parts[3]), str(opts.compare), names)
 
     label_key = _np(b.label_key, np.uint64)
     order = np.argsort(label_key, kind="stable")
@@ -691,18 +794,22 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
     by_build = np.sort(skip_key)
     # Judge states with no verdict in the run: from --states, and judge-state lines in the
     # verdict file itself (a run stopped early, or a file that mixes both), each key once.
-    pending = [(key, ROLES.index(VERDICTS), offset) for key, offset in run_parts[6]]
+    nj_refs, nj_rubrics, nj_offsets = run_parts[7]
+    keys = [_keys(rows, nj_refs, nj_rubrics)]
+    roles = [np.full(len(nj_refs), ROLES.index(VERDICTS), np.uint8)]
+    pending_offsets = [_np(nj_offsets, np.uint64)]
     if state_parts is not None:
-        pending += [(key, ROLES.index(STATES), offset)
-                    for key, offset, is_judge, _ in zip(*state_parts[:4], strict=True)
-                    if is_judge]
-    keys = np.array([p[0] for p in pending], dtype=np.uint64)
-    first = np.unique(keys, return_index=True)[1]
+        judge = _np(state_parts[3], np.uint8).astype(bool)
+        keys.append(_keys(rows, state_parts[0], state_parts[1])[judge])
+        roles.append(np.full(int(judge.sum()), ROLES.index(STATES), np.uint8))
+        pending_offsets.append(_np(state_parts[2], np.uint64)[judge])
+    all_keys = np.concatenate(keys)
+    first = np.unique(all_keys, return_index=True)[1]
     # A check build skips (with the rubric set) is listed once, with build's reason.
-    first = first[~_member(keys[first], run.sorted_key) & ~_member(keys[first], by_build)]
-    pending_key = keys[first]  # sorted, as np.unique gives them
-    pending_role = np.array([pending[i][1] for i in first], dtype=np.uint8)
-    pending_offset = np.array([pending[i][2] for i in first], dtype=np.uint64)
+    first = first[~_member(all_keys[first], run.sorted_key) & ~_member(all_keys[first], by_build)]
+    pending_key = all_keys[first]  # sorted, as np.unique gives them
+    pending_role = np.concatenate(roles)[first]
+    pending_offset = np.concatenate(pending_offsets)[first]
     # A label whose check has a verdict nowhere, and was neither skipped nor left unjudged.
     lonely = label_key[~_member(label_key, run.sorted_key) & ~_member(label_key, by_build)
                        & ~_member(label_key, pending_key)]
@@ -713,16 +820,18 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
     by_key = np.argsort(skip_key, kind="stable")
     over_key = _np(b.over[0], np.uint64)
     over_order = np.argsort(over_key, kind="stable")
+    made_states = None
     if state_parts is not None:
-        s_key = _np(state_parts[0], np.uint64)
+        s_key = _keys(rows, state_parts[0], state_parts[1])
+        made_states = (s_key, state_parts[5])
         s_order = np.argsort(s_key, kind="stable")
-        state_key, state_offset = s_key[s_order], _np(state_parts[1], np.uint64)[s_order]
-        state_is_judge = _np(state_parts[2], np.uint8)[s_order].astype(bool)
-        state_line = _np(state_parts[3], np.uint32)[s_order]
+        state_key, state_offset = s_key[s_order], _np(state_parts[2], np.uint64)[s_order]
+        state_is_judge = _np(state_parts[3], np.uint8)[s_order].astype(bool)
+        state_line = _np(state_parts[4], np.uint32)[s_order]
     else:
         state_key, state_offset = np.zeros(0, np.uint64), np.zeros(0, np.uint64)
         state_is_judge, state_line = np.zeros(0, bool), np.zeros(0, np.uint32)
-    run.stale = _stale(b, run, rubrics, state_parts)
+    run.stale = _stale(b, run, rubrics, made_states)
     return Index(
         options=opts, rubrics=rubrics, files=b.files, ids=b.ids, unknown_ids=b.unknown_ids,
         unknown_where=b.unknown_where, case_line=_np(b.case_line, np.uint32),

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 from evalstream._view.export import ExportReport
 from evalstream._view.index import Index, Options, ProgressFn, build
+from evalstream._view.kept import kept_or_built
 from evalstream._view.links import Links
 from evalstream._view.lists import Lists
 from evalstream._view.pages import Site
@@ -29,7 +30,7 @@ def check_options(opts: Options) -> None:
 def open_site(opts: Options, on_progress: ProgressFn | None = None) -> Iterator[Site]:
     """Index the files and yield the site (its files open for reading until the end)."""
     check_options(opts)
-    index = build(opts, on_progress)
+    index = kept_or_built(opts, lambda: build(opts, on_progress))
     with Source(index) as source:
         yield Site(index, source, Lists(index), Links())
 

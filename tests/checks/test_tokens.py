@@ -251,3 +251,17 @@ def test_the_framing_is_what_the_tokenizer_counts() -> None:
         assert tokens.PAIR_FRAMING[name] > tokens.FRAMING[name]
         assert tokens.Budget(100, ["q"], name, pairwise=True).reserved.framing == \
             tokens.PAIR_FRAMING[name]
+
+
+def test_a_run_that_counts_every_state_says_how_much_it_will_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stats`` and ``build --exact-tokens`` pass their input's size, so the tokenizer can
+    load its fast counter at once (``Tokenizer.expect``); a budget that counts only the
+    states over the byte bound says nothing (it may never count at all)."""
+    told: list[int] = []
+    monkeypatch.setattr(encodings.Tokenizer, "expect", lambda self, n: told.append(n))
+    tokens.Budget(32_000, ["q"], exact=False, volume=1 << 30)
+    tokens.Budget(32_000, ["q"], exact=True)
+    assert told == []
+    tokens.Budget(32_000, ["q"], exact=True, volume=1 << 30)
+    assert told == [1 << 30]

@@ -147,3 +147,41 @@ def test_ragged_tables_against_the_csv_module(header: list[str], rows: list[list
         else:
             assert item.values is None and item.problem.kind == "ragged row"
             assert item.problem.sentence.startswith(f"Row {number} ")
+
+
+# Lines of quotes, separators, CRs, NULs, spaces and text: every case of both rules.
+LINE = st.text(st.sampled_from(['"', '"', ",", "\t", "\r", "\x00", " ", "a", "é", "\x85"]),
+               max_size=14)
+
+
+@SETTINGS
+@given(LINE, st.sampled_from([",", "\t"]))
+def test_a_line_the_csv_module_reads_is_read_as_the_rules_read_it(line: str,
+                                                                   separator: str) -> None:
+    """The csv module (in C) reads the usual quoted row: only where its cells are exactly
+    those of the reader's own rules (a quote opens a cell only at its start, `""` inside is
+    a quote, an empty cell is null, a quoted empty one text, text after a closing quote is
+    a problem). Anything else it must leave to them."""
+    data = line.encode()
+    got = tables._quoted_line(separator)(data)
+    if got is None:
+        return
+    cells, problem = tables._cut(data, separator.encode(), True)
+    assert problem is None and [c.decode() for c in cells] == got  # type: ignore[union-attr]
+
+
+def test_usual_rows_with_and_without_quotes_read_as_before() -> None:
+    # Each through its fast way (one line, cut in C) and beside rows that need the rules.
+    data = (b'q,a,c\nplain,text,here\n"quoted, with comma","a ""b"" c",x\n'
+            b'"",,z\ncaf\xc3\xa9,"na\xc3\xafve",\xf0\x9f\x98\x80\n"multi\nline",y,z\n'
+            b'"open"after,y,z\n\r\n')
+    columns, rows = _read(data)
+    assert columns == ["q", "a", "c"]
+    assert [(r.values, r.problem and r.problem.kind, r.blank) for r in rows] == [
+        ({"q": "plain", "a": "text", "c": "here"}, None, False),
+        ({"q": "quoted, with comma", "a": 'a "b" c', "c": "x"}, None, False),
+        ({"q": "", "a": None, "c": "z"}, None, False),
+        ({"q": "café", "a": "naïve", "c": "😀"}, None, False),
+        ({"q": "multi\nline", "a": "y", "c": "z"}, None, False),
+        (None, "malformed CSV", False),
+        (None, None, True)]
