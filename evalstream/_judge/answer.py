@@ -8,7 +8,8 @@ answer itself; ``Provider.parse`` is the entry point.
 Causes (the ``error.cause`` of an unscored verdict):
 
 - ``not_json``: the answer text is not JSON (or is empty).
-- ``wrong_shape``: JSON, but not exactly ``{"status": "pass"|"fail"|"na", "reason": string}``.
+- ``wrong_shape``: JSON, but not exactly ``{"reason": string, "status": "pass"|"fail"|"na"}``
+  (its keys in either order).
 - ``refusal``: the model refused (OpenAI ``message.refusal`` or ``finish_reason``
   ``content_filter``; Anthropic ``stop_reason`` ``refusal``).
 - ``truncated``: the answer was cut at the output limit (``finish_reason`` ``length``;
@@ -51,14 +52,17 @@ DETAIL_CHARS = 200
 TOOL_NAME = "record_verdict"  # the tool a provider without JSON-schema answers is made to call
 
 # The answer's JSON schema, as OpenAI's strict mode requires it: every property required,
-# no other property allowed.
+# no other property allowed. The reason comes first (issue 26): structured output generates
+# properties in schema order, and a judge that writes its grounds before its status agrees
+# with people more than one that decides first (evidence-first prompting; G-Eval). Answers
+# are read in either order: a store written before keeps its `{status, reason}` answers.
 ANSWER_SCHEMA = {
     "type": "object",
     "properties": {
-        "status": {"type": "string", "enum": ["pass", "fail", "na"]},
         "reason": {"type": "string"},
+        "status": {"type": "string", "enum": ["pass", "fail", "na"]},
     },
-    "required": ["status", "reason"],
+    "required": ["reason", "status"],
     "additionalProperties": False,
 }
 
@@ -155,13 +159,13 @@ def unfenced(text: str) -> str:
 
 
 def read_json(data: bytes, usage: TokenUsage | None, response_id: str | None) -> Parsed:
-    """The answer given as JSON (a tool call's input): exactly ``{status, reason}``, each key
-    once, or unscored with the cause."""
+    """The answer given as JSON (a tool call's input): exactly ``{reason, status}`` (in
+    either order), each key once, or unscored with the cause."""
     try:
         answer = _answer.decode(data)
     except msgspec.ValidationError as exc:
-        return unscored("wrong_shape", f"{exc}; expected {{\"status\": \"pass\"|\"fail\"|\"na\", "
-                        f"\"reason\": string}}: {excerpt(data)}", usage, response_id)
+        return unscored("wrong_shape", f"{exc}; expected {{\"reason\": string, \"status\": "
+                        f"\"pass\"|\"fail\"|\"na\"}}: {excerpt(data)}", usage, response_id)
     except msgspec.DecodeError:
         return unscored("not_json", excerpt(data), usage, response_id)
     repeated = _repeated_key(data)

@@ -355,7 +355,9 @@ def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | Non
     if fault in ("pass", "fail", "na", "cut", "echoheader", "negusage", "hugeheader",
                  "manyheaders", "bigusage", "latin1id", "think", "fenced"):
         status = fault if fault in ("fail", "na") else "pass"
-        text = json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"})
+        # The reason first, as the request's schema asks (issue 26); answers are read in
+        # either order.
+        text = json.dumps({"reason": f"fake {status} {digest[:8]}", "status": status})
         if fault == "fenced":
             text = f"```json\n{text}\n```"
         return text, "stop"

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from evalstream._checks.state import PREAMBLE
 from evalstream._judge.answer import ANSWER_SCHEMA
+from evalstream._judge.providers import NAMES
 from evalstream._judge.request import (
     ANSWER_INSTRUCTION,
     JudgeConfig,
@@ -162,3 +163,34 @@ def test_a_bad_base_url_is_one_sentence_that_repeats_no_secret(url: str, message
 def test_good_base_urls_are_kept(url: str) -> None:
     config = JudgeConfig(model="m", base_url=url)
     assert config.base_url == url.rstrip("/") and config.host
+
+
+def _first(data: bytes, a: bytes, b: bytes) -> bytes:
+    """Which of ``a`` and ``b`` comes first in ``data`` (both must be there)."""
+    assert a in data and b in data
+    return a if data.index(a) < data.index(b) else b
+
+
+@pytest.mark.parametrize("provider", NAMES)
+def test_every_provider_asks_for_the_reason_before_the_status(provider: str) -> None:
+    """Structured output generates properties in schema order: the grounds come before the
+    status (issue 26; evidence-first prompting), in the schema and in the instruction."""
+    extra = {"azure": {"base_url": "https://example.test"},
+             "bedrock": {"region": "eu-west-1"}}.get(provider, {})
+    config = JudgeConfig(model="m", provider=provider, **extra)
+    body = build(config, QUESTION, STATE).body
+    schema = body[body.rindex(b'"properties"'):]
+    assert _first(schema, b'"reason"', b'"status"') == b'"reason"'
+    assert _first(schema[schema.index(b'"required"'):], b'"reason"', b'"status"') == b'"reason"'
+    assert ANSWER_INSTRUCTION.index('"reason"') < ANSWER_INSTRUCTION.index('"status"')
+    assert list(ANSWER_SCHEMA["properties"]) == ["reason", "status"]  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("answer", [b'{"reason": "quoted", "status": "fail"}',
+                                    b'{"status": "fail", "reason": "quoted"}'])
+def test_answers_are_read_in_either_order(answer: bytes) -> None:
+    """Stores written before issue 26 hold `{status, reason}` answers: still read."""
+    from evalstream._judge.answer import read_json
+
+    parsed = read_json(answer, None, None)
+    assert (parsed.status, parsed.reason, parsed.cause) == ("fail", "quoted", None)

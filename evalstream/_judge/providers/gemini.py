@@ -42,10 +42,11 @@ from evalstream._judge.batch.formats import Limits
 from evalstream._judge.providers.base import Config, NoBatch, Provider
 
 # The answer's schema in Gemini's OpenAPI subset (https://ai.google.dev/api/caching#Schema).
+# The reason first, as every provider asks for it (``answer.ANSWER_SCHEMA``).
 SCHEMA = {"type": "OBJECT",
-          "properties": {"status": {"type": "STRING", "enum": ["pass", "fail", "na"]},
-                         "reason": {"type": "STRING"}},
-          "required": ["status", "reason"], "propertyOrdering": ["status", "reason"]}
+          "properties": {"reason": {"type": "STRING"},
+                         "status": {"type": "STRING", "enum": ["pass", "fail", "na"]}},
+          "required": ["reason", "status"], "propertyOrdering": ["reason", "status"]}
 WITHHELD = ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
             "IMAGE_SAFETY", "LANGUAGE")
 
