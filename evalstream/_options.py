@@ -292,7 +292,7 @@ def _add(rule: Rule, *names: str, flag: str | None = None) -> None:
 
 
 _add(_int(1), "max_tokens", "workers", "max_connections", "max_attempts", "max_output_tokens",
-     "limit", "max_requests_per_file", "thinking_budget")
+     "limit", "max_requests_per_file", "thinking_budget", "samples")
 _add(_int(0), "max_ids", "max_requests", "port")
 _add(_size_rule, "max_line_bytes", "max_bytes_per_file")
 _add(_float(_fraction), "confidence")
@@ -300,7 +300,8 @@ _add(_float(_share), "max_unscored_rate")
 _add(_float(_amount), "timeout", "max_wait", "poll", "rpm", "tpm", "price_in", "price_out",
      "max_cost")
 _add(_float(_temperature), "temperature")
-_add(_path, "rejects", "report", "store", "states", "compare", "view", "only_missing", "html")
+_add(_path, "rejects", "report", "store", "states", "compare", "view", "only_missing", "html",
+     "jury")
 _add(_paths, "rubric_files", flag="--rubrics")
 _add(_paths, "results", flag="RESULTS")
 _add(_paths, "paths", flag="--rubrics")  # load_rubrics(paths)

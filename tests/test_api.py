@@ -389,8 +389,9 @@ def _signature(function: Any) -> str:
 
 def test_docs_api_shows_every_function_as_it_is() -> None:
     text = (ROOT / "docs" / "api.md").read_text()
-    modes = {"judge_dry_run": "judge_dry_run(input, output, model, *, ...judge's options)",
-             "judge_request": "judge_request(case_id, rubric_id, input, output, model, *, "
+    modes = {"judge_dry_run": "judge_dry_run(input, output, model=None, *, ...judge's "
+                              "options)",
+             "judge_request": "judge_request(case_id, rubric_id, input, output, model=None, *, "
                               "...judge's options)"}
     for name, function in _functions().items():
         if name in ("convert_cases", "judge_verdicts"):

@@ -67,6 +67,15 @@ def register(subparsers: Any) -> None:
     add_judge(who, judge, f"the API's base URL (default {public_urls()}), e.g. "
                           "http://127.0.0.1:8000/v1")
     add_settings(who)
+    who.add_argument("--jury", type=path, metavar="FILE",
+                     help="a jury file (TOML: a `rule` and one [[judge]] table per juror, each "
+                          "with its model and options): every juror votes on every state and "
+                          "the rule decides; the verdicts carry `votes` and `panel`. Instead "
+                          "of --model and the judge's options")
+    who.add_argument("--samples", type=positive, metavar="K",
+                     help=f"ask the judge K times a state (default "
+                          f"{default(judge, 'samples')}); the mode decides and the verdicts "
+                          "carry the votes (use a --temperature above 0)")
     who.add_argument("--api-key-env", type=text, metavar="NAME",
                      help=f"the environment variable holding the API key (default "
                           f"{key_variables()}; optional for a --base-url server that needs "
@@ -135,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     from evalstream._cli.common import Terminated
 
     options = given(args, "input", "output", "model", "show_request", "dry_run")
-    arguments = (args.input, args.output, args.model)
+    arguments = (args.input, args.output, getattr(args, "model", None))
     if args.show_request:
         case_id, rubric_id = args.show_request
         request = evalstream.judge_request(case_id, rubric_id, *arguments, **options)

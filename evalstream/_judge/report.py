@@ -73,8 +73,43 @@ class NotJudged(Struct):
     rubric_id: str
 
 
-class JudgeReport(Struct):
-    """The machine-readable summary of one ``judge`` run."""
+class JurorReport(Struct):
+    """One juror of a panel: who, its samples a state, this run's requests (one may carry
+    several samples), votes stored, failed (no answer) and reused from the store; the
+    statuses of its votes in the verdicts written; this run's tokens and cost."""
+
+    name: str
+    model: str
+    provider: str
+    samples: int
+    sent: int
+    answered: int
+    votes_stored: int
+    votes_failed: int
+    votes_reused: int
+    votes: dict[str, int]  # by status: pass, fail, na, unscored
+    usage: TokenUsage
+    prices: Prices | None
+    cost_usd: float | None
+
+
+class JuryReport(Struct):
+    """A panel's run (issue 26): its rule and file, each juror, and how its votes agreed:
+    ``split`` verdicts whose scored votes differ, ``unstable`` verdicts where one juror's
+    samples differ, ``consistency`` the mean share of scored votes agreeing with the
+    decision (over decided verdicts; with one juror and --samples, its consistency)."""
+
+    rule: str
+    file: str | None
+    votes_per_state: int
+    jurors: list[JurorReport]
+    split: int
+    unstable: int
+    consistency: float | None
+
+
+class JudgeReport(Struct, omit_defaults=True):
+    """The machine-readable summary of one ``judge`` run (``jury`` only for a panel)."""
 
     command: str
     evalstream: str
@@ -109,6 +144,7 @@ class JudgeReport(Struct):
     warnings: list[str]
     seconds: float
     exit_code: int
+    jury: JuryReport | None = None
 
 
 def encode(report: JudgeReport) -> bytes:

@@ -48,10 +48,34 @@ def lines(report: JudgeReport) -> list[str]:
         out.append(f"answers without structured output (read from text: a fence, reasoning "
                    f"before the JSON, text instead of the tool call): "
                    f"{report.without_structured_output:,}")
+    if report.jury is not None:
+        out += jury_lines(report)
     if report.max_unscored_rate is not None and report.unscored_rate is not None:
         verb = "above" if report.unscored_rate > report.max_unscored_rate else "within"
         out.append(f"unscored rate {report.unscored_rate:.1%}, {verb} --max-unscored-rate "
                    f"{report.max_unscored_rate:g}")
+    return out
+
+
+def jury_lines(report: JudgeReport) -> list[str]:
+    """A panel's lines: its rule, each juror's requests, votes, tokens and cost, how its votes
+    agreed (issue 26)."""
+    jury = report.jury
+    assert jury is not None
+    where = f" ({jury.file})" if jury.file else ""
+    consistency = "-" if jury.consistency is None else f"{jury.consistency:.1%}"
+    out = [f"panel{where}: rule {jury.rule}, {jury.votes_per_state:,} votes a state; "
+           f"{jury.split:,} verdicts split, {jury.unstable:,} with a juror's samples differing; "
+           f"votes agreeing with the decision: {consistency}"]
+    for j in jury.jurors:
+        v = j.votes
+        cost = "" if j.cost_usd is None else f", ${j.cost_usd:,.4f}"
+        out.append(f"  {j.name} ({j.model}, {j.samples} sample{'s' if j.samples != 1 else ''}): "
+                   f"{j.sent:,} requests sent, {j.votes_stored:,} votes stored, "
+                   f"{j.votes_failed:,} without an answer, {j.votes_reused:,} reused; votes "
+                   f"{v['pass']:,} pass, {v['fail']:,} fail, {v['na']:,} na, "
+                   f"{v['unscored']:,} unscored; tokens {j.usage.input_tokens:,} in, "
+                   f"{j.usage.output_tokens:,} out{cost}")
     return out
 
 
@@ -93,10 +117,22 @@ def dry_run_text(d: DryRun) -> str:
         if d.reasoning else ""
     out.append(f"  output tokens: at most {d.output_tokens_bound:,} ({d.max_output_tokens:,} "
                f"each, --max-output-tokens{thinking}).")
-    if d.prices is None or d.cost_bound_usd is None:
+    if d.jurors is not None and d.prices is None:  # a jury: each juror's prices
+        out.append("  cost: " + ("give every juror `price_in` and `price_out` to see it."
+                                 if d.cost_bound_usd is None else
+                                 f"at most ${d.cost_bound_usd:,.4f} (each juror's prices; "
+                                 "output at its bound)."))
+    elif d.prices is None or d.cost_bound_usd is None:
         out.append("  cost: give --price-in and --price-out (USD per million tokens) to see it.")
     else:
         out.append(f"  cost: at most ${d.cost_bound_usd:,.4f} (${d.prices.input:g} in, "
                    f"${d.prices.output:g} out per million tokens; output at its bound).")
+    for j in d.jurors or ():
+        cost = "" if j.cost_bound_usd is None else f", cost at most ${j.cost_bound_usd:,.4f}"
+        approx = "" if j.tokens_exact else "about "
+        out.append(f"  juror {j.name} ({j.model}, {j.samples} sample"
+                   f"{'s' if j.samples != 1 else ''} a state): {j.to_send:,} requests for "
+                   f"{j.votes_to_send:,} votes ({j.stored:,} stored), input tokens "
+                   f"{approx}{j.input_tokens:,}, output at most {j.output_tokens_bound:,}{cost}.")
     out.append("No request was sent.")
     return "\n".join(out) + "\n"

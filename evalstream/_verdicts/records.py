@@ -35,8 +35,11 @@ STATUSES = ("pass", "fail", "unscored", "na")
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 PASS, FAIL, UNSCORED, NA_VERDICT = 0, 1, 2, 3
 VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "usage", "request_id",
-                  "rubric_hash", "state_hash", "exposure", "error", "kind", "evidence",
-                  "question", "state")
+                  "rubric_hash", "state_hash", "exposure", "error", "votes", "panel", "kind",
+                  "evidence", "question", "state")
+# A panel's verdict (issue 26): one vote per juror and sample, and how the decision was taken.
+VOTE_FIELDS = ("judge", "model", "sample", "status", "rationale", "usage", "request_id", "error")
+PANEL_FIELDS = ("rule", "votes", "scored", "agreed")
 EXPOSURE_FIELDS = ("shown", "withheld", "never_shown", "tokens")
 FLUSH_ROWS = 1 << 16
 MAX_LINE_NUMBER = (1 << 32) - 1  # line numbers are kept as UInt32
@@ -85,8 +88,33 @@ class VerdictError(Struct, gc=False):
     detail: str
 
 
+class Vote(Struct, gc=False, omit_defaults=True):
+    """One juror's answer on one sample of a panel's judge state (``error`` only when
+    unscored): the juror's name in the jury, its model, which of its samples (from 0)."""
+
+    judge: str
+    model: str
+    sample: int
+    status: str
+    rationale: str | None
+    usage: TokenUsage | None
+    request_id: str | None
+    error: VerdictError | None = None
+
+
+class Panel(Struct, gc=False):
+    """How a panel's decision was taken: the rule, the votes cast, those scored, and those
+    that agree with the decision (0 when it is ``unscored``)."""
+
+    rule: str
+    votes: int
+    scored: int
+    agreed: int
+
+
 class JudgeVerdict(Struct, gc=False, omit_defaults=True):
-    """One verdict line written by ``evalstream judge``; ``error`` only when unscored."""
+    """One verdict line written by ``evalstream judge``; ``error`` only when unscored;
+    ``votes`` and ``panel`` only for a panel (a jury, or several samples of one judge)."""
 
     case_id: str
     rubric_id: str
@@ -99,6 +127,8 @@ class JudgeVerdict(Struct, gc=False, omit_defaults=True):
     state_hash: str
     exposure: msgspec.Raw  # copied byte for byte from the judge state
     error: VerdictError | None = None
+    votes: list[Vote] | None = None
+    panel: Panel | None = None
 
 
 def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
@@ -119,6 +149,22 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
         cause: str
         detail: str
 
+    class VoteRecord(Struct, **opts):
+        judge: str
+        status: Literal["pass", "fail", "unscored", "na"]
+        model: str | None = None
+        sample: int = 0
+        rationale: str | None = None
+        usage: Usage | None = None
+        request_id: str | None = None
+        error: Error | None = None
+
+    class PanelRecord(Struct, **opts):
+        rule: str
+        votes: int
+        scored: int
+        agreed: int
+
     class Verdict(Struct, **opts):
         case_id: schema.CaseId
         rubric_id: RubricId
@@ -132,6 +178,8 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
         state_hash: str | None = None
         exposure: VerdictExposure | None = None
         error: Error | None = None
+        votes: list[VoteRecord] | None = None
+        panel: PanelRecord | None = None
         kind: Literal["judge", "exact"] | None = None
         evidence: list[str] | None = None
         # A judge state written by `build` has these; Raw keeps them undecoded.
@@ -494,8 +542,11 @@ SHAPE = rejects.Shape(
     noun="verdict",
     required=("case_id", "rubric_id", "status"),
     fields={"$": VERDICT_FIELDS, "$.exposure": EXPOSURE_FIELDS,
-            "$.usage": ("input_tokens", "output_tokens"), "$.error": ("cause", "detail")},
-    allowed={"$.status": "pass, fail, na, unscored", "$.kind": "judge, exact"},
+            "$.usage": ("input_tokens", "output_tokens"), "$.error": ("cause", "detail"),
+            "$.votes[]": VOTE_FIELDS, "$.votes[].usage": ("input_tokens", "output_tokens"),
+            "$.votes[].error": ("cause", "detail"), "$.panel": PANEL_FIELDS},
+    allowed={"$.status": "pass, fail, na, unscored", "$.kind": "judge, exact",
+             "$.votes[].status": "pass, fail, na, unscored"},
     unlisted=frozenset({"question", "state"}),
     ids={"$.case_id": "Case id", "$.rubric_id": "Rubric id"},
     id_field="case_id",

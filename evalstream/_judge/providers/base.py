@@ -182,6 +182,18 @@ class Provider(abc.ABC):
         """The request body for the system text and a judge state's JSON text: the bytes
         sent, hashed into the store key, written into batch files. Deterministic."""
 
+    def samples_body(self, config: Config, body: bytes, n: int) -> bytes | None:
+        """The body of ``body``'s request asking for ``n`` samples at once, the input billed
+        once (OpenAI's ``n``), or None where the API has no such parameter: each sample is
+        then a request of its own (issue 26)."""
+        return None
+
+    def split_samples(self, body: bytes) -> list[bytes]:
+        """A 200 response to a ``samples_body`` request, as the response of each sample it
+        holds (fewer than asked where a server ignores ``n``: the rest are asked one by one).
+        What cannot be split is one response (read, and stored, as the first sample's)."""
+        return [body]
+
     # -- an answer -------------------------------------------------------------------------------
     @abc.abstractmethod
     def read(self, body: bytes) -> Parsed:
