@@ -89,7 +89,7 @@ class PanelTally:
             if vote.status != "unscored":
                 samples.setdefault(vote.judge, set()).add(vote.status)
         p = v.panel
-        self.split += p.agreed < p.scored
+        self.split += len(set().union(*samples.values())) > 1  # scored votes that differ
         self.unstable += any(len(seen) > 1 for seen in samples.values())
         if v.status != "unscored":
             self.decided += 1
