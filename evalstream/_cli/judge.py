@@ -193,9 +193,13 @@ class _Bar:
 
         elapsed = max(time.monotonic() - p.started, 1e-9)
         cost = f", ${p.cost:,.4f}" if p.cost else ""
+        # A panel: the votes stored so far, juror by juror.
+        votes = "; votes " + ", ".join(f"{name} {n:,}" for name, n in p.votes.items()) \
+            if p.votes else ""
         self.bar.update(self.task, completed=p.lines, text=(
             f"{p.states:,} states, {p.done:,}/{p.sent:,} requests, {p.done / elapsed:,.0f}/s, "
-            f"{p.input_tokens + p.output_tokens:,} tokens, {p.unscored:,} unscored{cost}"))
+            f"{p.input_tokens + p.output_tokens:,} tokens, {p.unscored:,} unscored{cost}"
+            f"{votes}"))
 
 
 def _lines(path: str) -> int | None:

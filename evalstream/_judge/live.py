@@ -116,6 +116,7 @@ class Progress:
     output_tokens: int = 0
     cost: float = 0.0
     started: float = field(default_factory=time.monotonic)
+    votes: dict[str, int] = field(default_factory=dict)  # a panel's votes stored, by juror
 
 
 ProgressHook = Callable[[Progress], None]
@@ -483,6 +484,8 @@ class Asker:
                        usage.input_tokens if usage else None,
                        usage.output_tokens if usage else None, reply.latency_ms, reply.attempts)
         tally.votes_stored += 1
+        if self.jury.panel:
+            self.progress.votes[juror.name] = self.progress.votes.get(juror.name, 0) + 1
         if parsed.cause:
             self.progress.unscored += 1
         if usage is not None:

@@ -399,3 +399,26 @@ def test_kill_9_then_rerun_pays_for_no_stored_vote_and_ends_identical(
     assert server.stats()["by_body"] == expected
     assert len(stored_keys(tmp_path / "v.judge.sqlite")) == n * 7
     assert live.STORE_SUFFIX == ".judge.sqlite"
+
+
+@pytest.mark.slow
+def test_a_jury_judged_through_batches_pays_for_nothing_live(tmp_path: Path) -> None:
+    """`batch` takes one judge: a folder per juror, collected into one store, then
+    `judge --jury` with that store finds every juror's vote there (the same request, the same
+    key) and sends nothing: the route docs/batch.md gives for a jury."""
+    from tests.judge.batch.support import results, write_split
+
+    src = states(tmp_path / "in", ["FAKE:pass", "FAKE:fail", "FAKE:na"])
+    store = tmp_path / "shared.sqlite"
+    unreachable = "http://127.0.0.1:9/v1"  # nothing listens: a request sent would fail
+    for model in ("judge-a", "judge-b"):
+        folder = tmp_path / model
+        evalstream.batch_prepare(src, folder, model, base_url=unreachable, max_output_tokens=256)
+        files = write_split([r for _, r in results(folder)], tmp_path / f"{model}-results", 1)
+        evalstream.batch_collect(folder, tmp_path / f"{model}.jsonl", files, store=store)
+    jury = jury_file(tmp_path, unreachable, jurors=[
+        {"model": "judge-a", "max_output_tokens": 256},
+        {"model": "judge-b", "max_output_tokens": 256}])
+    report = judge(src, tmp_path / "v.jsonl", jury=jury, store=store)
+    assert report.requests.sent == 0 and report.requests.reused == 6
+    assert [v["status"] for v in lines(tmp_path / "v.jsonl")] == ["pass", "fail", "na"]
