@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 from msgspec import Struct
@@ -179,6 +179,18 @@ class AgreeReport(Struct):
     rubrics: list[RubricAgreement]
     rejects: str | None
     exit_code: int
+
+
+class Extension(Protocol):
+    """What a module beside agree adds to it (a panel's jurors, ``_verdicts.panel``): it
+    sees every verdict as it is read, and makes the report from the one agree made, given
+    ``cells``: agree's own figures, per rubric, of another frame of verdicts (case_id,
+    rubric, status, line) against the same labels."""
+
+    def verdict(self, rubric: int, line: int, verdict: Any) -> None: ...
+
+    def report(self, report: AgreeReport,
+               cells: Callable[[pl.DataFrame], list[RubricAgreement]]) -> AgreeReport: ...
 
 
 @dataclass
@@ -458,7 +470,7 @@ def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], l
 
 def run(opts: AgreeOptions,
         write: Callable[[AgreeReport, dict[str, AtomicOutput]], None] | None = None,
-        ) -> AgreeReport:
+        extension: Extension | None = None) -> AgreeReport:
     """Read both files, join them and compute the agreement of every rubric. The report and
     page (``opts.output``, ``opts.html``) are checked with the rejects before anything is
     read and opened at once; ``write(report, opened)`` renders them, and they are committed
@@ -497,7 +509,8 @@ def run(opts: AgreeOptions,
         reports = open_reports(targets, opts.format)
         verdict_file = read_verdicts(opts.verdicts, rubrics, sink,
                                      max_line_bytes=opts.max_line_bytes,
-                                     allow_unknown_fields=opts.allow_unknown_fields)
+                                     allow_unknown_fields=opts.allow_unknown_fields,
+                                     each=extension.verdict if extension else None)
         case_file = read_labels(opts.cases, rubrics, groups, sink, by=opts.by,
                                 max_line_bytes=opts.max_line_bytes,
                                 allow_unknown_fields=opts.allow_unknown_fields)
@@ -514,6 +527,14 @@ def run(opts: AgreeOptions,
             cases=case_file.summary, by=opts.by, confidence=opts.confidence,
             max_ids=opts.max_ids, max_unscored_rate=opts.max_unscored_rate, view=opts.view,
             rubrics=results, rejects=opts.rejects, exit_code=1 if rejected or too_many else 0)
+        if extension is not None:  # the hook of a module beside agree (a panel's jurors)
+            def cells(frame: pl.DataFrame) -> list[RubricAgreement]:
+                found, _ = _count_rows(_joined(frame, case_file.labels, case_file.cases),
+                                       case_file.cases["case_id"], 0)
+                return _rubric_results(found, {}, rubrics.names, groups.names, opts.by,
+                                       opts.confidence, {}, None)
+
+            report = extension.report(report, cells)
         if write is not None:
             write(report, reports)  # committed with the rejects, all or none
     return report

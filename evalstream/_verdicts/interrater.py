@@ -25,7 +25,7 @@ statistics against statsmodels' ``fleiss_kappa`` and the ``krippendorff`` packag
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -103,10 +103,11 @@ def krippendorff_alpha(counts: np.ndarray, weights: np.ndarray | None = None) ->
     return float(1 - (n - 1) * disagreement / expected)
 
 
-def among(patterns: Iterable[Pattern], confidence: float,
+def among(patterns: Iterable[Pattern] | Mapping[Pattern, int], confidence: float,
           resamples: int = DEFAULT_RESAMPLES) -> tuple[Estimate | None, Estimate | None]:
-    """Fleiss' kappa and Krippendorff's alpha of the units whose votes have these patterns,
-    each with its ``confidence`` bootstrap interval (``resamples`` draws of the units)."""
+    """Fleiss' kappa and Krippendorff's alpha of the units whose votes have these patterns
+    (one a unit, or a count of units by pattern), each with its ``confidence`` bootstrap
+    interval (``resamples`` draws of the units)."""
     seen = Counter(patterns)
     full = _votes_of_most(seen)
     fleiss = Counter({p: n for p, n in seen.items() if not p.unscored and p.scored == full})

@@ -13,7 +13,7 @@ states: a ``state`` and no ``status``) are counted apart: checks with no verdict
 # No `from __future__ import annotations`: msgspec must resolve the annotations of Structs
 # defined inside a function (the strict and lenient families).
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -431,11 +431,13 @@ class VerdictFile:
 
 def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: bool = False,
                   max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                  allow_unknown_fields: bool = False) -> VerdictFile:
+                  allow_unknown_fields: bool = False,
+                  each: Callable[[int, int, Any], None] | None = None) -> VerdictFile:
     """Stream a verdict file into a frame of (case_id, rubric code, status code, line[, hashes]).
 
     Rejects go to ``sink`` as they are found; every line is counted. Raises DuplicateKeyError
-    when two verdicts share a (case id, rubric id).
+    when two verdicts share a (case id, rubric id). ``each(rubric code, line, verdict)`` sees
+    every verdict kept, decoded, before its text is dropped (a panel's votes, usage).
     """
     reader = RecordReader(verdict_kind(allow_unknown_fields), max_line_bytes)
     columns = Columns(verdict_schema(with_hashes))
@@ -465,6 +467,8 @@ def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: b
         codes.append(code)
         statuses.append(STATUS_CODE[status])
         line_nos.append(line_no)
+        if each is not None:
+            each(code, line_no, v)
         if v.judge is None:
             tally.no_judge += 1
         else:
