@@ -43,6 +43,7 @@ from evalstream._verdicts.records import (
     exposure_key,
     verdict_kind,
 )
+from evalstream._view.panel_index import PanelIndex
 from evalstream.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -227,6 +228,7 @@ class Index:
     rubric_hash_mismatch: dict[str, int]  # rubric id -> records judged under another hash
     unknown_rubrics: dict[str, int]  # rubric ids not in the rubric set -> records naming them
     seconds: float = 0.0
+    panels: PanelIndex = field(default_factory=PanelIndex)  # the run's split panels
 
     @property
     def n_cases(self) -> int:
@@ -246,7 +248,8 @@ class Index:
                   self.pending_role, self.pending_offset]
         return (sum(a.nbytes for a in arrays) + self.run.nbytes
                 + (self.other.nbytes if self.other is not None else 0)
-                + self.ids.nbytes + self.unknown_ids.nbytes + self.rejects.nbytes)
+                + self.ids.nbytes + self.unknown_ids.nbytes + self.rejects.nbytes
+                + self.panels.nbytes)
 
     # -- lookups ---------------------------------------------------------------------------
     def skip_of(self, key: int) -> Skip | None:
@@ -356,6 +359,7 @@ class _Builder:
         self.over = (array("Q"), array("I"), array("B"))
         self.hash_mismatch: dict[str, int] = {}
         self.unknown_rubrics: dict[str, int] = {}
+        self.panels = PanelIndex()
 
     # -- reading ---------------------------------------------------------------------------
     def _reader(self, kind: Any, role: str) -> RecordReader[Any]:
@@ -478,6 +482,8 @@ class _Builder:
             keys.append(key)
             statuses.append(status_code[v.status])
             causes.append(0 if v.error is None else 1 + cause_code(v.error.cause))
+            if v.votes and role == VERDICTS:  # a panel's verdict: is it split?
+                self.panels.add(key, v.votes)
             if with_hashes:
                 hashes.extend((_hash(v.rubric_hash), _hash(v.state_hash),
                                0 if v.exposure is None else exposure_key(v.exposure.shown) | 1))
@@ -630,4 +636,4 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
         reasons=b.reasons,
         rejects=b.rejects, rubric_hash_mismatch=dict(sorted(b.hash_mismatch.items())),
         unknown_rubrics=dict(sorted(b.unknown_rubrics.items())),
-        seconds=round(time.perf_counter() - started, 3))
+        seconds=round(time.perf_counter() - started, 3), panels=b.panels)

@@ -55,6 +55,11 @@ SPECS = {
         "unscored", "Unscored verdicts",
         "Verdicts the judge gave no usable answer for, with their cause, in file order.",
         "cause"),
+    "split": ListSpec(
+        "split", "Split panels",
+        "Verdicts of a panel (judge --jury, or --samples) whose scored votes differ, by their "
+        "votes, in file order; each vote, with its rationale, is on the check page.",
+        "votes"),
     "skipped": ListSpec(
         "skipped", "Skipped checks",
         "Checks without a verdict: over the token budget, judge states not judged, labels "
@@ -64,7 +69,7 @@ SPECS = {
     "verdicts": ListSpec(
         "verdicts", "All verdicts", "Every verdict of the run, in file order.", "status"),
 }
-LIST_NAMES = ("disagreements", "flips", "unscored", "skipped", "verdicts")
+LIST_NAMES = ("disagreements", "flips", "unscored", "split", "skipped", "verdicts")
 
 
 @dataclass
@@ -259,6 +264,18 @@ def skipped(index: Index) -> EntryList:
                      index.skipped_reason[order].astype(np.uint16), list(names))
 
 
+def split(index: Index) -> EntryList:
+    """A panel's verdicts whose votes differ (issue 26: ``_view.panel_index``), by their
+    pattern of votes, in file order within it."""
+    import numpy as np
+
+    p = index.panels
+    keys = np.frombuffer(p.keys, dtype=np.uint64) if len(p.keys) else np.zeros(0, np.uint64)
+    kind = np.frombuffer(p.kinds, dtype=np.uint16) if len(p.kinds) else np.zeros(0, np.uint16)
+    keys, kind = _ordered(keys, kind, np.arange(len(keys)))
+    return EntryList(SPECS["split"], keys, kind, list(p.patterns))
+
+
 def verdicts(index: Index) -> EntryList:
     import numpy as np
 
@@ -267,7 +284,7 @@ def verdicts(index: Index) -> EntryList:
 
 
 BUILDERS = {"disagreements": disagreements, "flips": flips, "unscored": unscored,
-            "skipped": skipped, "verdicts": verdicts}
+            "split": split, "skipped": skipped, "verdicts": verdicts}
 
 
 class Lists:
@@ -282,8 +299,10 @@ class Lists:
         return self.lists[name]
 
     def available(self) -> list[str]:
-        """The list names to show (flips only with --compare)."""
-        return [n for n in LIST_NAMES if n != "flips" or self.index.other is not None]
+        """The list names to show (flips only with --compare; split panels only when the
+        verdicts carry votes)."""
+        return [n for n in LIST_NAMES if (n != "flips" or self.index.other is not None)
+                and (n != "split" or self.index.panels.with_votes)]
 
 
 @dataclass

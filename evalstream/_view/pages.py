@@ -406,6 +406,8 @@ def list_table(site: Site, name: str, shown: list[Row], first: int) -> str:
         head += ["cause", "detail", "label", "group", "line"]
     elif name == "skipped":
         head += ["reason", "tokens", "label", "group"]
+    elif name == "split":  # a panel's votes (issue 26)
+        head += ["votes", "decision", "label", "group", "rationale", "line"]
     else:
         head += ["judge", "label", "group", "rationale", "line"]
     numeric = {"#", "line", "tokens"}
@@ -435,6 +437,10 @@ def list_table(site: Site, name: str, shown: list[Row], first: int) -> str:
             cells += [f'<td class="key">{short(r.kind)}</td>',
                       f'<td class="excerpt">{excerpt(detail)}</td>',
                       f'<td class="key">{_label(r.label)}</td>', group, _num(r.line)]
+        elif name == "split":
+            cells += [f'<td class="key">{short(r.kind)}</td>',
+                      f"<td>{badge(_status(r.verdict))}</td>",
+                      f'<td class="key">{_label(r.label)}</td>', group, rationale, _num(r.line)]
         elif name == "skipped":
             tokens = "-" if r.tokens is None else (
                 f"{r.tokens[0]:,}" if r.tokens[1] else f"≥ {r.tokens[0]:,}")
