@@ -432,6 +432,8 @@ class Asker:
                 for key, body in zip(ask.keys, bodies, strict=False):
                     self._record(ask.juror, key, reply._replace(body=body), estimate)
                 for key in ask.keys[len(bodies):]:
+                    if self.fatal or transport.refused or self.broken:
+                        break  # the run stops: these votes stay unasked, their state unjudged
                     await self.concurrency.acquire()
                     try:
                         self.requests.sent += 1

@@ -422,3 +422,26 @@ def test_a_jury_judged_through_batches_pays_for_nothing_live(tmp_path: Path) -> 
     report = judge(src, tmp_path / "v.jsonl", jury=jury, store=store)
     assert report.requests.sent == 0 and report.requests.reused == 6
     assert [v["status"] for v in lines(tmp_path / "v.jsonl")] == ["pass", "fail", "na"]
+
+
+@pytest.mark.slow  # loads the tokenizer (~0.7 s)
+def test_max_cost_counts_every_juror_at_its_prices(tmp_path: Path, server: FakeServer) -> None:
+    src = states(tmp_path / "in", [f"state {i}" for i in range(12)])
+    jury = jury_file(tmp_path, server.url, jurors=[
+        {"model": "judge-a", "price_in": 1e5, "price_out": 1e5, "max_output_tokens": 16},
+        {"model": "judge-b", "price_in": 2e5, "price_out": 2e5, "max_output_tokens": 16,
+         "samples": 2, "temperature": 0.5}])
+    out = tmp_path / "v.jsonl"
+    report = evalstream.judge(src, out, jury=jury, max_cost=600.0, max_connections=1,
+                              environ={**KEYS})
+    assert report.exit_code == 3 and report.stopped_by == "max-cost"
+    assert report.jury is not None and report.cost_usd is not None
+    a, b = report.jury.jurors
+    assert a.cost_usd is not None and b.cost_usd is not None
+    assert report.cost_usd == pytest.approx(a.cost_usd + b.cost_usd) and report.cost_usd <= 600
+    # Each juror's cost is its own tokens at its own prices.
+    assert a.cost_usd == pytest.approx((a.usage.input_tokens + a.usage.output_tokens) * 0.1)
+    assert b.cost_usd == pytest.approx((b.usage.input_tokens + b.usage.output_tokens) * 0.2)
+    assert 0 < report.counts.verdicts < 12
+    again = evalstream.judge(src, out, jury=jury, environ={**KEYS})  # no limit: the rest
+    assert again.exit_code == 0 and again.counts.verdicts == 12
