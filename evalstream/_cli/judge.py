@@ -51,7 +51,8 @@ def register(subparsers: Any) -> None:
              "--price-in 0.4 --price-out 1.6",
              "evalstream judge states.jsonl verdicts.jsonl --model gpt-4.1-mini",
              "evalstream judge states.jsonl verdicts.jsonl --model qwen2.5-7b "
-             "--base-url http://127.0.0.1:8000/v1"],
+             "--base-url http://127.0.0.1:8000/v1",
+             "evalstream judge states.jsonl verdicts.jsonl --jury jury.toml"],
             [(0, "every state judged (unscored verdicts included)"),
              (1, "some lines rejected, or unscored verdicts above --max-unscored-rate"),
              (2, "also: the server refused the key, the model or the URL"),

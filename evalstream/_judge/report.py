@@ -28,11 +28,12 @@ class Counts(Struct):
 
 
 class Requests(Struct):
-    """What was asked this run. ``needed`` judge states had no stored answer (or, with
-    --retry-unscored, an unscored one); ``sent`` of them were sent (the others were
-    duplicates of a request already asked, answered by another run on the same store while
-    this one ran: ``from_other_runs``, or stopped by a limit); each sent request was
-    ``answered`` (stored) or ``failed`` (no answer: not stored)."""
+    """What was asked this run. ``needed`` judge states (a panel's: votes) had no stored
+    answer (or, with --retry-unscored, an unscored one); ``sent`` requests were sent for
+    them (the others were duplicates of a request already asked, answered by another run on
+    the same store while this one ran: ``from_other_runs``, or stopped by a limit; a panel's
+    request may ask for several samples); each sent request was ``answered`` (stored) or
+    ``failed`` (no answer: not stored); ``reused`` answers (votes) were stored already."""
 
     needed: int = 0
     sent: int = 0
