@@ -1,6 +1,6 @@
 """Command line:
 ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
-judge,judge-clients,tokens,batch,view,stats-polars,convert-plain,pairs}``.
+judge,jury,judge-clients,tokens,batch,view,stats-polars,convert-plain,pairs}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -110,6 +110,14 @@ def cmd_stages(args: argparse.Namespace) -> int:
 def cmd_judge(args: argparse.Namespace) -> int:
     """Time evalstream judge against the fake server, beside the bare aiohttp loop."""
     from benchmarks.judge import main
+
+    return main(args.states or [1_000, 100_000], args.runs, args.latency,
+                args.max_connections, args.cache_dir)
+
+
+def cmd_jury(args: argparse.Namespace) -> int:
+    """Time a jury of three (and three samples) beside one judge, against the fake server."""
+    from benchmarks.jury import main
 
     return main(args.states or [1_000, 100_000], args.runs, args.latency,
                 args.max_connections, args.cache_dir)
@@ -269,9 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, func, helptext in (
             ("judge", cmd_judge, "time evalstream judge against the fake server (50 ms)"),
+            ("jury", cmd_jury, "time a jury of three beside one judge (fake server, 50 ms)"),
             ("judge-clients", cmd_judge_clients, "time the bare loops of aiohttp, httpx, httpx2")):
         judge = sub.add_parser(name, help=helptext)
-        if name == "judge":
+        if name in ("judge", "jury"):
             judge.add_argument("--states", type=int, action="append",
                                help="judge states, repeatable (default 1000 and 100000)")
         else:

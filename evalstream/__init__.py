@@ -49,7 +49,9 @@ from evalstream._api.judging import judge_dry_run as judge_dry_run
 from evalstream._api.judging import judge_request as judge_request
 from evalstream._api.judging import judge_verdicts as judge_verdicts
 from evalstream._api.reports import agree as agree
+from evalstream._api.reports import agree_judges as agree_judges
 from evalstream._api.reports import compare as compare
+from evalstream._api.reports import panel_agreement as panel_agreement
 from evalstream._api.reports import read_report as read_report
 from evalstream._api.reports import render_stats as render_stats
 from evalstream._api.reports import stats as stats
@@ -75,6 +77,8 @@ if TYPE_CHECKING:
     from evalstream._stats.stats import DatasetStats
     from evalstream._verdicts.agree import AgreeReport
     from evalstream._verdicts.compare import CompareReport
+    from evalstream._verdicts.judges import JudgesReport
+    from evalstream._verdicts.panel import RubricPanel
     from evalstream._view.export import ExportReport
     from evalstream.errors import (
         EvalstreamError,
@@ -93,7 +97,7 @@ __all__ = [
     "read_cases", "load_rubrics", "judge_states", "count_tokens", "convert", "build",
     "validate", "stats", "render_stats", "read_report", "judge", "judge_dry_run",
     "judge_request", "batch_prepare", "batch_submit", "batch_status", "batch_collect", "agree",
-    "compare", "export_view", "serve_view",
+    "agree_judges", "panel_agreement", "compare", "export_view", "serve_view",
     # the names before issue 24
     "convert_cases", "judge_verdicts",
     # records
@@ -101,7 +105,8 @@ __all__ = [
     "CheckRecord", "ExactVerdict", "Exposure", "Tokens", "Sizes", "JudgeConfig", "JudgeVerdict",
     "JudgeRequest",
     # reports
-    "RunReport", "DatasetStats", "AgreeReport", "CompareReport", "ConvertReport",
+    "RunReport", "DatasetStats", "AgreeReport", "JudgesReport", "RubricPanel", "CompareReport",
+    "ConvertReport",
     "JudgeReport", "DryRun", "PrepareReport", "CollectReport", "BatchSummary", "ExportReport",
     # errors
     "EvalstreamError", "UsageError", "UnknownOptionError", "RubricError", "InputError",
@@ -118,6 +123,7 @@ _LAZY = {
     "Sizes": "evalstream._checks.state",
     "RunReport": "evalstream._checks.report", "DatasetStats": "evalstream._stats.stats",
     "AgreeReport": "evalstream._verdicts.agree", "CompareReport": "evalstream._verdicts.compare",
+    "JudgesReport": "evalstream._verdicts.judges", "RubricPanel": "evalstream._verdicts.panel",
     "ConvertReport": "evalstream._convert.report",
     "JudgeConfig": "evalstream._judge.request", "JudgeVerdict": "evalstream._verdicts.records",
     "JudgeReport": "evalstream._judge.report", "DryRun": "evalstream._judge.dryrun",

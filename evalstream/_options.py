@@ -231,6 +231,37 @@ def _keys(name: str, value: Any) -> list[str]:
     return _texts(name, value)
 
 
+def _prices(name: str, value: Any) -> dict[str, tuple[float, float]]:
+    """Prices by model, USD per million input and output tokens: a mapping of a model to two
+    numbers (``{"gpt-4.1-mini": (0.4, 1.6)}``), or the command line's texts, one a model
+    (``["gpt-4.1-mini=0.4,1.6"]``)."""
+    if isinstance(value, str):
+        raise UsageError(f"{value!r} is one text, not a list; give {name}=[{value!r}]")
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        pairs = []
+        for i, text in enumerate(value):
+            if not isinstance(text, str) or "=" not in text:
+                raise UsageError(f"item {i + 1}: {text!r} is not MODEL=IN,OUT (e.g. "
+                                 "gpt-4.1-mini=0.4,1.6)")
+            model, _, numbers = text.rpartition("=")
+            pairs.append((model, numbers.split(",")))
+    else:
+        raise _not(value, "a mapping of models to (input, output) prices")
+    out = {}
+    for model, given in pairs:
+        try:
+            price_in, price_out = (float(x) for x in given)
+        except (TypeError, ValueError):
+            raise UsageError(f"{model}: give two prices, USD per million input and output "
+                             f"tokens (e.g. {model}=0.4,1.6), not {given!r}") from None
+        if not isinstance(model, str) or not model.strip():
+            raise UsageError(f"{model!r} is not a model's name")
+        out[model] = (_amount(price_in), _amount(price_out))
+    return out
+
+
 def _item(name: str, items: Any, i: int, rule: Callable[[str, Any], Any]) -> Any:
     try:
         return rule(name, items[i])
@@ -292,7 +323,7 @@ def _add(rule: Rule, *names: str, flag: str | None = None) -> None:
 
 
 _add(_int(1), "max_tokens", "workers", "max_connections", "max_attempts", "max_output_tokens",
-     "limit", "max_requests_per_file", "thinking_budget")
+     "limit", "max_requests_per_file", "thinking_budget", "samples", "resamples")
 _add(_int(0), "max_ids", "max_requests", "port")
 _add(_size_rule, "max_line_bytes", "max_bytes_per_file")
 _add(_float(_fraction), "confidence")
@@ -301,9 +332,11 @@ _add(_float(_amount), "timeout", "max_wait", "poll", "rpm", "tpm", "price_in", "
      "max_cost")
 _add(_float(_temperature), "temperature")
 _add(_path, "rejects", "report", "store", "states", "compare", "view", "only_missing", "html",
-     "pair_with", "compare_cases")
+     "pair_with", "compare_cases", "jury")
 _add(_paths, "rubric_files", flag="--rubrics")
 _add(_paths, "results", flag="RESULTS")
+_add(_paths, "runs", flag="RUNS")  # agree_judges(runs, cases)
+_add(_prices, "prices", flag="--price")
 _add(_paths, "paths", flag="--rubrics")  # load_rubrics(paths)
 _add(_texts, "maps", flag="--map")
 _add(_texts, "sets", flag="--set")

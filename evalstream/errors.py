@@ -37,6 +37,10 @@ class RubricError(UsageError, ValueError):
     """A rubric file cannot be used; the message names the file, the rubric and the key."""
 
 
+class JuryError(UsageError, ValueError):
+    """A jury file cannot be used; the message names the file, the juror and the key."""
+
+
 class InputError(EvalstreamError):
     """An input could not be opened or read to its end."""
 

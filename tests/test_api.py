@@ -320,8 +320,10 @@ def _library_defaults() -> dict[str, list[dict[str, Any]]]:
     from evalstream._judge.live import Options as JudgeOptions
     from evalstream._judge.request import JudgeConfig
     from evalstream._stats.stats import StatsOptions
+    from evalstream._verdicts import panel
     from evalstream._verdicts.agree import AgreeOptions
     from evalstream._verdicts.compare import CompareOptions
+    from evalstream._verdicts.judges import JudgesOptions
     from evalstream._view import run as view
     from evalstream._view.index import Options as ViewOptions
 
@@ -340,6 +342,8 @@ def _library_defaults() -> dict[str, list[dict[str, Any]]]:
         "judge_states": [defaults(states.judge_states)],
         "build": [fields(BuildOptions)], "validate": [fields(BuildOptions)],
         "stats": [fields(StatsOptions)], "agree": [fields(AgreeOptions)],
+        "agree_judges": [fields(JudgesOptions)],
+        "panel_agreement": [defaults(panel.panel_agreement)],
         "compare": [fields(CompareOptions)], "convert": [fields(ConvertOptions)],
         "judge": judge, "judge_dry_run": judge, "batch_prepare": [fields(PrepareOptions),
                                                                  fields(JudgeConfig)],
@@ -392,8 +396,9 @@ def _signature(function: Any) -> str:
 
 def test_docs_api_shows_every_function_as_it_is() -> None:
     text = (ROOT / "docs" / "api.md").read_text()
-    modes = {"judge_dry_run": "judge_dry_run(input, output, model, *, ...judge's options)",
-             "judge_request": "judge_request(case_id, rubric_id, input, output, model, *, "
+    modes = {"judge_dry_run": "judge_dry_run(input, output, model=None, *, ...judge's "
+                              "options)",
+             "judge_request": "judge_request(case_id, rubric_id, input, output, model=None, *, "
                               "...judge's options)"}
     for name, function in _functions().items():
         if name in ("convert_cases", "judge_verdicts"):

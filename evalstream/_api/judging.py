@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from evalstream._api.checked import (
+    JUDGE_CONFIG,
     MAX_LINE_BYTES,
     Path,
     Tokenizer,
@@ -31,7 +32,8 @@ R = TypeVar("R")
 
 
 @front_door
-def judge(input: Path, output: Path, model: str, *, provider: str = "openai",
+def judge(input: Path, output: Path, model: str | None = None, *, jury: Path | None = None,
+          samples: int = 1, provider: str = "openai",
           base_url: str = "", api_key_env: str | None = None, temperature: float | None = 0.0,
           max_output_tokens: int = 1024, response_format: str = "",
           reasoning_effort: str | None = None, thinking_budget: int | None = None,
@@ -49,17 +51,20 @@ def judge(input: Path, output: Path, model: str, *, provider: str = "openai",
     """Run ``judge``: a verdict at ``output`` for every judge state of ``input`` (a ``build``
     output), asked of ``model`` at ``provider`` (a name of the registry: ``openai``,
     ``anthropic``, ``azure``, ``gemini``, ``bedrock``; ``base_url`` for any compatible server;
-    ``temperature`` None sends none), with every answer kept in the answer store (``store``;
-    default beside the output: ``verdicts.judge.sqlite``), so that a run stopped anyhow and
-    run again pays for nothing twice. The provider's settings (``response_format``: "" the
-    provider's; ``reasoning_effort``, ``thinking_budget``; ``deployment`` and ``api_version``
-    for Azure, ``region`` for Bedrock; "" or None: the provider's own) are refused, with a
-    sentence, by a provider that does not take them. ``max_wait``: the seconds a request may
-    spend waiting as 429s and 503s with Retry-After ask (such a wait is no failed attempt).
-    The API key is read from ``environ`` (default the process's environment), from the
-    provider's variable or ``api_key_env``. Each option as the command's; ``on_progress`` is
-    told how the run goes. Returns the report (``exit_code`` 3: stopped by a limit, run again
-    to continue; 1: lines rejected, or more than ``max_unscored_rate`` of the verdicts
+    ``temperature`` None sends none) ``samples`` times (their mode decides), or of the jury
+    of the TOML file ``jury`` (each juror's model and options there, its rule deciding; the
+    verdicts then carry ``votes`` and ``panel``; a panel refuses pairwise states), with every
+    answer kept in the answer store (``store``; default beside the output:
+    ``verdicts.judge.sqlite``), so that a run stopped anyhow and run again pays for nothing
+    twice. The provider's settings (``response_format``: "" the provider's;
+    ``reasoning_effort``, ``thinking_budget``; ``deployment`` and ``api_version`` for Azure,
+    ``region`` for Bedrock; "" or None: the provider's own) are refused, with a sentence, by a
+    provider that does not take them. ``max_wait``: the seconds a request may spend waiting as
+    429s and 503s with Retry-After ask (such a wait is no failed attempt). The API key is read
+    from ``environ`` (default the process's environment), from the provider's variable or
+    ``api_key_env``. Each option as the command's; ``on_progress`` is told how the run goes.
+    Returns the report (``exit_code`` 3: stopped by a limit, run again to continue; 1: lines
+    rejected, or more than ``max_unscored_rate`` of the verdicts (a panel's, one a state)
     unscored, or every one: None sets no limit but that); files appear only if the whole run
     succeeds; the rejects only when a line is rejected (or ``rejects`` names them)."""
     from evalstream._judge import live
@@ -83,13 +88,45 @@ def _judge_options(given: dict[str, Any]) -> JudgeOptions:
     from evalstream._judge.live import Options
 
     checked = options(judge, given)
-    config = judge_config(given["model"], checked)
+    jury_file = checked.pop("jury")
+    if jury_file is None:
+        if given["model"] is None:
+            from evalstream.errors import UsageError
+
+            raise UsageError("give --model (e.g. gpt-4.1-mini), or --jury FILE to ask several "
+                             "judges.")
+        config, jury = judge_config(given["model"], checked), None
+    else:
+        config, jury = _jury(jury_file, given, checked)
     if checked["environ"] is None:
         del checked["environ"]  # the library reads the process's
     else:
         checked["environ"] = dict(checked["environ"])
     return Options(input=path("input", given["input"]), output=path("output", given["output"]),
-                   config=config, **checked)
+                   config=config, jury=jury, **checked)
+
+
+# What a jury file says for each juror: given with --jury, each is refused.
+JUROR_OPTIONS = ("model", *JUDGE_CONFIG, "samples", "price_in", "price_out", "api_key_env")
+
+
+def _jury(jury_file: str, given: dict[str, Any], checked: dict[str, Any]) -> tuple[Any, Any]:
+    """The jury of ``--jury FILE`` (its first juror's config, and the jury), once no option
+    that each juror's table says was given too."""
+    from evalstream._judge.jury import read
+    from evalstream.errors import UsageError
+
+    defaults = {"model": None, **(getattr(judge, "__kwdefaults__", None) or {})}
+    clashing = [name for name in JUROR_OPTIONS if given[name] != defaults[name]]
+    if clashing:
+        flags = ", ".join(f"--{name.replace('_', '-')}" for name in clashing)
+        raise UsageError(f"--jury {jury_file} names each juror's model and options; give "
+                         f"{flags} in the jury file ([[judge]] keys: "
+                         f"{', '.join(clashing)}), not beside --jury.")
+    jury = read(jury_file)
+    for name in JUDGE_CONFIG:
+        checked.pop(name)
+    return jury.jurors[0].config, jury
 
 
 def _mode(command: Callable[..., Any], function: Callable[..., Any],

@@ -11,7 +11,7 @@ stdout is printed once the run is committed, fitted to the terminal.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from evalstream._stats.stats import DatasetStats
     from evalstream._verdicts.agree import AgreeReport
     from evalstream._verdicts.compare import CompareReport
+    from evalstream._verdicts.judges import JudgesReport
+    from evalstream._verdicts.panel import RubricPanel
 
 TEXT_WIDTH = 100  # the width of a table written to a file
 REPORT_BYTES = 64 << 20  # a .json input larger than this is not read as a saved report
@@ -255,18 +257,68 @@ def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: flo
     rejected, unscored verdicts above ``max_unscored_rate``, or with ``fail_on_stale`` a stale
     verdict)."""
     from evalstream._options import ONE_KEY, OUTPUT_OPTION, REPORT_FORMAT
-    from evalstream._render.agree import blocks
-    from evalstream._render.agree_html import agree_page
+    from evalstream._render.panel import blocks, page
     from evalstream._verdicts.agree import AgreeOptions, encode, run
+    from evalstream._verdicts.panel import PanelExtension
 
     given = options(agree, locals(), rules={"format": REPORT_FORMAT, "output": OUTPUT_OPTION,
                                             "by": (None, ONE_KEY)})
-    shown = Shown(blocks, agree_page, encode)
+    shown = Shown(blocks, page, encode)
+    # A panel's verdicts (judge --jury, --samples) add each juror and their agreement.
+    panel = PanelExtension(given["max_ids"], given["confidence"])
     result = run(AgreeOptions(verdicts=path("verdicts", verdicts), cases=path("cases", cases),
                               **given), shown.write(given["format"], given["output"],
-                                                    given["html"]))
+                                                    given["html"]), panel)
     shown.show(result, given["format"], given["output"])
     return result
+
+
+@front_door
+def agree_judges(runs: Sequence[Path], cases: Path, *,
+                 prices: Mapping[str, tuple[float, float]] | Sequence[str] | None = None,
+                 confidence: float = 0.95, format: ReportFormat = "table",
+                 output: Path | None = None, html: Path | None = None,
+                 rejects: Path | None = None, max_unscored_rate: float | None = None,
+                 rubric_files: Sequence[Path] = (), states: Path | None = None,
+                 fail_on_stale: bool = False,
+                 allow_unknown_fields: bool = False, max_line_bytes: int = MAX_LINE_BYTES,
+                 force: bool = False) -> JudgesReport:
+    """Run ``agree RUN_A RUN_B ... --cases CASES``: several judge runs over the same states
+    side by side, each counted against the cases' labels as ``agree`` counts one file; per
+    rubric one row per run, the best Cohen's kappa first, with its coverage (over how many
+    labels, the accuracy over all of them), its unscored rate and its tokens and cost per
+    1,000 judge states (``prices``: per model, ``{"gpt-4.1-mini": (0.4, 1.6)}`` or
+    ``["gpt-4.1-mini=0.4,1.6"]``, USD per million tokens). Each run's stale verdicts are
+    found as ``agree`` finds them (``rubric_files``, ``states``), counted and left out of its
+    row; ``fail_on_stale``: exit 1 on one. The report is written only where asked, as
+    ``agree`` writes it. Returns the report."""
+    from evalstream._options import OUTPUT_OPTION, REPORT_FORMAT, check
+    from evalstream._render.judges import blocks, page
+    from evalstream._verdicts.judges import JudgesOptions, encode, run
+
+    given = options(agree_judges, locals(), rules={"format": REPORT_FORMAT,
+                                                   "output": OUTPUT_OPTION})
+    paths = check("runs", list(runs) if isinstance(runs, (list, tuple)) else runs)
+    shown = Shown(blocks, page, encode)
+    result = run(JudgesOptions(runs=[path("verdicts", p) for p in paths],
+                               cases=path("cases", cases), **given),
+                 shown.write(given["format"], given["output"], given["html"]))
+    shown.show(result, given["format"], given["output"])
+    return result
+
+
+@front_door
+def panel_agreement(verdicts: Iterable[Mapping[str, Any]], *, confidence: float = 0.95,
+                    resamples: int = 1000, max_ids: int = 20) -> list[RubricPanel]:
+    """The agreement among a panel's votes, rubric by rubric, from verdict records in memory
+    (dicts as ``judge --jury`` or ``--samples`` writes them): Fleiss' kappa and
+    Krippendorff's alpha with ``confidence`` bootstrap intervals (``resamples`` draws), and
+    the split and unstable states with their first ``max_ids`` ids. Each record is checked
+    as ``agree`` checks a verdict line. Each juror against labels: ``agree``."""
+    from evalstream._verdicts.panel import panel_agreement as among
+
+    given = options(panel_agreement, locals())
+    return among(verdicts, **given)
 
 
 @front_door

@@ -83,7 +83,7 @@ DEFAULT_OUTPUT = 1_024  # the judge's --max-output-tokens, which build reserves 
 # budget whose states fit in bytes never loads a tokenizer; ``framing_tokens`` counts them,
 # and tests/checks/test_tokens.py checks that these are its counts.
 PER_MESSAGE, REPLY_PRIMING, ROLES = 3, 3, ("system", "user")
-FRAMING = {"o200k_base": 52, "cl100k_base": 51}
+FRAMING = {"o200k_base": 53, "cl100k_base": 51}  # the schema asks for the reason first (issue 26)
 # The same with a pairwise answer's schema (issue 28: `{reason, better}`, a few tokens longer),
 # for a rubric set with a pairwise rubric (``Budget(pairwise=True)``).
 PAIR_FRAMING = {"o200k_base": 57, "cl100k_base": 55}

@@ -87,19 +87,37 @@ def register(subparsers: Any) -> None:
             "leads with a rubric that scored less than 90% of its labels. Stale verdicts "
             "(judged on another state or rubric than build makes of the cases today) are "
             "found by rebuilding the states (--rubrics, default the built-in set) or from "
-            "build's output (--states).",
+            "build's output (--states). A panel's verdicts (judge --jury, --samples) add each "
+            "juror against the labels, the jurors against each other (Fleiss' kappa, "
+            "Krippendorff's alpha) and the split states, coverage and staleness as above. "
+            "With --cases, several runs are set side by side: which judge agrees best with "
+            "people, at what cost.",
             ["evalstream agree verdicts.jsonl cases.jsonl",
              "evalstream agree verdicts.jsonl cases.jsonl --by scenario --html agree.html",
              "evalstream agree verdicts.jsonl cases.jsonl --format json -o agree.json "
              "--max-unscored-rate 0.05",
              "evalstream agree verdicts.jsonl cases.jsonl --rubrics my-rubrics.toml "
-             "--fail-on-stale"],
+             "--fail-on-stale",
+             "evalstream agree mini.jsonl haiku.jsonl qwen.jsonl --cases cases.jsonl --price "
+             "gpt-4.1-mini=0.4,1.6"],
             [(0, "clean"), (1, "some lines rejected, unscored verdicts above "
                                "--max-unscored-rate, or with --fail-on-stale a stale verdict"),
              (2, "also: a (case_id, rubric_id) repeated in the verdicts")]))
-    p.add_argument("verdicts", type=path,
-                   help="verdicts: a .jsonl path, .gz or .zst, or - for stdin")
-    p.add_argument("cases", type=path, help="the cases with their `expected` labels (as for build)")
+    # `agree VERDICTS CASES`, as always; or the verdicts of several runs and --cases CASES.
+    p.add_argument("files", type=path, nargs="+", metavar="FILE",
+                   help="VERDICTS CASES: the verdicts (a .jsonl path, .gz or .zst, or - for "
+                        "stdin) and the cases with their `expected` labels (as for build); or, "
+                        "with --cases, the verdict files of several runs over the same states, "
+                        "set side by side")
+    p.add_argument("--cases", type=path, metavar="CASES",
+                   help="the cases with their labels, when the files before are several runs: "
+                        "one row per run per rubric, the best agreement with the labels first, "
+                        "with its unscored rate, tokens and cost per 1,000 states")
+    p.add_argument("--price", dest="prices", action="append", type=text,
+                   metavar="MODEL=IN,OUT",
+                   help="several runs: USD per million input and output tokens of a model, "
+                        "for the cost per 1,000 states (e.g. gpt-4.1-mini=0.4,1.6); once per "
+                        "model")
     p.add_argument("--by", type=text, metavar="KEY",
                    help="also break the results down by this metadata key (dots reach nested "
                         "metadata, e.g. source.kind)")
@@ -112,10 +130,31 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``agree``; return the exit code (1 when some line was rejected)."""
-    report = evalstream.agree(args.verdicts, args.cases,
-                              **shown_options(args, "verdicts", "cases"))
-    return report.exit_code
+    """Run ``agree`` (``agree VERDICTS CASES``; several runs with ``--cases``:
+    ``evalstream.agree_judges``); return the exit code (1 when some line was rejected)."""
+    from evalstream.errors import UsageError
+
+    files, cases = args.files, getattr(args, "cases", None)
+    options = shown_options(args, "files", "cases")
+    if cases is None:
+        if len(files) != 2:
+            raise UsageError(f"agree takes VERDICTS CASES, or the verdict files of several runs "
+                             f"and --cases CASES; {len(files)} file"
+                             f"{'s' if len(files) != 1 else ''} given without --cases.")
+        files, cases = files[:1], files[1]
+    function = evalstream.agree if len(files) == 1 else evalstream.agree_judges
+    takes = function.__kwdefaults__ or {}
+    extra = [f"--{name.replace('_', '-')}" for name in options if name not in takes]
+    if extra:
+        one = len(files) == 1
+        raise UsageError(f"{', '.join(extra).replace('--prices', '--price')} "
+                         f"appl{'ies' if len(extra) == 1 else 'y'} to "
+                         + ("several runs side by side (agree RUN_A RUN_B ... --cases CASES), "
+                            "not to one" if one else
+                            "one run (agree VERDICTS CASES), not to several side by side") + ".")
+    if len(files) == 1:
+        return evalstream.agree(files[0], cases, **options).exit_code
+    return evalstream.agree_judges(files, cases, **options).exit_code
 
 
 def shown_options(args: argparse.Namespace, *arguments: str) -> dict[str, Any]:

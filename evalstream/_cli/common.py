@@ -103,7 +103,11 @@ def add_judge(p: Any, function: Callable[..., Any], base_url: str,
     help says of it), the temperature and the answer's token limit."""
     from evalstream._judge.providers import NAMES, REGISTRY
 
-    p.add_argument("--model", type=text, required=True, help="the model, e.g. gpt-4.1-mini")
+    if batch:
+        p.add_argument("--model", type=text, required=True, help="the model, e.g. gpt-4.1-mini")
+    else:  # judge: or a jury file's jurors
+        p.add_argument("--model", type=text,
+                       help="the model, e.g. gpt-4.1-mini (required unless --jury)")
     if batch:
         said = "; ".join(f"{q.name}: {q.batch_speaks}" for q in REGISTRY.values())
     else:

@@ -51,7 +51,8 @@ def register(subparsers: Any) -> None:
              "--price-in 0.4 --price-out 1.6",
              "evalstream judge states.jsonl verdicts.jsonl --model gpt-4.1-mini",
              "evalstream judge states.jsonl verdicts.jsonl --model qwen2.5-7b "
-             "--base-url http://127.0.0.1:8000/v1"],
+             "--base-url http://127.0.0.1:8000/v1",
+             "evalstream judge states.jsonl verdicts.jsonl --jury jury.toml"],
             [(0, "every state judged (unscored verdicts included)"),
              (1, "some lines rejected, or unscored verdicts above --max-unscored-rate (every "
                  "verdict unscored: always)"),
@@ -69,6 +70,15 @@ def register(subparsers: Any) -> None:
     add_judge(who, judge, f"the API's base URL (default {public_urls()}), e.g. "
                           "http://127.0.0.1:8000/v1")
     add_settings(who)
+    who.add_argument("--jury", type=path, metavar="FILE",
+                     help="a jury file (TOML: a `rule` and one [[judge]] table per juror, each "
+                          "with its model and options): every juror votes on every state and "
+                          "the rule decides; the verdicts carry `votes` and `panel`. Instead "
+                          "of --model and the judge's options")
+    who.add_argument("--samples", type=positive, metavar="K",
+                     help=f"ask the judge K times a state (default "
+                          f"{default(judge, 'samples')}); the mode decides and the verdicts "
+                          "carry the votes (use a --temperature above 0)")
     who.add_argument("--api-key-env", type=text, metavar="NAME",
                      help=f"the environment variable holding the API key (default "
                           f"{key_variables()}; optional for a --base-url server that needs "
@@ -140,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     from evalstream._cli.common import Terminated
 
     options = given(args, "input", "output", "model", "show_request", "dry_run")
-    arguments = (args.input, args.output, args.model)
+    arguments = (args.input, args.output, getattr(args, "model", None))
     if args.show_request:
         case_id, rubric_id = args.show_request
         request = evalstream.judge_request(case_id, rubric_id, *arguments, **options)
@@ -189,9 +199,13 @@ class _Bar:
 
         elapsed = max(time.monotonic() - p.started, 1e-9)
         cost = f", ${p.cost:,.4f}" if p.cost else ""
+        # A panel: the votes stored so far, juror by juror.
+        votes = "; votes " + ", ".join(f"{name} {n:,}" for name, n in p.votes.items()) \
+            if p.votes else ""
         self.bar.update(self.task, completed=p.lines, text=(
             f"{p.states:,} states, {p.done:,}/{p.sent:,} requests, {p.done / elapsed:,.0f}/s, "
-            f"{p.input_tokens + p.output_tokens:,} tokens, {p.unscored:,} unscored{cost}"))
+            f"{p.input_tokens + p.output_tokens:,} tokens, {p.unscored:,} unscored{cost}"
+            f"{votes}"))
 
 
 def _lines(path: str) -> int | None:

@@ -1,4 +1,4 @@
-"""The one answer parser: the answer a provider's response carries -> ``{status, reason}``, or
+"""The one answer parser: the answer a provider's response carries -> ``{reason, status}``, or
 ``unscored`` with a cause. Fail-closed: anything but a valid answer is ``unscored``, never
 ``pass``. A pairwise state (issue 28) is answered in another form, ``PREFERENCE``:
 ``{reason, better}`` (the reason first, so that a judge writes its grounds before its
@@ -12,8 +12,9 @@ check of the answer itself; ``Provider.parse`` is the entry point.
 Causes (the ``error.cause`` of an unscored verdict):
 
 - ``not_json``: the answer text is not JSON (or is empty).
-- ``wrong_shape``: JSON, but not exactly ``{"status": "pass"|"fail"|"na", "reason": string}``
-  (for a pairwise state: ``{"reason": string, "better": "response_1"|"response_2"|"tie"}``).
+- ``wrong_shape``: JSON, but not exactly ``{"reason": string, "status": "pass"|"fail"|"na"}``
+  (its keys in either order; for a pairwise state: ``{"reason": string, "better":
+  "response_1"|"response_2"|"tie"}``).
 - ``refusal``: the model refused (OpenAI ``message.refusal`` or ``finish_reason``
   ``content_filter``; Anthropic ``stop_reason`` ``refusal``).
 - ``truncated``: the answer was cut at the output limit (``finish_reason`` ``length``;
@@ -71,11 +72,15 @@ CAUSES = ("not_json", "wrong_shape", "refusal", "truncated", "bad_response", "am
 NA_NOT_ALLOWED = "na_not_allowed"  # an answer's cause, found where the verdict is made
 DETAIL_CHARS = 200
 TOOL_NAME = "record_verdict"  # the tool a provider without JSON-schema answers is made to call
-# The tool's description by the form of answer (the verdict's as it always was: the same
-# bytes, the same store keys).
+# The tool's description by the form of answer (the verdict's as it always was).
 TOOL_DESCRIPTIONS = {"verdict": "Record the verdict on the judge state.",
                      "preference": "Record which response better meets the rubric, after the "
                                    "reason."}
+# Every schema asks for the reason first (issue 26: ``_checks.state.answer_schema``):
+# structured output generates properties in schema order, and a judge that writes its grounds
+# before its status agrees with people more than one that decides first (evidence-first
+# prompting; G-Eval). Answers are read in either order: a store written before keeps its
+# `{status, reason}` answers.
 
 
 class JudgeAnswer(Struct, forbid_unknown_fields=True, gc=False):
@@ -124,7 +129,7 @@ _FENCE = "```"
 # The form of a judge rubric's answer (its name is the one OpenAI's schema always had: the
 # bytes of every request, and so the store keys, stay as they were) and of a pairwise one.
 VERDICT = Form("verdict", ANSWER_SCHEMA, _answer.decode, ("status", "reason"),
-               '{"status": "pass"|"fail"|"na", "reason": string}')
+               '{"reason": string, "status": "pass"|"fail"|"na"}')
 PREFERENCE = Form("preference", PAIRWISE_SCHEMA, msgspec.json.Decoder(PairwiseAnswer).decode,
                   ("better", "reason"),
                   '{"reason": string, "better": "response_1"|"response_2"|"tie"}')
@@ -215,8 +220,8 @@ def unfenced(text: str) -> str:
 
 def read_json(data: bytes, usage: TokenUsage | None, response_id: str | None,
               form: Form = VERDICT) -> Parsed:
-    """The answer given as JSON (a tool call's input): exactly ``{status, reason}`` (the
-    ``form``'s keys), each key once, or unscored with the cause."""
+    """The answer given as JSON (a tool call's input): exactly ``{reason, status}`` (the
+    ``form``'s keys, in either order), each key once, or unscored with the cause."""
     try:
         answer = form.decode(data)
     except msgspec.ValidationError as exc:

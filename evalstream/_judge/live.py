@@ -17,6 +17,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 import msgspec
@@ -26,6 +27,7 @@ from evalstream._files.outputs import AtomicOutput, escape_line_breaks
 from evalstream._files.sniff import HEAD_BYTES, check_head
 from evalstream._files.transaction import Target, Transaction
 from evalstream._judge import inputs, pairs, tokens, verdict
+from evalstream._judge.jury import Jury, single
 from evalstream._judge.limits import Concurrency, TokenBucket
 from evalstream._judge.providers.base import Signer
 from evalstream._judge.report import (
@@ -49,6 +51,7 @@ from evalstream._judge.transport import (
     answer_bytes,
     key_from_environment,
 )
+from evalstream._judge.votes import Ask, JurorTally, PanelTally, grouped, requests
 from evalstream._verdicts.records import JudgeVerdict, TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
@@ -88,6 +91,17 @@ class Options:
     # the encoding of --dry-run, --tpm and --max-cost counts; None: the model family's
     tokenizer: str | None = None
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    # A jury (--jury FILE: its jurors, each with its config, samples, prices and key's
+    # variable; `config` is its first juror's); None: `config` alone, asked `samples` times.
+    jury: Jury | None = None
+    samples: int = 1
+
+
+def jury_of(opts: Options) -> Jury:
+    """The run's jury: --jury's, or the jury of one that --model (and --samples) make."""
+    if opts.jury is not None:
+        return opts.jury
+    return single(opts.config, opts.samples, opts.price_in, opts.price_out, opts.api_key_env)
 
 
 @dataclass
@@ -104,6 +118,7 @@ class Progress:
     output_tokens: int = 0
     cost: float = 0.0
     started: float = field(default_factory=time.monotonic)
+    votes: dict[str, int] = field(default_factory=dict)  # a panel's votes stored, by juror
 
 
 ProgressHook = Callable[[Progress], None]
@@ -114,7 +129,12 @@ def check(opts: Options) -> Transaction:
     checked (``outputs``)."""
     if opts.output is None:
         raise UsageError("give an output file for the verdicts.")
-    if opts.max_cost is not None and (opts.price_in is None or opts.price_out is None):
+    jury = jury_of(opts)
+    if opts.max_cost is not None and not jury.priced:
+        if opts.jury is not None:
+            raise UsageError(f"--max-cost needs every juror's prices: give `price_in` and "
+                             f"`price_out` to each [[judge]] of {opts.jury.path} (USD per "
+                             "million tokens; evalstream keeps no price table).")
         raise UsageError("--max-cost needs --price-in and --price-out (USD per million tokens): "
                          "evalstream keeps no price table, because prices change.")
     for name, value in (("--max-connections", opts.max_connections),
@@ -163,6 +183,13 @@ def api_key(opts: Options) -> str | None:
     return key_from_environment(opts.config, opts.api_key_env, opts.environ)
 
 
+def api_keys(opts: Options) -> list[str | None]:
+    """Each juror's API key from the environment (its `api_key_env`, else its provider's
+    variable), as ``api_key`` reads one."""
+    return [key_from_environment(j.config, j.api_key_env, opts.environ)
+            for j in jury_of(opts).jurors]
+
+
 def held(opts: Options) -> HeldInput:
     """The input, held open for every reading of the run, after the wrong-file check (stdin
     and other streams spooled to a temporary file that is gone as soon as it is opened)."""
@@ -178,16 +205,18 @@ def held(opts: Options) -> HeldInput:
 
 # -- pass 1: ask ---------------------------------------------------------------------------------
 class Asker:
-    """Pass 1: reads the judge states and sends what is not stored, within the limits."""
+    """Pass 1: reads the judge states and sends what is not stored, within the limits: for a
+    jury, every juror's every sample (``votes``), each vote a store entry of its own."""
 
-    def __init__(self, opts: Options, store: Store, key: str | None,
+    def __init__(self, opts: Options, store: Store, keys: list[str | None],
                  hook: ProgressHook | None,
-                 signer: Signer | None = None) -> None:
+                 signers: list[Signer | None] | None = None) -> None:
         self.opts = opts
-        self.signer = signer
+        self.jury = jury_of(opts)
+        self.signers = signers or [None] * len(self.jury.jurors)
         self.config = opts.config
         self.store = store
-        self.key = key
+        self.keys = keys
         self.hook = hook
         self.progress = Progress()
         self.requests = Requests()
@@ -205,40 +234,37 @@ class Asker:
         self.oversized = 0  # answers longer than the transport reads: stored cut, unscored
         self.concurrency = Concurrency(opts.max_connections)
         self.in_flight: set[str] = set()  # keys sent and not yet finished
-        # Requests another run on the store was sending when this one came to them.
-        self.waiting: dict[str, tuple[inputs.JudgeState, Request]] = {}
+        # Votes another run on the store was sending when this one came to them.
+        self.waiting: dict[str, tuple[inputs.JudgeState, Ask]] = {}
         # With --retry-unscored an answer stored before this run is the one to replace.
         self.answered_since = time.time() if opts.retry_unscored else 0.0
-        self.counter = tokens.counter(self.config.provider, self.config.model,
-                                      opts.tokenizer) if (
-            opts.tpm or opts.max_cost) else None
+        counting = bool(opts.tpm or opts.max_cost)
+        self.counters = [tokens.counter(j.config.provider, j.config.model, opts.tokenizer)
+                         if counting else None for j in self.jury.jurors]
+        self.counter = self.counters[0]
+        self.tallies = [JurorTally() for _ in self.jury.jurors]  # per juror, for the report
 
-    def _worst_cost(self, input_tokens: int) -> float:
-        assert self.opts.price_in is not None and self.opts.price_out is not None
-        return (input_tokens * self.opts.price_in
-                + self.config.max_output_tokens * self.opts.price_out) / 1e6
+    def _worst_cost(self, j: int, input_tokens: int, samples: int = 1) -> float:
+        juror = self.jury.jurors[j]
+        return juror.cost(input_tokens, juror.config.max_output_tokens * samples)
 
-    def _cost(self, usage: TokenUsage | None) -> float:
-        if usage is None or self.opts.price_in is None or self.opts.price_out is None:
-            return 0.0
-        return (usage.input_tokens * self.opts.price_in
-                + usage.output_tokens * self.opts.price_out) / 1e6
-
-    def needs(self, state: inputs.JudgeState, req: Request) -> bool:
-        """Whether this state's request must be sent (counting it as needed or reused)."""
-        if req.key in self.in_flight or req.key in self.waiting:
+    def needs(self, j: int, key: str, config: JudgeConfig) -> bool:
+        """Whether juror ``j``'s vote stored under ``key`` must be asked (counting it as
+        needed or reused); ``config``: the juror's config of the state (its form of answer)."""
+        if key in self.in_flight or key in self.waiting:
             return False  # a duplicate of a request on its way
-        stored = self.store.get(req.key) if self.opts.retry_unscored else None
-        if stored is not None and self.config.of(state).parse(stored.body).cause:
-            if self.store.asked(req.key):
+        stored = self.store.get(key) if self.opts.retry_unscored else None
+        if stored is not None and config.parse(stored.body).cause:
+            if self.store.asked(key):
                 return False  # asked again already in this run
             self.requests.needed += 1
             self.requests.retried_unscored += 1
             return True
-        if stored is not None or self.store.has(req.key):
+        if stored is not None or self.store.has(key):
             self.requests.reused += 1
+            self.tallies[j].votes_reused += 1
             return False
-        if self.store.asked(req.key):
+        if self.store.asked(key):
             return False  # a duplicate of a request this run already sent
         self.requests.needed += 1
         return True
@@ -246,29 +272,33 @@ class Asker:
     async def run(self, source: HeldInput) -> None:
         rpm = TokenBucket(self.opts.rpm) if self.opts.rpm else None
         tpm = TokenBucket(self.opts.tpm) if self.opts.tpm else None
-        transport = Transport(self.config, self.key, self.concurrency, timeout=self.opts.timeout,
-                              max_attempts=self.opts.max_attempts, rpm=rpm, tpm=tpm,
-                              max_wait=self.opts.max_wait, signer=self.signer)
+        # One transport a juror (its URL, headers, key), sharing the run's limits.
+        transports = [Transport(juror.config, key, self.concurrency, timeout=self.opts.timeout,
+                                max_attempts=self.opts.max_attempts, rpm=rpm, tpm=tpm,
+                                max_wait=self.opts.max_wait, signer=signer)
+                      for juror, key, signer in zip(self.jury.jurors, self.keys, self.signers,
+                                                    strict=True)]
         tasks: set[asyncio.Task[None]] = set()
         ticker = asyncio.create_task(self._tick()) if self.hook else None
         renewer = asyncio.create_task(self._renew())
         try:
-            async with transport:
-                for i, (state, req) in enumerate(self._states(source)):
+            async with AsyncExitStack() as stack:
+                for transport in transports:
+                    await stack.enter_async_context(transport)
+                for i, (state, ask) in enumerate(self._asks(source)):
                     if i % 64 == 0:
                         # Let answers in flight be read while stored states stream past.
                         await asyncio.sleep(0)
                     if self.broken is not None:
                         break
-                    if self.needs(state, req):
-                        await self._offer(state, req, transport, tasks)
+                    await self._offer(state, ask, transports, tasks)
                 while self.waiting and self.broken is None:
                     # Wait for the answers of the other runs' requests; one whose claim ended
                     # without an answer (that run got none, or died) is offered again here.
                     await asyncio.sleep(WAIT_POLL)
-                    for key, (state, req) in list(self.waiting.items()):
+                    for key, (state, ask) in list(self.waiting.items()):
                         del self.waiting[key]
-                        await self._offer(state, req, transport, tasks)
+                        await self._offer(state, ask, transports, tasks)
                 if tasks:
                     await asyncio.gather(*tasks)
             if self.broken is not None:
@@ -279,58 +309,88 @@ class Asker:
             if ticker is not None:
                 ticker.cancel()
             renewer.cancel()
-            self.requests.attempts = transport.tally.attempts
-            self.requests.retries = transport.tally.retries
-            self.requests.retried = dict(sorted(transport.tally.retried.items()))
-            self.requests.rate_limited = transport.tally.rate_limited
-            self.requests.paced_seconds = round(transport.pacer.waited, 3)
-            self.refused = transport.refused
-            self.unreachable = transport.unreachable
-            self.requests.max_in_flight = self.concurrency.most_held
-            self.requests.lowest_concurrency = self.concurrency.lowest
+            r = self.requests
+            r.attempts = sum(t.tally.attempts for t in transports)
+            r.retries = sum(t.tally.retries for t in transports)
+            retried: Counter[str] = Counter()
+            for t in transports:
+                retried.update(t.tally.retried)
+            r.retried = dict(sorted(retried.items()))
+            r.rate_limited = sum(t.tally.rate_limited for t in transports)
+            r.paced_seconds = round(sum(t.pacer.waited for t in transports), 3)
+            self.refused, self.unreachable = self._refused(transports)
+            r.max_in_flight = self.concurrency.most_held
+            r.lowest_concurrency = self.concurrency.lowest
             if self.hook:
                 self.hook(self.progress)
 
-    async def _offer(self, state: inputs.JudgeState, req: Request, transport: Transport,
+    def _refused(self, transports: list[Transport]) -> tuple[str | None, bool]:
+        """The refusal every attempt of a juror met, naming the juror in a jury, and whether
+        that juror's server was reached at all (``transport.unreachable``)."""
+        for juror, transport in zip(self.jury.jurors, transports, strict=True):
+            if transport.refused is not None:
+                said = transport.refused if self.opts.jury is None else \
+                    f"juror `{juror.name}`: {transport.refused}"
+                return said, transport.unreachable
+        return None, False
+
+    async def _offer(self, state: inputs.JudgeState, ask: Ask, transports: list[Transport],
                      tasks: set[asyncio.Task[None]]) -> None:
-        """Send a needed request, within the limits, unless another run on the store is sending
-        it (then its answer is waited for) or has answered it since ``needs`` looked."""
-        if self.stopped_by or self.fatal or transport.refused:
+        """Send a needed request, within the limits, for the votes no other run on the store
+        is sending (those are waited for) or has answered since ``needs`` looked."""
+        if self.stopped_by or self.fatal or any(t.refused for t in transports):
             return  # read on, to count what was needed
         if self.opts.max_requests is not None and self.requests.sent >= self.opts.max_requests:
             self.stopped_by = "max-requests"
             return
-        claim = self.store.claim(req.key, self.answered_since)
-        if claim == HELD:
-            self.waiting[req.key] = (state, req)
+        claimed = []
+        for key in ask.keys:
+            claim = self.store.claim(key, self.answered_since)
+            if claim == HELD:
+                self.waiting[key] = (state, Ask(ask.juror, ask.single, (key,), ask.single))
+            elif claim == ANSWERED:
+                self.requests.from_other_runs += 1
+            else:
+                claimed.append(key)
+        if not claimed:
             return
-        if claim == ANSWERED:
-            self.requests.from_other_runs += 1
-            return
+        if len(claimed) < len(ask.keys):  # ask for the samples claimed, as they are sent
+            ask, *rest = grouped(self.jury, ask.juror, ask.single, tuple(claimed))
+            for later in rest:
+                for key in later.keys:
+                    self.store.release(key)
+                    self.waiting[key] = (state, later)
+        j = ask.juror
+        counter = self.counters[j]
         estimate = 0
-        config = self.config.of(state)
-        if self.counter is not None:
-            estimate = tokens.request_tokens(config.system(state.question),
-                                             state.state, self.counter.encoding,
-                                             state.pair is not None)
+        config = self.jury.jurors[j].config.of(state)
+        if counter is not None:
+            estimate = tokens.request_tokens(config.system(state.question), state.state,
+                                             counter.encoding, state.pair is not None)
+        worst = 0.0
         if self.opts.max_cost is not None:
-            worst = self._worst_cost(estimate)
+            worst = self._worst_cost(j, estimate, len(ask.keys))
             if self.spent + self.reserved + worst > self.opts.max_cost:
                 self.stopped_by = "max-cost"
-                self.store.release(req.key)
+                for key in ask.keys:
+                    self.store.release(key)
                 return
             self.reserved += worst
         await self.concurrency.acquire()
-        if self.fatal or transport.refused:
+        if self.fatal or any(t.refused for t in transports):
             self.concurrency.release()
-            self.store.release(req.key)
+            self.reserved -= worst
+            for key in ask.keys:
+                self.store.release(key)
             return
-        if self.opts.retry_unscored:
-            self.store.mark_asked(req.key)  # its new answer may be unscored too
-        self.in_flight.add(req.key)
+        for key in ask.keys:
+            if self.opts.retry_unscored:
+                self.store.mark_asked(key)  # its new answer may be unscored too
+            self.in_flight.add(key)
         self.requests.sent += 1
+        self.tallies[j].sent += 1
         self.progress.sent += 1
-        task = asyncio.create_task(self._ask(req, estimate, transport, config))
+        task = asyncio.create_task(self._ask(ask, estimate, worst, transports[j], config))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
@@ -345,68 +405,120 @@ class Asker:
                     self.broken = exc
                 return
 
-    def _states(self, source: HeldInput) -> Iterator[tuple[inputs.JudgeState, Request]]:
+    def _asks(self, source: HeldInput) -> Iterator[tuple[inputs.JudgeState, Ask]]:
+        """Each judge state's requests: for each juror, the samples not stored, grouped as
+        they are sent (one request where the provider asks for several samples at once)."""
         reader = inputs.Reader(self.opts.max_line_bytes)
         for item in pairs.Orders().items(reader.read_held(source)):
             self.progress.lines = reader.counts.lines
             for state in item if isinstance(item, pairs.Pair) else (item,):
                 if isinstance(state, inputs.JudgeState):
+                    if state.pair is not None and self.jury.panel:
+                        raise UsageError(no_pairwise_panel(self.opts, state))
                     self.progress.states += 1
-                    yield state, request_of(self.config, state)
+                    for j, juror, req, keys in requests(self.jury, state):
+                        config = juror.config.of(state)
+                        needed = tuple(key for key in keys if self.needs(j, key, config))
+                        for ask in grouped(self.jury, j, req.body, needed):
+                            yield state, ask
 
-    async def _ask(self, req: Request, estimate: int, transport: Transport,
+    async def _ask(self, ask: Ask, estimate: int, worst: float, transport: Transport,
                    config: JudgeConfig) -> None:
+        samples = len(ask.keys)
+        output = self.jury.jurors[ask.juror].config.max_output_tokens
         try:
             try:
-                reply = await transport.send(req.body, estimate + self.config.max_output_tokens)
+                reply = await (transport.send(ask.body, estimate + output) if samples == 1
+                               else transport.send(ask.body, estimate + output * samples,
+                                                   samples))
             finally:
                 self.concurrency.release()
-                if self.opts.max_cost is not None:
-                    self.reserved -= self._worst_cost(estimate)
-            self._record(req, reply, estimate, config)
+            self._answered(ask.juror, reply)
+            if samples == 1 or reply.body is None:
+                for key in ask.keys:
+                    self._record(ask.juror, key, reply, estimate, config)
+            else:
+                # One request for several samples: each sample's answer stored under its key;
+                # those a server did not give (it ignores `n`) asked alone, now.
+                bodies = transport.config.api.split_samples(reply.body)[:samples]
+                for key, body in zip(ask.keys, bodies, strict=False):
+                    self._record(ask.juror, key, reply._replace(body=body), estimate, config)
+                for key in ask.keys[len(bodies):]:
+                    if self.fatal or transport.refused or self.broken:
+                        break  # the run stops: these votes stay unasked, their state unjudged
+                    await self.concurrency.acquire()
+                    try:
+                        self.requests.sent += 1
+                        self.tallies[ask.juror].sent += 1
+                        again = await transport.send(ask.single, estimate + output)
+                    finally:
+                        self.concurrency.release()
+                    self._answered(ask.juror, again)
+                    self._record(ask.juror, key, again, estimate, config)
         except Exception as exc:
             # Never lost with its task (asyncio would only log it at exit, and the state would
             # get no verdict): the first error stops sending, and pass 1 raises it once the
             # requests in flight are stored, however early or late its task ended.
             if self.broken is None:
                 self.broken = exc
-        self.in_flight.discard(req.key)
+        finally:
+            if self.opts.max_cost is not None:
+                self.reserved -= worst
+            for key in ask.keys:
+                self.in_flight.discard(key)
 
-    def _record(self, req: Request, reply: Reply, estimate: int, config: JudgeConfig) -> None:
+    def _answered(self, j: int, reply: Reply) -> None:
+        """Count a request that ended, answered or not (one request may hold several votes)."""
         self.progress.done += 1
         if reply.body is None:
-            assert reply.cause is not None and reply.detail is not None
             self.requests.failed += 1
+            return
+        self.requests.answered += 1
+        self.tallies[j].answered += 1
+        self.histogram.add(reply.latency_ms)
+
+    def _record(self, j: int, key: str, reply: Reply, estimate: int,
+                config: JudgeConfig) -> None:
+        """Store (or note the failure of) juror ``j``'s answer for the vote under ``key``
+        (``config``: the juror's config of the state, whose form the answer is read in)."""
+        juror, tally = self.jury.jurors[j], self.tallies[j]
+        if reply.body is None:
+            assert reply.cause is not None and reply.detail is not None
+            tally.votes_failed += 1
             self.progress.unscored += 1
-            self.store.fail(req.key, reply.cause, reply.detail)
+            self.store.fail(key, reply.cause, reply.detail)
             if reply.fatal and self.fatal is None:
-                self.fatal = reply.detail
+                self.fatal = reply.detail if self.opts.jury is None else \
+                    f"juror `{juror.name}`: {reply.detail}"
             return
         if not reply.whole:
             self.oversized += 1
         parsed = config.parse(reply.body)
         usage = parsed.usage
-        self.store.put(req.key, self.config.provider, self.config.model, reply.body,
+        self.store.put(key, juror.config.provider, juror.config.model, reply.body,
                        reply.request_id or parsed.response_id,
                        usage.input_tokens if usage else None,
                        usage.output_tokens if usage else None, reply.latency_ms, reply.attempts)
-        self.requests.answered += 1
-        self.histogram.add(reply.latency_ms)
+        tally.votes_stored += 1
+        if self.jury.panel:
+            self.progress.votes[juror.name] = self.progress.votes.get(juror.name, 0) + 1
         if parsed.cause:
             self.progress.unscored += 1
         if usage is not None:
-            self.usage[0] += usage.input_tokens
-            self.usage[1] += usage.output_tokens
-            self.usage[2] += usage.reasoning_tokens or 0
+            for counts in (self.usage, tally.usage):
+                counts[0] += usage.input_tokens
+                counts[1] += usage.output_tokens
+                counts[2] += usage.reasoning_tokens or 0
             self.progress.input_tokens += usage.input_tokens
             self.progress.output_tokens += usage.output_tokens
-        if usage is None and self.opts.price_in is not None and self.opts.price_out is not None:
+        if usage is None and juror.priced:
             # No usable counts (none, or impossible ones): never free against --max-cost.
             self.usage_unknown += 1
-            cost = self._worst_cost(estimate)
+            cost = self._worst_cost(j, estimate)
         else:
-            cost = self._cost(usage)
+            cost = 0.0 if usage is None else juror.cost(usage.input_tokens, usage.output_tokens)
         self.spent += cost
+        tally.cost += cost
         self.progress.cost += cost
 
     async def _tick(self) -> None:
@@ -470,8 +582,10 @@ class Writer:
         self.opts = opts
         self.config = opts.config
         self.store = store
-        self.info = self.config.info
+        self.jury = jury_of(opts)
+        self.info = self.jury.info() if self.jury.panel else self.config.info
         self.pair_info = self.config.pairwise.info
+        self.panels = PanelTally(self.jury)  # a panel's votes, per juror
         self.counts = Counts()
         self.by_status: Counter[str] = Counter()
         self.by_cause: Counter[str] = Counter()
@@ -498,16 +612,12 @@ class Writer:
             self.usage_all[0] += v.usage.input_tokens
             self.usage_all[1] += v.usage.output_tokens
             self.usage_all[2] += v.usage.reasoning_tokens or 0
-        return self._counted(v)
-
-    def _counted(self, v: JudgeVerdict) -> bytes:
-        self.by_status[v.status] += 1
-        if v.error is not None:
-            self.by_cause[v.error.cause] += 1
-        return escape_line_breaks(self._encode(v)) + b"\n"
+        return self._line(v)
 
     def verdict(self, state: inputs.JudgeState) -> bytes | None:
         """The verdict line for a judge state, or None when it was not judged."""
+        if self.jury.panel:
+            return self._panel(state)
         req = request_of(self.config, state)
         stored = self.store.get(req.key)
         if stored is not None:
@@ -525,7 +635,37 @@ class Writer:
                 return None
             v = verdict.unanswered(self.info, failure, state.case_id, state.rubric_id,
                                    state.rubric_hash, state.state_hash, state.exposure)
-        return self._counted(v)
+        return self._line(v)
+
+    def _line(self, v: JudgeVerdict) -> bytes:
+        self.by_status[v.status] += 1
+        if v.error is not None:
+            self.by_cause[v.error.cause] += 1
+        return escape_line_breaks(self._encode(v)) + b"\n"
+
+    def _panel(self, state: inputs.JudgeState) -> bytes | None:
+        """A panel's verdict from every juror's every sample, or None while one of them has
+        neither an answer nor a failure of this run (not asked yet: a limit stopped pass 1)."""
+        votes, read = [], []
+        for _, juror, _, keys in requests(self.jury, state):
+            for sample, key in enumerate(keys):
+                stored = self.store.get(key)
+                failure = self.store.failure(key) if stored is None else None
+                if stored is None and failure is None:
+                    return None
+                vote, parsed = verdict.vote(juror.name, juror.config.model, sample,
+                                            juror.config.api, stored, failure, state.allows_na)
+                votes.append(vote)
+                read.append(parsed)
+        self.unstructured += sum(p.unstructured for p in read if p is not None)
+        v = verdict.panel(self.info, self.jury.rule, votes, state.case_id, state.rubric_id,
+                          state.rubric_hash, state.state_hash, state.exposure)
+        if v.usage is not None:
+            self.usage_all[0] += v.usage.input_tokens
+            self.usage_all[1] += v.usage.output_tokens
+            self.usage_all[2] += v.usage.reasoning_tokens or 0
+        self.panels.add(v)
+        return self._line(v)
 
     def write(self, source: HeldInput, out: AtomicOutput, rejects: AtomicOutput) -> None:
         c = self.counts
@@ -569,6 +709,18 @@ def request_of(config: JudgeConfig, state: inputs.JudgeState) -> Request:
     return build(config.of(state), state.question, state.state)
 
 
+def no_pairwise_panel(opts: Options, state: inputs.JudgeState) -> str:
+    """Why a panel (a jury, or several samples) does not judge a pairwise state: the
+    sentence of the UsageError that stops the run on the first one."""
+    how = f"--jury {opts.jury.path}" if opts.jury is not None else f"--samples {opts.samples}"
+    return (f"line {state.line}: case {state.case_id!r}, rubric {state.rubric_id!r} is a "
+            f"pairwise state (build --pair-with), and {how} asks a panel: a pairwise verdict "
+            "is already the decision of two orders, and a panel of such decisions (whose "
+            "votes are a/b/tie, not pass/fail) is not supported yet. Judge pairwise states "
+            "with one judge (--model, without --jury and --samples), or leave the pairwise "
+            "rubric out of this run's states.")
+
+
 # -- the run ---------------------------------------------------------------------------------------
 JUDGE_USAGE = ("; judge reads build's output: run `evalstream build {input} states.jsonl` "
                "first and judge states.jsonl")
@@ -581,14 +733,16 @@ def run(opts: Options, hook: ProgressHook | None = None,
 
     Raises UsageError for bad options, when the server refuses the key, the model or the
     URL (HTTP 401, 403, 404), or when the first requests were all refused alike before any
-    answer (the same status and message, or no connection made at all): nothing is written
-    then, but every answer received is stored.
+    answer (the same status and message, or no connection made at all), or when a panel (a
+    jury, or --samples) meets a pairwise state: nothing is written then, but every answer
+    received is stored.
     """
     started = time.perf_counter()
     targets = targets if targets is not None else check(opts)
     assert opts.output is not None
-    key = api_key(opts)
-    signer = opts.config.api.signer(opts.config, key, opts.environ)
+    keys = api_keys(opts)
+    signers = [juror.config.api.signer(juror.config, key, opts.environ)
+               for juror, key in zip(jury_of(opts).jurors, keys, strict=True)]
     rejects_path, report_path = targets.path("rejects"), targets.path("report")
     if rejects_path is None or report_path is None:
         raise UsageError("with the verdicts on stdout, give --rejects and --report.")
@@ -597,7 +751,7 @@ def run(opts: Options, hook: ProgressHook | None = None,
     with held(opts) as source:
         store = Store(path_of_store)
         try:
-            asker = Asker(opts, store, key, hook, signer)
+            asker = Asker(opts, store, keys, hook, signers)
             _ask_all(asker, source)
             if asker.refused is not None and asker.unreachable:
                 sent = asker.requests.sent
@@ -605,7 +759,7 @@ def run(opts: Options, hook: ProgressHook | None = None,
                     f"no request reached the server: every attempt failed the same way "
                     f"({asker.refused}), so the run stopped: {sent:,} request"
                     f"{'s were' if sent != 1 else ' was'} tried and none answered (nothing "
-                    f"paid). Check --base-url ({opts.config.url}): is the server running, and "
+                    f"paid). Check --base-url ({_url(opts)}): is the server running, and "
                     "on this host and port?")
             if asker.refused is not None:
                 sent = asker.requests.sent
@@ -613,7 +767,7 @@ def run(opts: Options, hook: ProgressHook | None = None,
                     f"the server refused every request the same way ({asker.refused}), so the "
                     f"run stopped: {sent:,} request{'s were' if sent != 1 else ' was'} sent "
                     f"and none answered (nothing paid). Check the API key variable, --model "
-                    f"and --base-url ({opts.config.url}); the server's message above says "
+                    f"and --base-url ({_url(opts)}); the server's message above says "
                     "what it wants." + (
                         " It names response_format: this server may not take the structured "
                         "output asked for (llama.cpp's takes --response-format json_object; "
@@ -622,7 +776,7 @@ def run(opts: Options, hook: ProgressHook | None = None,
             if asker.fatal is not None:
                 raise UsageError(
                     f"the server refused the request ({asker.fatal}); check the API key "
-                    f"variable, --model and --base-url ({opts.config.url}). Answers received "
+                    f"variable, --model and --base-url ({_url(opts)}). Answers received "
                     f"so far are kept in {path_of_store}.")
             with targets:
                 out, rejects, report_out = (targets.open(role)
@@ -640,6 +794,11 @@ def run(opts: Options, hook: ProgressHook | None = None,
     return report
 
 
+def _url(opts: Options) -> str:
+    """Where the judge is asked, as a sentence names it (a jury's jurors: in its file)."""
+    return opts.config.url if opts.jury is None else f"each juror's in {opts.jury.path}"
+
+
 def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: str | None,
             started: float) -> JudgeReport:
     c = writer.counts
@@ -648,6 +807,7 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
     rate = unscored / judged if judged else None
     prices = None if opts.price_in is None or opts.price_out is None else Prices(
         opts.price_in, opts.price_out)
+    priced = prices is not None or (opts.jury is not None and opts.jury.priced)
     if c.not_judged and asker.stopped_by:
         exit_code = EXIT_INCOMPLETE
     elif c.rejected or too_unscored(unscored, judged, opts.max_unscored_rate):
@@ -657,6 +817,11 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
     warnings = []
     if asker.counter is not None and not asker.counter.exact:
         warnings.append(f"token counts for --tpm/--max-cost: {asker.counter.note}")
+    cold = [j.name for j in asker.jury.jurors if j.samples > 1 and j.config.temperature == 0]
+    if cold:
+        warnings.append(f"several samples at temperature 0 ({', '.join(cold)}): a server may "
+                        "answer them alike, so their consistency says little; sample at a "
+                        "temperature above 0 (e.g. --temperature 0.7)")
     if asker.oversized:
         limit = answer_bytes(opts.config.max_output_tokens)
         warnings.append(f"answers longer than an answer of --max-output-tokens can be ({limit:,} "
@@ -674,14 +839,15 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
         max_unscored_rate=opts.max_unscored_rate, requests=asker.requests,
         usage=tallied(asker.usage), usage_all=tallied(writer.usage_all),
         tokenizer=asker.counter.encoding if asker.counter is not None else None, prices=prices,
-        cost_usd=round(asker.spent, 6) if prices else None, max_cost=opts.max_cost,
+        cost_usd=round(asker.spent, 6) if priced else None, max_cost=opts.max_cost,
         max_requests=opts.max_requests,
         stopped_by=asker.stopped_by if c.not_judged else None,
         latency_ms=asker.histogram.latency(), not_judged=writer.not_judged,
         not_judged_listed=len(writer.not_judged),
         rejected_by_kind=dict(sorted(writer.rejected_by_kind.items())),
         without_structured_output=writer.unstructured, warnings=warnings,
-        seconds=round(time.perf_counter() - started, 3), exit_code=exit_code)
+        seconds=round(time.perf_counter() - started, 3), exit_code=exit_code,
+        jury=writer.panels.report(asker.tallies) if asker.jury.panel else None)
 
 
 def tallied(usage: list[int]) -> TokenUsage:

@@ -45,11 +45,12 @@ class Counts(Struct):
 
 
 class Requests(Struct):
-    """What was asked this run. ``needed`` judge states had no stored answer (or, with
-    --retry-unscored, an unscored one); ``sent`` of them were sent (the others were
-    duplicates of a request already asked, answered by another run on the same store while
-    this one ran: ``from_other_runs``, or stopped by a limit); each sent request was
-    ``answered`` (stored) or ``failed`` (no answer: not stored)."""
+    """What was asked this run. ``needed`` judge states (a panel's: votes) had no stored
+    answer (or, with --retry-unscored, an unscored one); ``sent`` requests were sent for
+    them (the others were duplicates of a request already asked, answered by another run on
+    the same store while this one ran: ``from_other_runs``, or stopped by a limit; a panel's
+    request may ask for several samples); each sent request was ``answered`` (stored) or
+    ``failed`` (no answer: not stored); ``reused`` answers (votes) were stored already."""
 
     needed: int = 0
     sent: int = 0
@@ -90,8 +91,43 @@ class NotJudged(Struct):
     rubric_id: str
 
 
-class JudgeReport(Struct):
-    """The machine-readable summary of one ``judge`` run."""
+class JurorReport(Struct):
+    """One juror of a panel: who, its samples a state, this run's requests (one may carry
+    several samples), votes stored, failed (no answer) and reused from the store; the
+    statuses of its votes in the verdicts written; this run's tokens and cost."""
+
+    name: str
+    model: str
+    provider: str
+    samples: int
+    sent: int
+    answered: int
+    votes_stored: int
+    votes_failed: int
+    votes_reused: int
+    votes: dict[str, int]  # by status: pass, fail, na, unscored
+    usage: TokenUsage
+    prices: Prices | None
+    cost_usd: float | None
+
+
+class JuryReport(Struct):
+    """A panel's run (issue 26): its rule and file, each juror, and how its votes agreed:
+    ``split`` verdicts whose scored votes differ, ``unstable`` verdicts where one juror's
+    samples differ, ``consistency`` the mean share of scored votes agreeing with the
+    decision (over decided verdicts; with one juror and --samples, its consistency)."""
+
+    rule: str
+    file: str | None
+    votes_per_state: int
+    jurors: list[JurorReport]
+    split: int
+    unstable: int
+    consistency: float | None
+
+
+class JudgeReport(Struct, omit_defaults=True):
+    """The machine-readable summary of one ``judge`` run (``jury`` only for a panel)."""
 
     command: str
     evalstream: str
@@ -126,6 +162,7 @@ class JudgeReport(Struct):
     warnings: list[str]
     seconds: float
     exit_code: int
+    jury: JuryReport | None = None
 
 
 def encode(report: JudgeReport) -> bytes:

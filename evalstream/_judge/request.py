@@ -264,6 +264,18 @@ def request_key(config: JudgeConfig, body: bytes) -> str:
     return digest.hexdigest()
 
 
+def sample_key(key: str, sample: int) -> str:
+    """The store key of sample ``sample`` (from 0) of the request whose key is ``key``
+    (issue 26): sample 0 is the request's own key, so single-judge runs and the stores they
+    wrote are unchanged; sample i > 0 is SHA-256 of the key and ``#sample i``. Samples of one
+    request are distinct store entries whether each was asked alone or all in one request
+    with ``n`` (``Provider.samples_body``): the key says which sample, not how it was
+    asked."""
+    if sample == 0:
+        return key
+    return hashlib.sha256(f"{key}#sample {sample}".encode()).hexdigest()
+
+
 def build(config: JudgeConfig, question: str, state: str, allows_na: bool = True) -> Request:
     """The request for one judge state (``allows_na``: whether its rubric allows ``na``)."""
     body = config.answering(allows_na).body(question, state)

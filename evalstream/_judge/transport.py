@@ -268,11 +268,12 @@ class Transport:
         if self._session is not None:
             await self._session.close()
 
-    async def send(self, body: bytes, tokens: int) -> Reply:
+    async def send(self, body: bytes, tokens: int, answers: int = 1) -> Reply:
         """Send one body (``tokens``: its estimate, for --tpm and the server's token quota)
         until it is answered or out of attempts; the caller holds a concurrency slot. What
         the server sent is in the reply with every form of the key replaced, and a 200 body
-        longer than ``answer_limit`` cut there (``Reply.whole`` False).
+        longer than ``answers`` times ``answer_limit`` (a request for several samples is
+        answered with each) cut there (``Reply.whole`` False).
 
         A refusal that says when to come back (a 429 or 503 with ``Retry-After``) is waited
         out and not counted as a failed attempt: the request gives up once such waits add up
@@ -298,7 +299,8 @@ class Transport:
                                               allow_redirects=False) as response:
                     status = response.status
                     data, whole = await read_body(
-                        response, self.answer_limit if status == 200 else ERROR_BYTES)
+                        response, self.answer_limit * answers if status == 200
+                        else ERROR_BYTES)
                     headers = response.headers  # only once the body is read (a cut is none)
             except (asyncio.TimeoutError, TimeoutError):
                 cause, detail = "timeout", f"no complete answer within {self.timeout:g} s"

@@ -2,7 +2,8 @@
 none) -> the verdict line. The live judge and ``batch collect`` both write through here, so a
 verdict made from a batch result and one made from a live answer differ only where the
 answers do (usage, request id). A pairwise state's two orders make one verdict
-(``pair_answered``)."""
+(``pair_answered``). A panel's verdict (a jury, or several samples) is made here too, from its
+votes, each read as a single verdict's answer is (``vote``, ``panel``)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,17 @@ from evalstream._judge.answer import NA_NOT_ALLOWED, Parsed, excerpt
 from evalstream._judge.providers.base import Provider
 from evalstream._judge.request import JudgeConfig
 from evalstream._judge.store import Failure, Stored
+from evalstream._verdicts import rules
 from evalstream._verdicts.pairwise import STATUS_OF, decide
 from evalstream._verdicts.records import (
     JudgeInfo,
     JudgeVerdict,
     OrderAnswer,
     PairVerdict,
+    Panel,
     TokenUsage,
     VerdictError,
+    Vote,
 )
 
 
@@ -34,6 +38,16 @@ def answered(info: JudgeInfo, api: Provider, stored: Stored, case_id: str, rubri
     read (what the run's counts take from it). An ``na`` for a rubric that does not allow it
     (``allows_na`` false) is unscored (``na_not_allowed``), whatever asked for the answer: a
     server may ignore the schema that left ``na`` out."""
+    status, reason, error, parsed = _read(api, stored, allows_na)
+    return JudgeVerdict(case_id, rubric_id, status, reason, info, parsed.usage,
+                        stored.request_id, rubric_hash, state_hash, exposure, error), parsed
+
+
+def _read(api: Provider, stored: Stored,
+          allows_na: bool) -> tuple[str, str | None, VerdictError | None, Parsed]:
+    """A stored answer's status, reason and error as a verdict (or a panel's vote) takes
+    them, and the answer as read: an ``na`` where the rubric does not allow it is unscored
+    (``na_not_allowed``)."""
     parsed = api.parse(stored.body)
     status, reason = parsed.status, parsed.reason
     error = None if parsed.cause is None else VerdictError(parsed.cause, parsed.detail or "")
@@ -41,8 +55,7 @@ def answered(info: JudgeInfo, api: Provider, stored: Stored, case_id: str, rubri
         error = VerdictError(NA_NOT_ALLOWED, "the judge answered na, which this rubric does "
                              "not allow (allows_na = false): " + excerpt(reason or ""))
         status, reason = "unscored", None
-    return JudgeVerdict(case_id, rubric_id, status, reason, info, parsed.usage,
-                        stored.request_id, rubric_hash, state_hash, exposure, error), parsed
+    return status, reason, error, parsed
 
 
 def unanswered(info: JudgeInfo, failure: Failure, case_id: str, rubric_id: str,
@@ -118,3 +131,45 @@ def _order(config: JudgeConfig, state: Order, answer: Answer) -> OrderAnswer:
     error = None if parsed.cause is None else VerdictError(parsed.cause, parsed.detail or "")
     return OrderAnswer(order, parsed.status if error is None else None, parsed.reason,
                        parsed.usage, answer.request_id, state.state_hash, error)
+
+
+# -- a panel's verdict (issue 26) ------------------------------------------------------------------
+def vote(judge: str, model: str, sample: int, api: Provider, stored: Stored | None,
+         failure: Failure | None, allows_na: bool = True) -> tuple[Vote, Parsed | None]:
+    """One juror's vote on one sample, from its stored answer (or why it got none); and the
+    answer as read (None without one). Read by the same parser as a single verdict, with the
+    state's ``allows_na``: an ``na`` vote where the rubric does not allow it is an unscored
+    vote (``na_not_allowed``), never a pass."""
+    if stored is not None:
+        status, reason, error, parsed = _read(api, stored, allows_na)
+        return Vote(judge, model, sample, status, reason, parsed.usage,
+                    stored.request_id, error), parsed
+    assert failure is not None
+    return Vote(judge, model, sample, "unscored", None, None, None,
+                VerdictError(failure.cause, failure.detail)), None
+
+
+def panel(info: JudgeInfo, rule: str, votes: list[Vote], case_id: str, rubric_id: str,
+          rubric_hash: str, state_hash: str, exposure: msgspec.Raw) -> JudgeVerdict:
+    """The verdict of a panel's votes: the rule's decision over the scored votes, with its
+    quorum (``_verdicts.rules``); the rationale of the first vote (in jury order) that agrees
+    with it; the votes' tokens added up; every vote, and how the decision was taken."""
+    t = rules.tally(v.status for v in votes)
+    decision = rules.decide(rule, t)
+    rationale = next((v.rationale for v in votes if v.status == decision.status), None)
+    error = None if decision.cause is None else VerdictError(decision.cause,
+                                                             decision.detail or "")
+    return JudgeVerdict(case_id, rubric_id, decision.status, rationale, info,
+                        added_usage(votes), None, rubric_hash, state_hash, exposure, error,
+                        votes=votes,
+                        panel=Panel(rule, t.votes, t.scored, rules.agreed(decision, t)))
+
+
+def added_usage(votes: list[Vote]) -> TokenUsage | None:
+    """The tokens of every vote that says them (None when none does)."""
+    counted = [v.usage for v in votes if v.usage is not None]
+    if not counted:
+        return None
+    reasoning = sum(u.reasoning_tokens or 0 for u in counted)
+    return TokenUsage(sum(u.input_tokens for u in counted), sum(u.output_tokens for u in counted),
+                      reasoning or None)

@@ -11,7 +11,7 @@ its interval per label source and group, on a fixed -1..1 axis) and ``flips_char
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
@@ -196,9 +196,11 @@ def _buckets(c: Cell) -> list[float]:
             c.stale, c.labels_without_verdict, c.na_labels, c.verdicts_without_label]
 
 
-def agree_page(report: AgreeReport, base: str | None = None) -> str:
+def agree_page(report: AgreeReport, base: str | None = None,
+               more: Callable[[Page], None] | None = None) -> str:
     """The agree result as one self-contained HTML page (example ids link to their view
-    pages relative to ``base``, the page's folder)."""
+    pages relative to ``base``, the page's folder); ``more`` adds a section at its end (a
+    panel's jurors: ``_render.panel``)."""
     from evalstream._render.agree import rubric_blocks, summary_blocks
 
     page = Page("evalstream agree", f"{report.verdicts.path} against the labels of "
@@ -256,6 +258,8 @@ def agree_page(report: AgreeReport, base: str | None = None) -> str:
             page.paragraph("No pass/fail label: nothing to compare the verdicts with.")
         page.blocks(rubric_blocks(r, report, heading=False, base=base))
     _bias(page, report)
+    if more is not None:
+        more(page)
     return page.html()
 
 

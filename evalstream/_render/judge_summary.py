@@ -9,6 +9,7 @@ from evalstream._judge.report import JudgeReport
 
 if TYPE_CHECKING:
     from evalstream._judge.dryrun import DryRun
+    from evalstream._judge.expected import Expected
 
 
 def lines(report: JudgeReport) -> list[str]:
@@ -52,6 +53,8 @@ def lines(report: JudgeReport) -> list[str]:
         out.append(f"answers without structured output (read from text: a fence, reasoning "
                    f"before the JSON, text instead of the tool call): "
                    f"{report.without_structured_output:,}")
+    if report.jury is not None:
+        out += jury_lines(report)
     rate = unscored_line(s["unscored"], sum(s.values()), report.max_unscored_rate)
     if rate:
         out.append(rate)
@@ -60,7 +63,8 @@ def lines(report: JudgeReport) -> list[str]:
 
 def unscored_line(unscored: int, judged: int, limit: float | None) -> str | None:
     """The unscored rate against its limit (judge, batch collect), or None when no verdict is
-    unscored; a run with no usable verdict says so whatever the limit."""
+    unscored; a run with no usable verdict says so whatever the limit. A panel's verdicts
+    count, one a state (not its votes)."""
     from evalstream._judge.report import too_unscored
 
     if not unscored:
@@ -73,6 +77,28 @@ def unscored_line(unscored: int, judged: int, limit: float | None) -> str | None
     over = too_unscored(unscored, judged, limit)
     return (f"unscored rate {unscored / judged:.1%}, {'above' if over else 'within'} "
             f"--max-unscored-rate {limit:g}" + (" (exit 1)" if over else ""))
+
+
+def jury_lines(report: JudgeReport) -> list[str]:
+    """A panel's lines: its rule, each juror's requests, votes, tokens and cost, how its votes
+    agreed (issue 26)."""
+    jury = report.jury
+    assert jury is not None
+    where = f" ({jury.file})" if jury.file else ""
+    consistency = "-" if jury.consistency is None else f"{jury.consistency:.1%}"
+    out = [f"panel{where}: rule {jury.rule}, {jury.votes_per_state:,} votes a state; "
+           f"{jury.split:,} verdicts split, {jury.unstable:,} with a juror's samples differing; "
+           f"votes agreeing with the decision: {consistency}"]
+    for j in jury.jurors:
+        v = j.votes
+        cost = "" if j.cost_usd is None else f", ${j.cost_usd:,.4f}"
+        out.append(f"  {j.name} ({j.model}, {j.samples} sample{'s' if j.samples != 1 else ''}): "
+                   f"{j.sent:,} requests sent, {j.votes_stored:,} votes stored, "
+                   f"{j.votes_failed:,} without an answer, {j.votes_reused:,} reused; votes "
+                   f"{v['pass']:,} pass, {v['fail']:,} fail, {v['na']:,} na, "
+                   f"{v['unscored']:,} unscored; tokens {j.usage.input_tokens:,} in, "
+                   f"{j.usage.output_tokens:,} out{cost}")
+    return out
 
 
 def render(report: JudgeReport, file: TextIO) -> None:
@@ -98,16 +124,19 @@ def render(report: JudgeReport, file: TextIO) -> None:
         console.print(literal(f"warning: {warning}"), soft_wrap=True)
 
 
-def expected_lines(d: DryRun) -> list[str]:
-    """What the answers already stored say the output will be: per rubric, and in all."""
-    e = d.expected
+def expected_lines(d: DryRun, e: Expected | None = None, model: str = "") -> list[str]:
+    """What the answers already stored say the output will be: per rubric, and in all (``e``:
+    one juror's, of its ``model``; a panel's own ``expected`` has no rubric rows: its jurors'
+    are shown under each)."""
+    e = d.expected if e is None else e
+    model = model or d.model
     sending = [r for r in e.by_rubric if r.requests]
     if not sending:
         return []
     if e.output_tokens_p50 is None or e.output_tokens_p95 is None:
         if all(r.source == "none" for r in sending):
             return [f"  expected output tokens: unknown: the store holds no answer of "
-                    f"{d.model} yet, so only the bound is known."]
+                    f"{model} yet, so only the bound is known."]
     out = []
     if e.output_tokens_p50 is not None and e.output_tokens_p95 is not None:
         out.append(f"  expected output tokens: {e.output_tokens_p50:,} (p50) to "
@@ -119,7 +148,7 @@ def expected_lines(d: DryRun) -> list[str]:
             out.append(f"    {r.rubric}: {r.requests:,} requests; no answer to go by")
             continue
         came = ("of this rubric" if r.source == "rubric" else
-                f"of {d.model} to other rubrics (none of this one yet)")
+                f"of {model} to other rubrics (none of this one yet)")
         out.append(f"    {r.rubric}: {r.requests:,} requests x {r.p50:,} (p50) to {r.p95:,} "
                    f"(p95) output tokens, from {r.answers:,} stored answers {came}")
     return out
@@ -141,13 +170,29 @@ def dry_run_text(d: DryRun) -> str:
     out.append(f"  output tokens: at most {d.output_tokens_bound:,} ({d.max_output_tokens:,} "
                f"each, --max-output-tokens{thinking}).")
     out += expected_lines(d)
-    if d.prices is None or d.cost_bound_usd is None:
+    expected = (f"; expected ${d.cost_p50_usd:,.4f} (p50) to ${d.cost_p95_usd:,.4f} (p95)."
+                if d.cost_p50_usd is not None and d.cost_p95_usd is not None
+                else "; no expected cost: too few answers stored.")
+    if d.jurors is not None and d.prices is None:  # a jury: each juror's prices
+        out.append("  cost: " + ("give every juror `price_in` and `price_out` to see it."
+                                 if d.cost_bound_usd is None else
+                                 f"at most ${d.cost_bound_usd:,.4f} (each juror's prices; "
+                                 "output at its bound)" + expected))
+    elif d.prices is None or d.cost_bound_usd is None:
         out.append("  cost: give --price-in and --price-out (USD per million tokens) to see it.")
     else:
         out.append(f"  cost: at most ${d.cost_bound_usd:,.4f} (${d.prices.input:g} in, "
                    f"${d.prices.output:g} out per million tokens; output at its bound)"
-                   + (f"; expected ${d.cost_p50_usd:,.4f} (p50) to ${d.cost_p95_usd:,.4f} "
-                      "(p95)." if d.cost_p50_usd is not None and d.cost_p95_usd is not None
-                      else "; no expected cost: too few answers stored."))
+                   + expected)
+    for j in d.jurors or ():
+        cost = "" if j.cost_bound_usd is None else f", cost at most ${j.cost_bound_usd:,.4f}"
+        if j.cost_p50_usd is not None and j.cost_p95_usd is not None:
+            cost += f", expected ${j.cost_p50_usd:,.4f} (p50) to ${j.cost_p95_usd:,.4f} (p95)"
+        approx = "" if j.tokens_exact else "about "
+        out.append(f"  juror {j.name} ({j.model}, {j.samples} sample"
+                   f"{'s' if j.samples != 1 else ''} a state): {j.to_send:,} requests for "
+                   f"{j.votes_to_send:,} votes ({j.stored:,} stored), input tokens "
+                   f"{approx}{j.input_tokens:,}, output at most {j.output_tokens_bound:,}{cost}.")
+        out += ["  " + line for line in expected_lines(d, j.expected, j.model)]
     out.append("No request was sent.")
     return "\n".join(out) + "\n"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 from msgspec import Struct
@@ -209,6 +209,20 @@ class AgreeReport(Struct):
     stale: StaleCheck | None = None
     fail_on_stale: bool = False
     bias: list[bias.RubricBias] = []  # position and length, by rubric (``bias``)
+
+
+class Extension(Protocol):
+    """What a module beside agree adds to it (a panel's jurors, ``_verdicts.panel``): it
+    sees every verdict as it is read, and makes the report from the one agree made, given
+    ``cells``: agree's own figures, per rubric, of another frame of verdicts (case_id,
+    rubric, status, line) against the same labels, each row stale as the verdict at its
+    line is; and ``stale_lines``: each verdict's line and stale code (``stale.mark``)."""
+
+    def verdict(self, rubric: int, line: int, verdict: Any) -> None: ...
+
+    def report(self, report: AgreeReport,
+               cells: Callable[[pl.DataFrame], list[RubricAgreement]],
+               stale_lines: pl.DataFrame | None = None) -> AgreeReport: ...
 
 
 @dataclass
@@ -517,7 +531,7 @@ def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], l
 
 def run(opts: AgreeOptions,
         write: Callable[[AgreeReport, dict[str, AtomicOutput]], None] | None = None,
-        ) -> AgreeReport:
+        extension: Extension | None = None) -> AgreeReport:
     """Read both files, join them and compute the agreement of every rubric. The report and
     page (``opts.output``, ``opts.html``) are checked with the rejects before anything is
     read and opened at once; ``write(report, opened)`` renders them, and they are committed
@@ -563,7 +577,8 @@ def run(opts: AgreeOptions,
         verdict_file = read_verdicts(opts.verdicts, rubrics, sink, with_hashes=True,
                                      max_line_bytes=opts.max_line_bytes,
                                      allow_unknown_fields=opts.allow_unknown_fields,
-                                     pairs=pairs)
+                                     pairs=pairs,
+                                     each=extension.verdict if extension else None)
         # What build makes of the cases today: rebuilt as each case is read, or build's output.
         rebuilt = None if rubric_set is None else staleness.FromCases(
             rubric_set, rubrics, against_rubrics(opts.rubric_files))
@@ -597,6 +612,19 @@ def run(opts: AgreeOptions,
             rubrics=results, rejects=opts.rejects,
             exit_code=1 if rejected or too_many or failed_stale else 0, stale=stale_check,
             fail_on_stale=opts.fail_on_stale, bias=audited)
+        if extension is not None:  # the hook of a module beside agree (a panel's jurors)
+            stale_lines = verdicts.select("line", "stale")
+
+            def cells(frame: pl.DataFrame) -> list[RubricAgreement]:
+                # Each row is a verdict's (its line): stale as that verdict is, left out alike.
+                marked = frame.join(stale_lines, on="line", how="left")
+                found, _ = _count_rows(_joined(marked, case_file.labels, case_file.cases),
+                                       case_file.cases["case_id"], 0)
+                return _rubric_results(found, {}, rubrics.names, groups.names, opts.by,
+                                       opts.confidence, {}, None,
+                                       None if expected is None else stale_by_rubric)
+
+            report = extension.report(report, cells, stale_lines)
         if write is not None:
             write(report, reports)  # committed with the rejects, all or none
     return report

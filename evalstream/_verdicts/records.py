@@ -13,7 +13,7 @@ states: a ``state`` and no ``status``) are counted apart: checks with no verdict
 # No `from __future__ import annotations`: msgspec must resolve the annotations of Structs
 # defined inside a function (the strict and lenient families).
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,8 +36,11 @@ STATUSES = ("pass", "fail", "unscored", "na")
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 PASS, FAIL, UNSCORED, NA_VERDICT = 0, 1, 2, 3
 VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "usage", "request_id",
-                  "rubric_hash", "state_hash", "exposure", "error", "kind", "evidence",
-                  "question", "state", "allows_na", "pair")
+                  "rubric_hash", "state_hash", "exposure", "error", "votes", "panel", "kind",
+                  "evidence", "question", "state", "allows_na", "pair")
+# A panel's verdict (issue 26): one vote per juror and sample, and how the decision was taken.
+VOTE_FIELDS = ("judge", "model", "sample", "status", "rationale", "usage", "request_id", "error")
+PANEL_FIELDS = ("rule", "votes", "scored", "agreed")
 EXPOSURE_FIELDS = ("shown", "withheld", "never_shown", "tokens")
 FLUSH_ROWS = 1 << 16
 MAX_LINE_NUMBER = (1 << 32) - 1  # line numbers are kept as UInt32
@@ -114,10 +117,35 @@ class PairVerdict(Struct, gc=False):
     orders: list[OrderAnswer]
 
 
+class Vote(Struct, gc=False, omit_defaults=True):
+    """One juror's answer on one sample of a panel's judge state (``error`` only when
+    unscored): the juror's name in the jury, its model, which of its samples (from 0)."""
+
+    judge: str
+    model: str
+    sample: int
+    status: str
+    rationale: str | None
+    usage: TokenUsage | None
+    request_id: str | None
+    error: VerdictError | None = None
+
+
+class Panel(Struct, gc=False):
+    """How a panel's decision was taken: the rule, the votes cast, those scored, and those
+    that agree with the decision (0 when it is ``unscored``)."""
+
+    rule: str
+    votes: int
+    scored: int
+    agreed: int
+
+
 class JudgeVerdict(Struct, gc=False, omit_defaults=True):
     """One verdict line written by ``evalstream judge``; ``error`` only when unscored,
     ``pair`` only for a pairwise state's pair (``pairwise``: its ``status`` in run A's
-    terms)."""
+    terms); ``votes`` and ``panel`` only for a panel (a jury, or several samples of one
+    judge)."""
 
     case_id: str
     rubric_id: str
@@ -131,6 +159,8 @@ class JudgeVerdict(Struct, gc=False, omit_defaults=True):
     exposure: msgspec.Raw  # copied byte for byte from the judge state
     error: VerdictError | None = None
     pair: PairVerdict | None = None
+    votes: list[Vote] | None = None
+    panel: Panel | None = None
 
 
 def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
@@ -151,6 +181,22 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
         cause: str
         detail: str
 
+    class VoteRecord(Struct, **opts):
+        judge: str
+        status: Literal["pass", "fail", "unscored", "na"]
+        model: str | None = None
+        sample: int = 0
+        rationale: str | None = None
+        usage: Usage | None = None
+        request_id: str | None = None
+        error: Error | None = None
+
+    class PanelRecord(Struct, **opts):
+        rule: str
+        votes: int
+        scored: int
+        agreed: int
+
     class Verdict(Struct, **opts):
         case_id: schema.CaseId
         rubric_id: RubricId
@@ -164,6 +210,8 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
         state_hash: str | None = None
         exposure: VerdictExposure | None = None
         error: Error | None = None
+        votes: list[VoteRecord] | None = None
+        panel: PanelRecord | None = None
         kind: Literal["judge", "exact"] | None = None
         evidence: list[str] | None = None
         # A judge state written by `build` has these; Raw keeps them undecoded.
@@ -405,12 +453,14 @@ class VerdictFile:
 
 def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: bool = False,
                   max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                  allow_unknown_fields: bool = False, pairs: Any = None) -> VerdictFile:
+                  allow_unknown_fields: bool = False, pairs: Any = None,
+                  each: Callable[[int, int, Any], None] | None = None) -> VerdictFile:
     """Stream a verdict file into a frame of (case_id, rubric code, status code, line[, hashes]).
 
     Rejects go to ``sink`` as they are found; every line is counted. Raises DuplicateKeyError
     when two verdicts share a (case id, rubric id). ``pairs`` (``bias.PairRows``) is given the
-    ``pair`` of each pairwise verdict.
+    ``pair`` of each pairwise verdict. ``each(rubric code, line, verdict)`` sees every verdict
+    kept, decoded, before its text is dropped (a panel's votes, usage).
     """
     reader = RecordReader(verdict_kind(allow_unknown_fields), max_line_bytes)
     columns = Columns(verdict_schema(with_hashes))
@@ -442,6 +492,8 @@ def read_verdicts(path: str, rubrics: Codes, sink: RejectSink, *, with_hashes: b
         line_nos.append(line_no)
         if pairs is not None and v.pair is not None:
             pairs.add(v.case_id, code, v.pair)
+        if each is not None:
+            each(code, line_no, v)
         if v.judge is None:
             tally.no_judge += 1
         else:
@@ -520,8 +572,11 @@ SHAPE = rejects.Shape(
     required=("case_id", "rubric_id", "status"),
     fields={"$": VERDICT_FIELDS, "$.exposure": EXPOSURE_FIELDS,
             "$.usage": ("input_tokens", "output_tokens"), "$.error": ("cause", "detail"),
-            "$.pair": ("key", "chars", "decision", "agreed", "orders", "order")},
-    allowed={"$.status": "pass, fail, na, unscored", "$.kind": "judge, exact"},
+            "$.pair": ("key", "chars", "decision", "agreed", "orders", "order"),
+            "$.votes[]": VOTE_FIELDS, "$.votes[].usage": ("input_tokens", "output_tokens"),
+            "$.votes[].error": ("cause", "detail"), "$.panel": PANEL_FIELDS},
+    allowed={"$.status": "pass, fail, na, unscored", "$.kind": "judge, exact",
+             "$.votes[].status": "pass, fail, na, unscored"},
     unlisted=frozenset({"question", "state", "allows_na"}),
     ids={"$.case_id": "Case id", "$.rubric_id": "Rubric id"},
     id_field="case_id",

@@ -33,6 +33,7 @@ from evalstream._view.index import (
 from evalstream._view.pages import Site, badge, new_page
 from evalstream._view.records import StateRecord
 from evalstream._view.text import FOLD, attr, inline, json_text, text
+from evalstream._view.votes import votes_html
 
 MAX_SIBLINGS = 100  # links to the case's other checks
 BIG_RECORD = 4 << 20  # a case line over this is shown with each text cut at CUT characters
@@ -343,7 +344,7 @@ class _Check:
                 facts.append((name.replace("_", " "), f"<code>{inline(value)}</code>"))
         facts.append(("line", f"{self.verdict_line:,} of <bdi>"
                               f"{inline(self.site.index.options.verdicts)}</bdi>"))
-        return _facts(facts)
+        return _facts(facts) + votes_html(v)  # a panel's votes, each with its rationale
 
     def _label_html(self) -> str:
         if self.label is None:

@@ -53,6 +53,7 @@ from evalstream._verdicts.records import (
     verdict_kind,
 )
 from evalstream._view.pairs import pair_code
+from evalstream._view.panel_index import PanelIndex
 from evalstream.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -251,6 +252,7 @@ class Index:
     paired_offset: np.ndarray | None = None  # u64
     kept: str | None = None  # with --keep-index: what became of the kept index, and why
     reused: bool = False  # read from the kept index (``seconds``: its indexing, then)
+    panels: PanelIndex = field(default_factory=PanelIndex)  # the run's split panels
 
     @property
     def n_cases(self) -> int:
@@ -274,7 +276,8 @@ class Index:
         return (sum(a.nbytes for a in arrays) + self.run.nbytes
                 + (self.paired_ids.nbytes if self.paired_ids is not None else 0)
                 + (self.other.nbytes if self.other is not None else 0)
-                + self.ids.nbytes + self.unknown_ids.nbytes + self.rejects.nbytes)
+                + self.ids.nbytes + self.unknown_ids.nbytes + self.rejects.nbytes
+                + self.panels.nbytes)
 
     # -- lookups ---------------------------------------------------------------------------
     def skip_of(self, key: int) -> Skip | None:
@@ -402,6 +405,7 @@ class _Builder:
         # The checks build makes today (key, state hash; 0: an exact rubric's), for stale
         # verdicts: rebuilt from the cases unless --states gives build's output.
         self.made_key, self.made_state = array("Q"), array("q")
+        self.panels = PanelIndex()
 
     # -- reading ---------------------------------------------------------------------------
     def _reader(self, kind: Any, role: str, ids: IdIndex | None = None) -> RecordReader[Any]:
@@ -597,6 +601,8 @@ class _Builder:
             statuses.append(status_code[v.status])
             causes.append(0 if v.error is None else 1 + cause_code(v.error.cause))
             pair_codes.append(pair_code(v.pair))
+            if v.votes and role == VERDICTS:  # a panel's verdict: is it split?
+                self.panels.add(len(offsets) - 1, v.votes)  # its place; its key once known
             if with_hashes:
                 hashes.extend((_hash(v.rubric_hash), _hash(v.state_hash),
                                0 if v.exposure is None else exposure_key(v.exposure.shown) | 1))
@@ -784,6 +790,7 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
     rows = b.rows()
     names = b.rubric_names.names
     run = _run(run_parts, _keys(rows, run_parts[2], run_parts[3]), opts.verdicts, names)
+    b.panels.keyed(run.key)  # the split panels' places in the run, as their keys
     other = None if other_parts is None else \
         _run(other_parts, _keys(rows, other_parts[2], other_parts[3]), str(opts.compare), names)
 
@@ -850,4 +857,5 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
         seconds=round(time.perf_counter() - started, 3),
         paired_ids=None if paired is None else paired[0],
         paired_line=None if paired is None else _np(paired[1], np.uint32),
-        paired_offset=None if paired is None else _np(paired[2], np.uint64))
+        paired_offset=None if paired is None else _np(paired[2], np.uint64),
+        panels=b.panels)

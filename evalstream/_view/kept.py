@@ -23,7 +23,8 @@ answer's bound back), ``--by``, ``--max-line-bytes``, ``--allow-unknown-fields``
 evalstream's version and the format of the kept file: every field of ``index.Options`` but
 ``keep_index`` itself (tests/view/test_kept.py checks it). The index holds what the lists
 are made of, the run's stale codes (``Run.stale``), coverage's inputs, each verdict's
-pair code (``Run.pair``) and run B's case index (``--compare-cases``) among them.
+pair code (``Run.pair``), run B's case index (``--compare-cases``) and the split panels
+(``Index.panels``: each split verdict's key and pattern of votes) among them.
 Anything else (another option, a changed file, a damaged or foreign kept file) indexes again
 and replaces it; the run says why. While the pages are served, every read checks the file's
 size and time again (``records.Source``).
@@ -49,12 +50,16 @@ from evalstream._view.index import (
     RejectLog,
     Run,
 )
+from evalstream._view.panel_index import PanelIndex
 from evalstream.errors import EvalstreamError
 
 MAGIC = b"evalstream view index\n"
 # 2: the run's stale codes (issue 25) kept beside its hashes; --max-output-tokens in the key.
 # 3: each verdict's pair code and run B's cases (issue 28); --compare-cases in the key.
-FORMAT = 3
+# 4: the split panels (issue 26: ``Index.panels``, the "split panels" list's keys, pattern
+#    codes and patterns, and how many verdicts carried votes); a format-3 index has none, so
+#    its view of a panel's verdicts would lose that list: it is indexed again.
+FORMAT = 4
 SUFFIX = ".view-index"
 _BLOCK = 1 << 20
 # Each array starts at a multiple of this in the file: numpy works on aligned arrays in place
@@ -114,6 +119,9 @@ class Kept(msgspec.Struct):
     seconds: float
     arrays: list[ArrayAt]
     payload: str  # xxh3-128 of the bytes after the JSON line: a damaged file is not used
+    # The split panels' patterns of votes (by code) and the verdicts with votes (format 4).
+    panel_patterns: list[str] = []
+    panel_with_votes: int = 0
 
 
 def stamp(role: str, path: str) -> Stamp:
@@ -223,6 +231,7 @@ def _arrays_of(index: Index) -> dict[str, Any]:
                               ids.columns(), strict=True))
     if index.paired_line is not None:
         arrays.update({"paired_line": index.paired_line, "paired_offset": index.paired_offset})
+    arrays.update({"panels.keys": index.panels.keys, "panels.kinds": index.panels.kinds})
     return arrays
 
 
@@ -256,7 +265,8 @@ def save(index: Index, stamps: list[Stamp], rubric_hash: str) -> str:
                 None if index.paired_ids is None else
                 (index.paired_ids.size, len(index.paired_ids.columns()[0])),
                 index.rubric_hash_mismatch, index.unknown_rubrics, index.seconds, placed,
-                digest.hexdigest())
+                digest.hexdigest(), panel_patterns=list(index.panels.patterns),
+                panel_with_votes=index.panels.with_votes)
     rubrics = [r for r in (index.rubrics.sources or ()) if os.path.exists(r)]
     inputs = [(role, f.path) for role, f in index.files.items()]
     head = MAGIC + msgspec.json.encode(kept)
@@ -313,6 +323,11 @@ def _index(opts: Options, kept: Kept, payload: memoryview) -> Index:
     main_run = run("run")
     if main_run is None:
         raise KeyError("run")
+    panels = PanelIndex()
+    panels.keys, panels.kinds = arrays["panels.keys"], arrays["panels.kinds"]
+    panels.patterns = list(kept.panel_patterns)
+    panels._code = {p: i for i, p in enumerate(panels.patterns)}
+    panels.with_votes = kept.panel_with_votes
     from evalstream._checks.rubrics import builtin
 
     return Index(
@@ -326,7 +341,8 @@ def _index(opts: Options, kept: Kept, payload: memoryview) -> Index:
         rubric_hash_mismatch=kept.rubric_hash_mismatch, unknown_rubrics=kept.unknown_rubrics,
         seconds=kept.seconds, **{name: arrays[name] for name in _ARRAYS},
         paired_ids=None if kept.paired_ids is None else ids("paired_ids", kept.paired_ids),
-        paired_line=arrays.get("paired_line"), paired_offset=arrays.get("paired_offset"))
+        paired_line=arrays.get("paired_line"), paired_offset=arrays.get("paired_offset"),
+        panels=panels)
 
 
 def kept_or_built(opts: Options, build: Any) -> Index:

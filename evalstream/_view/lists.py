@@ -61,6 +61,11 @@ SPECS = {
         "unscored", "Unscored verdicts",
         "Verdicts the judge gave no usable answer for, with their cause, in file order.",
         "cause"),
+    "split": ListSpec(
+        "split", "Split panels",
+        "Verdicts of a panel (judge --jury, or --samples) whose scored votes differ, by their "
+        "votes, in file order; each vote, with its rationale, is on the check page.",
+        "votes"),
     "skipped": ListSpec(
         "skipped", "Skipped checks",
         "Checks without a verdict: over the token budget, judge states not judged, labels "
@@ -83,7 +88,8 @@ SPECS = {
         "verdict-file order.",
         "kind"),
 }
-LIST_NAMES = ("disagreements", "flips", "unscored", "skipped", "stale", "pairs", "verdicts")
+LIST_NAMES = ("disagreements", "flips", "unscored", "split", "skipped", "stale", "pairs",
+              "verdicts")
 
 
 @dataclass
@@ -290,6 +296,18 @@ def stale(index: Index) -> EntryList:
     return EntryList(SPECS["stale"], keys, kind, [STATE_CHANGED, RUBRIC_CHANGED])
 
 
+def split(index: Index) -> EntryList:
+    """A panel's verdicts whose votes differ (issue 26: ``_view.panel_index``), by their
+    pattern of votes, in file order within it."""
+    import numpy as np
+
+    p = index.panels
+    keys = np.frombuffer(p.keys, dtype=np.uint64) if len(p.keys) else np.zeros(0, np.uint64)
+    kind = np.frombuffer(p.kinds, dtype=np.uint16) if len(p.kinds) else np.zeros(0, np.uint16)
+    keys, kind = _ordered(keys, kind, np.arange(len(keys)))
+    return EntryList(SPECS["split"], keys, kind, list(p.patterns))
+
+
 def verdicts(index: Index) -> EntryList:
     import numpy as np
 
@@ -310,7 +328,8 @@ def inconsistent(index: Index) -> EntryList:
 
 
 BUILDERS = {"disagreements": disagreements, "flips": flips, "unscored": unscored,
-            "skipped": skipped, "stale": stale, "pairs": inconsistent, "verdicts": verdicts}
+            "split": split, "skipped": skipped, "stale": stale, "pairs": inconsistent,
+            "verdicts": verdicts}
 
 
 class Lists:
@@ -326,10 +345,12 @@ class Lists:
 
     def available(self) -> list[str]:
         """The list names to show (flips only with --compare, stale verdicts only when there
-        are some: the overview says so either way; pairs only with pairwise verdicts)."""
+        are some: the overview says so either way; pairs only with pairwise verdicts; split
+        panels only when the verdicts carry votes)."""
         return [n for n in LIST_NAMES if (n != "flips" or self.index.other is not None)
                 and (n != "stale" or len(self.lists[n]))
-                and (n != "pairs" or pairs.has_pairs(self.index))]
+                and (n != "pairs" or pairs.has_pairs(self.index))
+                and (n != "split" or self.index.panels.with_votes)]
 
 
 @dataclass

@@ -416,6 +416,8 @@ def list_table(site: Site, name: str, shown: list[Row], first: int) -> str:
         head += ["change", "judge", "label", "group", "line"]
     elif name == "pairs":
         head += ["disagreement", "run A's first", "run B's first", "label", "group", "line"]
+    elif name == "split":  # a panel's votes (issue 26)
+        head += ["votes", "decision", "label", "group", "rationale", "line"]
     else:
         head += ["judge", "label", "group", "rationale", "line"]
     numeric = {"#", "line", "tokens"}
@@ -445,6 +447,10 @@ def list_table(site: Site, name: str, shown: list[Row], first: int) -> str:
             cells += [f'<td class="key">{short(r.kind)}</td>',
                       f'<td class="excerpt">{excerpt(detail)}</td>',
                       f'<td class="key">{_label(r.label)}</td>', group, _num(r.line)]
+        elif name == "split":
+            cells += [f'<td class="key">{short(r.kind)}</td>',
+                      f"<td>{badge(_status(r.verdict))}</td>",
+                      f'<td class="key">{_label(r.label)}</td>', group, rationale, _num(r.line)]
         elif name == "skipped":
             tokens = "-" if r.tokens is None else (
                 f"{r.tokens[0]:,}" if r.tokens[1] else f"≥ {r.tokens[0]:,}")

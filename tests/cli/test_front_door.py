@@ -24,7 +24,7 @@ from tests.helpers import SAMPLES
 CALLS: dict[str, list[Callable[..., Any]]] = {
     "build": [evalstream.build], "validate": [evalstream.validate],
     "stats": [evalstream.stats, evalstream.render_stats],
-    "agree": [evalstream.agree], "compare": [evalstream.compare],
+    "agree": [evalstream.agree, evalstream.agree_judges], "compare": [evalstream.compare],
     "convert": [evalstream.convert],
     "judge": [evalstream.judge, evalstream.judge_dry_run, evalstream.judge_request],
     "batch prepare": [evalstream.batch_prepare], "batch submit": [evalstream.batch_submit],
@@ -44,6 +44,7 @@ STEERS = {
     ("batch submit", "format"): "how the summary is printed",
     ("batch status", "format"): "how the summary is printed",
     ("rubrics", "show_builtin"): "prints the built-in rubric file",
+    ("agree", "files"): "VERDICTS CASES (agree), or several runs with --cases (agree_judges)",
 }
 # Where the command line shows its result on stdout unless told otherwise, and the API
 # writes or shows nothing unless asked: the command passes these itself.

@@ -48,6 +48,14 @@
 - The batch endpoints (OpenAI files and batches, Anthropic message batches): see
   ``fake_batches.py``; ``--batch-polls N`` (a batch ends when asked for the Nth time) and
   ``--lose-create N`` (the first N creates are made but not answered).
+- Juries (issue 26): ``FAKE@MODEL:<fault>`` applies to the requests naming that model only
+  (``*``: any), and wins over ``FAKE:<fault>`` for it; ``FAKE@MODEL:a/b/c`` gives the i-th
+  request of that body (a juror's i-th sample, asked alone) the i-th fault in turn, or, to
+  an OpenAI request asking for ``n`` samples, choice i the i-th: one answer with n choices,
+  the prompt's tokens counted once, each choice's output added (``--ignore-n``: one choice
+  whatever ``n`` says, as llama.cpp's server and Ollama answer). ``/stats`` adds
+  ``by_model`` (requests by the model named) and ``billed`` (the input and output tokens
+  the OpenAI answers' usage said).
 - ``GET /stats``: ``{"requests", "max_in_flight", "by_body": {sha256 of body: count},
   "by_status": {code: n}, "huge_sent", "foreign": {"requests", "credentials"}, "batch_calls":
   {route: n}, "batches_created", "files_uploaded"}``; ``POST /reset`` zeroes them.
@@ -73,6 +81,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 _MARK = re.compile(rb"FAKE:([a-z0-9]+?)(?:x(\d+))?(?![a-z0-9])")
+# A juror's marker: FAKE@MODEL:FAULT, or FAKE@MODEL:A/B/C (the i-th request of a body, or its
+# i-th choice, gets the i-th fault, in turn); MODEL `*` is every model.
+_JUROR_MARK = re.compile(rb"FAKE@([A-Za-z0-9._*-]+):([a-z0-9]+(?:/[a-z0-9]+)*)(?![a-z0-9/])")
 _REASONS = {200: "OK", 302: "Found", 307: "Temporary Redirect", 400: "Bad Request",
             401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}
@@ -86,6 +97,8 @@ class Stats:
     """What the server saw: requests, the most in flight at once, counts by body and status."""
 
     def __init__(self) -> None:
+        self.by_model: Counter[str] = Counter()  # requests by the model they name
+        self.billed = {"input": 0, "output": 0}  # tokens the answers' usage said (OpenAI's)
         self.requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -97,7 +110,8 @@ class Stats:
     def json(self) -> bytes:
         return json.dumps({"requests": self.requests, "max_in_flight": self.max_in_flight,
                            "by_body": self.by_body, "by_status": self.by_status,
-                           "huge_sent": self.huge_sent, "foreign": self.foreign}).encode()
+                           "huge_sent": self.huge_sent, "foreign": self.foreign,
+                           "by_model": self.by_model, "billed": self.billed}).encode()
 
 
 class Server:
@@ -105,7 +119,7 @@ class Server:
                  batch_polls: int = 2, lose_create: int = 0, huge_bytes: int = 64 << 20,
                  refuse: int | None = None, quota: int | None = None,
                  quota_seconds: float = 60.0, position_bias: float = 0.0,
-                 length_bias: float = 0.0) -> None:
+                 length_bias: float = 0.0, ignore_n: bool = False) -> None:
         from tests.judge.fake_batches import Batches
 
         self.position_bias, self.length_bias = position_bias, length_bias
@@ -118,6 +132,8 @@ class Server:
         self.batches = Batches(batch_polls, lose_create)
         self.huge_bytes = huge_bytes
         self.refuse = refuse
+        self.ignore_n = ignore_n
+        self.asked: Counter[str] = Counter()  # requests of each body with a juror's marker
         self.quota = None if quota is None else Quota(quota, quota_seconds)
         self.port = 0
         self.foreign_port = 0  # another origin: a redirect's target
@@ -166,6 +182,7 @@ class Server:
         if method == "POST" and path == "/reset":
             self.stats = Stats()
             self.attempts.clear()
+            self.asked.clear()
             self.batches.reset()
             return await self.send(writer, 200, b"{}")
         if self.batches.handles(method, path):
@@ -218,6 +235,19 @@ class Server:
             times = int(found[2]) if found[2] else None
             if times is None or self.attempts[digest] <= times:
                 fault = found[1].decode()
+        model = _model_of(body, path)
+        self.stats.by_model[model] += 1
+        n = _samples_asked(body) if dialect == "openai" and not self.ignore_n else 1
+        # A juror's marker (FAKE@MODEL:...) wins over the generic one for that model.
+        faults = _juror_faults(body, model)
+        if faults is not None:
+            self.asked[digest] += 1
+            # The i-th request of this body (or choice i of one asking for n) gets the i-th.
+            first = 0 if n > 1 else self.asked[digest] - 1
+            faults = [faults[(first + i) % len(faults)] for i in range(n)]
+            fault = faults[0]
+        else:
+            faults = [fault] * n
         rid = "req_" + digest[:20]
         extra = {name: rid for name in ID_HEADERS[dialect]}
         extra.update(quota)
@@ -269,6 +299,11 @@ class Server:
             payload = _anthropic(request, fault, text, rid, usage_in, usage_out)
         else:
             payload = _openai(request, fault, text, finish, rid, usage_in, usage_out)
+            if n > 1:  # n choices: the prompt billed once
+                _more_choices(payload, faults, digest)
+        usage = payload.get("usage") or {}
+        self.stats.billed["input"] += usage.get("prompt_tokens", 0) or 0
+        self.stats.billed["output"] += usage.get("completion_tokens", 0) or 0
         data = json.dumps(payload).encode()
         if fault == "echoheader":
             extra = {name: sent_key or "" for name in extra}
@@ -435,7 +470,9 @@ def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | Non
     ``echoescaped`` echoes."""
     if fault in _ANSWERS:
         status = fault if fault in ("fail", "na") else "pass"
-        text = json.dumps({"status": status, "reason": f"fake {status} {digest[:8]}"})
+        # The reason first, as the request's schema asks (issue 26); answers are read in
+        # either order.
+        text = json.dumps({"reason": f"fake {status} {digest[:8]}", "status": status})
         if fault == "fenced":
             text = f"```json\n{text}\n```"
         return text, "stop"
@@ -522,6 +559,48 @@ def _anthropic(request: dict[str, Any], fault: str, text: str | None, rid: str, 
             "stop_sequence": None, "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}
 
 
+def _model_of(body: bytes, path: str) -> str:
+    """The model a request names: its body's `model`, else its path's (Gemini, Bedrock)."""
+    try:
+        model = json.loads(body).get("model")
+    except (ValueError, AttributeError, RecursionError):
+        model = None
+    if isinstance(model, str):
+        return model
+    found = re.search(r"/models?/([^/:]+)", path)
+    return found[1] if found else ""
+
+
+def _juror_faults(body: bytes, model: str) -> list[str] | None:
+    """The faults of the first juror's marker for this model (or for `*`), or None."""
+    for found in _JUROR_MARK.finditer(body):
+        if found[1].decode() in (model, "*"):
+            return found[2].decode().split("/")
+    return None
+
+
+def _samples_asked(body: bytes) -> int:
+    """The `n` of an OpenAI request (1 when absent)."""
+    try:
+        n = json.loads(body).get("n", 1)
+    except (ValueError, AttributeError, RecursionError):
+        return 1
+    return n if isinstance(n, int) and n > 0 else 1
+
+
+def _more_choices(payload: dict[str, Any], faults: list[str], digest: str) -> None:
+    """Choices 1.. of an answer to a request for n samples (choice 0 is there), each with its
+    fault's text; their output tokens added to the usage (the prompt's are counted once)."""
+    for i, fault in enumerate(faults[1:], 1):
+        text, finish = _content(fault, f"{digest[:6]}#{i}")  # each choice its own reason
+        payload["choices"].append({"index": i, "message": {"role": "assistant",
+                                                             "content": text, "refusal": None},
+                                   "finish_reason": finish, "logprobs": None})
+        out = max(1, len(text or "") // 4)
+        payload["usage"]["completion_tokens"] += out
+        payload["usage"]["total_tokens"] += out
+
+
 def _dialect(path: str) -> str | None:
     """Which API a request's path speaks: OpenAI's (and Azure's deployments), Anthropic's,
     Gemini's generateContent, Bedrock's Converse; None for no API of the fake."""
@@ -597,7 +676,7 @@ def _bedrock(fault: str, text: str | None, rid: str, usage_in: int,
 async def serve(args: argparse.Namespace) -> None:
     server = Server(args.latency, args.slow, args.key, args.retry_after, args.batch_polls,
                     args.lose_create, args.huge_bytes, args.refuse, args.quota,
-                    args.quota_seconds, args.position_bias, args.length_bias)
+                    args.quota_seconds, args.position_bias, args.length_bias, args.ignore_n)
     listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024,
                                           limit=1 << 24)
     port = server.port = listener.sockets[0].getsockname()[1]
@@ -633,6 +712,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="pairwise: the share of pairs on which response_1 is named")
     p.add_argument("--length-bias", type=float, default=0.0,
                    help="pairwise: the share of the other pairs on which the longer is named")
+    p.add_argument("--ignore-n", action="store_true",
+                   help="answer one choice whatever `n` asks (llama.cpp's server, Ollama)")
     args = p.parse_args(argv)
     try:
         asyncio.run(serve(args))

@@ -94,9 +94,9 @@ def test_gemini_request_is_the_documented_generate_content() -> None:
             "maxOutputTokens": 1024, "temperature": 0.0,
             "responseMimeType": "application/json",
             "responseSchema": {"type": "OBJECT", "properties": {
-                "status": {"type": "STRING", "enum": ["pass", "fail", "na"]},
-                "reason": {"type": "STRING"}}, "required": ["status", "reason"],
-                "propertyOrdering": ["status", "reason"]},
+                "reason": {"type": "STRING"},
+                "status": {"type": "STRING", "enum": ["pass", "fail", "na"]}},
+                "required": ["reason", "status"], "propertyOrdering": ["reason", "status"]},
             "thinkingConfig": {"thinkingBudget": 512}}}
     assert get("gemini").headers("k") == {"x-goog-api-key": "k"}
     bare = body(JudgeConfig(provider="gemini", model="gemini-2.0-flash", response_format="none"))

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from evalstream._checks.state import PREAMBLE
 from evalstream._judge.answer import ANSWER_SCHEMA
-from evalstream._judge.providers import REGISTRY
+from evalstream._judge.providers import NAMES, REGISTRY
 from evalstream._judge.request import (
     ANSWER_INSTRUCTION,
     JudgeConfig,
@@ -206,6 +206,10 @@ def test_a_rubric_without_na_is_asked_for_pass_or_fail_by_every_provider_and_for
         assert json.dumps(instruction, ensure_ascii=False)[1:-1].encode() in body
         if not allows_na:
             assert b'"na"' not in body
+        # Issue 26 met all of them: the reason before the status, in the schema (whatever
+        # carries it) and in the instruction, with and without `na`.
+        _asks_reason_first(body, b'"status"', schema)
+        assert instruction.index('"reason"') < instruction.index('"status"')
     # The two requests are two keys: an answer to one is never the other's.
     assert build(config, QUESTION, STATE, True).key != build(config, QUESTION, STATE, False).key
     # Issue 28 met both: a pairwise state is asked in the pairwise form ({reason, better},
@@ -221,8 +225,8 @@ def test_a_rubric_without_na_is_asked_for_pass_or_fail_by_every_provider_and_for
     body = pairwise.pop()
     assert body.count(b'"enum":["response_1","response_2","tie"]') == (1 if schema else 0), body
     assert body.count(b'"enum":') == (1 if schema else 0)
-    if schema:
-        assert body.index(b'"reason"') < body.index(b'"better"')
+    _asks_reason_first(body, b'"better"', schema)
+    assert PAIR_ANSWER_INSTRUCTION.index('"reason"') < PAIR_ANSWER_INSTRUCTION.index('"better"')
     assert json.dumps(PAIR_ANSWER_INSTRUCTION, ensure_ascii=False)[1:-1].encode() in body
     assert json.dumps(ANSWER_INSTRUCTION, ensure_ascii=False)[1:-1].encode() not in body
     assert b'"na"' not in body
@@ -230,3 +234,50 @@ def test_a_rubric_without_na_is_asked_for_pass_or_fail_by_every_provider_and_for
         build(config, QUESTION, STATE, allows_na).key for allows_na in (True, False)}
     for allows_na in (True, False):  # and a pointwise state gets its own form back
         assert config.of(SimpleNamespace(pair=None, allows_na=allows_na)).allows_na is allows_na
+
+
+def _asks_reason_first(body: bytes, decision: bytes, schema: bool) -> None:
+    """The answer's schema in ``body`` (there when ``schema``) names the reason before the
+    decision (``"status"`` or ``"better"``) in its properties and its required list (and
+    Gemini's propertyOrdering, which follows them)."""
+    if not schema:
+        assert b'"properties"' not in body
+        return
+    asked = body[body.rindex(b'"properties"'):]
+    assert _first(asked, b'"reason"', decision) == b'"reason"', body
+    required = asked[asked.index(b'"required"'):]
+    assert _first(required, b'"reason"', decision) == b'"reason"', body
+    if b'"propertyOrdering"' in asked:
+        ordering = asked[asked.index(b'"propertyOrdering"'):]
+        assert _first(ordering, b'"reason"', decision) == b'"reason"', body
+
+
+def _first(data: bytes, a: bytes, b: bytes) -> bytes:
+    """Which of ``a`` and ``b`` comes first in ``data`` (both must be there)."""
+    assert a in data and b in data
+    return a if data.index(a) < data.index(b) else b
+
+
+@pytest.mark.parametrize("provider", NAMES)
+def test_every_provider_asks_for_the_reason_before_the_status(provider: str) -> None:
+    """Structured output generates properties in schema order: the grounds come before the
+    status (issue 26; evidence-first prompting), in the schema and in the instruction."""
+    extra = {"azure": {"base_url": "https://example.test"},
+             "bedrock": {"region": "eu-west-1"}}.get(provider, {})
+    config = JudgeConfig(model="m", provider=provider, **extra)
+    body = build(config, QUESTION, STATE).body
+    schema = body[body.rindex(b'"properties"'):]
+    assert _first(schema, b'"reason"', b'"status"') == b'"reason"'
+    assert _first(schema[schema.index(b'"required"'):], b'"reason"', b'"status"') == b'"reason"'
+    assert ANSWER_INSTRUCTION.index('"reason"') < ANSWER_INSTRUCTION.index('"status"')
+    assert list(ANSWER_SCHEMA["properties"]) == ["reason", "status"]  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("answer", [b'{"reason": "quoted", "status": "fail"}',
+                                    b'{"status": "fail", "reason": "quoted"}'])
+def test_answers_are_read_in_either_order(answer: bytes) -> None:
+    """Stores written before issue 26 hold `{status, reason}` answers: still read."""
+    from evalstream._judge.answer import read_json
+
+    parsed = read_json(answer, None, None)
+    assert (parsed.status, parsed.reason, parsed.cause) == ("fail", "quoted", None)

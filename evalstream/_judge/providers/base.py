@@ -6,7 +6,7 @@ it is talking to.
 What stays shared, and is not a provider's to change: the system text and the state as the
 user message (``request.system_text``), the store key (SHA-256 of the provider's name, its
 URL and the body), every check of the answer itself (``answer.read_text``/``read_json``:
-exactly ``{status, reason}``, or a pairwise state's ``{reason, better}``: the ``Form`` a
+exactly ``{reason, status}``, or a pairwise state's ``{reason, better}``: the ``Form`` a
 provider asks for with ``config.answer`` and reads with, fail-closed), HTTP with the one
 retry layer and the key's redaction (``transport``, ``batch.client``), and the batch
 folder's manifest. A provider says how those travel: the body's shape, the response's
@@ -186,6 +186,18 @@ class Provider(abc.ABC):
     def body(self, config: Config, system: str, state: str) -> bytes:
         """The request body for the system text and a judge state's JSON text: the bytes
         sent, hashed into the store key, written into batch files. Deterministic."""
+
+    def samples_body(self, config: Config, body: bytes, n: int) -> bytes | None:
+        """The body of ``body``'s request asking for ``n`` samples at once, the input billed
+        once (OpenAI's ``n``), or None where the API has no such parameter: each sample is
+        then a request of its own (issue 26)."""
+        return None
+
+    def split_samples(self, body: bytes) -> list[bytes]:
+        """A 200 response to a ``samples_body`` request, as the response of each sample it
+        holds (fewer than asked where a server ignores ``n``: the rest are asked one by one).
+        What cannot be split is one response (read, and stored, as the first sample's)."""
+        return [body]
 
     # -- an answer -------------------------------------------------------------------------------
     @abc.abstractmethod

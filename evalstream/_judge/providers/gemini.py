@@ -54,7 +54,7 @@ from evalstream._judge.providers.base import Config, NoBatch, Provider
 def _gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """An answer's JSON schema (``answer.ASKED``: an object of strings, some enumerated) in
     Gemini's OpenAPI subset (https://ai.google.dev/api/caching#Schema), its properties in
-    the schema's order (a pairwise answer's reason first)."""
+    the schema's order (the reason first, in every form: issue 26)."""
     properties = {name: {"type": "STRING", **({"enum": p["enum"]} if "enum" in p else {})}
                   for name, p in schema["properties"].items()}
     return {"type": "OBJECT", "properties": properties, "required": schema["required"],

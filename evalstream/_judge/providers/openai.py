@@ -226,6 +226,38 @@ class OpenAI(Provider):
             reasoning_effort=config.reasoning_effort,
             response_format=RESPONSE_FORMATS[asked(config)][config.response_format]))
 
+    def samples_body(self, config: Config, body: bytes, n: int) -> bytes | None:
+        # `n` choices of one request: the prompt is billed once (OpenAI, Azure, vLLM take
+        # it; a server that ignores it answers one choice, and the rest are asked alone).
+        # Joined onto the body's bytes, which end with the object's `}`: never encoded again.
+        return body[:-1] + b',"n":' + str(n).encode() + b"}"
+
+    def split_samples(self, body: bytes) -> list[bytes]:
+        """Each choice of a response to an ``n`` request as the response of its own sample:
+        the response with that one choice, and its share of the usage. The prompt was billed
+        once, so ``prompt_tokens`` go to the first sample; ``completion_tokens`` (and
+        reasoning tokens) are split evenly, the remainder to the first, so that the samples'
+        counts add up to the response's."""
+        try:
+            response = msgspec.json.decode(body)
+        except (msgspec.DecodeError, RecursionError):
+            return [body]
+        choices = response.get("choices") if isinstance(response, dict) else None
+        if not isinstance(choices, list) or len(choices) < 2:
+            return [body]
+        usage = response.get("usage")
+        shares = _usage_shares(usage, len(choices))
+        out = []
+        for i, choice in enumerate(choices):
+            one = dict(response)
+            one["choices"] = [choice]
+            if shares is not None:
+                one["usage"] = shares[i]
+            elif i:
+                one.pop("usage", None)  # counts that cannot be split: told once, on the first
+            out.append(msgspec.json.encode(one))
+        return out
+
     def read(self, body: bytes, form: Form) -> Parsed:
         try:
             r = _decode(body)
@@ -357,6 +389,36 @@ class OpenAI(Provider):
                                   os.path.join(folder, name))
                 saved.append(name)
         return saved
+
+
+def _usage_shares(usage: Any, n: int) -> list[dict[str, Any]] | None:
+    """A response's ``usage`` split over its ``n`` choices (see ``OpenAI.split_samples``), or
+    None when its counts are not whole numbers of 0 or more."""
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    details = usage.get("completion_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    reasoning = details.get("reasoning_tokens")
+    counts = [prompt, completion] + ([reasoning] if reasoning is not None else [])
+    if not all(type(c) is int and c >= 0 for c in counts):
+        return None
+    assert isinstance(prompt, int) and isinstance(completion, int)
+
+    def share(total: int, i: int) -> int:
+        return total // n + (total % n if i == 0 else 0)
+
+    shares = []
+    for i in range(n):
+        part = dict(usage)
+        part["prompt_tokens"] = prompt if i == 0 else 0
+        part["completion_tokens"] = share(completion, i)
+        part["total_tokens"] = part["prompt_tokens"] + part["completion_tokens"]
+        if isinstance(reasoning, int):
+            part["completion_tokens_details"] = {**details,
+                                                 "reasoning_tokens": share(reasoning, i)}
+        shares.append(part)
+    return shares
 
 
 def _batch_response(raw: msgspec.Raw) -> _BatchResponse:
