@@ -445,3 +445,142 @@ def test_max_cost_counts_every_juror_at_its_prices(tmp_path: Path, server: FakeS
     assert 0 < report.counts.verdicts < 12
     again = evalstream.judge(src, out, jury=jury, environ={**KEYS})  # no limit: the rest
     assert again.exit_code == 0 and again.counts.verdicts == 12
+
+
+# -- issue 26 met issues 25, 27 and 28 (the merge) ---------------------------------------------
+def test_an_na_vote_where_the_rubric_does_not_allow_it_is_an_unscored_vote(
+        tmp_path: Path, server: FakeServer) -> None:
+    """A vote is a request through the one builder with the state's allows_na: asked for
+    pass or fail only, and an `na` all the same is an unscored vote (na_not_allowed), never a
+    pass; the quorum rule stays (two such votes of three leave no quorum)."""
+    from tests.judge.support import RUBRIC
+
+    patterns = [("na", "pass", "pass"), ("na", "na", "pass"), ("fail", "na", "fail")]
+    src = states(tmp_path / "in", [marked(p) for p in patterns], RUBRIC + "allows_na = false\n")
+    store = tmp_path / "v.judge.sqlite"
+    out = tmp_path / "v.jsonl"
+    judge(src, out, jury=jury_file(tmp_path, server.url), store=store)
+    verdicts = lines(out)
+    for v, pattern in zip(verdicts, patterns, strict=True):
+        assert [x["status"] for x in v["votes"]] == \
+            ["unscored" if f == "na" else f for f in pattern]
+        for x, f in zip(v["votes"], pattern, strict=True):
+            if f == "na":
+                assert x["error"]["cause"] == "na_not_allowed" and x["rationale"] is None
+    assert [(v["status"], (v.get("error") or {}).get("cause")) for v in verdicts] == \
+        [("pass", None), ("unscored", "no_quorum"), ("fail", None)]
+    # Every juror was asked without `na`: the stored keys are those of the request built
+    # with the state's allows_na (false), never the one that allows it.
+    source = inputs.Reader().read(str(src))
+    jury = read(str(jury_file(tmp_path, server.url)))
+    found = stored_keys(store)
+    for state in source:
+        assert isinstance(state, inputs.JudgeState) and state.allows_na is False
+        for juror in jury.jurors:
+            without = build(juror.config, state.question, state.state, False)
+            assert b'"na"' not in without.body and without.key in found
+            assert build(juror.config, state.question, state.state, True).key not in found
+
+
+def test_a_panel_refuses_pairwise_states_with_a_sentence(tmp_path: Path,
+                                                         server: FakeServer) -> None:
+    """A pairwise state's verdict is already a decision of two orders: a jury, or --samples
+    above 1, stops at the first pairwise state (exit 2 from the command line), before asking
+    for it, and writes nothing; --dry-run refuses it alike; one judge judges it."""
+    from tests.judge.test_pairs import pair_states
+
+    src = pair_states(tmp_path / "in", [("A", "B"), ("A2", "B2")])
+    out = tmp_path / "v.jsonl"
+    said = (r"line 1: case 'p000', rubric 'better' is a pairwise state \(build --pair-with\), "
+            r"and {how} asks a panel: a pairwise verdict is already the decision of two orders")
+    jury = jury_file(tmp_path, server.url)
+    with pytest.raises(UsageError, match=said.format(how=f"--jury {jury}")):
+        evalstream.judge(src, out, jury=jury, environ={**KEYS})
+    with pytest.raises(UsageError, match=said.format(how="--samples 3")):
+        evalstream.judge(src, out, model="judge-a", base_url=server.url, samples=3,
+                         temperature=0.7, environ={**KEYS})
+    with pytest.raises(UsageError, match=said.format(how=f"--jury {jury}")):
+        evalstream.judge_dry_run(src, out, jury=jury, environ={**KEYS})
+    assert server.stats()["requests"] == 0 and not out.exists()
+    r = cli("judge", str(src), str(out), "--jury", str(jury))
+    assert r.returncode == 2 and "is a pairwise state" in r.stderr and "Traceback" not in r.stderr
+    one = evalstream.judge(src, out, model="judge-a", base_url=server.url, environ={**KEYS})
+    assert one.exit_code == 0 and one.counts.pairs == 2 and "pair" in lines(out)[0]
+
+
+def test_the_unscored_threshold_counts_the_panels_verdicts_not_its_votes(
+        tmp_path: Path, server: FakeServer) -> None:
+    """The default unscored threshold (exit 1 above half) takes a panel's verdicts, one a
+    state: two of three verdicts unscored (no quorum) exit 1, though only 4 of 9 votes are."""
+    patterns = [("pass", "400", "400"), ("fail", "400", "400"), ("pass", "pass", "pass")]
+    src = states(tmp_path / "in", [marked(p) for p in patterns])
+    report = evalstream.judge(src, tmp_path / "v.jsonl", jury=jury_file(tmp_path, server.url),
+                              environ={**KEYS}, max_attempts=1)
+    assert report.by_status["unscored"] == 2 and report.unscored_rate == pytest.approx(2 / 3)
+    assert report.max_unscored_rate == 0.5 and report.exit_code == 1
+    assert report.jury is not None
+    assert sum(j.votes["unscored"] for j in report.jury.jurors) == 4  # 4 of 9 votes
+    relaxed = evalstream.judge(src, tmp_path / "w.jsonl", jury=jury_file(tmp_path, server.url),
+                               environ={**KEYS}, max_attempts=1, max_unscored_rate=0.7)
+    assert relaxed.exit_code == 0
+
+
+def test_a_juror_refused_alike_stops_a_jury_run_early(
+        tmp_path: Path, server: FakeServer, fake: Callable[..., FakeServer]) -> None:
+    """The early stop (the first requests all refused alike before any answer: exit 2, one
+    sentence, nothing written) watches each juror: one juror whose server refuses every
+    request stops the run, and the sentence names it."""
+    refusing = fake("--refuse", "400")
+    src = states(tmp_path / "in", [f"state {i}" for i in range(30)])
+    jury = jury_file(tmp_path, server.url, jurors=[
+        {"model": "judge-a"}, {"model": "judge-b", "base_url": refusing.url}])
+    out = tmp_path / "v.jsonl"
+    with pytest.raises(UsageError, match=r"refused every request the same way \(juror "
+                                         r"`judge-b`: HTTP 400"):
+        evalstream.judge(src, out, jury=jury, environ={**KEYS}, max_connections=2)
+    assert refusing.stats()["requests"] <= 8 + 2 and not out.exists()
+
+
+@pytest.mark.slow  # loads the tokenizer (~0.7 s)
+def test_the_dry_runs_expected_cost_counts_every_juror_and_sample(
+        tmp_path: Path, server: FakeServer) -> None:
+    """--dry-run's expected cost (issue 25) with a jury: each juror's p50 and p95 come from
+    the stored answers of its own model, times the votes it still needs (every sample), at
+    its prices; the run's expected figures add up the jurors'."""
+    jury = jury_file(tmp_path, server.url, jurors=[
+        {"model": "judge-a", "price_in": 0.4, "price_out": 1.6},
+        {"model": "judge-b", "price_in": 1.0, "price_out": 5.0, "samples": 3,
+         "temperature": 0.7}])
+    store = tmp_path / "shared.sqlite"
+    judge(states(tmp_path / "first", [f"first {i}" for i in range(4)]), tmp_path / "f.jsonl",
+          jury=jury, store=store)
+    src = states(tmp_path / "in", [f"state {i}" for i in range(5)])
+    dry = evalstream.judge_dry_run(src, tmp_path / "v.jsonl", jury=jury, store=store,
+                                   environ={**KEYS})
+    assert dry.jurors is not None
+    a, b = dry.jurors
+    assert (a.votes_to_send, b.votes_to_send, a.to_send, b.to_send) == (5, 15, 5, 5)
+    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        outs = {m: sorted(n for (n,) in db.execute(
+            "SELECT output_tokens FROM answers WHERE model = ?", (m,))) for m in MODELS[:2]}
+    finally:
+        db.close()
+    for juror, model, votes in ((a, "judge-a", 5), (b, "judge-b", 15)):
+        e = juror.expected
+        (row,) = e.by_rubric
+        assert (row.requests, row.answers, row.source) == (votes, len(outs[model]), "model")
+        p50 = outs[model][-(-50 * len(outs[model]) // 100) - 1]
+        assert row.p50 == p50 and e.output_tokens_p50 == p50 * votes
+        assert juror.prices is not None and juror.cost_p50_usd == pytest.approx(
+            (juror.input_tokens * juror.prices.input
+             + p50 * votes * juror.prices.output) / 1e6, abs=1e-6)
+    assert dry.expected.output_tokens_p50 == sum(j.expected.output_tokens_p50 or 0
+                                                 for j in dry.jurors)
+    assert dry.cost_p50_usd == pytest.approx(a.cost_p50_usd + b.cost_p50_usd, abs=1e-6)
+    assert dry.cost_p95_usd == pytest.approx(a.cost_p95_usd + b.cost_p95_usd, abs=1e-6)
+    r = cli("judge", str(src), str(tmp_path / "v.jsonl"), "--jury", str(jury), "--store",
+            str(store), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert f"expected ${dry.cost_p50_usd:,.4f} (p50)" in r.stdout
+    assert "juror judge-b (judge-b, 3 samples a state): 5 requests for 15 votes" in r.stdout

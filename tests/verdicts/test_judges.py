@@ -165,3 +165,42 @@ def test_agree_on_one_file_through_the_new_shape_is_the_golden(tmp_path: Path) -
     finally:
         os.chdir(cwd)
     assert out.read_bytes() == (AGREE_GOLDEN / "agree.md").read_bytes()
+
+
+# -- issue 26 met issue 25 (the merge): coverage first and stale verdicts, per run ------------
+def test_each_run_has_its_coverage_and_its_stale_verdicts_as_agree_finds_them(
+        tmp_path: Path) -> None:
+    """Several runs side by side apply agree's coverage and stale check to each run: a row
+    is exactly ``agree RUN CASES``'s for its rubric (its coverage, its stale verdicts left
+    out), and --fail-on-stale exits 1 when one run has one."""
+    sample = (SAMPLES / "verdicts.jsonl").read_text().splitlines()
+    fresh = tmp_path / "fresh.jsonl"
+    fresh.write_text("".join(x + "\n" for x in sample))
+    records = [json.loads(x) for x in sample]
+    changed = [i for i, r in enumerate(records) if "state_hash" in r][:4]
+    stale = tmp_path / "stale.jsonl"
+    stale.write_text("".join(
+        json.dumps({**r, "state_hash": "1" * 32} if i in changed else r) + "\n"
+        for i, r in enumerate(records)))
+    cases = SAMPLES / "cases.jsonl"
+    report = evalstream.agree_judges([fresh, stale], cases)
+    assert [c.counts.stale for c in report.stale] == [0, 4] and report.exit_code == 0
+    for path in (fresh, stale):
+        alone = {r.rubric: r for r in evalstream.agree(path, cases).rubrics}
+        for r in report.rubrics:
+            (row,) = [x for x in r.rows if x.run == str(path)]
+            cell = alone[r.rubric].all
+            assert (row.pairs, row.accuracy, row.kappa, row.stale, row.coverage) == \
+                (cell.pairs, cell.accuracy, cell.kappa, cell.stale, cell.coverage)
+    # (a stale verdict counts in a row where its check has a pass/fail label)
+    assert 0 < sum(x.stale for r in report.rubrics for x in r.rows) <= 4
+    assert evalstream.agree_judges([fresh, stale], cases, fail_on_stale=True).exit_code == 1
+    out = tmp_path / "j.md"
+    evalstream.agree_judges([fresh, stale], cases, format="markdown", output=out)
+    text = out.read_text()
+    assert "| run | judge | labels | pairs | kappa |" in text and "| over all labels |" in text
+    assert f"{stale.name}: 4 stale verdicts (judged on another state or rubric than" in \
+        text.replace("\\_", "_")
+    # The command line: the stale options apply to several runs as to one.
+    assert main(["agree", str(fresh), str(stale), "--cases", str(cases), "--fail-on-stale",
+                 "-o", str(tmp_path / "cli.json"), "--format", "json"]) == 1

@@ -226,3 +226,57 @@ def test_panel_agreement_refuses_a_record_that_is_no_verdict() -> None:
              "votes": [{"judge": "a", "status": "pass"}]},
             {"case_id": "d", "rubric_id": "r", "status": "pass",
              "votes": [{"judge": "a", "status": "maybe"}]}])
+
+
+# -- issue 26 met issue 25 (the merge): coverage first, stale verdicts left out ---------------
+def test_a_stale_verdict_is_left_out_of_every_juror_and_of_the_agreement_among_them(
+        tmp_path: Path) -> None:
+    """agree's stale verdicts (judged on another state than build makes of the cases today)
+    are left out of each juror's row as of the panel's, and out of the agreement among the
+    jurors and the split and unstable states: the figures are those of the file without
+    them, the stale ones counted (``Cell.stale``, ``RubricPanel.stale``); every juror's row
+    says over how many labels it is computed (coverage first)."""
+    lines = (SAMPLES / "panel.jsonl").read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    # Stale: the split and unstable states among them, so that the shares move.
+    stale = {i for i, r in enumerate(records)
+             if (r["case_id"], r["rubric_id"]) in {("case-02", "tool-backed-claims"),
+                                                   ("case-21", "policy-compliance"),
+                                                   ("case-05", "tool-backed-claims")}}
+    assert len(stale) == 3
+    marked = tmp_path / "stale.jsonl"
+    marked.write_text("".join(
+        json.dumps({**r, "state_hash": "1" * 32} if i in stale else r) + "\n"
+        for i, r in enumerate(records)))
+    without = tmp_path / "without.jsonl"
+    without.write_text("".join(x + "\n" for i, x in enumerate(lines) if i not in stale))
+    cases = SAMPLES / "cases.jsonl"
+    a = evalstream.agree(marked, cases, format="json")
+    b = evalstream.agree(without, cases, format="json")
+    assert a.stale is not None and a.stale.counts.stale == 3
+    panel_a, panel_b = a.panel, b.panel  # type: ignore[attr-defined]
+    seen_stale = 0
+    for ra, rb in zip(panel_a.rubrics, panel_b.rubrics, strict=True):
+        assert ra.rubric == rb.rubric
+        left_out = sum(records[i]["rubric_id"] == ra.rubric for i in stale)
+        assert (ra.stale, rb.stale, ra.verdicts) == (left_out, 0, rb.verdicts)
+        for name in ("fleiss_kappa", "krippendorff_alpha", "split", "split_share",
+                     "split_ids", "unstable", "unstable_share", "unstable_ids"):
+            assert getattr(ra, name) == getattr(rb, name), (ra.rubric, name)
+        for ja, jb in zip(ra.jurors, rb.jurors, strict=True):
+            for name in ("pairs", "accuracy", "kappa", "fail_precision", "fail_recall",
+                         "unscored", "na_verdicts"):
+                assert getattr(ja.all, name) == getattr(jb.all, name), (ra.rubric, name)
+            assert ja.all.coverage is not None and jb.all.coverage is not None
+            # The same labels; those of stale verdicts left out as stale, not as missing.
+            assert ja.all.coverage.labels == jb.all.coverage.labels
+            assert ja.all.stale == ja.all.coverage.left_out["stale"]
+            assert ja.all.stale + ja.all.labels_without_verdict == jb.all.labels_without_verdict
+            seen_stale += ja.all.stale
+    assert seen_stale == 3 * len(panel_a.jurors)  # each stale verdict, for every juror
+    # The tables lead with coverage, and say what was left out of the agreement among them.
+    out = tmp_path / "a.md"
+    evalstream.agree(marked, cases, format="markdown", output=out)
+    text = out.read_text()
+    assert "| judge | labels | pairs | accuracy | over all labels |" in text
+    assert "stale left out)" in text

@@ -67,6 +67,11 @@ def _same(a: kept.Index, b: kept.Index) -> None:
     assert a.ids.columns() == b.ids.columns() and a.ids.size == b.ids.size
     assert a.rubric_hash_mismatch == b.rubric_hash_mismatch
     assert a.unknown_rubrics == b.unknown_rubrics and a.nbytes == b.nbytes
+    # The split panels (issue 26): keys, pattern codes, patterns, verdicts with votes.
+    assert list(a.panels.keys) == list(b.panels.keys)
+    assert list(a.panels.kinds) == list(b.panels.kinds)
+    assert a.panels.patterns == b.panels.patterns
+    assert a.panels.with_votes == b.panels.with_votes
 
 
 def test_a_kept_index_is_reused_and_equals_a_fresh_one(files: tuple[Path, Path, Path]) -> None:
@@ -215,6 +220,41 @@ def test_states_given_or_changed_index_again(stale_files: tuple[Path, Path, Path
     assert not changed.reused and changed.kept is not None and \
         f"({states} changed since its index was kept (its size))" in changed.kept
     _same(build(opts), changed)
+
+
+def test_a_kept_index_holds_the_split_panels(tmp_path: Path, files: tuple[Path, Path, Path]) -> None:
+    """A panel's split verdicts (issue 26: the "split panels" list) are kept with the index
+    (format 4) and read back as they were: the same keys, pattern codes and patterns, the
+    same list; a format-3 index (which had none) is indexed again."""
+    from tests.view.test_panels import panel_file
+
+    cases = files[0]
+    verdicts, _ = panel_file(tmp_path)
+    opts = _opts(cases, verdicts)
+    first = _index(opts)
+    again = _index(opts)
+    assert again.reused and len(again.panels.keys) > 0 and again.panels.with_votes == 24
+    _same(first, again)
+    _same(build(opts), again)
+    from evalstream._view.lists import Lists
+
+    def split(index: kept.Index) -> list[tuple[int, int]]:
+        found = Lists(index)["split"]
+        return list(zip(found.keys.tolist(), found.kind.tolist(), strict=True))
+
+    assert split(again) == split(first) and split(again)
+    path = Path(f"{verdicts}.view-index")
+    data = path.read_bytes()
+    end = data.index(b"\n", len(kept.MAGIC))
+    head = json.loads(data[len(kept.MAGIC):end])
+    assert head["format"] == kept.FORMAT == 4
+    assert {a["name"] for a in head["arrays"]} >= {"panels.keys", "panels.kinds"}
+    head["format"] = 3  # an index kept before the split panels were: never used
+    path.write_bytes(data[:len(kept.MAGIC)] + json.dumps(head).encode() + data[end:])
+    older = _index(opts)
+    assert not older.reused and older.kept is not None and \
+        "is not an index this version of evalstream keeps" in older.kept
+    _same(build(opts), older)
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "foreign"])
