@@ -4,11 +4,12 @@ does), and the pace the server's own rate-limit headers set (``Pacer``).
 
 What counts as congestion (issue 31). A 429 used to halve the limit, once a second, whatever
 it said: against a server that refuses the first attempt of a fifth of the requests with
-``Retry-After: 1`` (a busy provider's isolated 429s), 32 and 128 connections fell to 1 and
-2 and a 2,000-state run took 73-94 s instead of 2-5 s (``python -m benchmarks
-judge-faults``). A 429 that names its wait speaks of that request: it is waited out (the
-transport) and is not read as the whole server being full. The limit halves when the server
-is congested by one of these signs:
+``Retry-After: 1`` (a busy provider's isolated 429s), 32 and 128 connections fell to 2 and a
+2,000-state run took 74-94 s; now 6-7 s, against 5 s at a fault-free copy (50 ms a request,
+``python -m benchmarks judge-faults``, figures in benchmarks/README.md). A 429 that names
+its wait speaks of that request: it is waited out (the transport) and is not read as the
+whole server being full. The limit halves when the server is congested by one of these
+signs:
 
 - most of the last ``WINDOW`` attempts that ended (answers and 429s) were 429s;
 - the server's rate-limit headers, as last said, leave less than the requests in flight
@@ -24,7 +25,12 @@ waits (``Concurrency.rest``) and takes one again ahead of requests not yet sent.
 slot, 20% of requests waiting 1 s each kept 32 connections to 123 requests a second at
 most, at 50 ms a request. At most ``RESTING`` requests a connection rest so; beyond that a
 request waits holding its slot, as before, so that a server asking every request to wait
-long cannot make the run hold more than ``(1 + RESTING) * --max-connections`` requests."""
+long cannot make the run hold more than ``(1 + RESTING) * --max-connections`` requests.
+A failure's backoff (a 500, a timeout, a cut connection) and a 503's wait still hold the
+slot: during an outage or a storm of 500s, ``--max-connections`` requests use up their
+attempts at a time, not five times as many (each would end unscored). Giving that slot up
+too was measured (8 connections, 50 ms, 2% of first attempts a 500: 19.2 s against 21.5 s)
+and not taken for that reason."""
 
 from __future__ import annotations
 
