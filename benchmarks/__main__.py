@@ -1,6 +1,6 @@
 """Command line:
 ``python -m benchmarks {generate,baseline,compare,check,check-evalstream,run,convert,stages,
-judge,jury,judge-clients,tokens,batch,view,stats-polars,convert-plain,pairs}``.
+judge,jury,judge-clients,judge-faults,tokens,batch,view,stats-polars,convert-plain,pairs}``.
 
 Each subcommand imports only what it needs, so that a timed baseline does not pay for the
 imports of the others.
@@ -129,6 +129,15 @@ def cmd_judge_clients(args: argparse.Namespace) -> int:
 
     return main_clients(args.requests, args.runs, args.latency, args.max_connections,
                         args.cache_dir)
+
+
+def cmd_judge_faults(args: argparse.Namespace) -> int:
+    """Time evalstream judge against a server that refuses as a busy provider does."""
+    from benchmarks.judge_faults import main
+
+    return main(args.states, args.runs, args.latency or [0.05, 0.2],
+                args.max_connections or [8, 32, 128], args.first_429, args.first_500,
+                args.retry_after, args.cache_dir)
 
 
 def cmd_tokens(args: argparse.Namespace) -> int:
@@ -290,6 +299,22 @@ def build_parser() -> argparse.ArgumentParser:
         judge.add_argument("--max-connections", type=int, default=64)
         judge.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
         judge.set_defaults(func=func)
+
+    faults = sub.add_parser("judge-faults", help="time evalstream judge against isolated 429s "
+                            "and 500s, beside a fault-free server and the bare loop")
+    faults.add_argument("--states", type=int, default=2_000)
+    faults.add_argument("--runs", type=int, default=3)
+    faults.add_argument("--latency", type=float, action="append",
+                        help="seconds, repeatable (default 0.05 and 0.2)")
+    faults.add_argument("--max-connections", type=int, action="append",
+                        help="repeatable (default 8, 32 and 128)")
+    faults.add_argument("--first-429", type=float, default=0.2,
+                        help="share of bodies whose first attempt gets a 429 (default 0.2)")
+    faults.add_argument("--first-500", type=float, default=0.02,
+                        help="share of bodies whose first attempt gets a 500 (default 0.02)")
+    faults.add_argument("--retry-after", default="1", help="the 429's Retry-After (default 1)")
+    faults.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+    faults.set_defaults(func=cmd_judge_faults)
 
     tok = sub.add_parser("tokens", help="token counters, the corpus x9, the count cache",
                          add_help=False)

@@ -13,12 +13,14 @@ errors and a 200 whose body is not JSON at all (``garbled``) are retried up to
 asks (seconds or an HTTP date; more than two minutes is not retried), else 0.5 s doubling up
 to 8 s, less up to a quarter at random. A 429 or 503 that says when to come back is waited
 out and is no failed attempt: its waits are bounded by time (``max_wait``), not by a count
-(issue 27). A 429 also halves the concurrency, and the server's rate-limit headers pace the
-requests before any 429 (``limits.Pacer``). Other statuses are not retried; 401, 403 and 404
-stop the run (a wrong key, a model or URL that does not exist would fail every request
-alike), and so do the first ``SAME_REFUSALS`` attempts refused alike before any answer (a
-gateway says a wrong key or model with a 400 or a 500; a port with nothing listening refuses
-every connection).
+(issue 27); a 429 that does waits without holding its concurrency slot, and halves the
+concurrency only when the server is congested (``limits``: most attempts refused, the quota
+its headers said spent, or no wait named; issue 31). The server's rate-limit headers pace
+the requests before any 429 (``limits.Pacer``). Other statuses are not retried; 401, 403
+and 404 stop the run (a wrong key, a model or URL that does not exist would fail every
+request alike), and so do the first ``SAME_REFUSALS`` attempts refused alike before any
+answer (a gateway says a wrong key or model with a 400 or a 500; a port with nothing
+listening refuses every connection).
 
 No redirect is followed (issue 23): aiohttp drops ``Authorization`` on a redirect to another
 origin but keeps every session header (Anthropic's ``x-api-key``), and would send the judge
@@ -284,6 +286,7 @@ class Transport:
         waited = 0.0
         while True:
             attempt += 1
+            resting = False  # this attempt's wait is a 429's Retry-After: no slot held
             if self.rpm is not None:
                 await self.rpm.take(1)
             if self.tpm is not None:
@@ -342,7 +345,8 @@ class Transport:
                     wait = retry_after(headers)
                     if status == 429:
                         self.tally.rate_limited += 1
-                        self.concurrency.rate_limited()
+                        self.concurrency.rate_limited(wait_named=wait is not None,
+                                                      quota_spent=self.pacer.spent(tokens))
                     if status in FATAL_STATUSES:
                         return Reply(None, request_id, cause, detail, latency, attempt,
                                      fatal=True)
@@ -365,6 +369,7 @@ class Transport:
                                          f"{self.max_wait:g})", latency, attempt)
                         waited += wait
                         failed -= 1
+                        resting = status == 429
             else:
                 cause_key = cause
                 latency = (time.perf_counter() - started) * 1000
@@ -375,7 +380,13 @@ class Transport:
                 return Reply(None, None, cause, f"{detail} (after {attempt} attempts)", latency,
                              attempt)
             self.tally.retry(cause_key)
-            await asyncio.sleep(wait if wait is not None else backoff(failed))
+            if resting:
+                assert wait is not None
+                await self.concurrency.rest(wait)
+            else:
+                # A failure's backoff (and a 503's wait) keeps the slot: a server that fails
+                # or is unavailable gets fewer requests in flight meanwhile.
+                await asyncio.sleep(wait if wait is not None else backoff(failed))
 
     def _refused(self, detail: str, body: bytes, connecting: bool = False) -> None:
         """Count a refusal that no wait can cure; stop the run once the first

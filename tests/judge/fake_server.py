@@ -27,6 +27,11 @@
   takes N requests every S seconds (refilled continuously, N at most at once), says what is
   left in OpenAI's and Anthropic's rate-limit headers on every answer, and refuses the
   request over it with a 429 whose ``Retry-After`` is the real wait.
+- Isolated faults, as a busy provider sends them (issue 31): ``--first-429 SHARE`` answers
+  the first attempt of that share of request bodies with a 429 and ``Retry-After``, and
+  ``--first-500 SHARE`` the first attempt of another share with a 500 (a body is chosen by
+  its hash: the same bodies every run, whichever client sends them; ``POST /reset`` makes
+  every first attempt first again).
 - Hostile answers (issue 23): ``redirect`` (a 307 to the same path on a second port, another
   origin, which counts what reaches it: ``foreign`` in the stats), ``echoheader`` (a ``pass``
   whose request-id header is the key it was sent), ``echoescaped`` (a ``pass`` whose reason
@@ -119,7 +124,8 @@ class Server:
                  batch_polls: int = 2, lose_create: int = 0, huge_bytes: int = 64 << 20,
                  refuse: int | None = None, quota: int | None = None,
                  quota_seconds: float = 60.0, position_bias: float = 0.0,
-                 length_bias: float = 0.0, ignore_n: bool = False) -> None:
+                 length_bias: float = 0.0, ignore_n: bool = False, first_429: float = 0.0,
+                 first_500: float = 0.0) -> None:
         from tests.judge.fake_batches import Batches
 
         self.position_bias, self.length_bias = position_bias, length_bias
@@ -135,6 +141,7 @@ class Server:
         self.ignore_n = ignore_n
         self.asked: Counter[str] = Counter()  # requests of each body with a juror's marker
         self.quota = None if quota is None else Quota(quota, quota_seconds)
+        self.first_429, self.first_500 = first_429, first_500
         self.port = 0
         self.foreign_port = 0  # another origin: a redirect's target
 
@@ -235,6 +242,13 @@ class Server:
             times = int(found[2]) if found[2] else None
             if times is None or self.attempts[digest] <= times:
                 fault = found[1].decode()
+        elif self.first_429 or self.first_500:
+            self.attempts[digest] += 1
+            place = int(digest[:8], 16) / 16**8  # where this body falls, in [0, 1)
+            if self.attempts[digest] == 1 and place < self.first_429:
+                fault = "429"
+            elif self.attempts[digest] == 1 and place < self.first_429 + self.first_500:
+                fault = "500"
         model = _model_of(body, path)
         self.stats.by_model[model] += 1
         n = _samples_asked(body) if dialect == "openai" and not self.ignore_n else 1
@@ -676,7 +690,8 @@ def _bedrock(fault: str, text: str | None, rid: str, usage_in: int,
 async def serve(args: argparse.Namespace) -> None:
     server = Server(args.latency, args.slow, args.key, args.retry_after, args.batch_polls,
                     args.lose_create, args.huge_bytes, args.refuse, args.quota,
-                    args.quota_seconds, args.position_bias, args.length_bias, args.ignore_n)
+                    args.quota_seconds, args.position_bias, args.length_bias, args.ignore_n,
+                    args.first_429, args.first_500)
     listener = await asyncio.start_server(server.handle, "127.0.0.1", args.port, backlog=1024,
                                           limit=1 << 24)
     port = server.port = listener.sockets[0].getsockname()[1]
@@ -714,6 +729,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="pairwise: the share of the other pairs on which the longer is named")
     p.add_argument("--ignore-n", action="store_true",
                    help="answer one choice whatever `n` asks (llama.cpp's server, Ollama)")
+    p.add_argument("--first-429", type=float, default=0.0,
+                   help="the share of bodies whose first attempt gets a 429 (Retry-After)")
+    p.add_argument("--first-500", type=float, default=0.0,
+                   help="the share of other bodies whose first attempt gets a 500")
     args = p.parse_args(argv)
     try:
         asyncio.run(serve(args))

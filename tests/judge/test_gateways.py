@@ -82,6 +82,37 @@ def test_the_servers_rate_limit_headers_pace_the_requests(
     assert 2.5 <= took < 15 and report.requests.paced_seconds > 1
 
 
+@pytest.mark.slow  # a server of its own (~1.3 s)
+def test_isolated_429s_do_not_lower_the_concurrency(
+        tmp_path: Path, fake: Callable[..., FakeServer]) -> None:
+    # Issue 31: a third of the first attempts refused with Retry-After, some 500s. Every 429
+    # halved the limit (to 1 here); now each such request waits as told without its slot,
+    # and the server never sees more than --max-connections at once.
+    server = fake("--first-429", "0.3", "--first-500", "0.05", "--retry-after", "0.1",
+                  "--latency", "0.02")
+    path = states(tmp_path, [f"n{i}" for i in range(60)])
+    out = tmp_path / "v.jsonl"
+    report = live.run(options(server, path, out, max_connections=4))
+    stats = server.stats()
+    assert [v["status"] for v in lines(out)] == ["pass"] * 60
+    assert report.requests.rate_limited == stats["by_status"]["429"] >= 10, stats
+    assert stats["by_status"]["500"] >= 1, stats
+    assert report.requests.lowest_concurrency == 4
+    assert stats["max_in_flight"] <= 4 and report.requests.max_in_flight <= 4
+
+
+def test_most_requests_refused_still_lowers_the_concurrency(tmp_path: Path,
+                                                            server: FakeServer) -> None:
+    # Every state refused three times running, each 429 naming its wait: the server is
+    # full, not one request unlucky.
+    path = states(tmp_path, [f"FAKE:429x3 n{i}" for i in range(24)])
+    out = tmp_path / "v.jsonl"
+    report = live.run(options(server, path, out, max_connections=8))
+    assert [v["status"] for v in lines(out)] == ["pass"] * 24
+    assert report.requests.rate_limited == 72
+    assert report.requests.lowest_concurrency < 8
+
+
 def test_the_rate_limit_headers_are_read_in_both_dialects() -> None:
     openai = {"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0",
               "x-ratelimit-reset-requests": "1m0s"}
