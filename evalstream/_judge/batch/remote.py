@@ -258,7 +258,8 @@ def _duration(seconds: float) -> str:
 def _record(api: Provider, manifest: Manifest, f: BatchFile, batch: dict[str, Any]) -> str:
     state = api.batch_status(batch)
     if not state:  # no status at all: not a batch object, and waiting would never end
-        raise OutputError(f"the provider answered for {f.name}'s batch with no status: "
+        raise OutputError(f"the provider answered for {f.name}'s batch {batch.get('id')} with "
+                          "no status: "
                           f"{excerpt(msgspec.json.encode(batch))}; is the base URL the batch "
                           "was prepared for the provider's API?")
     counts = batch.get("request_counts") or {}

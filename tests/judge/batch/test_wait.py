@@ -107,7 +107,8 @@ def test_a_batch_shown_without_a_status_stops_at_once_with_exit_2(
     folder = submitted(batches, tmp_path, ["FAKE:nostatus"], provider)
     r = cli("batch", "status", str(folder), "--wait", "--poll", "0.05")
     assert r.returncode == 2, r.stderr
-    assert "answered for requests-00001.jsonl's batch with no status" in r.stderr
+    assert re.search(r"answered for requests-00001\.jsonl's batch (msg)?batch_[0-9a-f]+ with "
+                     r"no status: \{", r.stderr)
     assert "Traceback" not in r.stderr
 
 
