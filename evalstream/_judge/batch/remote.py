@@ -243,8 +243,8 @@ def _gave_up(opts: Options, pending: list[tuple[str, str, str]], waited: float) 
             f"{len(pending):,} batch(es) not ended: {shown}. Run `evalstream batch status "
             f"{opts.folder} --wait` again to wait longer; a batch its provider never ends can "
             "be cancelled at the provider, its results collected with `evalstream batch "
-            "collect`, and the states without a verdict prepared again with `evalstream batch "
-            f"prepare --only-missing {opts.folder}`.")
+            "collect`, and the states without a verdict prepared again into a new folder by "
+            f"`evalstream batch prepare` with `--only-missing {opts.folder}`.")
 
 
 def _duration(seconds: float) -> str:
@@ -295,8 +295,8 @@ async def _download(opts: Options, manifest: Manifest, client: BatchClient, f: B
             f"{f.name}'s batch {batch.get('id')} has ended ({state!r}) but its results could "
             f"not be downloaded: {exc} The results saved so far are kept; run `evalstream "
             f"batch status {opts.folder}` again later; if they never come, `evalstream batch "
-            "collect` what came back and prepare the rest again with `evalstream batch "
-            f"prepare --only-missing {opts.folder}`."
+            "collect` what came back and prepare the rest again into a new folder by "
+            f"`evalstream batch prepare` with `--only-missing {opts.folder}`."
         ) from exc
     manifest.save_batch(f.n, downloaded=msgspec.json.encode(saved).decode())
     return len(saved)

@@ -132,7 +132,7 @@ def test_an_ended_batch_whose_results_are_not_there_names_the_batch(
     state = "ended" if provider == "anthropic" else "completed"
     assert re.search(rf"requests-00001\.jsonl's batch (msg)?batch_[0-9a-f]+ has ended "
                      rf"\('{state}'\) but its results could not be downloaded", message)
-    assert "HTTP 404" in message and f"prepare --only-missing {folder}`." in message
+    assert "HTTP 404" in message and f"with `--only-missing {folder}`." in message
     # Not marked downloaded: the next status asks again.
     again = evalstream.batch_status(folder, download=False, environ=ENV)
     assert again.exit_code == 0 and not again.files[0].downloaded
