@@ -253,11 +253,13 @@ def batch_submit(folder: Path, *, api_key_env: str | None = None, timeout: float
 @front_door
 def batch_status(folder: Path, *, api_key_env: str | None = None, timeout: float = 600.0,
                  max_attempts: int = 5, wait: bool = False, poll: float = 60.0,
-                 download: bool = True,
+                 max_wait: float = 90_000.0, download: bool = True,
                  environ: Mapping[str, str] | None = None) -> BatchSummary:
     """Run ``batch status``: each batch's state; the results of ended batches downloaded into
     ``folder/results/`` (``download=False``: none); ``wait`` polls every ``poll`` seconds
-    until every batch has ended."""
+    until every batch has ended, or until ``max_wait`` seconds have passed (25 hours: the
+    providers' 24-hour window and an hour to finalize), when ``exit_code`` is 3 and
+    ``stopped`` says which batches did not end."""
     from evalstream._judge.batch.remote import status
 
     return _remote(status, folder, options(batch_status, locals()))

@@ -145,12 +145,19 @@ def _status(sub: Any) -> None:
                 ["evalstream batch status batch/",
                  "evalstream batch status batch/ --wait --poll 300"],
                 [(0, "every batch has ended and its results are in DIR/results/"),
-                 (3, "some batches have not ended (or were never submitted)")]))
+                 (2, "also: an ended batch whose results cannot be downloaded, or a server "
+                     "that answers without a batch's status"),
+                 (3, "some batches have not ended (or were never submitted), also when "
+                     "--wait gave up after --max-wait")]))
     _remote_options(p, evalstream.batch_status)
     p.add_argument("--wait", action="store_true", help="poll until every batch has ended")
     p.add_argument("--poll", type=amount, metavar="S",
                    help="seconds between polls with --wait (default "
                         f"{default(evalstream.batch_status, 'poll')})")
+    p.add_argument("--max-wait", type=amount, metavar="S",
+                   help="seconds --wait may wait in all, then exit 3 naming the batches not "
+                        f"ended (default {default(evalstream.batch_status, 'max_wait')}: "
+                        "the providers' 24-hour window and an hour more)")
     p.add_argument("--no-download", dest="download", action="store_false",
                    help="only show the states; download nothing")
     p.set_defaults(func=_run_remote, action=evalstream.batch_status)
@@ -250,6 +257,8 @@ def _run_remote(args: argparse.Namespace) -> int:
                                 + b"\n")
     else:
         _print(summary_lines(summary), sys.stdout)
+    if summary.stopped:  # --wait gave up: say so where a CI log shows errors
+        _print([f"evalstream: {summary.stopped}"], sys.stderr)
     return summary.exit_code
 
 

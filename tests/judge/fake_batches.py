@@ -20,7 +20,12 @@ are errored requests (``echokey`` repeating the key it was created with); ``FAKE
 answers ``pass`` with that key JSON-escaped in its reason; a batch with a ``FAKE:redirect``
 answers its results (Anthropic) or output file (OpenAI) with a 302 to another origin, one with
 a ``FAKE:deepbatch`` is shown as JSON nested 100,000 deep when it is asked for; the
-live server's other hostile markers are answered ``pass``. With ``--lose-create N`` the first
+live server's other hostile markers are answered ``pass``. Batches that never end well (for
+``batch status --wait``): ``FAKE:endcrash`` crashes the server's handler while it makes the
+batch's results, which leaves the batch ``in_progress`` for ever (the fault first seen);
+``FAKE:oddstatus`` is shown with a status no provider documents, for ever;
+``FAKE:nostatus`` is shown without its status; ``FAKE:batch500`` is answered HTTP 500
+whenever it is asked for; ``FAKE:nofile`` ends with result files that are not there (404). With ``--lose-create N`` the first
 N create calls make the batch but cut the connection before answering.
 """
 
@@ -42,7 +47,7 @@ from tests.judge.fake_server import _content as content
 from tests.judge.fake_server import _openai as openai_completion
 
 _BATCH_ONLY = {"batcherror", "expired", "canceled", "vllmerror", "batchfail", "echofail",
-               "deepbatch"}
+               "deepbatch", "endcrash", "oddstatus", "nostatus", "batch500", "nofile"}
 _LIVE_ONLY = {"cut", "slow", "429", "500", "503", "429zone", "redirect", "huge", "deep", "garbled",
               "deeperror", "hugeheader", "manyheaders"}  # a batch provider retries these, or they are about one response
 
@@ -69,6 +74,7 @@ class Batches:
         self.calls: Counter[str] = Counter()
         self.created = 0
         self.redirected: set[str] = set()  # batches and files answered with a redirect
+        self.missing: set[str] = set()  # result files answered 404 (FAKE:nofile)
         self.foreign_port = 0
 
     def stats(self) -> dict[str, Any]:
@@ -101,6 +107,8 @@ class Batches:
         if method == "GET" and len(segments) == 4 and segments[:2] == ["v1", "files"] \
                 and segments[3] == "content":
             data = self.files.get(segments[2])
+            if segments[2] in self.missing:
+                data = None
             if segments[2] in self.redirected:
                 return 302, b"", False
             return (200, data, False) if data is not None else (404, _error("no such file"),
@@ -122,6 +130,8 @@ class Batches:
                 return 404, _error("no results yet"), False
             if segments[3] in self.redirected:
                 return 302, b"", False
+            if _marked(batch, "nofile"):
+                return 404, _error("no such results"), False
             return 200, batch["_results"], False
         return 404, _error("no such route"), False
 
@@ -180,13 +190,21 @@ class Batches:
         if batch is None:
             return 404, _error("no such batch"), False
         batch["_polls"] += 1
-        if any(b"FAKE:deepbatch" in bytes(line.params or line.body) for line in batch["_lines"]):
+        if _marked(batch, "deepbatch"):
             return 200, b'{"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}", False
+        if _marked(batch, "batch500"):
+            return 500, _error("fake server error"), False
         if batch["_polls"] >= self.polls:
             self._end(batch, port)
         elif batch["_provider"] == "openai":
             batch["status"] = "in_progress"
-        return 200, json.dumps(_public(batch)).encode(), False
+        shown = _public(batch)
+        if _marked(batch, "oddstatus"):
+            shown["status" if "status" in shown else "processing_status"] = "paused_for_review"
+        if _marked(batch, "nostatus"):
+            shown.pop("status", None)
+            shown.pop("processing_status", None)
+        return 200, json.dumps(shown).encode(), False
 
     # -- Anthropic -------------------------------------------------------------------------------
     def _create_anthropic(self, body: bytes, key: str | None,
@@ -209,6 +227,8 @@ class Batches:
         if batch.get("_ended"):
             return
         batch["_ended"] = True
+        if _marked(batch, "endcrash"):  # after _ended: the batch stays in_progress for ever
+            raise RuntimeError("fake crash while making a batch's results")
         anthropic = batch["_provider"] == "anthropic"
         out, errors = [], []
         counts: Counter[str] = Counter()
@@ -249,11 +269,19 @@ class Batches:
                 self.redirected.add(batch["output_file_id"])
         if errors:
             batch["error_file_id"] = self._save(_jsonl(errors, batch["_key"]))
+        if _marked(batch, "nofile"):
+            self.missing.update({batch["output_file_id"], batch["error_file_id"]} - {None})
 
     def _save(self, data: bytes) -> str:
         file_id = "file_" + hashlib.sha256(data).hexdigest()[:24] + f"{len(self.files):04x}"
         self.files[file_id] = data
         return file_id
+
+
+def _marked(batch: dict[str, Any], fault: str) -> bool:
+    """Whether a request of the batch carries ``FAKE:<fault>``."""
+    mark = f"FAKE:{fault}".encode()
+    return any(mark in bytes(line.params or line.body) for line in batch["_lines"])
 
 
 def _azure(path: str) -> str:

@@ -12,7 +12,11 @@ Anthropic has no such lookup: a lost reply stops submit with a message, and
 ``status`` asks for each batch's state and, once a batch has ended (completed, expired,
 cancelled or failed; Anthropic: ended), downloads its results (OpenAI: the output and error
 files; Anthropic: the results) into ``DIR/results/``, atomically and once; ``collect`` reads
-them from there. ``--wait`` polls until every batch has ended.
+them from there. ``--wait`` polls until every batch has ended, or until ``--max-wait``
+seconds have passed: a command a CI job runs must end, whatever the provider does (a batch
+stuck in one state, a status no provider documents, a server that crashed while making the
+results). By default that is 25 hours: the providers end every batch within their 24-hour
+window (an expired batch keeps the results that ran), and an hour more lets them finalize.
 
 How a file is submitted, what a batch's status is and when it has ended, and which result
 files it has are the provider's (``Provider.submit``, ``batch_status``, ``batch_ended``,
@@ -33,16 +37,28 @@ import msgspec
 import xxhash
 from msgspec import Struct
 
+from evalstream._judge.answer import excerpt
 from evalstream._judge.batch.client import BatchClient
 from evalstream._judge.batch.collect import RESULTS_FOLDER
 from evalstream._judge.batch.manifest import BatchFile, Manifest
 from evalstream._judge.providers.base import Provider, Submission
 from evalstream._judge.transport import key_from_environment
-from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, InputError, OutputError, UsageError
+from evalstream.errors import (
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    EvalstreamError,
+    InputError,
+    OutputError,
+    UsageError,
+)
 
 DEFAULT_TIMEOUT = 600.0  # an upload of 200 MB takes minutes on a slow line
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_POLL = 60.0
+# OpenAI's completion_window and Anthropic's expiry are 24 h; a batch not ended an hour after
+# that will not end by waiting.
+DEFAULT_MAX_WAIT = 25 * 3600.0
+SHOWN_PENDING = 5  # batches the sentence of a --wait that gave up names
 
 
 @dataclass
@@ -56,6 +72,7 @@ class Options:
     resubmit_unconfirmed: bool = False  # submit: send a file whose create reply was lost
     wait: bool = False  # status: poll until every batch has ended
     poll: float = DEFAULT_POLL
+    max_wait: float = DEFAULT_MAX_WAIT  # status --wait: seconds to wait in all
     download: bool = True  # status: download the results of ended batches
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -85,6 +102,7 @@ class BatchSummary(Struct):
     downloaded_now: int
     ended: int  # batches that have ended (results downloaded where there were any)
     exit_code: int
+    stopped: str | None = None  # why --wait gave up before every batch had ended
 
 
 def _client(opts: Options, manifest: Manifest) -> BatchClient:
@@ -170,7 +188,7 @@ def status(opts: Options) -> BatchSummary:
     manifest = Manifest.open(opts.folder)
     try:
         client = _client(opts, manifest)
-        downloaded = asyncio.run(_status_all(opts, manifest, client))
+        downloaded, stopped = asyncio.run(_status_all(opts, manifest, client))
         entries = [_entry(f, manifest.batch(f.n)) for f in manifest.files()]
     finally:
         manifest.close()
@@ -178,14 +196,19 @@ def status(opts: Options) -> BatchSummary:
     complete = ended == len(entries) and all(e.downloaded or not opts.download
                                              for e in entries)
     return BatchSummary("batch status", opts.folder, manifest.provider, entries, 0, downloaded,
-                        ended, EXIT_OK if complete else EXIT_INCOMPLETE)
+                        ended, EXIT_OK if complete else EXIT_INCOMPLETE, stopped)
 
 
-async def _status_all(opts: Options, manifest: Manifest, client: BatchClient) -> int:
+async def _status_all(opts: Options, manifest: Manifest,
+                      client: BatchClient) -> tuple[int, str | None]:
+    """Result files downloaded now, and why ``--wait`` gave up (None: it did not)."""
     downloaded = 0
+    started = time.monotonic()
     async with client:
         while True:
-            pending = 0  # batches that have not ended (a file never submitted never will)
+            # (file, batch id, status) of the batches that have not ended (a file never
+            # submitted never will: it is not waited for)
+            pending: list[tuple[str, str, str]] = []
             for f in manifest.files():
                 b = manifest.batch(f.n)
                 if not b or not b.get("batch_id"):
@@ -195,17 +218,50 @@ async def _status_all(opts: Options, manifest: Manifest, client: BatchClient) ->
                 batch = await client.get(str(b["batch_id"]))
                 state = _record(client.config.api, manifest, f, batch)
                 if not client.config.api.batch_ended(state):
-                    pending += 1
+                    pending.append((f.name, str(b["batch_id"]), state))
                     continue
                 if opts.download:
-                    downloaded += await _download(opts, manifest, client, f, batch)
-            if not opts.wait or pending == 0:
-                return downloaded
-            await asyncio.sleep(opts.poll)
+                    downloaded += await _download(opts, manifest, client, f, batch, state)
+            if not opts.wait or not pending:
+                return downloaded, None
+            # A round of calls in flight is bounded by --timeout and --max-attempts; the
+            # deadline is checked between rounds, and no sleep goes past it.
+            waited = time.monotonic() - started
+            if waited >= opts.max_wait:
+                return downloaded, _gave_up(opts, pending, waited)
+            await asyncio.sleep(min(opts.poll, opts.max_wait - waited))
+
+
+def _gave_up(opts: Options, pending: list[tuple[str, str, str]], waited: float) -> str:
+    """The sentence of a ``--wait`` that reached ``--max-wait``: the batches still waited for,
+    their last status, how long it waited, and what to do."""
+    shown = "; ".join(f"{name} (batch {batch_id}) is still {state!r}"
+                      for name, batch_id, state in pending[:SHOWN_PENDING])
+    if len(pending) > SHOWN_PENDING:
+        shown += f"; and {len(pending) - SHOWN_PENDING:,} more"
+    return (f"--wait gave up after {_duration(waited)} (--max-wait {opts.max_wait:g}) with "
+            f"{len(pending):,} batch(es) not ended: {shown}. Run `evalstream batch status "
+            f"{opts.folder} --wait` again to wait longer; a batch its provider never ends can "
+            "be cancelled at the provider, its results collected with `evalstream batch "
+            "collect`, and the states without a verdict prepared again into a new folder by "
+            f"`evalstream batch prepare` with `--only-missing {opts.folder}`.")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _record(api: Provider, manifest: Manifest, f: BatchFile, batch: dict[str, Any]) -> str:
     state = api.batch_status(batch)
+    if not state:  # no status at all: not a batch object, and waiting would never end
+        raise OutputError(f"the provider answered for {f.name}'s batch {batch.get('id')} with "
+                          "no status: "
+                          f"{excerpt(msgspec.json.encode(batch))}; is the base URL the batch "
+                          "was prepared for the provider's API?")
     counts = batch.get("request_counts") or {}
     error = None
     errors = batch.get("errors")
@@ -223,13 +279,24 @@ def _record(api: Provider, manifest: Manifest, f: BatchFile, batch: dict[str, An
 
 
 async def _download(opts: Options, manifest: Manifest, client: BatchClient, f: BatchFile,
-                    batch: dict[str, Any]) -> int:
+                    batch: dict[str, Any], state: str) -> int:
     folder = os.path.join(opts.folder, RESULTS_FOLDER)
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from exc
-    saved = await client.config.api.download(client, batch, folder,
-                                             f.name.removesuffix(".jsonl"))
+    try:
+        saved = await client.config.api.download(client, batch, folder,
+                                                 f.name.removesuffix(".jsonl"))
+    except EvalstreamError as exc:
+        # The same class (and exit code), with the batch named: a 404 on its own would only
+        # suggest a wrong key or URL, where the batch is known to exist.
+        raise type(exc)(
+            f"{f.name}'s batch {batch.get('id')} has ended ({state!r}) but its results could "
+            f"not be downloaded: {exc} The results saved so far are kept; run `evalstream "
+            f"batch status {opts.folder}` again later; if they never come, `evalstream batch "
+            "collect` what came back and prepare the rest again into a new folder by "
+            f"`evalstream batch prepare` with `--only-missing {opts.folder}`."
+        ) from exc
     manifest.save_batch(f.n, downloaded=msgspec.json.encode(saved).decode())
     return len(saved)

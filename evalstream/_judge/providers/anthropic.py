@@ -246,7 +246,7 @@ class Anthropic(Provider):
         return f"/messages/batches/{batch_id}"
 
     def batch_status(self, batch: Mapping[str, Any]) -> str:
-        return str(batch.get("processing_status"))
+        return str(batch.get("processing_status") or "")  # none: not a batch (remote says)
 
     def batch_ended(self, status: str) -> bool:
         return status == "ended"
