@@ -328,11 +328,13 @@ _add(_int(0), "max_ids", "max_requests", "port")
 _add(_size_rule, "max_line_bytes", "max_bytes_per_file")
 _add(_float(_fraction), "confidence")
 _add(_float(_share), "max_unscored_rate")
+_add(_float(_fraction), "target_width")  # agree --estimate: a width between 0 and 1
+_add(_int(1), "to_label")
 _add(_float(_amount), "timeout", "max_wait", "poll", "rpm", "tpm", "price_in", "price_out",
      "max_cost")
 _add(_float(_temperature), "temperature")
 _add(_path, "rejects", "report", "store", "states", "compare", "view", "only_missing", "html",
-     "jury")
+     "jury", "to_label_output")
 _add(_paths, "rubric_files", flag="--rubrics")
 _add(_paths, "results", flag="RESULTS")
 _add(_paths, "runs", flag="RUNS")  # agree_judges(runs, cases)
@@ -357,7 +359,7 @@ _add(choice("local", "dask"), "engine")
 _add(_text, "provider")
 _add(choice("unscored", "skip"), "missing")
 _add(_flag, "exact_tokens", "allow_unknown_fields", "force", "keep_unmapped",
-     "include_incomparable", "retry_unscored", "resubmit_unconfirmed", "wait")
+     "include_incomparable", "retry_unscored", "resubmit_unconfirmed", "wait", "estimate")
 _add(_flag, "quoting", flag="--no-quoting")
 _add(_flag, "download", flag="--no-download")
 _add(_flag, "open_browser", flag="--no-browser")
@@ -370,6 +372,7 @@ ONE_KEY: Rule = _text  # `by` where a command groups by one metadata key (agree,
 REPORT_FORMAT = ("--format", choice(*REPORT_FORMATS))  # stats, agree, compare
 VALIDATE_FORMAT = ("--format", choice("table", "json"))
 OUTPUT_OPTION = ("--output", _path)  # -o of stats, agree, compare (a positional elsewhere)
+ASK_CONFIDENCE = ("--confidence", _flag)  # judge's (agree's is its interval's level)
 
 
 def check(name: str, value: Any, optional: bool = False, rule: Rule | None = None,

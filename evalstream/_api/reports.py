@@ -241,26 +241,35 @@ def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: flo
           format: ReportFormat = "table", output: Path | None = None, html: Path | None = None,
           max_ids: int = 20, rejects: Path | None = None, max_unscored_rate: float | None = None,
           view: Path | None = None, allow_unknown_fields: bool = False,
-          max_line_bytes: int = MAX_LINE_BYTES, force: bool = False) -> AgreeReport:
+          max_line_bytes: int = MAX_LINE_BYTES, force: bool = False, estimate: bool = False,
+          target_width: float = 0.05, to_label: int | None = None,
+          to_label_output: Path | None = None) -> AgreeReport:
     """Run ``agree``: how well a judge's verdicts agree with the cases' expected labels, per
     rubric, label source and ``by`` group (one metadata key). The report is written only where
     asked, as ``stats`` writes it (``output``, ``format``, ``html``, ``rejects``); ``view``, a
-    folder of ``evalstream view --export``, links each listed id to its page. Returns the
-    report (``exit_code`` 1: lines rejected, or unscored verdicts above
-    ``max_unscored_rate``)."""
+    folder of ``evalstream view --export``, links each listed id to its page. Where verdicts
+    carry ``confidence``, the report says how well calibrated it is; ``estimate`` adds the
+    corrected pass rates (PPI++) with the labels more that would make each interval
+    ``target_width`` wide; ``to_label`` chooses that many checks without a label whose label
+    would help most, and writes their cases to ``to_label_output``. Returns the report
+    (``exit_code`` 1: lines rejected, or unscored verdicts above ``max_unscored_rate``)."""
     from evalstream._options import ONE_KEY, OUTPUT_OPTION, REPORT_FORMAT
-    from evalstream._render.panel import blocks, page
-    from evalstream._verdicts.agree import AgreeOptions, encode, run
+    from evalstream._render.sureness import blocks, page
+    from evalstream._verdicts import sureness
+    from evalstream._verdicts.agree import AgreeOptions, Extensions, encode, run
     from evalstream._verdicts.panel import PanelExtension
 
     given = options(agree, locals(), rules={"format": REPORT_FORMAT, "output": OUTPUT_OPTION,
                                             "by": (None, ONE_KEY)})
     shown = Shown(blocks, page, encode)
-    # A panel's verdicts (judge --jury, --samples) add each juror and their agreement.
+    # A panel's verdicts (judge --jury, --samples) add each juror and their agreement; the
+    # verdicts' confidence, --estimate and --to-label add the sureness section (issue 29).
     panel = PanelExtension(given["max_ids"], given["confidence"])
+    sure = sureness.SurenessExtension(sureness.options(given, str(cases)))
     result = run(AgreeOptions(verdicts=path("verdicts", verdicts), cases=path("cases", cases),
-                              **given), shown.write(given["format"], given["output"],
-                                                    given["html"]), panel)
+                              more_targets=sureness.targets(sure.options), **given),
+                 shown.write(given["format"], given["output"], given["html"]),
+                 Extensions(panel, sure))
     shown.show(result, given["format"], given["output"])
     return result
 

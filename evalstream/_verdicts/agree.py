@@ -16,7 +16,7 @@ and left out (never read as pass: evalstream fails closed).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from evalstream._files.outputs import AtomicOutput
+    from evalstream._files.transaction import Target, Transaction
 
 
 LABEL_STATUSES = ("pass", "fail", "na")
@@ -182,15 +183,52 @@ class AgreeReport(Struct):
 
 
 class Extension(Protocol):
-    """What a module beside agree adds to it (a panel's jurors, ``_verdicts.panel``): it
-    sees every verdict as it is read, and makes the report from the one agree made, given
-    ``cells``: agree's own figures, per rubric, of another frame of verdicts (case_id,
-    rubric, status, line) against the same labels."""
+    """What a module beside agree adds to it (a panel's jurors, ``_verdicts.panel``; the
+    confidence's calibration and corrected pass rates, ``_verdicts.sureness``): it sees every
+    verdict as it is read, and makes the report from the one agree made, given ``cells``:
+    agree's own figures, per rubric, of another frame of verdicts (case_id, rubric, status,
+    line) against the same labels, and ``joined``: such a frame joined to the labels, row by
+    key (its own further columns kept; see ``_joined``), with the rubric and group names."""
 
     def verdict(self, rubric: int, line: int, verdict: Any) -> None: ...
 
     def report(self, report: AgreeReport,
-               cells: Callable[[pl.DataFrame], list[RubricAgreement]]) -> AgreeReport: ...
+               cells: Callable[[pl.DataFrame], list[RubricAgreement]],
+               joined: Joined) -> AgreeReport: ...
+
+
+@dataclass
+class Joined:
+    """A frame of verdicts (with any further columns) joined to the labels, for an
+    ``Extension``: ``of(frame)`` is ``_joined``'s lazy frame; ``rubrics`` and ``groups`` name
+    the codes; ``cases`` is the cases file's path and ``case_ids`` its ids by row;
+    ``targets`` the run's transaction, where the extension opens its own targets
+    (``AgreeOptions.more_targets``)."""
+
+    of: Callable[[pl.DataFrame], pl.LazyFrame]
+    rubrics: list[str]
+    groups: list[str]
+    cases: str
+    case_ids: pl.Series
+    targets: Transaction
+
+
+class Extensions:
+    """Several extensions as one, each given the report the one before made."""
+
+    def __init__(self, *extensions: Extension) -> None:
+        self.extensions = extensions
+
+    def verdict(self, rubric: int, line: int, verdict: Any) -> None:
+        for extension in self.extensions:
+            extension.verdict(rubric, line, verdict)
+
+    def report(self, report: AgreeReport,
+               cells: Callable[[pl.DataFrame], list[RubricAgreement]],
+               joined: Joined) -> AgreeReport:
+        for extension in self.extensions:
+            report = extension.report(report, cells, joined)
+        return report
 
 
 @dataclass
@@ -213,6 +251,9 @@ class AgreeOptions:
     output: str | None = None
     html: str | None = None
     format: str = "table"
+    # An extension's own targets (``to_label``'s cases), checked and committed with the rest;
+    # the extension opens them through ``Joined.targets``.
+    more_targets: list[Target] = field(default_factory=list)
 
 
 # -- reading the cases -----------------------------------------------------------------------------
@@ -295,8 +336,10 @@ def _key(case: str) -> pl.Expr:
     return pl.col(case).cast(pl.UInt64) * (1 << 32) + pl.col("rubric").cast(pl.UInt64)
 
 
-def _joined(verdicts: pl.DataFrame, labels: pl.DataFrame, cases: pl.DataFrame) -> pl.LazyFrame:
-    """Every key of either file with its label, verdict and group (nulls where absent).
+def _joined(verdicts: pl.DataFrame, labels: pl.DataFrame, cases: pl.DataFrame,
+            keep: tuple[str, ...] = ()) -> pl.LazyFrame:
+    """Every key of either file with its label, verdict and group (nulls where absent), and
+    the verdicts' columns ``keep`` (an extension's).
 
     Verdicts find their case's row by id (a left join on the cases, whose strings are few
     next to the keys); verdicts and labels then meet on one integer key, which takes a
@@ -309,7 +352,7 @@ def _joined(verdicts: pl.DataFrame, labels: pl.DataFrame, cases: pl.DataFrame) -
     judged = (verdicts.lazy().join(rows, on="case_id", how="left")
               .select(_key("vcase").alias("key"), "case_id", "vcase", "vgroup",
                       pl.col("rubric").alias("vrubric"), pl.col("status").alias("vstatus"),
-                      pl.col("line").alias("vline")))
+                      pl.col("line").alias("vline"), *keep))
     return (labels.lazy().with_columns(_key("case").alias("key"))
             .join(judged, on="key", how="full", coalesce=True)
             .with_columns(rubric=pl.coalesce("rubric", "vrubric"),
@@ -497,8 +540,8 @@ def run(opts: AgreeOptions,
     # The targets before the inputs' first bytes are read: an input named as a target is
     # refused as that, whatever it holds.
     targets = Transaction([("verdicts", opts.verdicts), ("cases", opts.cases)],
-                          report_targets(opts.output, opts.format, opts.html, opts.rejects),
-                          opts.force).check()
+                          report_targets(opts.output, opts.format, opts.html, opts.rejects)
+                          + opts.more_targets, opts.force).check()
     usage = "; usage: evalstream agree VERDICTS CASES"
     check_input(opts.verdicts, "verdicts", usage)
     check_input(opts.cases, "cases", usage)
@@ -534,7 +577,14 @@ def run(opts: AgreeOptions,
                 return _rubric_results(found, {}, rubrics.names, groups.names, opts.by,
                                        opts.confidence, {}, None)
 
-            report = extension.report(report, cells)
+            def of(frame: pl.DataFrame) -> pl.LazyFrame:
+                extra = tuple(c for c in frame.columns if c not in ("case_id", "rubric",
+                                                                    "status", "line"))
+                return _joined(frame, case_file.labels, case_file.cases, extra)
+
+            report = extension.report(report, cells, Joined(
+                of, rubrics.names, groups.names, opts.cases, case_file.cases["case_id"],
+                targets))
         if write is not None:
             write(report, reports)  # committed with the rejects, all or none
     return report

@@ -27,7 +27,7 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._verdicts import rules
-from evalstream._verdicts.agree import AgreeReport, Cell, GroupCell, RubricAgreement
+from evalstream._verdicts.agree import AgreeReport, Cell, GroupCell, Joined, RubricAgreement
 from evalstream._verdicts.interrater import DEFAULT_RESAMPLES, Estimate, Pattern, among
 from evalstream._verdicts.records import STATUS_CODE, Codes, Columns, verdict_schema
 
@@ -162,7 +162,8 @@ class PanelExtension:
                 r.unstable_ids.append(v.case_id)
 
     def report(self, report: AgreeReport,
-               cells: Callable[[pl.DataFrame], list[RubricAgreement]]) -> AgreeReport:
+               cells: Callable[[pl.DataFrame], list[RubricAgreement]],
+               joined: Joined | None = None) -> AgreeReport:
         """agree's report with the panel's section (unchanged when no verdict had votes)."""
         if not self.jurors:
             return report
