@@ -29,6 +29,7 @@ from evalstream._files.transaction import Target, Transaction
 from evalstream._judge import inputs, tokens, verdict
 from evalstream._judge.jury import Jury, single
 from evalstream._judge.limits import Concurrency, TokenBucket
+from evalstream._judge.logprobs import ConfidenceTally
 from evalstream._judge.providers.base import Signer
 from evalstream._judge.report import (
     MAX_NOT_JUDGED_LISTED,
@@ -93,6 +94,9 @@ class Options:
     # variable; `config` is its first juror's); None: `config` alone, asked `samples` times.
     jury: Jury | None = None
     samples: int = 1
+    # --confidence (issue 29): a single judge asks for log probabilities (``config``); a
+    # panel's verdicts carry the share of their votes.
+    confidence: bool = False
 
 
 def jury_of(opts: Options) -> Jury:
@@ -578,6 +582,8 @@ class Writer:
         self.not_judged: list[NotJudged] = []
         self.usage_all = [0, 0, 0]
         self.unstructured = 0  # answers read from text structured output did not shape
+        self.confidence = ConfidenceTally(  # --confidence (issue 29)
+            opts.confidence, self.config.provider, self.config.api.logprobs, self.jury.panel)
         self._encode = msgspec.json.Encoder().encode
 
     def verdict(self, state: inputs.JudgeState) -> bytes | None:
@@ -591,6 +597,7 @@ class Writer:
                                          state.rubric_id, state.rubric_hash, state.state_hash,
                                          state.exposure)
             self.unstructured += parsed.unstructured
+            self.confidence.add(parsed)
             if v.usage is not None:
                 self.usage_all[0] += v.usage.input_tokens
                 self.usage_all[1] += v.usage.output_tokens
@@ -625,7 +632,9 @@ class Writer:
                 read.append(parsed)
         self.unstructured += sum(p.unstructured for p in read if p is not None)
         v = verdict.panel(self.info, self.jury.rule, votes, state.case_id, state.rubric_id,
-                          state.rubric_hash, state.state_hash, state.exposure)
+                          state.rubric_hash, state.state_hash, state.exposure,
+                          self.opts.confidence)
+        self.confidence.panel(v.confidence)
         if v.usage is not None:
             self.usage_all[0] += v.usage.input_tokens
             self.usage_all[1] += v.usage.output_tokens
@@ -776,7 +785,8 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
         rejected_by_kind=dict(sorted(writer.rejected_by_kind.items())),
         without_structured_output=writer.unstructured, warnings=warnings,
         seconds=round(time.perf_counter() - started, 3), exit_code=exit_code,
-        jury=writer.panels.report(asker.tallies) if asker.jury.panel else None)
+        jury=writer.panels.report(asker.tallies) if asker.jury.panel else None,
+        confidence=writer.confidence.report())
 
 
 def tallied(usage: list[int]) -> TokenUsage:

@@ -9,6 +9,7 @@ from collections import Counter
 import msgspec
 from msgspec import Struct
 
+from evalstream._judge.logprobs import ConfidenceReport
 from evalstream._verdicts.records import JudgeInfo, TokenUsage
 
 MAX_NOT_JUDGED_LISTED = 1_000
@@ -146,6 +147,7 @@ class JudgeReport(Struct, omit_defaults=True):
     seconds: float
     exit_code: int
     jury: JuryReport | None = None
+    confidence: ConfidenceReport | None = None  # --confidence (issue 29)
 
 
 def encode(report: JudgeReport) -> bytes:

@@ -60,6 +60,9 @@ class JudgeConfig:
     deployment: str = ""  # Azure: the deployment ("": named as the model)
     api_version: str = ""  # Azure: the api-version ("": the provider's default)
     region: str = ""  # Bedrock: the AWS region ("": AWS_REGION, else the provider's)
+    # --confidence (issue 29): ask for the tokens' log probabilities where the provider can
+    # (``Provider.logprobs``); the body, so the store key, changes only when it is asked.
+    confidence: bool = False
     encoder: msgspec.json.Encoder = field(default_factory=msgspec.json.Encoder, repr=False,
                                           compare=False)
 

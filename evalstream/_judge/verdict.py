@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from evalstream._judge.answer import Parsed
+from evalstream._judge.logprobs import from_votes
 from evalstream._judge.providers.base import Provider
 from evalstream._judge.store import Failure, Stored
 from evalstream._verdicts import rules
@@ -31,7 +32,8 @@ def answered(info: JudgeInfo, api: Provider, stored: Stored, case_id: str, rubri
     parsed = api.parse(stored.body)
     error = None if parsed.cause is None else VerdictError(parsed.cause, parsed.detail or "")
     return JudgeVerdict(case_id, rubric_id, parsed.status, parsed.reason, info, parsed.usage,
-                        stored.request_id, rubric_hash, state_hash, exposure, error), parsed
+                        stored.request_id, rubric_hash, state_hash, exposure, error,
+                        confidence=parsed.confidence), parsed
 
 
 def unanswered(info: JudgeInfo, failure: Failure, case_id: str, rubric_id: str,
@@ -57,10 +59,12 @@ def vote(judge: str, model: str, sample: int, api: Provider, stored: Stored | No
 
 
 def panel(info: JudgeInfo, rule: str, votes: list[Vote], case_id: str, rubric_id: str,
-          rubric_hash: str, state_hash: str, exposure: msgspec.Raw) -> JudgeVerdict:
+          rubric_hash: str, state_hash: str, exposure: msgspec.Raw,
+          confidence: bool = False) -> JudgeVerdict:
     """The verdict of a panel's votes: the rule's decision over the scored votes, with its
     quorum (``_verdicts.rules``); the rationale of the first vote (in jury order) that agrees
-    with it; the votes' tokens added up; every vote, and how the decision was taken."""
+    with it; the votes' tokens added up; every vote, and how the decision was taken; with
+    ``confidence`` (--confidence), the share of the scored votes of each status."""
     t = rules.tally(v.status for v in votes)
     decision = rules.decide(rule, t)
     rationale = next((v.rationale for v in votes if v.status == decision.status), None)
@@ -68,7 +72,9 @@ def panel(info: JudgeInfo, rule: str, votes: list[Vote], case_id: str, rubric_id
                                                              decision.detail or "")
     return JudgeVerdict(case_id, rubric_id, decision.status, rationale, info,
                         added_usage(votes), None, rubric_hash, state_hash, exposure, error,
-                        votes, Panel(rule, t.votes, t.scored, rules.agreed(decision, t)))
+                        votes, Panel(rule, t.votes, t.scored, rules.agreed(decision, t)),
+                        from_votes([v.status for v in votes])
+                        if confidence and decision.status != "unscored" else None)
 
 
 def added_usage(votes: list[Vote]) -> TokenUsage | None:

@@ -64,6 +64,8 @@ class Config(Protocol):
     def api_version(self) -> str: ...  # Azure: the api-version ("": the provider's)
     @property
     def region(self) -> str: ...  # Bedrock: the AWS region ("": the environment's)
+    @property
+    def confidence(self) -> bool: ...  # --confidence: ask for log probabilities (issue 29)
 
 
 class Signer(NamedTuple):
@@ -148,6 +150,11 @@ class Provider(abc.ABC):
         """The base URL when --base-url is not given (``base_url``; Bedrock's depends on the
         region). An empty one: --base-url is required."""
         return self.base_url
+
+    # Whether ``body`` asks for the output tokens' log probabilities under --confidence, and
+    # ``read`` gives the status's confidence from them (``_judge.logprobs``); where not, a
+    # panel's votes give it (``source: samples``), or nothing does, and the run says so.
+    logprobs: ClassVar[bool] = False
 
     def reasons(self, config: Config) -> bool:
         """Whether the judge thinks before it answers (a reasoning model, a thinking budget):
