@@ -99,4 +99,4 @@ def test_the_check_page_shows_the_verdicts_confidence(tmp_path: Path) -> None:
     assert 'class="confidence"' not in pages[0]  # type: ignore[operator]
     assert "66.7%" in pages[1] and "the share of the panel" in pages[1]  # type: ignore[operator]
     assert "75.0%" in pages[2] and "12.5%" in pages[2]  # type: ignore[operator]
-    assert "the status token's log probabilities" in pages[2]  # type: ignore[operator]
+    assert "log probabilities" in pages[2]  # type: ignore[operator]
