@@ -9,6 +9,7 @@ from collections import Counter
 import msgspec
 from msgspec import Struct
 
+from evalstream._judge.escalation import Escalation
 from evalstream._judge.logprobs import ConfidenceReport
 from evalstream._verdicts.records import JudgeInfo, TokenUsage
 
@@ -108,6 +109,7 @@ class JuryReport(Struct):
     split: int
     unstable: int
     consistency: float | None
+    escalation: Escalation | None = None  # rule escalate (issue 29)
 
 
 class JudgeReport(Struct, omit_defaults=True):

@@ -60,20 +60,23 @@ def vote(judge: str, model: str, sample: int, api: Provider, stored: Stored | No
 
 def panel(info: JudgeInfo, rule: str, votes: list[Vote], case_id: str, rubric_id: str,
           rubric_hash: str, state_hash: str, exposure: msgspec.Raw,
-          confidence: bool = False) -> JudgeVerdict:
+          confidence: bool = False, deciding: list[Vote] | None = None) -> JudgeVerdict:
     """The verdict of a panel's votes: the rule's decision over the scored votes, with its
     quorum (``_verdicts.rules``); the rationale of the first vote (in jury order) that agrees
     with it; the votes' tokens added up; every vote, and how the decision was taken; with
-    ``confidence`` (--confidence), the share of the scored votes of each status."""
+    ``confidence`` (--confidence), the share of the scored votes of each status.
+    ``deciding``: the votes the rule decides over, where not all of them (escalation: the
+    second judge's, where it was asked)."""
     t = rules.tally(v.status for v in votes)
-    decision = rules.decide(rule, t)
+    decision = rules.decide(rule, t if deciding is None else
+                            rules.tally(v.status for v in deciding))
     rationale = next((v.rationale for v in votes if v.status == decision.status), None)
     error = None if decision.cause is None else VerdictError(decision.cause,
                                                              decision.detail or "")
     return JudgeVerdict(case_id, rubric_id, decision.status, rationale, info,
                         added_usage(votes), None, rubric_hash, state_hash, exposure, error,
                         votes, Panel(rule, t.votes, t.scored, rules.agreed(decision, t)),
-                        from_votes([v.status for v in votes])
+                        from_votes([v.status for v in deciding or votes])
                         if confidence and decision.status != "unscored" else None)
 
 

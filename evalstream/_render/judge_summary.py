@@ -50,6 +50,12 @@ def lines(report: JudgeReport) -> list[str]:
                    f"{report.without_structured_output:,}")
     if report.jury is not None:
         out += jury_lines(report)
+    if report.confidence is not None:  # --confidence (issue 29)
+        sure = report.confidence
+        read = ", ".join(f"{n:,} {how}" for how, n in sure.by_reading.items() if n)
+        out.append(f"confidence ({sure.source or 'none'}): {sure.verdicts:,} verdicts carry one"
+                   + (f"; log probabilities read: {read}" if read else "")
+                   + (f"; {sure.note}" if sure.note else ""))
     if report.max_unscored_rate is not None and report.unscored_rate is not None:
         verb = "above" if report.unscored_rate > report.max_unscored_rate else "within"
         out.append(f"unscored rate {report.unscored_rate:.1%}, {verb} --max-unscored-rate "
@@ -76,6 +82,14 @@ def jury_lines(report: JudgeReport) -> list[str]:
                    f"{v['pass']:,} pass, {v['fail']:,} fail, {v['na']:,} na, "
                    f"{v['unscored']:,} unscored; tokens {j.usage.input_tokens:,} in, "
                    f"{j.usage.output_tokens:,} out{cost}")
+    e = jury.escalation
+    if e is not None:  # rule escalate (issue 29)
+        priced = "" if e.second_cost_usd is None else (
+            f"; the second judge's votes cost ${e.second_cost_usd:,.4f}"
+            + ("" if e.all_second_cost_usd is None else
+               f", against ${e.all_second_cost_usd:,.4f} had it been asked every state"))
+        out.append(f"  escalated {e.escalated:,} of {e.states:,} states to the second judge "
+                   f"(the first below {e.threshold:g}, split or unscored){priced}")
     return out
 
 
