@@ -48,6 +48,10 @@ def _rate(value: float | None) -> str | None:
     return None if value is None else f"{value:.1%}"
 
 
+def _three(value: float | None) -> str | None:
+    return None if value is None else f"{value:.3f}"
+
+
 def sureness_blocks(report: AgreeReport, sure: Sureness) -> list[Block]:
     """Calibration, the estimates and the checks to label, each where there is one."""
     out: list[Block] = []
@@ -75,11 +79,11 @@ def calibration_blocks(sure: Sureness) -> list[Block]:
                   "gave its status against how often the label agreed; the expected calibration "
                   "error (ECE) is the pairs-weighted gap (0: its 0.8 is right 8 times in 10).")]
     summary = Table([Column("rubric"), Column("keys"), Column("pairs", "count"),
-                     Column("ECE", "number")], title="Expected calibration error")
+                     Column("ECE")], title="Expected calibration error")
     for r in sure.calibration:
-        summary.add(r.rubric, "all", r.all.pairs, r.all.ece)
+        summary.add(r.rubric, "all", r.all.pairs, _three(r.all.ece))
         for source, rel in r.by_source.items():
-            summary.add(r.rubric, f"source {source}", rel.pairs, rel.ece)
+            summary.add(r.rubric, f"source {source}", rel.pairs, _three(rel.ece))
     out.append(summary)
     for r in sure.calibration:
         table = Table([Column("confidence"), Column("pairs", "count"),
@@ -96,7 +100,7 @@ def _estimate_cells(name: str, e: Estimate) -> list[TableCell]:
     more: TableCell = ("out of reach" if e.estimate is not None and e.more_labels is None
             else e.more_labels)
     return [name, e.labelled, e.unlabelled, _rate(e.judge_rate), _rate(e.labelled_rate),
-            _rate(e.estimate), interval, e.power_tuning, more]
+            _rate(e.estimate), interval, _three(e.power_tuning), more]
 
 
 def estimate_blocks(report: AgreeReport, sure: Sureness) -> list[Block]:
@@ -116,7 +120,7 @@ def estimate_blocks(report: AgreeReport, sure: Sureness) -> list[Block]:
     table = Table([Column("rubric"), Column("keys"), Column("labelled", "count"),
                    Column("unlabelled", "count"), Column("judge"), Column("labelled rate"),
                    Column("estimate"), Column(f"{sure.interval:.0%} CI"),
-                   Column("lambda", "number"), Column("more labels")],
+                   Column("lambda"), Column("more labels")],
                   title="Pass rates: raw, labelled, corrected")
     for r in sure.estimates:
         table.add(r.rubric, *_estimate_cells("all", r.all))
