@@ -438,7 +438,7 @@ _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
 
 def status_probability(rid: str) -> float:
     """The probability the fake gives the status token of the answer with this request id."""
-    return 0.55 + 0.4 * int(rid[4:6], 16) / 255
+    return 0.55 + 0.4 * int(rid.split("_", 1)[1][:2], 16) / 255  # req_ or breq_ (batches)
 
 
 def _token(text: str, logprob: float, top: list[tuple[str, float]]) -> dict[str, Any]:

@@ -155,3 +155,32 @@ def test_tokens_that_do_not_spell_the_answer_are_not_read() -> None:
     assert read(parsed, content, wrong).confidence is None
     right = [Token(content[:-6], -0.1), Token('pass"}', -0.1)]
     assert read(parsed, content, right).confidence is not None
+
+
+def test_batch_files_ask_for_them_and_collect_reads_them(
+        tmp_path: Path, fake: Any) -> None:
+    """batch prepare --confidence: the request lines ask for log probabilities, and the
+    collected verdicts carry the confidence the live judge's would (the same parser)."""
+    from evalstream._judge.batch import remote
+    from tests.judge.batch.support import collected
+    from tests.judge.support import FAKE_KEY
+
+    server = fake("--key", FAKE_KEY, "--batch-polls", "2")
+    src = states(tmp_path, ["FAKE:pass", "FAKE:lpsplit", "FAKE:fail"])
+    folder = tmp_path / "batch"
+    evalstream.batch_prepare(src, folder, "fake-judge-1", base_url=server.url, confidence=True)
+    sent = [json.loads(x) for p in sorted(folder.glob("requests-*.jsonl"))
+            for x in p.read_text().splitlines()]
+    assert all(line["body"]["logprobs"] is True for line in sent)
+    assert remote.submit(remote.Options(folder=str(folder), environ=KEYS, poll=0.02)
+                         ).exit_code == 0
+    assert remote.status(remote.Options(folder=str(folder), environ=KEYS, poll=0.02,
+                                        wait=True)).exit_code == 0
+    out = tmp_path / "collected.jsonl"
+    assert collected(folder, out, []).exit_code == 0
+    verdicts = lines(out)
+    assert [v["status"] for v in verdicts] == ["pass", "pass", "fail"]
+    for v in verdicts:
+        c = v["confidence"]
+        assert c["source"] == "logprobs" and c[v["status"]] >= 0.55
+        assert math.isclose(c["pass"] + c["fail"] + c["na"], 1.0)
