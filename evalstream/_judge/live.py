@@ -635,6 +635,7 @@ class Writer:
             return None
         v = verdict.pair_answered(self.pair_info, self.config.pairwise, pair.first, pair.second,
                                   first, second)
+        self.confidence.pair()
         if v.usage is not None:  # both orders' answers
             self.usage_all[0] += v.usage.input_tokens
             self.usage_all[1] += v.usage.output_tokens

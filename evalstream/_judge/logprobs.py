@@ -155,12 +155,18 @@ class ConfidenceTally:
         self.asked, self.provider, self.can, self.is_panel = asked, provider, can, panel
         self.by_reading = dict.fromkeys((*READINGS, "none"), 0)
         self.verdicts = 0
+        self.pairs = 0  # a pair's verdicts (pairwise states): never a confidence
 
     def add(self, parsed: Parsed) -> None:
         """A single judge's answer, as read."""
         if self.asked and parsed.cause is None:
             self.by_reading[parsed.confidence_read or "none"] += 1
             self.verdicts += parsed.confidence is not None
+
+    def pair(self) -> None:
+        """A pair's verdict (issue 28): its preference has no pass/fail/na status token, and
+        its requests ask for no log probabilities (``JudgeConfig.pairwise``)."""
+        self.pairs += self.asked
 
     def panel(self, confidence: Confidence | None) -> None:
         """A panel's verdict's confidence (from its votes)."""
@@ -180,5 +186,9 @@ class ConfidenceTally:
         elif self.by_reading["none"]:
             note = (f"{self.by_reading['none']:,} answers came without log probabilities (a "
                     "server that ignores `logprobs`): their verdicts carry no confidence")
+        if self.pairs:
+            pairs = (f"{self.pairs:,} pairwise verdicts carry none: a preference has no "
+                     "pass/fail/na status token (their requests ask for no log probabilities)")
+            note = pairs if note is None else f"{note}; {pairs}"
         return ConfidenceReport("logprobs" if self.can else None, self.verdicts,
                                 self.by_reading if self.can else {}, note)

@@ -54,7 +54,7 @@ def _three(value: float | None) -> str | None:
 
 def sureness_blocks(report: AgreeReport, sure: Sureness) -> list[Block]:
     """Calibration, the estimates and the checks to label, each where there is one."""
-    out: list[Block] = []
+    out: list[Block] = [Paragraph(left_out_sentence(sure))]
     if sure.calibration is not None:
         out += calibration_blocks(sure)
     elif sure.estimates is not None or sure.to_label is not None:
@@ -65,6 +65,19 @@ def sureness_blocks(report: AgreeReport, sure: Sureness) -> list[Block]:
     if sure.to_label is not None:
         out += to_label_blocks(report, sure)
     return out
+
+
+def left_out_sentence(sure: Sureness) -> str:
+    """Over how many verdicts the calibration and the estimates are computed, and what they
+    leave out (coverage first, as agree's figures)."""
+    gone = sure.left_out
+    parts = [f"{n:,} {what}" for n, what in (
+        (gone.stale, "stale (out of the checks to label too)"), (gone.unscored, "unscored"),
+        (gone.na, "na"), (gone.pairwise, "a pair's (a pairwise rubric: no pass rate, no "
+                                         "confidence)")) if n]
+    kept = gone.verdicts - gone.stale - gone.unscored - gone.na - gone.pairwise
+    return (f"How sure the judge was: over {kept:,} of {gone.verdicts:,} verdicts (fresh, scored "
+            "pass or fail)" + (f"; left out: {', '.join(parts)}." if parts else "."))
 
 
 def calibration_blocks(sure: Sureness) -> list[Block]:

@@ -15,6 +15,16 @@ rows to the labels with agree's own join (``agree.Joined``) and counts, with Pol
 - ``--to-label N``: the N checks without a label whose label would help most (written as
   their cases, for a labelling tool; see ``choose``).
 
+What is left out, as agree's own figures leave it out (issue 25's coverage first, said in the
+section's ``left_out``): stale verdicts (judged on another state or rubric than build makes
+today: ``agree.Joined``'s ``vstale``) are out of all three; unscored and ``na`` verdicts out
+of the calibration and the estimates (an unscored verdict is a doubtful one for
+``--to-label``); a pair's verdict (a pairwise rubric, issue 28) out of the calibration (it
+carries no confidence: a preference has no pass/fail/na token) and the estimates (its
+``pass`` is run A's win over run B, not a pass rate; ties are ``na``), while ``--to-label``
+may choose it, an inconsistent pair (its two orders disagreed) first, as doubtful as a
+panel split in half.
+
 The estimate's interval is valid when the labelled checks are a random sample of the checks
 (as PPI assumes). Labels chosen by ``--to-label`` are not: they serve calibration and
 agreement; for the estimate, label a random sample (or as many of each group as its budget
@@ -33,7 +43,7 @@ from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._verdicts import calibration
 from evalstream._verdicts import estimate as ppi
 from evalstream._verdicts.agree import SOURCES, AgreeReport, Joined, RubricAgreement
-from evalstream._verdicts.records import FAIL, PASS, STATUS_CODE, UNSCORED, Columns
+from evalstream._verdicts.records import FAIL, NA_VERDICT, PASS, STATUS_CODE, UNSCORED, Columns
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,6 +53,9 @@ if TYPE_CHECKING:
     from evalstream._files.transaction import Target
 
 SOURCE_CODE = {"logprobs": 0, "samples": 1}
+# A verdict's pair (issue 28): none, a pair whose two orders agreed, one whose orders did not.
+NO_PAIR, PAIR, INCONSISTENT = 0, 1, 2
+INCONSISTENT_DOUBT = 0.5  # two orders that disagree: a panel of two split in half
 MAX_LISTED = 20  # chosen checks listed in the report (all of them are in the cases written)
 
 
@@ -102,6 +115,18 @@ class ToLabel(Struct):
     first: list[Chosen]
 
 
+class LeftOut(Struct):
+    """The verdicts read, and those the calibration and the estimates leave out, as agree's
+    figures leave them out: stale ones (out of ``--to-label`` too), unscored and ``na`` ones,
+    and a pair's (a pairwise rubric's). Counted once each, in that order."""
+
+    verdicts: int
+    stale: int
+    unscored: int
+    na: int
+    pairwise: int
+
+
 class Sureness(Struct):
     """What agree says of the confidence (``calibration``: null when no verdict carries one),
     the corrected pass rates (``estimates``: with ``--estimate``) and the checks to label
@@ -109,6 +134,7 @@ class Sureness(Struct):
 
     with_confidence: int  # verdicts that carry a confidence
     confidence_sources: dict[str, int]
+    left_out: LeftOut
     calibration: list[RubricCalibration] | None
     interval: float  # the confidence of the estimates' intervals (agree's --confidence)
     estimates: list[RubricEstimate] | None
@@ -188,7 +214,8 @@ class SurenessExtension:
 
         self.options = options
         self.columns = Columns({"case_id": pl.String, "rubric": pl.UInt32, "status": pl.UInt8,
-                                "line": pl.UInt32, "conf": pl.Float64, "split": pl.Float64})
+                                "line": pl.UInt32, "conf": pl.Float64, "split": pl.Float64,
+                                "pair": pl.UInt8})
         self.sources = dict.fromkeys(SOURCE_CODE, 0)
 
     def verdict(self, rubric: int, line: int, v: Any) -> None:
@@ -209,7 +236,12 @@ class SurenessExtension:
             scored = [vote.status for vote in v.votes if vote.status != "unscored"]
             if scored:
                 split = sum(status != v.status for status in scored) / len(scored)
+        pair = getattr(v, "pair", None)
+        if pair is not None and pair.agreed is False:
+            split = INCONSISTENT_DOUBT
         lists["split"].append(split)
+        lists["pair"].append(NO_PAIR if pair is None else
+                             INCONSISTENT if pair.agreed is False else PAIR)
         if len(lists["case_id"]) >= 1 << 16:
             self.columns.flush()
 
@@ -222,14 +254,39 @@ class SurenessExtension:
         if joined is None or (not with_confidence and not opts.estimate
                               and opts.to_label is None):
             return report
+        import polars as pl
+
         rows = joined.of(self.columns.frame()).collect()
+        # Stale verdicts out of everything (their labels kept, as labels without a verdict);
+        # a pair's out of calibration and the estimates.
+        stale = pl.col("vstale").fill_null(False)
+        fresh = rows.filter(~stale | pl.col("lstatus").is_not_null()).with_columns(
+            pl.when(stale).then(None).otherwise(pl.col(c)).alias(c)
+            for c in ("vstatus", "vcase", "vline", "conf", "split", "pair"))
+        pointwise = fresh.filter(pl.col("pair").fill_null(NO_PAIR) == NO_PAIR)
         sureness = Sureness(
             with_confidence=with_confidence, confidence_sources=self.sources,
-            calibration=_calibration(rows, joined) if with_confidence else None,
+            left_out=_left_out(rows),
+            calibration=_calibration(pointwise, joined) if with_confidence else None,
             interval=opts.interval,
-            estimates=_estimates(rows, joined, opts) if opts.estimate else None,
-            to_label=None if opts.to_label is None else _to_label(rows, joined, opts))
+            estimates=_estimates(pointwise, joined, opts) if opts.estimate else None,
+            to_label=None if opts.to_label is None else _to_label(fresh, joined, opts))
         return with_sureness(report, sureness)
+
+
+def _left_out(rows: pl.DataFrame) -> LeftOut:
+    """How many verdicts were read, and left out of the calibration and the estimates."""
+    import polars as pl
+
+    judged = rows.filter(pl.col("vstatus").is_not_null())
+    stale = pl.col("vstale").fill_null(False)
+    status, pair = pl.col("vstatus"), pl.col("pair").fill_null(NO_PAIR) != NO_PAIR
+    counts = judged.select(
+        verdicts=pl.len(), stale=stale.sum(),
+        unscored=(~stale & (status == UNSCORED)).sum(),
+        na=(~stale & (status == NA_VERDICT)).sum(),
+        pairwise=(~stale & status.is_in([PASS, FAIL]) & pair).sum()).row(0, named=True)
+    return LeftOut(**{k: int(v or 0) for k, v in counts.items()})
 
 
 def _name(names: list[str], code: int | None) -> str | None:
@@ -292,8 +349,9 @@ def choose(rows: pl.DataFrame, n: int) -> pl.DataFrame:
     most, one stratum (rubric and group) at a time so that no slice is starved: the strata
     with the fewest labelled pairs first, and within each the most doubtful verdict first
     (doubt: 1 minus the probability the judge gave its status, or the share of a panel's
-    scored votes against the decision, whichever is larger; an unscored verdict is 1, a
-    verdict without either 0), ties in verdict-file order."""
+    scored votes against the decision, whichever is larger; an unscored verdict is 1, an
+    inconsistent pair 0.5, a verdict without either 0), ties in verdict-file order. ``rows``
+    hold no stale verdict (``report`` leaves them out: their case is judged again first)."""
     import polars as pl
 
     strata = ["rubric", "group"]
@@ -321,7 +379,9 @@ def _why(row: dict[str, Any], rubric: str, group: str | None, by: str | None) ->
         reasons.append("the judge gave no status (unscored)")
     if row["conf"] is not None:
         reasons.append(f"the judge gave its status a probability of {row['conf']:.2f}")
-    if row["split"]:
+    if row["pair"] == INCONSISTENT:
+        reasons.append("the pair's two orders disagreed (inconsistent: read as a tie)")
+    elif row["split"]:
         reasons.append(f"{row['split']:.0%} of the panel's scored votes differ from the decision")
     if not reasons:
         reasons.append("no sign of doubt is known")

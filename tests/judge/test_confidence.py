@@ -184,3 +184,50 @@ def test_batch_files_ask_for_them_and_collect_reads_them(
         c = v["confidence"]
         assert c["source"] == "logprobs" and c[v["status"]] >= 0.55
         assert math.isclose(c["pass"] + c["fail"] + c["na"], 1.0)
+
+
+# -- issue 29 met issues 25 and 28 (the merge) ---------------------------------------------------
+def test_where_na_is_not_allowed_the_confidence_is_over_pass_and_fail(
+        tmp_path: Path, server: FakeServer) -> None:
+    """A rubric with ``allows_na = false``: the na token's probability is dropped and pass and
+    fail renormalised to sum to 1 (``answer.allowed``); an na answered all the same is
+    unscored (na_not_allowed) and carries no confidence."""
+    from tests.judge.support import RUBRIC
+
+    src = states(tmp_path, ["FAKE:pass", "FAKE:fail", "FAKE:na"], RUBRIC + "allows_na = false\n")
+    out = tmp_path / "v.jsonl"
+    report = judge(server, src, out, confidence=True)
+    passed, failed, na = lines(out)
+    for v, status in ((passed, "pass"), (failed, "fail")):
+        raw = expected(status, status_probability(v["request_id"]))
+        kept = raw["pass"] + raw["fail"]
+        assert v["status"] == status
+        assert {s: v["confidence"][s] for s in ("pass", "fail", "na")} == pytest.approx(
+            {"pass": raw["pass"] / kept, "fail": raw["fail"] / kept, "na": 0.0})
+    assert na["status"] == "unscored" and na["error"]["cause"] == "na_not_allowed"
+    assert "confidence" not in na
+    assert report.confidence.verdicts == 2
+
+
+def test_a_pair_asks_no_log_probabilities_and_says_so(tmp_path: Path,
+                                                      server: FakeServer) -> None:
+    """A pairwise state's preference has no pass/fail/na token: with --confidence its
+    requests are the bytes (so the store keys) asked without it, its verdict carries none,
+    and the report says why."""
+    from tests.judge.test_pairs import SPECS, pair_states
+
+    src = pair_states(tmp_path / "in", SPECS[:3])
+    store = tmp_path / "pairs.judge.sqlite"
+    plain = tmp_path / "plain.jsonl"
+    judge(server, src, plain, store=store)
+    asked = server.stats()["requests"]
+    out = tmp_path / "v.jsonl"
+    report = judge(server, src, out, confidence=True, store=store)
+    assert server.stats()["requests"] == asked  # the same keys: nothing asked again
+    assert out.read_bytes() == plain.read_bytes()
+    assert all("confidence" not in v for v in lines(out))
+    assert report.confidence.verdicts == 0
+    assert "3 pairwise verdicts carry none" in (report.confidence.note or "")
+    body = evalstream.judge_request("p000", "better", src, tmp_path / "x.jsonl",
+                                    "fake-judge-1", base_url=server.url, confidence=True).body
+    assert b"logprobs" not in body

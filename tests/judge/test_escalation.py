@@ -89,3 +89,25 @@ def test_the_first_judge_is_asked_for_log_probabilities_and_the_threshold_is_has
     assert jury.threshold == 0.8
     assert jury.jurors[0].config.confidence and not jury.jurors[1].config.confidence
     assert jury.hash != parse('rule = "escalate"\nthreshold = 0.7\n' + two, "c.toml").hash
+
+
+def test_where_na_is_not_allowed_an_na_escalates_and_the_probability_is_over_pass_and_fail(
+        tmp_path: Path, server: FakeServer) -> None:
+    """A rubric with ``allows_na = false`` (issue 25): the first judge's na is an unscored
+    vote, so the state is escalated; its pass is judged sure on its probability over pass and
+    fail only (the na token's share dropped, as on the verdict)."""
+    from tests.judge.support import RUBRIC
+
+    src = states(tmp_path / "in", ["FAKE@small:na FAKE@strong:fail",
+                                   "FAKE@small:pass FAKE@strong:fail"],
+                 RUBRIC + "allows_na = false\n")
+    out = tmp_path / "v.jsonl"
+    report = judge(src, out, jury_file(tmp_path, server.url, "escalate", JURORS,
+                                       threshold=0.5), confidence=True)
+    first, second = lines(out)
+    assert [x["status"] for x in first["votes"]] == ["unscored", "fail"]
+    assert first["votes"][0]["error"]["cause"] == "na_not_allowed"
+    assert first["status"] == "fail"
+    assert second["status"] == "pass" and len(second["votes"]) == 1
+    assert server.stats()["by_model"] == {"small": 2, "strong": 1}
+    assert report.jury.escalation.escalated == 1

@@ -200,3 +200,108 @@ def test_the_command_line_and_the_page(tmp_path: Path, capsys: Any) -> None:
                  str(tmp_path / "a.json")]) == 0
     saved = json.loads((tmp_path / "a.json").read_text())
     assert saved["sureness"]["calibration"][0]["all"]["ece"] is not None
+
+
+# -- issue 29 met issues 25 and 28 (the merge) ---------------------------------------------------
+SAMPLES = Path(__file__).parents[2] / "data" / "samples"
+
+
+def rounded(value: Any) -> Any:
+    """A report section as builtins, its floats rounded to 9 places."""
+    import msgspec
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, float):
+            return round(x, 9)
+        if isinstance(x, list):
+            return [walk(y) for y in x]
+        if isinstance(x, dict):
+            return {k: walk(y) for k, y in x.items()}
+        return x
+    return walk(msgspec.to_builtins(value))
+
+
+def test_stale_verdicts_are_left_out_of_all_three_and_counted(tmp_path: Path) -> None:
+    """Stale verdicts (judged on another state than build makes of the cases today) are left
+    out of the calibration, the estimates and the checks to label, as agree's own figures
+    leave them out: each section is that of the file without them, and says how many it
+    left out (coverage first)."""
+    records = [json.loads(x) for x in (SAMPLES / "verdicts.jsonl").read_text().splitlines()]
+    for i, r in enumerate(records):
+        if r["status"] in ("pass", "fail", "na"):
+            p = 0.5 + (i % 10) / 20
+            others = [s for s in ("pass", "fail", "na") if s != r["status"]]
+            r["confidence"] = {r["status"]: p, others[0]: (1 - p) * 0.75,
+                               others[1]: (1 - p) * 0.25, "source": "logprobs"}
+    judged = [i for i, r in enumerate(records) if r["status"] in ("pass", "fail")
+              and r.get("kind") != "exact" and r.get("state_hash")]
+    stale = set(judged[::5])
+    marked, without = tmp_path / "stale.jsonl", tmp_path / "without.jsonl"
+    marked.write_text("".join(json.dumps({**r, "state_hash": "1" * 32} if i in stale else r)
+                              + "\n" for i, r in enumerate(records)))
+    without.write_text("".join(json.dumps(r) + "\n" for i, r in enumerate(records)
+                               if i not in stale))
+    cases = SAMPLES / "cases.jsonl"
+    a, b = (evalstream.agree(f, cases, estimate=True, to_label=8,
+                             to_label_output=tmp_path / f"{f.stem}.to-label.jsonl")
+            for f in (marked, without))
+    assert a.stale is not None and a.stale.counts.stale == len(stale)
+    sa, sb = a.sureness, b.sureness  # type: ignore[attr-defined]
+    # Equal but for the order floats were added in (the rows join in another order).
+    assert rounded(sa.calibration) == rounded(sb.calibration) and sa.calibration
+    assert rounded(sa.estimates) == rounded(sb.estimates)
+    assert sa.to_label.first == sb.to_label.first and sa.to_label.strata == sb.to_label.strata
+    assert (sa.left_out.stale, sb.left_out.stale) == (len(stale), 0)
+    assert sa.left_out.verdicts == sb.left_out.verdicts + len(stale)
+    assert (sa.left_out.unscored, sa.left_out.na) == (sb.left_out.unscored, sb.left_out.na)
+    from evalstream._render.sureness import left_out_sentence
+
+    assert f"{len(stale)} stale" in left_out_sentence(sa)
+
+
+def test_pairwise_verdicts_are_out_of_the_estimates_and_inconsistent_pairs_labelled_first(
+        tmp_path: Path) -> None:
+    """A pair's verdict (a pairwise rubric, issue 28) carries no confidence and its pass is
+    run A's win, not a pass rate: it is left out of the calibration and the estimates, and
+    counted; ``--to-label`` may choose it, the inconsistent pairs (orders that disagreed)
+    first."""
+    vpath, cpath, verdicts, cases = write(tmp_path, seed=7)
+    inconsistent = set()
+    for i, v in enumerate(verdicts):
+        if v["rubric_id"] != "r2":
+            continue
+        if v["status"] == "unscored":  # every pair scored: the inconsistent ones lead
+            v["status"] = "pass"
+            del v["error"]
+        v.pop("confidence", None)
+        if i % 4 == 1:  # the two orders disagreed: a tie
+            v["status"] = "na"
+            inconsistent.add(v["case_id"])
+            v["pair"] = {"key": f"k{i}", "chars": [10, 12], "decision": "tie", "agreed": False,
+                         "orders": [{"order": "ab", "better": "response_1"},
+                                    {"order": "ba", "better": "response_1"}]}
+        else:
+            decision = {"pass": "a", "fail": "b", "na": "tie"}[v["status"]]
+            v["pair"] = {"key": f"k{i}", "chars": [10, 12], "decision": decision,
+                         "agreed": True, "orders": []}
+    vpath.write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    out = tmp_path / "to-label.jsonl"
+    report = evalstream.agree(vpath, cpath, by="slice", estimate=True, to_label=8,
+                              to_label_output=out)
+    sure = report.sureness  # type: ignore[attr-defined]
+    assert [r.rubric for r in sure.estimates] == ["r1"]
+    assert [r.rubric for r in sure.calibration] == ["r1"]
+    assert sure.left_out.pairwise == sum(1 for v in verdicts if "pair" in v
+                                         and v["status"] in ("pass", "fail"))
+    # r2's chosen: per group, the inconsistent pairs (doubt 0.5) before any consistent pair
+    # (0), in file order; two turns a group.
+    chosen = [c for c in sure.to_label.first if c.rubric == "r2"]
+    assert len(chosen) == 4  # two groups, two turns each: none starved
+    rows = plain_rows(verdicts, cases)
+    for group in ("a", "b"):
+        pool = sorted((-(0.5 if v["case_id"] in inconsistent else 0.0),
+                       int(v["case_id"][1:]), v["case_id"])
+                      for rb, g, lab, _, v in rows if rb == "r2" and g == group and lab is None)
+        assert [c.case_id for c in chosen if c.group == group] == [x[2] for x in pool[:2]]
+    assert all(c.case_id in inconsistent for c in chosen)
+    assert all("the pair's two orders disagreed" in c.why for c in chosen)
