@@ -328,11 +328,13 @@ _add(_int(0), "max_ids", "max_requests", "port")
 _add(_size_rule, "max_line_bytes", "max_bytes_per_file")
 _add(_float(_fraction), "confidence")
 _add(_float(_share), "max_unscored_rate")
+_add(_float(_fraction), "target_width")  # agree --estimate: a width between 0 and 1
+_add(_int(1), "to_label")
 _add(_float(_amount), "timeout", "max_wait", "poll", "rpm", "tpm", "price_in", "price_out",
      "max_cost")
 _add(_float(_temperature), "temperature")
 _add(_path, "rejects", "report", "store", "states", "compare", "view", "only_missing", "html",
-     "pair_with", "compare_cases", "jury")
+     "pair_with", "compare_cases", "jury", "to_label_output")
 _add(_paths, "rubric_files", flag="--rubrics")
 _add(_paths, "results", flag="RESULTS")
 _add(_paths, "runs", flag="RUNS")  # agree_judges(runs, cases)
@@ -358,7 +360,7 @@ _add(_text, "provider")
 _add(choice("unscored", "skip"), "missing")
 _add(_flag, "exact_tokens", "allow_unknown_fields", "force", "keep_unmapped",
      "include_incomparable", "retry_unscored", "resubmit_unconfirmed", "wait",
-     "fail_on_stale", "keep_index")
+     "fail_on_stale", "keep_index", "estimate")
 _add(_flag, "quoting", flag="--no-quoting")
 _add(_flag, "download", flag="--no-download")
 _add(_flag, "open_browser", flag="--no-browser")
@@ -372,6 +374,7 @@ REPORT_FORMAT = ("--format", choice(*REPORT_FORMATS))  # stats, agree, compare
 VALIDATE_FORMAT = ("--format", choice("table", "json"))
 OUTPUT_OPTION = ("--output", _path)  # -o of stats, agree, compare (a positional elsewhere)
 CASES_OPTION = ("--cases", _path)  # compare's cases, for stale verdicts (a positional elsewhere)
+ASK_CONFIDENCE = ("--confidence", _flag)  # judge's (agree's is its interval's level)
 
 
 def check(name: str, value: Any, optional: bool = False, rule: Rule | None = None,

@@ -119,7 +119,7 @@ JUDGE_CONFIG = ("provider", "base_url", "temperature", "max_output_tokens", "res
                 "reasoning_effort", "thinking_budget", "deployment", "api_version", "region")
 
 
-def judge_config(model: str, checked: dict[str, Any]) -> JudgeConfig:
+def judge_config(model: str, checked: dict[str, Any], confidence: bool = False) -> JudgeConfig:
     """The judge config (who is asked, and how), made here only, for every function that asks
     a judge or prepares its requests: ``model`` and the config's options, taken out of
     ``checked`` (what ``options`` returned); ``provider`` is checked against the registry, and
@@ -130,4 +130,4 @@ def judge_config(model: str, checked: dict[str, Any]) -> JudgeConfig:
 
     settings = {name: checked.pop(name) for name in JUDGE_CONFIG}
     settings["provider"] = check("provider", settings["provider"], rule=choice(*NAMES))
-    return JudgeConfig(model=check("model", model), **settings)
+    return JudgeConfig(model=check("model", model), confidence=confidence, **settings)

@@ -18,6 +18,7 @@ from evalstream._api.checked import (
     path,
     refuse_unknown,
 )
+from evalstream._options import ASK_CONFIDENCE
 
 if TYPE_CHECKING:
     from evalstream._judge.batch.remote import BatchSummary
@@ -33,7 +34,7 @@ R = TypeVar("R")
 
 @front_door
 def judge(input: Path, output: Path, model: str | None = None, *, jury: Path | None = None,
-          samples: int = 1, provider: str = "openai",
+          samples: int = 1, confidence: bool = False, provider: str = "openai",
           base_url: str = "", api_key_env: str | None = None, temperature: float | None = 0.0,
           max_output_tokens: int = 1024, response_format: str = "",
           reasoning_effort: str | None = None, thinking_budget: int | None = None,
@@ -87,15 +88,16 @@ def _judge_options(given: dict[str, Any]) -> JudgeOptions:
     """The library's options of a call with ``judge``'s arguments (``given``), checked."""
     from evalstream._judge.live import Options
 
-    checked = options(judge, given)
+    checked = options(judge, given, rules={"confidence": ASK_CONFIDENCE})
     jury_file = checked.pop("jury")
+    ask = checked.pop("confidence")  # the status's probabilities (issue 29)
     if jury_file is None:
         if given["model"] is None:
             from evalstream.errors import UsageError
 
             raise UsageError("give --model (e.g. gpt-4.1-mini), or --jury FILE to ask several "
                              "judges.")
-        config, jury = judge_config(given["model"], checked), None
+        config, jury = judge_config(given["model"], checked, confidence=ask), None
     else:
         config, jury = _jury(jury_file, given, checked)
     if checked["environ"] is None:
@@ -103,7 +105,7 @@ def _judge_options(given: dict[str, Any]) -> JudgeOptions:
     else:
         checked["environ"] = dict(checked["environ"])
     return Options(input=path("input", given["input"]), output=path("output", given["output"]),
-                   config=config, jury=jury, **checked)
+                   config=config, jury=jury, confidence=ask, **checked)
 
 
 # What a jury file says for each juror: given with --jury, each is refused.
@@ -217,7 +219,7 @@ def batch_prepare(input: Path, folder: Path, model: str, *, provider: str = "ope
                   max_output_tokens: int = 1024, response_format: str = "",
                   reasoning_effort: str | None = None, thinking_budget: int | None = None,
                   deployment: str = "", api_version: str = "", region: str = "",
-                  max_requests_per_file: int | None = None,
+                  confidence: bool = False, max_requests_per_file: int | None = None,
                   max_bytes_per_file: int | None = None, only_missing: Path | None = None,
                   store: Path | None = None,
                   max_line_bytes: int = MAX_LINE_BYTES) -> PrepareReport:
@@ -229,8 +231,8 @@ def batch_prepare(input: Path, folder: Path, model: str, *, provider: str = "ope
     store) leaves out what came back."""
     from evalstream._judge.batch.prepare import Options, run
 
-    checked = options(batch_prepare, locals())
-    config = judge_config(model, checked)
+    checked = options(batch_prepare, locals(), rules={"confidence": ASK_CONFIDENCE})
+    config = judge_config(model, checked, confidence=checked.pop("confidence"))
     return run(Options(input=path("input", input), folder=path("folder", folder),
                        config=config, **checked))
 

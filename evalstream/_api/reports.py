@@ -245,7 +245,9 @@ def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: flo
           view: Path | None = None, rubric_files: Sequence[Path] = (),
           states: Path | None = None, fail_on_stale: bool = False,
           allow_unknown_fields: bool = False,
-          max_line_bytes: int = MAX_LINE_BYTES, force: bool = False) -> AgreeReport:
+          max_line_bytes: int = MAX_LINE_BYTES, force: bool = False, estimate: bool = False,
+          target_width: float = 0.05, to_label: int | None = None,
+          to_label_output: Path | None = None) -> AgreeReport:
     """Run ``agree``: how well a judge's verdicts agree with the cases' expected labels, per
     rubric, label source and ``by`` group (one metadata key), each figure with the labels it
     covers and what it left out. The report is written only where asked, as ``stats`` writes
@@ -253,22 +255,30 @@ def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: flo
     --export``, links each listed id to its page. Stale verdicts (judged on another state or
     rubric than build makes of the cases today) are found by rebuilding the states with
     ``rubric_files`` (``--rubrics``; default the built-in set), or from build's output
-    (``states``), counted, listed and left out. Returns the report (``exit_code`` 1: lines
-    rejected, unscored verdicts above ``max_unscored_rate``, or with ``fail_on_stale`` a stale
-    verdict)."""
+    (``states``), counted, listed and left out. Where verdicts carry ``confidence``, the
+    report says how well calibrated it is; ``estimate`` adds the corrected pass rates (PPI++)
+    with the labels more that would make each interval ``target_width`` wide; ``to_label``
+    chooses that many checks without a label whose label would help most, and writes their
+    cases to ``to_label_output`` (stale verdicts are left out of all three, as of agree's
+    other figures). Returns the report (``exit_code`` 1: lines rejected, unscored verdicts
+    above ``max_unscored_rate``, or with ``fail_on_stale`` a stale verdict)."""
     from evalstream._options import ONE_KEY, OUTPUT_OPTION, REPORT_FORMAT
-    from evalstream._render.panel import blocks, page
-    from evalstream._verdicts.agree import AgreeOptions, encode, run
+    from evalstream._render.sureness import blocks, page
+    from evalstream._verdicts import sureness
+    from evalstream._verdicts.agree import AgreeOptions, Extensions, encode, run
     from evalstream._verdicts.panel import PanelExtension
 
     given = options(agree, locals(), rules={"format": REPORT_FORMAT, "output": OUTPUT_OPTION,
                                             "by": (None, ONE_KEY)})
     shown = Shown(blocks, page, encode)
-    # A panel's verdicts (judge --jury, --samples) add each juror and their agreement.
+    # A panel's verdicts (judge --jury, --samples) add each juror and their agreement; the
+    # verdicts' confidence, --estimate and --to-label add the sureness section (issue 29).
     panel = PanelExtension(given["max_ids"], given["confidence"])
+    sure = sureness.SurenessExtension(sureness.options(given, str(cases)))
     result = run(AgreeOptions(verdicts=path("verdicts", verdicts), cases=path("cases", cases),
-                              **given), shown.write(given["format"], given["output"],
-                                                    given["html"]), panel)
+                              more_targets=sureness.targets(sure.options), **given),
+                 shown.write(given["format"], given["output"], given["html"]),
+                 Extensions(panel, sure))
     shown.show(result, given["format"], given["output"])
     return result
 

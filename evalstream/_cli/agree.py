@@ -126,6 +126,22 @@ def register(subparsers: Any) -> None:
                         f"{default(evalstream.agree, 'confidence')})")
     add_output_options(p, evalstream.agree)
     add_stale_options(p)
+    # How sure the judge was (issue 29): calibration needs no option (verdicts that carry
+    # confidence); the corrected pass rates and the checks to label do.
+    p.add_argument("--estimate", action="store_true",
+                   help="also the corrected pass rate of each rubric and --by group: the "
+                        "judge's raw rate, the labelled rate and the prediction-powered estimate "
+                        "(PPI++) with its interval, and how many more labels would narrow it to "
+                        "--target-width")
+    p.add_argument("--target-width", type=fraction, metavar="W",
+                   help="with --estimate: the interval width the label budget aims at (default "
+                        f"{default(evalstream.agree, 'target_width')})")
+    p.add_argument("--to-label", type=count, metavar="N",
+                   help="choose N checks without a label whose labels would help most (the "
+                        "most doubtful verdicts, spread over rubrics and --by groups) and write "
+                        "their cases to --to-label-output, each saying why in metadata.to_label")
+    p.add_argument("--to-label-output", type=path, metavar="FILE",
+                   help="where --to-label writes the chosen cases (JSONL, atomically)")
     p.set_defaults(func=run)
 
 

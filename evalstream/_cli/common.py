@@ -181,6 +181,13 @@ def add_settings(p: Any) -> None:
                    help="Azure: the api-version (default 2024-10-21)")
     p.add_argument("--region", type=text, metavar="REGION",
                    help="Bedrock: the AWS region (default AWS_REGION, else us-east-1)")
+    logprobs = ", ".join(name for name, q in REGISTRY.items() if q.logprobs)
+    p.add_argument("--confidence", action="store_true",
+                   help="how sure the judge was: each verdict's `confidence` {pass, fail, na}, "
+                        f"read from the status token's log probabilities ({logprobs}: asked "
+                        "for, which changes the requests and so the store keys), or the share "
+                        "of a panel's votes (--samples, --jury); the report counts how each was "
+                        "read")
 
 
 def key_variables() -> str:

@@ -65,7 +65,7 @@ from evalstream._checks.state import answer_schema as answer_schema
 from evalstream._checks.state import answer_statuses as answer_statuses
 
 if TYPE_CHECKING:
-    from evalstream._verdicts.records import TokenUsage
+    from evalstream._verdicts.records import Confidence, TokenUsage
 
 CAUSES = ("not_json", "wrong_shape", "refusal", "truncated", "bad_response", "ambiguous",
           "http_error", "timeout", "connection", "garbled", "errored", "expired", "canceled")
@@ -122,6 +122,13 @@ class Parsed(NamedTuple):
     usage: TokenUsage | None
     response_id: str | None
     unstructured: bool = False
+    # Where the answer's JSON begins in the text it came in (``read_text``: after any
+    # reasoning and fence), for the status token's log probabilities (``_judge.logprobs``).
+    at: int | None = None
+    # The status's probabilities where the response carried log probabilities (issue 29),
+    # and how reading them went (``logprobs.READINGS``; None: the response had none).
+    confidence: Confidence | None = None
+    confidence_read: str | None = None
 
 
 _answer = msgspec.json.Decoder(JudgeAnswer)
@@ -181,21 +188,60 @@ def read_text(content: str | None, usage: TokenUsage | None, response_id: str | 
     whole of it are taken off. The reasoning is never read as the answer. ``shaped`` False:
     the text came where structured output was asked for and not given (Anthropic's text
     instead of the tool call)."""
-    text = (content or "").strip()
+    text = content or ""
+    at = _leading(text)  # where `text` begins in `content`, kept for the status token
+    text = text.strip()
     if text.startswith(THINK_OPEN):
         end = text.find(THINK_CLOSE)
         if end < 0:
             return unscored("not_json", "the answer is reasoning that never closed its "
                             f"{THINK_CLOSE}: {excerpt(text)}", usage, response_id)
-        text = text[end + len(THINK_CLOSE):].strip()
+        rest = text[end + len(THINK_CLOSE):]
+        at += end + len(THINK_CLOSE) + _leading(rest)
+        text = rest.strip()
         shaped = False
     if not text:
         return unscored("not_json", "the answer is empty", usage, response_id)
-    inside = unfenced(text)
-    parsed = read_json(inside.encode(), usage, response_id, form)
+    inside, skipped = _unfence(text)
+    parsed = read_json(inside.encode(), usage, response_id, form)._replace(at=at + skipped)
     if not shaped or inside is not text:
         return parsed._replace(unstructured=True)
     return parsed
+
+
+def _leading(text: str) -> int:
+    """How many characters ``str.strip`` takes off the start of ``text``."""
+    return len(text) - len(text.lstrip())
+
+
+def status_at(answer: str) -> int | None:
+    """Where the status value's characters begin in ``answer`` (an answer object that
+    ``read_json`` read: just after the opening quote of the value of its ``status`` key),
+    found by walking the object's structure as a JSON reader does, key by key, never by
+    searching the text (a reason may say "pass" anywhere); None where it is not a plain
+    string there."""
+    decoder = json.JSONDecoder()
+    try:
+        i = _leading(answer)
+        if answer[i] != "{":
+            return None
+        i += 1 + _leading(answer[i + 1:])
+        while answer[i] == '"':
+            key, i = json.decoder.scanstring(answer, i + 1)  # type: ignore[attr-defined]
+            i += _leading(answer[i:])
+            if answer[i] != ":":
+                return None
+            i += 1 + _leading(answer[i + 1:])
+            if key == "status":
+                return i + 1 if answer[i] == '"' else None
+            _, i = decoder.raw_decode(answer, i)
+            i += _leading(answer[i:])
+            if answer[i] != ",":
+                return None
+            i += 1 + _leading(answer[i + 1:])
+    except (IndexError, ValueError):
+        return None
+    return None
 
 
 def unfenced(text: str) -> str:
@@ -205,17 +251,23 @@ def unfenced(text: str) -> str:
     A fence is what ``^```[A-Za-z]*\\s*\\n(.*)\\n\\s*```$`` (``re.S``) matches, found with
     string operations in linear time: that pattern on Python's ``re`` backtracked cubically on an
     opened fence followed by newlines (5,000 newlines: 327 s, on the event loop's thread)."""
+    return _unfence(text)[0]
+
+
+def _unfence(text: str) -> tuple[str, int]:
+    """``unfenced``'s text, and where it begins in ``text``."""
     if len(text) < 8 or not (text.startswith(_FENCE) and text.endswith(_FENCE)):
-        return text
+        return text, 0
     inside = text[3:-3].lstrip(string.ascii_letters)  # the language tag, e.g. ```json
+    tag = len(text) - 6 - len(inside)
     content = inside.strip()
     if not content:  # only whitespace: an opening and a closing newline make an empty fence
-        return "" if inside.count("\n") >= 2 else text
+        return ("", 0) if inside.count("\n") >= 2 else (text, 0)
     before = inside[:len(inside) - len(inside.lstrip())]
     after = inside[len(inside.rstrip()):]
     if "\n" not in before or "\n" not in after:
-        return text  # the fence's lines must end before and begin after the content
-    return content
+        return text, 0  # the fence's lines must end before and begin after the content
+    return content, 3 + tag + len(before)
 
 
 def read_json(data: bytes, usage: TokenUsage | None, response_id: str | None,
@@ -254,6 +306,28 @@ def unscored(cause: str, detail: str, usage: TokenUsage | None = None,
     """An unscored result with its cause and a short detail."""
     assert cause in CAUSES, cause
     return Parsed("unscored", None, cause, detail, usage, response_id)
+
+
+def allowed(parsed: Parsed, allows_na: bool) -> Parsed:
+    """``parsed`` as a verdict of a rubric that allows ``na`` or not (``allows_na`` false)
+    takes it: an ``na`` there is unscored (``na_not_allowed``), whatever asked for the answer
+    (a server may ignore the schema that left ``na`` out); and a confidence (issue 29) is over
+    the two statuses the rubric allows: the ``na`` token's probability is that of an answer
+    the rubric would leave unscored, so it is dropped and P(pass), P(fail) renormalised to
+    sum to 1 (``na`` 0), as the instruction and the schema asked the judge to choose."""
+    if allows_na:
+        return parsed
+    if parsed.status == "na":
+        return parsed._replace(
+            status="unscored", reason=None, cause=NA_NOT_ALLOWED, confidence=None,
+            detail="the judge answered na, which this rubric does not allow (allows_na = "
+                   "false): " + excerpt(parsed.reason or ""))
+    sure = parsed.confidence
+    if sure is None or not sure.na:
+        return parsed
+    kept = sure.pass_ + sure.fail
+    return parsed._replace(confidence=msgspec.structs.replace(
+        sure, pass_=sure.pass_ / kept, fail=sure.fail / kept, na=0.0) if kept > 0 else None)
 
 
 def http_error_detail(status: int, body: bytes) -> str:

@@ -5,7 +5,8 @@ one, and ``--samples K`` asks that one judge K times.
 A jury file is data, never code: parsed with tomllib and every key checked before any
 state is read, each error a sentence naming the file, the juror and the key::
 
-    rule = "majority"            # or "unanimous-pass", "any-fail" (evalstream._verdicts.rules)
+    rule = "majority"            # or "unanimous-pass", "any-fail", "escalate" (_verdicts.rules)
+    threshold = 0.8              # "escalate" only: trust the first judge at this confidence
     name = "small-panel"         # optional: what verdicts name the panel (judge.model)
 
     [[judge]]
@@ -41,7 +42,10 @@ if TYPE_CHECKING:
 MAX_SAMPLES = 100  # votes of one juror on one state: more is a mistake, not a measurement
 MAX_JURORS = 50
 MAX_NAME_CHARS = 64
-TOP_KEYS = ("rule", "name", "judge")
+TOP_KEYS = ("rule", "name", "threshold", "judge")
+# The escalation rule (issue 29, ``_judge.escalation``): two judges, and the first judge's
+# confidence below which the second is asked.
+ESCALATE, DEFAULT_THRESHOLD = "escalate", 0.8
 # Every key of a [[judge]] table: who it is, its config (JudgeConfig's fields), its votes.
 CONFIG_KEYS = ("provider", "base_url", "temperature", "max_output_tokens", "response_format",
                "reasoning_effort", "thinking_budget", "deployment", "api_version", "region")
@@ -88,6 +92,7 @@ class Jury:
     jurors: tuple[Juror, ...]
     path: str | None = None
     name: str = ""
+    threshold: float | None = None  # rule "escalate": the first judge's confidence to trust
 
     @property
     def panel(self) -> bool:
@@ -109,6 +114,8 @@ class Jury:
         """xxh3-128 of the rule and every juror's name, samples and config hash: what shaped
         the panel's verdicts besides the state."""
         parts = [self.rule, *(f"{j.name}\n{j.samples}\n{j.config.hash}" for j in self.jurors)]
+        if self.threshold is not None:  # escalation's (other rules' hashes are unchanged)
+            parts.append(f"threshold {self.threshold!r}")
         return xxhash.xxh3_128("\n\n".join(parts).encode()).hexdigest()
 
     def info(self) -> JudgeInfo:
@@ -171,9 +178,11 @@ def parse(text: str, source: str) -> Jury:
     if len(tables) > MAX_JURORS:
         raise JuryError(f"{source}: {len(tables)} [[judge]] tables; a jury has at most "
                         f"{MAX_JURORS}.")
+    threshold = _threshold(doc, rule, len(tables), source)
     jurors: list[Juror] = []
     for n, table in enumerate(tables, 1):
-        juror = _juror(table, source, n)
+        # Escalation reads the first judge's confidence: its log probabilities are asked for.
+        juror = _juror(table, source, n, confidence=threshold is not None and n == 1)
         if any(j.name == juror.name for j in jurors):
             raise JuryError(f"{source}: judge {n}: the name `{juror.name}` is given twice; each "
                             "juror needs a name of its own (`name = \"...\"`).")
@@ -182,10 +191,28 @@ def parse(text: str, source: str) -> Jury:
     if not _is_name(name):
         raise JuryError(f"{source}: `name` must be text of 1 to {MAX_NAME_CHARS} visible "
                         f"characters, not {name!r}.")
-    return Jury(rule, tuple(jurors), source, name)
+    return Jury(rule, tuple(jurors), source, name, threshold)
 
 
-def _juror(table: dict[str, Any], source: str, n: int) -> Juror:
+def _threshold(doc: dict[str, Any], rule: str, judges: int, source: str) -> float | None:
+    """The escalation threshold (rule ``escalate``: two judges, a number between 0 and 1), or
+    None for the other rules (which take none)."""
+    if rule != ESCALATE:
+        if "threshold" in doc:
+            raise JuryError(f"{source}: `threshold` is the first judge's confidence below which "
+                            f"rule = \"{ESCALATE}\" asks the second; rule {rule!r} takes none.")
+        return None
+    if judges != 2:
+        raise JuryError(f"{source}: rule = \"{ESCALATE}\" takes two [[judge]] tables (the first "
+                        f"judge, then the stronger one asked where it is unsure), not {judges}.")
+    threshold = doc.get("threshold", DEFAULT_THRESHOLD)
+    if type(threshold) not in (int, float) or not 0 < threshold < 1:
+        raise JuryError(f"{source}: `threshold` must be a number between 0 and 1 (e.g. 0.8), "
+                        f"not {threshold!r}.")
+    return float(threshold)
+
+
+def _juror(table: dict[str, Any], source: str, n: int, confidence: bool = False) -> Juror:
     where = f"{source}: judge {n}" + (f" (`{table['name']}`)" if isinstance(
         table.get("name"), str) else "")
     unknown = sorted(set(table) - set(JUROR_KEYS))
@@ -228,7 +255,7 @@ def _juror(table: dict[str, Any], source: str, n: int) -> Juror:
     elif temperature is not None:
         settings["temperature"] = float(temperature)
     try:
-        config = JudgeConfig(model=table["model"], **settings)
+        config = JudgeConfig(model=table["model"], confidence=confidence, **settings)
     except UsageError as exc:  # JudgeConfig's sentence, in the file's words
         said = _OPTION.sub(lambda m: f"`{m.group(1).replace('-', '_')}`", str(exc))
         raise JuryError(f"{where}: {said}") from None

@@ -27,8 +27,11 @@ from evalstream._files.outputs import AtomicOutput, escape_line_breaks
 from evalstream._files.sniff import HEAD_BYTES, check_head
 from evalstream._files.transaction import Target, Transaction
 from evalstream._judge import inputs, pairs, tokens, verdict
+from evalstream._judge.answer import Parsed
+from evalstream._judge.escalation import STAGES, EscalationTally, answers, unsure
 from evalstream._judge.jury import Jury, single
 from evalstream._judge.limits import Concurrency, TokenBucket
+from evalstream._judge.logprobs import ConfidenceTally
 from evalstream._judge.providers.base import Signer
 from evalstream._judge.report import (
     DEFAULT_MAX_UNSCORED_RATE,
@@ -52,7 +55,7 @@ from evalstream._judge.transport import (
     key_from_environment,
 )
 from evalstream._judge.votes import Ask, JurorTally, PanelTally, grouped, requests
-from evalstream._verdicts.records import JudgeVerdict, TokenUsage
+from evalstream._verdicts.records import JudgeVerdict, TokenUsage, Vote
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 
@@ -95,6 +98,9 @@ class Options:
     # variable; `config` is its first juror's); None: `config` alone, asked `samples` times.
     jury: Jury | None = None
     samples: int = 1
+    # --confidence (issue 29): a single judge asks for log probabilities (``config``); a
+    # panel's verdicts carry the share of their votes.
+    confidence: bool = False
 
 
 def jury_of(opts: Options) -> Jury:
@@ -285,22 +291,28 @@ class Asker:
             async with AsyncExitStack() as stack:
                 for transport in transports:
                     await stack.enter_async_context(transport)
-                for i, (state, ask) in enumerate(self._asks(source)):
-                    if i % 64 == 0:
-                        # Let answers in flight be read while stored states stream past.
-                        await asyncio.sleep(0)
-                    if self.broken is not None:
-                        break
-                    await self._offer(state, ask, transports, tasks)
-                while self.waiting and self.broken is None:
-                    # Wait for the answers of the other runs' requests; one whose claim ended
-                    # without an answer (that run got none, or died) is offered again here.
-                    await asyncio.sleep(WAIT_POLL)
-                    for key, (state, ask) in list(self.waiting.items()):
-                        del self.waiting[key]
+                # Escalation (issue 29) asks in two stages: the first judge, then, once its
+                # answers are stored, the second where the first is unsure.
+                for stage in range(STAGES if self.jury.threshold is not None else 1):
+                    for i, (state, ask) in enumerate(self._asks(source, stage)):
+                        if i % 64 == 0:
+                            # Let answers in flight be read while stored states stream past.
+                            await asyncio.sleep(0)
+                        if self.broken is not None:
+                            break
                         await self._offer(state, ask, transports, tasks)
-                if tasks:
-                    await asyncio.gather(*tasks)
+                    while self.waiting and self.broken is None:
+                        # Wait for the answers of the other runs' requests; one whose claim
+                        # ended without an answer (that run got none, or died) is offered
+                        # again here.
+                        await asyncio.sleep(WAIT_POLL)
+                        for key, (state, ask) in list(self.waiting.items()):
+                            del self.waiting[key]
+                            await self._offer(state, ask, transports, tasks)
+                    if tasks:
+                        await asyncio.gather(*tasks)
+                    if self.broken is not None or self.stopped_by is not None:
+                        break
             if self.broken is not None:
                 raise self.broken
         finally:
@@ -405,18 +417,30 @@ class Asker:
                     self.broken = exc
                 return
 
-    def _asks(self, source: HeldInput) -> Iterator[tuple[inputs.JudgeState, Ask]]:
+    def _asks(self, source: HeldInput,
+              stage: int = 0) -> Iterator[tuple[inputs.JudgeState, Ask]]:
         """Each judge state's requests: for each juror, the samples not stored, grouped as
-        they are sent (one request where the provider asks for several samples at once)."""
+        they are sent (one request where the provider asks for several samples at once).
+        Escalation's stage 0 asks the first judge, stage 1 the second where the first's
+        stored answers leave it unsure."""
         reader = inputs.Reader(self.opts.max_line_bytes)
+        threshold = self.jury.threshold
         for item in pairs.Orders().items(reader.read_held(source)):
-            self.progress.lines = reader.counts.lines
+            if stage == 0:
+                self.progress.lines = reader.counts.lines
             for state in item if isinstance(item, pairs.Pair) else (item,):
                 if isinstance(state, inputs.JudgeState):
                     if state.pair is not None and self.jury.panel:
                         raise UsageError(no_pairwise_panel(self.opts, state))
-                    self.progress.states += 1
+                    self.progress.states += stage == 0
+                    first: tuple[str, ...] = ()
                     for j, juror, req, keys in requests(self.jury, state):
+                        if j == 0:
+                            first = keys
+                        if threshold is not None and (j != stage or j == 1 and not unsure(
+                                answers(self.store, self.jury.jurors[0].config.of(state),
+                                        first), threshold)):
+                            continue
                         config = juror.config.of(state)
                         needed = tuple(key for key in keys if self.needs(j, key, config))
                         for ask in grouped(self.jury, j, req.body, needed):
@@ -586,6 +610,7 @@ class Writer:
         self.info = self.jury.info() if self.jury.panel else self.config.info
         self.pair_info = self.config.pairwise.info
         self.panels = PanelTally(self.jury)  # a panel's votes, per juror
+        self.escalations = EscalationTally()  # rule escalate (issue 29)
         self.counts = Counts()
         self.by_status: Counter[str] = Counter()
         self.by_cause: Counter[str] = Counter()
@@ -593,6 +618,8 @@ class Writer:
         self.not_judged: list[NotJudged] = []
         self.usage_all = [0, 0, 0]
         self.unstructured = 0  # answers read from text structured output did not shape
+        self.confidence = ConfidenceTally(  # --confidence (issue 29)
+            opts.confidence, self.config.provider, self.config.api.logprobs, self.jury.panel)
         self._encode = msgspec.json.Encoder().encode
 
     def answer(self, state: inputs.JudgeState) -> Stored | Failure | None:
@@ -608,6 +635,7 @@ class Writer:
             return None
         v = verdict.pair_answered(self.pair_info, self.config.pairwise, pair.first, pair.second,
                                   first, second)
+        self.confidence.pair()
         if v.usage is not None:  # both orders' answers
             self.usage_all[0] += v.usage.input_tokens
             self.usage_all[1] += v.usage.output_tokens
@@ -625,6 +653,7 @@ class Writer:
                                          state.rubric_id, state.rubric_hash, state.state_hash,
                                          state.exposure, state.allows_na)
             self.unstructured += parsed.unstructured
+            self.confidence.add(parsed)
             if v.usage is not None:
                 self.usage_all[0] += v.usage.input_tokens
                 self.usage_all[1] += v.usage.output_tokens
@@ -646,8 +675,14 @@ class Writer:
     def _panel(self, state: inputs.JudgeState) -> bytes | None:
         """A panel's verdict from every juror's every sample, or None while one of them has
         neither an answer nor a failure of this run (not asked yet: a limit stopped pass 1)."""
-        votes, read = [], []
-        for _, juror, _, keys in requests(self.jury, state):
+        votes: list[Vote] = []
+        read: list[Parsed | None] = []
+        threshold, deciding = self.jury.threshold, None
+        for j, juror, _, keys in requests(self.jury, state):
+            if threshold is not None and j == 1:  # escalation: the second where unsure
+                if not unsure(read, threshold):
+                    break
+                deciding = len(votes)
             for sample, key in enumerate(keys):
                 stored = self.store.get(key)
                 failure = self.store.failure(key) if stored is None else None
@@ -659,7 +694,12 @@ class Writer:
                 read.append(parsed)
         self.unstructured += sum(p.unstructured for p in read if p is not None)
         v = verdict.panel(self.info, self.jury.rule, votes, state.case_id, state.rubric_id,
-                          state.rubric_hash, state.state_hash, state.exposure)
+                          state.rubric_hash, state.state_hash, state.exposure,
+                          self.opts.confidence,
+                          None if deciding is None else votes[deciding:])
+        if threshold is not None:
+            self.escalations.add(self.jury, votes[deciding:] if deciding is not None else None)
+        self.confidence.panel(v.confidence)
         if v.usage is not None:
             self.usage_all[0] += v.usage.input_tokens
             self.usage_all[1] += v.usage.output_tokens
@@ -847,7 +887,9 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
         rejected_by_kind=dict(sorted(writer.rejected_by_kind.items())),
         without_structured_output=writer.unstructured, warnings=warnings,
         seconds=round(time.perf_counter() - started, 3), exit_code=exit_code,
-        jury=writer.panels.report(asker.tallies) if asker.jury.panel else None)
+        jury=writer.panels.report(asker.tallies, writer.escalations.report(asker.jury))
+        if asker.jury.panel else None,
+        confidence=writer.confidence.report())
 
 
 def tallied(usage: list[int]) -> TokenUsage:

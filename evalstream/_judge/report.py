@@ -9,6 +9,8 @@ from collections import Counter
 import msgspec
 from msgspec import Struct
 
+from evalstream._judge.escalation import Escalation
+from evalstream._judge.logprobs import ConfidenceReport
 from evalstream._verdicts.records import JudgeInfo, TokenUsage
 
 MAX_NOT_JUDGED_LISTED = 1_000
@@ -124,6 +126,7 @@ class JuryReport(Struct):
     split: int
     unstable: int
     consistency: float | None
+    escalation: Escalation | None = None  # rule escalate (issue 29)
 
 
 class JudgeReport(Struct, omit_defaults=True):
@@ -163,6 +166,7 @@ class JudgeReport(Struct, omit_defaults=True):
     seconds: float
     exit_code: int
     jury: JuryReport | None = None
+    confidence: ConfidenceReport | None = None  # --confidence (issue 29)
 
 
 def encode(report: JudgeReport) -> bytes:

@@ -61,6 +61,9 @@ class JudgeConfig:
     deployment: str = ""  # Azure: the deployment ("": named as the model)
     api_version: str = ""  # Azure: the api-version ("": the provider's default)
     region: str = ""  # Bedrock: the AWS region ("": AWS_REGION, else the provider's)
+    # --confidence (issue 29): ask for the tokens' log probabilities where the provider can
+    # (``Provider.logprobs``); the body, so the store key, changes only when it is asked.
+    confidence: bool = False
     encoder: msgspec.json.Encoder = field(default_factory=msgspec.json.Encoder, repr=False,
                                           compare=False)
     # Whether `na` may be answered: false for a rubric with `allows_na = false` (its judge
@@ -109,8 +112,10 @@ class JudgeConfig:
     @cached_property
     def pairwise(self) -> JudgeConfig:
         """This judge, asked in the pairwise form (the states of ``build --pair-with``), whose
-        answer never has ``na`` (a tie is ``"tie"``)."""
-        return replace(self, answer=PREFERENCE.name, allows_na=False)
+        answer never has ``na`` (a tie is ``"tie"``), nor a pass/fail/na status token to read
+        a confidence from: ``--confidence`` asks it nothing more (its bodies, so its store
+        keys, are as without it), and a pair's verdict carries no confidence (issue 29)."""
+        return replace(self, answer=PREFERENCE.name, allows_na=False, confidence=False)
 
     def of(self, state: Any) -> JudgeConfig:
         """The config that asks a judge state (read by ``inputs``): its pairwise twin for a

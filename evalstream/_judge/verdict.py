@@ -12,7 +12,8 @@ from typing import Protocol
 import msgspec
 
 from evalstream._judge import inputs
-from evalstream._judge.answer import NA_NOT_ALLOWED, Parsed, excerpt
+from evalstream._judge.answer import Parsed, allowed
+from evalstream._judge.logprobs import from_votes
 from evalstream._judge.providers.base import Provider
 from evalstream._judge.request import JudgeConfig
 from evalstream._judge.store import Failure, Stored
@@ -37,25 +38,23 @@ def answered(info: JudgeInfo, api: Provider, stored: Stored, case_id: str, rubri
     cause the answer parser found (``api``: the provider it came from); and the answer as
     read (what the run's counts take from it). An ``na`` for a rubric that does not allow it
     (``allows_na`` false) is unscored (``na_not_allowed``), whatever asked for the answer: a
-    server may ignore the schema that left ``na`` out."""
-    status, reason, error, parsed = _read(api, stored, allows_na)
-    return JudgeVerdict(case_id, rubric_id, status, reason, info, parsed.usage,
-                        stored.request_id, rubric_hash, state_hash, exposure, error), parsed
+    server may ignore the schema that left ``na`` out; and the confidence is over pass and
+    fail only (``answer.allowed``)."""
+    parsed = _read(api, stored, allows_na)
+    return JudgeVerdict(case_id, rubric_id, parsed.status, parsed.reason, info, parsed.usage,
+                        stored.request_id, rubric_hash, state_hash, exposure, _error(parsed),
+                        confidence=parsed.confidence), parsed
 
 
-def _read(api: Provider, stored: Stored,
-          allows_na: bool) -> tuple[str, str | None, VerdictError | None, Parsed]:
-    """A stored answer's status, reason and error as a verdict (or a panel's vote) takes
-    them, and the answer as read: an ``na`` where the rubric does not allow it is unscored
-    (``na_not_allowed``)."""
-    parsed = api.parse(stored.body)
-    status, reason = parsed.status, parsed.reason
-    error = None if parsed.cause is None else VerdictError(parsed.cause, parsed.detail or "")
-    if status == "na" and not allows_na:
-        error = VerdictError(NA_NOT_ALLOWED, "the judge answered na, which this rubric does "
-                             "not allow (allows_na = false): " + excerpt(reason or ""))
-        status, reason = "unscored", None
-    return status, reason, error, parsed
+def _read(api: Provider, stored: Stored, allows_na: bool) -> Parsed:
+    """A stored answer as a verdict (or a panel's vote) takes it: an ``na`` where the rubric
+    does not allow it is unscored (``na_not_allowed``), a confidence over the statuses it
+    allows (``answer.allowed``)."""
+    return allowed(api.parse(stored.body), allows_na)
+
+
+def _error(parsed: Parsed) -> VerdictError | None:
+    return None if parsed.cause is None else VerdictError(parsed.cause, parsed.detail or "")
 
 
 def unanswered(info: JudgeInfo, failure: Failure, case_id: str, rubric_id: str,
@@ -141,28 +140,35 @@ def vote(judge: str, model: str, sample: int, api: Provider, stored: Stored | No
     state's ``allows_na``: an ``na`` vote where the rubric does not allow it is an unscored
     vote (``na_not_allowed``), never a pass."""
     if stored is not None:
-        status, reason, error, parsed = _read(api, stored, allows_na)
-        return Vote(judge, model, sample, status, reason, parsed.usage,
-                    stored.request_id, error), parsed
+        parsed = _read(api, stored, allows_na)
+        return Vote(judge, model, sample, parsed.status, parsed.reason, parsed.usage,
+                    stored.request_id, _error(parsed)), parsed
     assert failure is not None
     return Vote(judge, model, sample, "unscored", None, None, None,
                 VerdictError(failure.cause, failure.detail)), None
 
 
 def panel(info: JudgeInfo, rule: str, votes: list[Vote], case_id: str, rubric_id: str,
-          rubric_hash: str, state_hash: str, exposure: msgspec.Raw) -> JudgeVerdict:
+          rubric_hash: str, state_hash: str, exposure: msgspec.Raw,
+          confidence: bool = False, deciding: list[Vote] | None = None) -> JudgeVerdict:
     """The verdict of a panel's votes: the rule's decision over the scored votes, with its
     quorum (``_verdicts.rules``); the rationale of the first vote (in jury order) that agrees
-    with it; the votes' tokens added up; every vote, and how the decision was taken."""
+    with it; the votes' tokens added up; every vote, and how the decision was taken; with
+    ``confidence`` (--confidence), the share of the scored votes of each status.
+    ``deciding``: the votes the rule decides over, where not all of them (escalation: the
+    second judge's, where it was asked)."""
     t = rules.tally(v.status for v in votes)
-    decision = rules.decide(rule, t)
+    decision = rules.decide(rule, t if deciding is None else
+                            rules.tally(v.status for v in deciding))
     rationale = next((v.rationale for v in votes if v.status == decision.status), None)
     error = None if decision.cause is None else VerdictError(decision.cause,
                                                              decision.detail or "")
     return JudgeVerdict(case_id, rubric_id, decision.status, rationale, info,
                         added_usage(votes), None, rubric_hash, state_hash, exposure, error,
                         votes=votes,
-                        panel=Panel(rule, t.votes, t.scored, rules.agreed(decision, t)))
+                        panel=Panel(rule, t.votes, t.scored, rules.agreed(decision, t)),
+                        confidence=from_votes([v.status for v in deciding or votes])
+                        if confidence and decision.status != "unscored" else None)
 
 
 def added_usage(votes: list[Vote]) -> TokenUsage | None:

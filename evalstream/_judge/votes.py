@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from evalstream._judge.escalation import Escalation
 from evalstream._judge.inputs import JudgeState
 from evalstream._judge.jury import Juror, Jury
 from evalstream._judge.report import JurorReport, JuryReport, Prices
@@ -97,7 +98,8 @@ class PanelTally:
             self.decided += 1
             self.agreement += p.agreed / p.scored
 
-    def report(self, tallies: list[JurorTally]) -> JuryReport:
+    def report(self, tallies: list[JurorTally],
+               escalation: Escalation | None = None) -> JuryReport:
         """The jury's part of the run report (``tallies``: pass 1's, per juror)."""
         jurors = []
         for juror, votes, t in zip(self.jury.jurors, self.votes, tallies, strict=True):
@@ -113,4 +115,5 @@ class PanelTally:
         return JuryReport(
             rule=self.jury.rule, file=self.jury.path, votes_per_state=self.jury.votes,
             jurors=jurors, split=self.split, unstable=self.unstable,
-            consistency=round(self.agreement / self.decided, 6) if self.decided else None)
+            consistency=round(self.agreement / self.decided, 6) if self.decided else None,
+            escalation=escalation)

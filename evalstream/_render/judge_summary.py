@@ -55,6 +55,12 @@ def lines(report: JudgeReport) -> list[str]:
                    f"{report.without_structured_output:,}")
     if report.jury is not None:
         out += jury_lines(report)
+    if report.confidence is not None:  # --confidence (issue 29)
+        sure = report.confidence
+        read = ", ".join(f"{n:,} {how}" for how, n in sure.by_reading.items() if n)
+        out.append(f"confidence ({sure.source or 'none'}): {sure.verdicts:,} verdicts carry one"
+                   + (f"; log probabilities read: {read}" if read else "")
+                   + (f"; {sure.note}" if sure.note else ""))
     rate = unscored_line(s["unscored"], sum(s.values()), report.max_unscored_rate)
     if rate:
         out.append(rate)
@@ -98,6 +104,14 @@ def jury_lines(report: JudgeReport) -> list[str]:
                    f"{v['pass']:,} pass, {v['fail']:,} fail, {v['na']:,} na, "
                    f"{v['unscored']:,} unscored; tokens {j.usage.input_tokens:,} in, "
                    f"{j.usage.output_tokens:,} out{cost}")
+    e = jury.escalation
+    if e is not None:  # rule escalate (issue 29)
+        priced = "" if e.second_cost_usd is None else (
+            f"; the second judge's votes cost ${e.second_cost_usd:,.4f}"
+            + ("" if e.all_second_cost_usd is None else
+               f", against ${e.all_second_cost_usd:,.4f} had it been asked every state"))
+        out.append(f"  escalated {e.escalated:,} of {e.states:,} states to the second judge "
+                   f"(the first below {e.threshold:g}, split or unscored){priced}")
     return out
 
 

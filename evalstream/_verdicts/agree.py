@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
     from evalstream._checks.rubrics import RubricSet
     from evalstream._files.outputs import AtomicOutput
+    from evalstream._files.transaction import Target, Transaction
 
 
 LABEL_STATUSES = ("pass", "fail", "na")
@@ -212,17 +213,56 @@ class AgreeReport(Struct):
 
 
 class Extension(Protocol):
-    """What a module beside agree adds to it (a panel's jurors, ``_verdicts.panel``): it
-    sees every verdict as it is read, and makes the report from the one agree made, given
-    ``cells``: agree's own figures, per rubric, of another frame of verdicts (case_id,
-    rubric, status, line) against the same labels, each row stale as the verdict at its
-    line is; and ``stale_lines``: each verdict's line and stale code (``stale.mark``)."""
+    """What a module beside agree adds to it (a panel's jurors, ``_verdicts.panel``; the
+    confidence's calibration and corrected pass rates, ``_verdicts.sureness``): it sees every
+    verdict as it is read, and makes the report from the one agree made, given ``cells``:
+    agree's own figures, per rubric, of another frame of verdicts (case_id, rubric, status,
+    line) against the same labels, each row stale as the verdict at its line is; and
+    ``joined``: such a frame joined to the labels, row by key (its own further columns kept,
+    and ``vstale``; see ``_joined``), with the rubric and group names and each verdict's line
+    and stale code (``Joined.stale_lines``)."""
 
     def verdict(self, rubric: int, line: int, verdict: Any) -> None: ...
 
     def report(self, report: AgreeReport,
                cells: Callable[[pl.DataFrame], list[RubricAgreement]],
-               stale_lines: pl.DataFrame | None = None) -> AgreeReport: ...
+               joined: Joined) -> AgreeReport: ...
+
+
+@dataclass
+class Joined:
+    """A frame of verdicts (with any further columns) joined to the labels, for an
+    ``Extension``: ``of(frame)`` is ``_joined``'s lazy frame, each row stale as the verdict
+    at its line is (``vstale``); ``rubrics`` and ``groups`` name the codes; ``cases`` is the
+    cases file's path and ``case_ids`` its ids by row; ``targets`` the run's transaction,
+    where the extension opens its own targets (``AgreeOptions.more_targets``);
+    ``stale_lines`` each verdict's line and stale code (``stale.mark``)."""
+
+    of: Callable[[pl.DataFrame], pl.LazyFrame]
+    rubrics: list[str]
+    groups: list[str]
+    cases: str
+    case_ids: pl.Series
+    targets: Transaction
+    stale_lines: pl.DataFrame | None = None
+
+
+class Extensions:
+    """Several extensions as one, each given the report the one before made."""
+
+    def __init__(self, *extensions: Extension) -> None:
+        self.extensions = extensions
+
+    def verdict(self, rubric: int, line: int, verdict: Any) -> None:
+        for extension in self.extensions:
+            extension.verdict(rubric, line, verdict)
+
+    def report(self, report: AgreeReport,
+               cells: Callable[[pl.DataFrame], list[RubricAgreement]],
+               joined: Joined) -> AgreeReport:
+        for extension in self.extensions:
+            report = extension.report(report, cells, joined)
+        return report
 
 
 @dataclass
@@ -250,6 +290,9 @@ class AgreeOptions:
     rubric_files: list[str] = field(default_factory=list)
     states: str | None = None
     fail_on_stale: bool = False  # exit 1 when a verdict is stale
+    # An extension's own targets (``to_label``'s cases), checked and committed with the rest;
+    # the extension opens them through ``Joined.targets``.
+    more_targets: list[Target] = field(default_factory=list)
 
 
 # -- reading the cases -----------------------------------------------------------------------------
@@ -338,8 +381,10 @@ def _key(case: str) -> pl.Expr:
     return pl.col(case).cast(pl.UInt64) * (1 << 32) + pl.col("rubric").cast(pl.UInt64)
 
 
-def _joined(verdicts: pl.DataFrame, labels: pl.DataFrame, cases: pl.DataFrame) -> pl.LazyFrame:
-    """Every key of either file with its label, verdict and group (nulls where absent).
+def _joined(verdicts: pl.DataFrame, labels: pl.DataFrame, cases: pl.DataFrame,
+            keep: tuple[str, ...] = ()) -> pl.LazyFrame:
+    """Every key of either file with its label, verdict and group (nulls where absent), and
+    the verdicts' columns ``keep`` (an extension's).
 
     Verdicts find their case's row by id (a left join on the cases, whose strings are few
     next to the keys); verdicts and labels then meet on one integer key, which takes a
@@ -352,7 +397,8 @@ def _joined(verdicts: pl.DataFrame, labels: pl.DataFrame, cases: pl.DataFrame) -
     judged = (verdicts.lazy().join(rows, on="case_id", how="left")
               .select(_key("vcase").alias("key"), "case_id", "vcase", "vgroup",
                       pl.col("rubric").alias("vrubric"), pl.col("status").alias("vstatus"),
-                      pl.col("line").alias("vline"), staleness.is_stale().alias("vstale")))
+                      pl.col("line").alias("vline"), staleness.is_stale().alias("vstale"),
+                      *keep))
     return (labels.lazy().with_columns(_key("case").alias("key"))
             .join(judged, on="key", how="full", coalesce=True)
             .with_columns(rubric=pl.coalesce("rubric", "vrubric"),
@@ -561,7 +607,8 @@ def run(opts: AgreeOptions,
               *([("states", opts.states)] if opts.states else []),
               *(("rubrics", path) for path in opts.rubric_files if path != "builtin")]
     targets = Transaction(inputs, report_targets(opts.output, opts.format, opts.html,
-                                                 opts.rejects), opts.force).check()
+                                                 opts.rejects) + opts.more_targets,
+                          opts.force).check()
     usage = "; usage: evalstream agree VERDICTS CASES"
     check_input(opts.verdicts, "verdicts", usage)
     check_input(opts.cases, "cases", usage)
@@ -624,7 +671,16 @@ def run(opts: AgreeOptions,
                                        opts.confidence, {}, None,
                                        None if expected is None else stale_by_rubric)
 
-            report = extension.report(report, cells, stale_lines)
+            def of(frame: pl.DataFrame) -> pl.LazyFrame:
+                # An extension's frame, its rows stale as their verdicts are, its own columns kept.
+                extra = tuple(c for c in frame.columns if c not in ("case_id", "rubric",
+                                                                    "status", "line", "stale"))
+                marked = frame.join(stale_lines, on="line", how="left")
+                return _joined(marked, case_file.labels, case_file.cases, extra)
+
+            report = extension.report(report, cells, Joined(
+                of, rubrics.names, groups.names, opts.cases, case_file.cases["case_id"],
+                targets, stale_lines))
         if write is not None:
             write(report, reports)  # committed with the rejects, all or none
     return report

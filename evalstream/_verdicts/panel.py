@@ -34,7 +34,7 @@ import msgspec
 from msgspec import Struct
 
 from evalstream._verdicts import rules
-from evalstream._verdicts.agree import AgreeReport, Cell, GroupCell, RubricAgreement
+from evalstream._verdicts.agree import AgreeReport, Cell, GroupCell, Joined, RubricAgreement
 from evalstream._verdicts.interrater import DEFAULT_RESAMPLES, Estimate, Pattern, among
 from evalstream._verdicts.records import STATUS_CODE, Codes, Columns, verdict_schema
 
@@ -200,14 +200,15 @@ class PanelExtension:
 
     def report(self, report: AgreeReport,
                cells: Callable[[pl.DataFrame], list[RubricAgreement]],
-               stale_lines: pl.DataFrame | None = None) -> AgreeReport:
+               joined: Joined | None = None) -> AgreeReport:
         """agree's report with the panel's section (unchanged when no verdict had votes);
-        ``stale_lines``: each verdict's line and stale code (``stale.mark``), whose stale
-        verdicts are left out of the agreement among the jurors as ``cells`` leaves them out
-        of each juror's figures."""
+        ``joined.stale_lines``: each verdict's line and stale code (``stale.mark``), whose
+        stale verdicts are left out of the agreement among the jurors as ``cells`` leaves
+        them out of each juror's figures."""
         if not self.jurors:
             return report
         stale: frozenset[int] = frozenset()
+        stale_lines = None if joined is None else joined.stale_lines
         if stale_lines is not None:
             from evalstream._verdicts.stale import is_stale
 

@@ -15,7 +15,7 @@ states: a ``state`` and no ``status``) are counted apart: checks with no verdict
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 from msgspec import Struct
@@ -37,10 +37,13 @@ STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 PASS, FAIL, UNSCORED, NA_VERDICT = 0, 1, 2, 3
 VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "usage", "request_id",
                   "rubric_hash", "state_hash", "exposure", "error", "votes", "panel", "kind",
-                  "evidence", "question", "state", "allows_na", "pair")
+                  "evidence", "question", "state", "allows_na", "pair", "confidence")
 # A panel's verdict (issue 26): one vote per juror and sample, and how the decision was taken.
 VOTE_FIELDS = ("judge", "model", "sample", "status", "rationale", "usage", "request_id", "error")
 PANEL_FIELDS = ("rule", "votes", "scored", "agreed")
+# How sure the judge was (issue 29): the status's probabilities and where they came from.
+CONFIDENCE_FIELDS = ("pass", "fail", "na", "source")
+CONFIDENCE_SOURCES = ("logprobs", "samples")
 EXPOSURE_FIELDS = ("shown", "withheld", "never_shown", "tokens")
 FLUSH_ROWS = 1 << 16
 MAX_LINE_NUMBER = (1 << 32) - 1  # line numbers are kept as UInt32
@@ -141,11 +144,23 @@ class Panel(Struct, gc=False):
     agreed: int
 
 
+class Confidence(Struct, gc=False):
+    """How sure the judge was of the status (issue 29): P(pass), P(fail), P(na), summing to 1,
+    read from the status token's log probabilities (``logprobs``) or the share of a panel's
+    scored votes (``samples``)."""
+
+    pass_: float = msgspec.field(name="pass")
+    fail: float
+    na: float
+    source: str
+
+
 class JudgeVerdict(Struct, gc=False, omit_defaults=True):
     """One verdict line written by ``evalstream judge``; ``error`` only when unscored,
     ``pair`` only for a pairwise state's pair (``pairwise``: its ``status`` in run A's
     terms); ``votes`` and ``panel`` only for a panel (a jury, or several samples of one
-    judge)."""
+    judge); ``confidence`` only where it was asked for and could be read (never on a pair's
+    verdict)."""
 
     case_id: str
     rubric_id: str
@@ -161,6 +176,7 @@ class JudgeVerdict(Struct, gc=False, omit_defaults=True):
     pair: PairVerdict | None = None
     votes: list[Vote] | None = None
     panel: Panel | None = None
+    confidence: Confidence | None = None
 
 
 def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
@@ -197,6 +213,12 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
         scored: int
         agreed: int
 
+    class ConfidenceRecord(Struct, **opts):
+        pass_: Annotated[float, msgspec.Meta(ge=0, le=1)] = msgspec.field(name="pass")
+        fail: Annotated[float, msgspec.Meta(ge=0, le=1)]
+        na: Annotated[float, msgspec.Meta(ge=0, le=1)]
+        source: Literal["logprobs", "samples"]
+
     class Verdict(Struct, **opts):
         case_id: schema.CaseId
         rubric_id: RubricId
@@ -214,6 +236,7 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
         panel: PanelRecord | None = None
         kind: Literal["judge", "exact"] | None = None
         evidence: list[str] | None = None
+        confidence: ConfidenceRecord | None = None
         # A judge state written by `build` has these; Raw keeps them undecoded.
         question: msgspec.Raw = msgspec.Raw()
         state: msgspec.Raw = msgspec.Raw()
@@ -574,7 +597,8 @@ SHAPE = rejects.Shape(
             "$.usage": ("input_tokens", "output_tokens"), "$.error": ("cause", "detail"),
             "$.pair": ("key", "chars", "decision", "agreed", "orders", "order"),
             "$.votes[]": VOTE_FIELDS, "$.votes[].usage": ("input_tokens", "output_tokens"),
-            "$.votes[].error": ("cause", "detail"), "$.panel": PANEL_FIELDS},
+            "$.votes[].error": ("cause", "detail"), "$.panel": PANEL_FIELDS,
+            "$.confidence": CONFIDENCE_FIELDS},
     allowed={"$.status": "pass, fail, na, unscored", "$.kind": "judge, exact",
              "$.votes[].status": "pass, fail, na, unscored"},
     unlisted=frozenset({"question", "state", "allows_na"}),

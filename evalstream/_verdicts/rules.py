@@ -94,12 +94,20 @@ def any_fail(t: Tally) -> Decision:
     return _most(t, ("pass", "na"))
 
 
+def escalate(t: Tally) -> Decision:
+    """A first judge, and a stronger second only where the first is unsure (issue 29,
+    ``_judge.escalation``): the runner hands the deciding judge's votes (the second's where it
+    was asked), whose majority decides."""
+    return majority(t)
+
+
 Rule = Callable[[Tally], Decision]
 # The one list of rules: the jury file's `rule` (its default first), the docs, the tests.
 RULES: dict[str, Rule] = {
     "majority": majority,
     "unanimous-pass": unanimous_pass,
     "any-fail": any_fail,
+    "escalate": escalate,
 }
 DEFAULT_RULE = "majority"
 

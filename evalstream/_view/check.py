@@ -33,7 +33,7 @@ from evalstream._view.index import (
 from evalstream._view.pages import Site, badge, new_page
 from evalstream._view.records import StateRecord
 from evalstream._view.text import FOLD, attr, inline, json_text, text
-from evalstream._view.votes import votes_html
+from evalstream._view.votes import confidence_html, votes_html
 
 MAX_SIBLINGS = 100  # links to the case's other checks
 BIG_RECORD = 4 << 20  # a case line over this is shown with each text cut at CUT characters
@@ -329,6 +329,8 @@ class _Check:
             facts.append(("judge", "; ".join(
                 f"{inline(str(k))}: <bdi>{inline(_shown(value))}</bdi>"
                 for k, value in judge.items())))
+        if v.confidence is not None:  # judge --confidence (issue 29)
+            facts.append(("confidence", confidence_html(v.confidence)))
         if v.usage is not None:
             facts.append(("usage", f"{v.usage.input_tokens:,} input tokens, "
                                    f"{v.usage.output_tokens:,} output tokens"))

@@ -1,5 +1,6 @@
 """A panel's votes on the check page (issue 26): one row a juror and sample, with its status,
-its rationale (or why it is unscored) and its tokens, under the panel's rule and counts."""
+its rationale (or why it is unscored) and its tokens, under the panel's rule and counts; and a
+verdict's confidence (issue 29)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,14 @@ def votes_html(verdict: Any) -> str:
             "<thead><tr><th>juror</th><th>model</th><th>sample</th><th>status</th>"
             "<th>rationale</th><th>tokens</th></tr></thead><tbody>" + "".join(rows)
             + "</tbody></table></div>")
+
+
+def confidence_html(confidence: Any) -> str:
+    """A verdict's confidence (issue 29): each status's probability, and where it came from
+    (the status token's log probabilities, or a panel's share of votes)."""
+    said = {"logprobs": "the status token's log probabilities",
+            "samples": "the share of the panel's scored votes"}.get(confidence.source,
+                                                                    confidence.source)
+    shares = ", ".join(f"{badge(status)} {value:.1%}" for status, value in (
+        ("pass", confidence.pass_), ("fail", confidence.fail), ("na", confidence.na)))
+    return f'<span class="confidence">{shares}</span> <span class="muted">({inline(said)})</span>'

@@ -482,13 +482,17 @@ def escaped(text: str) -> str:
 def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | None, str]:
     """The answer text and OpenAI finish reason for a fault (or a status); ``key``: what
     ``echoescaped`` echoes."""
-    if fault in _ANSWERS:
-        status = fault if fault in ("fail", "na") else "pass"
+    if fault in _ANSWERS or fault in LOGPROB_FAULTS:
+        status = fault if fault in ("fail", "na") else "fail" if fault == "lptrap" else "pass"
         # The reason first, as the request's schema asks (issue 26); answers are read in
         # either order.
-        text = json.dumps({"reason": f"fake {status} {digest[:8]}", "status": status})
+        reason = 'the reply says "pass", pass' if fault == "lptrap" else \
+            f"fake {status} {digest[:8]}"
+        text = json.dumps({"reason": reason, "status": status})
         if fault == "fenced":
             text = f"```json\n{text}\n```"
+        if fault == "lpescaped":
+            text = text.replace('"status": "pass"', '"status": "\\u0070ass"')
         return text, "stop"
     if fault == "echoescaped":
         # The key escaped inside the answer's JSON: escaped once more in the response body.
@@ -511,6 +515,77 @@ def _content(fault: str, digest: str, key: str | None = None) -> tuple[str | Non
     if fault == "length":
         return '{"status": "fail", "reason": "The response claims a booking th', "length"
     raise ValueError(f"unknown fault {fault!r}")
+
+
+# Log probabilities (issue 29), asked with `logprobs: true`: every answer's tokens (the text
+# cut at word and punctuation bounds), the status token's alternatives the three statuses;
+# the status's own probability is a function of the body (0.55 + 0.4 * digest[:2] / 255: the
+# request id tells it), the other two share the rest 3:1 in the order pass, fail, na. Faults:
+# `lpsplit` (the status over two tokens), `lpquote` (the opening quote and the status one
+# token), `lpabsent` (the status token not among its top alternatives: its probability 0.1,
+# the others 0.6 and 0.3), `lponly` (only the status token among them), `lpnone` (no
+# log probabilities), `lpescaped` (the status written `\u0070ass`), `lptrap` (a `fail` whose
+# reason says "pass", that token 0.99 sure).
+LOGPROB_FAULTS = ("lpsplit", "lpquote", "lpabsent", "lponly", "lpnone", "lpescaped", "lptrap")
+_TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+def status_probability(rid: str) -> float:
+    """The probability the fake gives the status token of the answer with this request id."""
+    return 0.55 + 0.4 * int(rid.split("_", 1)[1][:2], 16) / 255  # req_ or breq_ (batches)
+
+
+def _token(text: str, logprob: float, top: list[tuple[str, float]]) -> dict[str, Any]:
+    return {"token": text, "logprob": logprob, "bytes": list(text.encode()),
+            "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())}
+                             for t, lp in top]}
+
+
+def _plain_tokens(text: str) -> list[dict[str, Any]]:
+    return [_token(t, -0.01, [(t, -0.01)]) for t in _TOKEN.findall(text)]
+
+
+def _logprobs(content: str, fault: str, rid: str) -> dict[str, Any]:
+    """``logprobs.content`` of an answer, the status token placed where the fake wrote it."""
+    import math
+
+    mark = '"status": "'
+    at = content.rfind(mark) + len(mark)
+    statuses = ("pass", "fail", "na")
+    status = next((s for s in statuses if content.startswith(s, at)), None)
+    if status is None or content.rfind(mark) < 0:  # escaped: the tokens alone
+        return {"content": _plain_tokens(content)}
+    p = status_probability(rid)
+    others = [s for s in statuses if s != status]
+    probs = {status: p, others[0]: (1 - p) * 0.75, others[1]: (1 - p) * 0.25}
+    before, after = content[:at], content[at + len(status):]
+
+    def first(s: str) -> str:  # the first token of status s, as this fault cuts it
+        if fault == "lpquote":
+            return '"' + s
+        if fault == "lpsplit":
+            return s[:max(1, len(s) // 2)]
+        return s
+
+    if fault == "lpquote":
+        before = before[:-1]
+    if fault == "lpabsent":
+        probs = {status: 0.1, others[0]: 0.6, others[1]: 0.3}
+    top = sorted(((first(s), math.log(q)) for s, q in probs.items()), key=lambda x: -x[1])
+    top.append((" ", -9.0))  # not a status: never counted
+    if fault == "lpabsent":
+        top = [t for t in top if t[0] != first(status)]
+    if fault == "lponly":
+        top = [(first(status), math.log(p))]
+    tokens = _plain_tokens(before)
+    if fault == "lptrap":  # the reason's "pass": sure of it, where a text search would look
+        for t in tokens:
+            if t["token"] == "pass":
+                t.update(_token("pass", math.log(0.99), [("pass", math.log(0.99)),
+                                                         ("fail", math.log(0.01))]))
+    tokens.append(_token(first(status), math.log(probs[status]), top))
+    rest = status[len(first(status)) - (1 if fault == "lpquote" else 0):]
+    return {"content": tokens + _plain_tokens(rest + after)}
 
 
 def _openai(request: dict[str, Any], fault: str, text: str | None, finish: str, rid: str,
@@ -542,7 +617,9 @@ def _openai(request: dict[str, Any], fault: str, text: str | None, finish: str, 
             "object": "chat.completion", "created": 0,
             "model": request.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish,
-                         "logprobs": None}],
+                         "logprobs": _logprobs(message["content"], fault, rid)
+                         if request.get("logprobs") and isinstance(message["content"], str)
+                         and fault != "lpnone" else None}],
             "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
                       "total_tokens": usage_in + usage_out,
                       **({"completion_tokens_details": details} if details else {})}}

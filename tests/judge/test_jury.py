@@ -66,7 +66,8 @@ def stored_keys(store: Path) -> set[str]:
 def test_each_rule_decides_the_panel_from_its_votes(tmp_path: Path, server: FakeServer) -> None:
     src = states(tmp_path / "in", [marked(p) for p in PATTERNS])
     store = tmp_path / "shared.sqlite"
-    for n, rule in enumerate(RULES):
+    # escalate asks its second judge only where the first is unsure: test_escalation.py.
+    for n, rule in enumerate(r for r in RULES if r != "escalate"):
         out = tmp_path / f"{rule}.jsonl"
         judge(src, out, jury=jury_file(tmp_path, server.url, rule), store=store)
         report = json.loads((tmp_path / f"{rule}.report.json").read_text())

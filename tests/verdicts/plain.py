@@ -154,3 +154,40 @@ def plain_compare(a_text: str, b_text: str, force: bool = False) -> dict[str, Pl
         if key not in a:
             out[key[1]].only_b.append(key[0])
     return dict(out)
+
+
+# -- issue 29: the published formulas, transcribed with numpy arrays -------------------------------
+def plain_ppi_mean(y: Any, f: Any, f_unlabelled: Any, confidence: float = 0.95,
+                   ) -> tuple[float, float, float, float]:
+    """PPI++ for a mean (Angelopoulos, Duchi, Zrnic 2023, as ``ppi_py.ppi_mean_ci`` and its
+    ``_calc_lhat_glm`` with ``clip``): (estimate, low, high, lambda), from the arrays."""
+    import numpy as np
+    from scipy.stats import norm
+
+    y, f, fu = (np.asarray(a, dtype=float) for a in (y, f, f_unlabelled))
+    n, big_n = len(y), len(fu)
+    # _calc_lhat_glm for a mean: gradients are the centred values, the Hessian the identity.
+    cov = (1 / n) * 2 * np.sum((y - y.mean()) * (f - f.mean()))
+    var_all = np.cov(np.concatenate([f, fu]))
+    lam = float(np.clip(cov / (2 * (1 + n / big_n) * var_all), 0, 1))
+    theta = lam * fu.mean() + (y - lam * f).mean()
+    se = np.sqrt((lam * fu).std() ** 2 / big_n + (y - lam * f).std() ** 2 / n)
+    z = norm.ppf(0.5 + confidence / 2)
+    return float(theta), max(theta - z * se, 0.0), min(theta + z * se, 1.0), lam
+
+
+def plain_ece(confidences: list[float], agreed: list[bool], bins: int = 10,
+              ) -> tuple[float, list[tuple[int, float, float]]]:
+    """The expected calibration error and the (pairs, mean confidence, agreement) of each
+    non-empty bin, with numpy's digitize over equal bins (the last closed)."""
+    import numpy as np
+
+    c, a = np.asarray(confidences), np.asarray(agreed, dtype=float)
+    which = np.clip(np.digitize(c, np.linspace(0, 1, bins + 1)[1:-1]), 0, bins - 1)
+    table, ece = [], 0.0
+    for b in range(bins):
+        inside = which == b
+        if inside.any():
+            table.append((int(inside.sum()), float(c[inside].mean()), float(a[inside].mean())))
+            ece += inside.mean() * abs(a[inside].mean() - c[inside].mean())
+    return float(ece), table

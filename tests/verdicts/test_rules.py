@@ -27,7 +27,8 @@ def plain(rule: str, votes: list[str]) -> tuple[str, str | None]:
         return ("pass", None) if n["pass"] == len(scored) else ("na", None)
     if rule == "any-fail" and n["fail"]:
         return "fail", None
-    among = ["pass", "fail", "na"] if rule == "majority" else ["pass", "na"]
+    # escalate: the majority of the votes the runner hands it (the deciding judge's).
+    among = ["pass", "fail", "na"] if rule in ("majority", "escalate") else ["pass", "na"]
     best = max(n[s] for s in among)
     winners = [s for s in among if n[s] == best]
     return (winners[0], None) if len(winners) == 1 else ("unscored", "tie")

@@ -84,3 +84,19 @@ def test_the_export_writes_the_split_list_and_a_file_without_votes_has_none(
     assert "Split panels" in page and "1 pass, 1 fail, 1 unscored" in page
     with site() as s:
         assert "split" not in s.lists.available() and len(s.lists["split"]) == 0
+
+
+def test_the_check_page_shows_the_verdicts_confidence(tmp_path: Path) -> None:
+    """judge --confidence (issue 29): each status's probability and where it came from."""
+    path, verdicts = panel_file(tmp_path)
+    verdicts[1]["confidence"] = {"pass": 2 / 3, "fail": 1 / 3, "na": 0.0, "source": "samples"}
+    verdicts[2] = {k: v for k, v in verdicts[2].items() if k not in ("votes", "panel")}
+    verdicts[2]["confidence"] = {"pass": 0.125, "fail": 0.75, "na": 0.125, "source": "logprobs"}
+    path.write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    with site(path) as s:
+        pages = [check_page(s, v["case_id"], v["rubric_id"]) for v in verdicts[:3]]
+    assert all(p is not None for p in pages)
+    assert 'class="confidence"' not in pages[0]  # type: ignore[operator]
+    assert "66.7%" in pages[1] and "the share of the panel" in pages[1]  # type: ignore[operator]
+    assert "75.0%" in pages[2] and "12.5%" in pages[2]  # type: ignore[operator]
+    assert "log probabilities" in pages[2]  # type: ignore[operator]

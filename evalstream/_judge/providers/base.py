@@ -69,6 +69,8 @@ class Config(Protocol):
     def allows_na(self) -> bool: ...  # False: the schema asked for leaves `na` out
     @property
     def answer(self) -> str: ...  # the name of the answer's Form (answer.FORMS)
+    @property
+    def confidence(self) -> bool: ...  # --confidence: ask for log probabilities (issue 29)
 
 
 class Signer(NamedTuple):
@@ -153,6 +155,11 @@ class Provider(abc.ABC):
         """The base URL when --base-url is not given (``base_url``; Bedrock's depends on the
         region). An empty one: --base-url is required."""
         return self.base_url
+
+    # Whether ``body`` asks for the output tokens' log probabilities under --confidence, and
+    # ``read`` gives the status's confidence from them (``_judge.logprobs``); where not, a
+    # panel's votes give it (``source: samples``), or nothing does, and the run says so.
+    logprobs: ClassVar[bool] = False
 
     def reasons(self, config: Config) -> bool:
         """Whether the judge thinks before it answers (a reasoning model, a thinking budget):

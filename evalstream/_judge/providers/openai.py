@@ -55,6 +55,8 @@ from evalstream._judge.batch.formats import (
     error_text,
     request_line_problem,
 )
+from evalstream._judge.logprobs import TOP_LOGPROBS, Token
+from evalstream._judge.logprobs import read as read_logprobs
 from evalstream._judge.providers.base import (
     BatchCalls,
     Config,
@@ -113,6 +115,8 @@ class Body(Struct, gc=False, omit_defaults=True, kw_only=True):
     max_tokens: int | None = None  # other OpenAI-compatible servers all read this one
     reasoning_effort: str | None = None
     response_format: msgspec.Raw | None = None
+    logprobs: bool | None = None  # --confidence (issue 29), with top_logprobs
+    top_logprobs: int | None = None
 
 
 # -- the response (only the fields read; others are ignored) ------------------------------------
@@ -123,9 +127,14 @@ class _Message(Struct, gc=False):
     refusal: str | None = None
 
 
+class _Logprobs(Struct, gc=False):
+    content: list[Token] | None = None
+
+
 class _Choice(Struct, gc=False):
     message: _Message | None = None
     finish_reason: str | None = None
+    logprobs: _Logprobs | None = None
 
 
 class _Details(Struct, gc=False):
@@ -185,6 +194,7 @@ class OpenAI(Provider):
     response_formats = tuple(RESPONSE_FORMATS["verdict", True])
     settings: ClassVar[tuple[str, ...]] = ("reasoning_effort",)
     batch_endpoint = BATCH_ENDPOINT  # a request line's url, and the batch's endpoint
+    logprobs = True  # `logprobs`, `top_logprobs` (vLLM and llama.cpp's server take them too)
 
     def body_model(self, config: Config) -> str:
         """What the body's ``model`` says (Azure: the deployment)."""
@@ -224,7 +234,9 @@ class OpenAI(Provider):
             max_completion_tokens=config.max_output_tokens if completion else None,
             max_tokens=None if completion else config.max_output_tokens,
             reasoning_effort=config.reasoning_effort,
-            response_format=RESPONSE_FORMATS[asked(config)][config.response_format]))
+            response_format=RESPONSE_FORMATS[asked(config)][config.response_format],
+            logprobs=True if config.confidence else None,
+            top_logprobs=TOP_LOGPROBS if config.confidence else None))
 
     def samples_body(self, config: Config, body: bytes, n: int) -> bytes | None:
         # `n` choices of one request: the prompt is billed once (OpenAI, Azure, vLLM take
@@ -285,7 +297,11 @@ class OpenAI(Provider):
         if choice.finish_reason == "length":
             return unscored("truncated", "finish_reason length (raise --max-output-tokens): "
                             f"{excerpt(message.content or '')}", usage, r.id)
-        return read_text(message.content, usage, r.id, form)
+        parsed = read_text(message.content, usage, r.id, form)
+        if choice.logprobs is not None and choice.logprobs.content is not None \
+                and parsed.cause is None and message.content is not None:
+            return read_logprobs(parsed, message.content, choice.logprobs.content)
+        return parsed
 
     def encoding(self, model: str) -> str | None:
         name = model.rsplit("/", 1)[-1].lower()
