@@ -199,12 +199,16 @@ def _label_blocks(s: DatasetStats, labels: bool = True, coverage: bool = True,
         out.append(Paragraph("No case has expected labels."))
         return out
     if labels and compact:
+        # One screen: the rubrics no case labels are named in the note, not given a row of
+        # zeros each (a built-in set of nine left no room for the checks below).
+        unlabelled = [r.rubric for r in s.labels if r.total.applies and not r.total.labels]
         t = Table([Column("rubric"), Column("labels", "count"), Column("pass", "count"),
                    Column("fail", "count"), Column("na", "count"), Column("applies", "count"),
                    Column("coverage", "share")],
-                  note="Coverage: labelled cases among those where the rubric applies.")
+                  note="Coverage: labelled cases among those where the rubric applies."
+                       + (f" No labels for {', '.join(unlabelled)}." if unlabelled else ""))
         for r in s.labels:
-            if r.total.labels or r.total.applies:
+            if r.total.labels:
                 t.add(r.rubric if r.in_rubrics else f"{r.rubric} *", r.total.labels,
                       *r.total.status.values(), r.total.applies, r.total.coverage)
         out.append(t)
