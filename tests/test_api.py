@@ -357,7 +357,7 @@ def test_every_default_of_the_api_is_the_library_s() -> None:
     library = _library_defaults()
     for name, function in _functions().items():
         if name in ("convert_cases", "judge_verdicts", "judge_request", "render_stats",
-                    "read_report", "load_rubrics", "count_tokens"):
+                    "read_report", "load_rubrics", "rubrics", "count_tokens"):
             continue  # aliases, a mode whose options are judge's, no library options
         compared = 0
         for option, default in (function.__kwdefaults__ or {}).items():
