@@ -236,17 +236,27 @@ def render_stats(report: Path, *, format: ReportFormat = "table", output: Path |
     return loaded
 
 
+def case_inputs(cases: Inputs) -> dict[str, Any]:
+    """``cases`` and ``case_inputs`` of agree's options: one path or glob, or several read in
+    order as one (then joined by spaces in ``cases``, as build names its input)."""
+    if isinstance(cases, (list, tuple)):
+        names = [path("cases", c) for c in cases]
+        return {"cases": " ".join(names), "case_inputs": names if len(names) > 1 else []}
+    return {"cases": path("cases", cases)}
+
+
 @front_door
-def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: float = 0.95,
+def agree(verdicts: Path, cases: Inputs, *, by: str | None = None, confidence: float = 0.95,
           format: ReportFormat = "table", output: Path | None = None, html: Path | None = None,
           max_ids: int = 20, rejects: Path | None = None, max_unscored_rate: float | None = None,
           view: Path | None = None, allow_unknown_fields: bool = False,
           max_line_bytes: int = MAX_LINE_BYTES, force: bool = False) -> AgreeReport:
     """Run ``agree``: how well a judge's verdicts agree with the cases' expected labels, per
-    rubric, label source and ``by`` group (one metadata key). The report is written only where
-    asked, as ``stats`` writes it (``output``, ``format``, ``html``, ``rejects``); ``view``, a
-    folder of ``evalstream view --export``, links each listed id to its page. Returns the
-    report (``exit_code`` 1: lines rejected, or unscored verdicts above
+    rubric, label source and ``by`` group (one metadata key); ``cases`` one path or glob, or
+    a list of them, read in order as one, as ``build`` reads its inputs. The report is
+    written only where asked, as ``stats`` writes it (``output``, ``format``, ``html``,
+    ``rejects``); ``view``, a folder of ``evalstream view --export``, links each listed id to
+    its page. Returns the report (``exit_code`` 1: lines rejected, or unscored verdicts above
     ``max_unscored_rate``)."""
     from evalstream._options import ONE_KEY, OUTPUT_OPTION, REPORT_FORMAT
     from evalstream._render.panel import blocks, page
@@ -258,7 +268,7 @@ def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: flo
     shown = Shown(blocks, page, encode)
     # A panel's verdicts (judge --jury, --samples) add each juror and their agreement.
     panel = PanelExtension(given["max_ids"], given["confidence"])
-    result = run(AgreeOptions(verdicts=path("verdicts", verdicts), cases=path("cases", cases),
+    result = run(AgreeOptions(verdicts=path("verdicts", verdicts), **case_inputs(cases),
                               **given), shown.write(given["format"], given["output"],
                                                     given["html"]), panel)
     shown.show(result, given["format"], given["output"])
@@ -266,7 +276,7 @@ def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: flo
 
 
 @front_door
-def agree_judges(runs: Sequence[Path], cases: Path, *,
+def agree_judges(runs: Sequence[Path], cases: Inputs, *,
                  prices: Mapping[str, tuple[float, float]] | Sequence[str] | None = None,
                  confidence: float = 0.95, format: ReportFormat = "table",
                  output: Path | None = None, html: Path | None = None,
@@ -277,8 +287,9 @@ def agree_judges(runs: Sequence[Path], cases: Path, *,
     side by side, each counted against the cases' labels as ``agree`` counts one file; per
     rubric one row per run, the best Cohen's kappa first, with its unscored rate and its
     tokens and cost per 1,000 judge states (``prices``: per model, ``{"gpt-4.1-mini": (0.4,
-    1.6)}`` or ``["gpt-4.1-mini=0.4,1.6"]``, USD per million tokens). The report is written
-    only where asked, as ``agree`` writes it. Returns the report."""
+    1.6)}`` or ``["gpt-4.1-mini=0.4,1.6"]``, USD per million tokens); ``cases`` as in
+    ``agree``. The report is written only where asked, as ``agree`` writes it. Returns the
+    report."""
     from evalstream._options import OUTPUT_OPTION, REPORT_FORMAT, check
     from evalstream._render.judges import blocks, page
     from evalstream._verdicts.judges import JudgesOptions, encode, run
@@ -288,7 +299,7 @@ def agree_judges(runs: Sequence[Path], cases: Path, *,
     paths = check("runs", list(runs) if isinstance(runs, (list, tuple)) else runs)
     shown = Shown(blocks, page, encode)
     result = run(JudgesOptions(runs=[path("verdicts", p) for p in paths],
-                               cases=path("cases", cases), **given),
+                               **case_inputs(cases), **given),
                  shown.write(given["format"], given["output"], given["html"]))
     shown.show(result, given["format"], given["output"])
     return result

@@ -16,7 +16,7 @@ and left out (never read as pass: evalstream fails closed).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -198,7 +198,7 @@ class AgreeOptions:
     """What an ``agree`` run needs; ``evalstream.agree`` fills it."""
 
     verdicts: str
-    cases: str
+    cases: str  # the cases' argument, or several joined by spaces (as build names its input)
     by: str | None = None
     rejects: str | None = None
     force: bool = False  # replace a rejects target that holds something else
@@ -213,6 +213,8 @@ class AgreeOptions:
     output: str | None = None
     html: str | None = None
     format: str = "table"
+    # Several case files, globs or both, read in order as one, as build reads its inputs.
+    case_inputs: list[str] = field(default_factory=list)
 
 
 # -- reading the cases -----------------------------------------------------------------------------
@@ -228,8 +230,9 @@ class CaseFile:
 
 def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
                 by: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                allow_unknown_fields: bool = False) -> CaseFile:
-    """Stream a cases file (decoded and checked exactly as ``build`` does) into key columns.
+                allow_unknown_fields: bool = False, files: list[str] | None = None) -> CaseFile:
+    """Stream a cases file (decoded and checked exactly as ``build`` does) into key columns;
+    ``files``: the files ``path`` names (``case_files``), read in order as one.
 
     Each case leaves its id and ``--by`` group; each label its case's row number, rubric
     code, status, source, line and group.
@@ -250,7 +253,7 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     unlisted = 0
     group_path = tuple(by.split(".")) if by else None
     row = 0  # the case's row in the cases frame
-    for item in reader.read_file(path):
+    for item in reader.read_files(files or [path]):
         if type(item) is Reject:
             sink.write(path, [item])
             continue
@@ -285,6 +288,14 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
         rejected=counts.rejected, rejected_by_kind=dict(sorted(counts.rejected_by_kind.items())),
         labels=labels.height, first_rejects=reader.first_rejects, unlisted_rubric=unlisted)
     return CaseFile(summary, labels, cases)
+
+
+def case_files(cases: str, case_inputs: list[str]) -> list[str]:
+    """The files of the cases' arguments (one path, several, globs), as build reads its
+    inputs: a case id that an earlier file used is a duplicate, rejected, as in build."""
+    from evalstream._files.store import input_paths
+
+    return input_paths(case_inputs or [cases])
 
 
 # -- joining and counting --------------------------------------------------------------------------
@@ -482,7 +493,7 @@ def run(opts: AgreeOptions,
     from evalstream._files.transaction import Transaction, open_reports, report_targets
     from evalstream.errors import UsageError
 
-    if opts.verdicts == "-" and opts.cases == "-":
+    if opts.verdicts == "-" and "-" in (opts.case_inputs or [opts.cases]):
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
     from evalstream._files.sniff import check_input
 
@@ -496,12 +507,15 @@ def run(opts: AgreeOptions,
     check_unscored_rate(opts.max_unscored_rate)
     # The targets before the inputs' first bytes are read: an input named as a target is
     # refused as that, whatever it holds.
-    targets = Transaction([("verdicts", opts.verdicts), ("cases", opts.cases)],
+    cases = case_files(opts.cases, opts.case_inputs)
+    targets = Transaction([("verdicts", opts.verdicts), *(("cases", c) for c in cases)],
                           report_targets(opts.output, opts.format, opts.html, opts.rejects),
                           opts.force).check()
-    usage = "; usage: evalstream agree VERDICTS CASES"
+    usage = ("; usage: evalstream agree VERDICTS CASES..., or agree RUN_A RUN_B ... --cases "
+             "CASES for several runs side by side")
     check_input(opts.verdicts, "verdicts", usage)
-    check_input(opts.cases, "cases", usage)
+    for path in cases:
+        check_input(path, "cases", usage)
     check_view(opts.view)
     rubrics, groups = Codes(MAX_RUBRICS), Codes()
     with targets:
@@ -513,7 +527,7 @@ def run(opts: AgreeOptions,
                                      each=extension.verdict if extension else None)
         case_file = read_labels(opts.cases, rubrics, groups, sink, by=opts.by,
                                 max_line_bytes=opts.max_line_bytes,
-                                allow_unknown_fields=opts.allow_unknown_fields)
+                                allow_unknown_fields=opts.allow_unknown_fields, files=cases)
         joined = _joined(verdict_file.frame, case_file.labels, case_file.cases)
         rows, examples = _count_rows(joined, case_file.cases["case_id"], opts.max_ids)
         lines = {line for listed in examples.values() for _, line in listed if line is not None}

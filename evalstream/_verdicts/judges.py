@@ -27,6 +27,7 @@ from evalstream._verdicts.agree import (
     _count_rows,
     _joined,
     _rubric_results,
+    case_files,
     check_unscored_rate,
     over_unscored_rate,
     read_labels,
@@ -101,7 +102,7 @@ class JudgesOptions:
     """What a run of ``agree_judges`` needs; ``evalstream.agree_judges`` fills it."""
 
     runs: list[str]
-    cases: str
+    cases: str  # the cases' argument, or several joined by spaces (as build names its input)
     prices: dict[str, tuple[float, float]] | None = None  # by model; None: none given
     confidence: float = agreement.DEFAULT_CONFIDENCE
     rejects: str | None = None
@@ -112,6 +113,8 @@ class JudgesOptions:
     output: str | None = None
     html: str | None = None
     format: str = "table"
+    # Several case files, globs or both, read in order as one, as build reads its inputs.
+    case_inputs: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -165,19 +168,22 @@ def run(opts: JudgesOptions,
     if len(opts.runs) < 1:
         raise UsageError("give the verdict files of the runs to set side by side, then --cases "
                          "CASES.")
-    if sum(p == "-" for p in [*opts.runs, opts.cases]) > 1:
+    if sum(p == "-" for p in [*opts.runs, *(opts.case_inputs or [opts.cases])]) > 1:
         raise UsageError("only one of the verdict files and the cases can be read from stdin "
                          "(-).")
     if not 0 < opts.confidence < 1:
         raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
     check_unscored_rate(opts.max_unscored_rate)
-    targets = Transaction([*(("verdicts", p) for p in opts.runs), ("cases", opts.cases)],
+    cases = case_files(opts.cases, opts.case_inputs)
+    targets = Transaction([*(("verdicts", p) for p in opts.runs),
+                           *(("cases", c) for c in cases)],
                           report_targets(opts.output, opts.format, opts.html, opts.rejects),
                           opts.force).check()
     usage = "; usage: evalstream agree RUN_A RUN_B ... --cases CASES"
     for path in opts.runs:
         check_input(path, "verdicts", usage)
-    check_input(opts.cases, "cases", usage)
+    for path in cases:
+        check_input(path, "cases", usage)
     rubrics, groups = Codes(MAX_RUBRICS), Codes()
     with targets:
         sink = RejectSink(opts.rejects, targets.open("rejects") if opts.rejects else None)
@@ -191,7 +197,7 @@ def run(opts: JudgesOptions,
             spent.append(used)
         case_file = read_labels(opts.cases, rubrics, groups, sink,
                                 max_line_bytes=opts.max_line_bytes,
-                                allow_unknown_fields=opts.allow_unknown_fields)
+                                allow_unknown_fields=opts.allow_unknown_fields, files=cases)
         rows: dict[str, list[JudgeRow]] = {}
         for path, found, used in zip(opts.runs, files, spent, strict=True):
             counted, _ = _count_rows(_joined(found.frame, case_file.labels, case_file.cases),
