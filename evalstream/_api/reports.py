@@ -25,6 +25,7 @@ from evalstream._api.checked import (
     Progress,
     ReportFormat,
     Tokenizer,
+    case_inputs,
     front_door,
     inputs,
     options,
@@ -234,15 +235,6 @@ def render_stats(report: Path, *, format: ReportFormat = "table", output: Path |
                              "the dataset again.") from None
     shown.show(loaded, fmt, out)
     return loaded
-
-
-def case_inputs(cases: Inputs) -> dict[str, Any]:
-    """``cases`` and ``case_inputs`` of agree's options: one path or glob, or several read in
-    order as one (then joined by spaces in ``cases``, as build names its input)."""
-    if isinstance(cases, (list, tuple)):
-        names = [path("cases", c) for c in cases]
-        return {"cases": " ".join(names), "case_inputs": names if len(names) > 1 else []}
-    return {"cases": path("cases", cases)}
 
 
 @front_door

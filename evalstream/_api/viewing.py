@@ -7,7 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from evalstream._api.checked import MAX_LINE_BYTES, MAX_TOKENS, Path, front_door, options, path
+from evalstream._api.checked import (
+    MAX_LINE_BYTES,
+    MAX_TOKENS,
+    Inputs,
+    Path,
+    case_inputs,
+    front_door,
+    options,
+    path,
+)
 
 if TYPE_CHECKING:
     from evalstream._view.export import ExportReport
@@ -17,21 +26,22 @@ if TYPE_CHECKING:
 ViewProgress = Callable[[str, int, int | None], None]  # (file's role, bytes read, in all)
 
 
-def _index_options(verdicts: Path, cases: Path, checked: dict[str, Any]) -> ViewOptions:
+def _index_options(verdicts: Path, cases: Inputs, checked: dict[str, Any]) -> ViewOptions:
     """What to index: the files and the options both functions share (taken out of
-    ``checked``), the rubric files loaded."""
+    ``checked``), the rubric files loaded; the cases one path or glob, or several read in
+    order as one, as agree takes them."""
     from evalstream._checks.rubrics import load_rubrics
     from evalstream._view.index import Options
 
     files = checked.pop("rubric_files")
     shared = {name: checked.pop(name) for name in ("states", "compare", "max_tokens", "by",
                                                    "allow_unknown_fields", "max_line_bytes")}
-    return Options(verdicts=path("verdicts", verdicts), cases=path("cases", cases),
+    return Options(verdicts=path("verdicts", verdicts), **case_inputs(cases),
                    rubrics=load_rubrics(files) if files else None, **shared)
 
 
 @front_door
-def export_view(verdicts: Path, cases: Path, folder: Path, *, states: Path | None = None,
+def export_view(verdicts: Path, cases: Inputs, folder: Path, *, states: Path | None = None,
                 compare: Path | None = None, rubric_files: Sequence[Path] = (),
                 max_tokens: int = MAX_TOKENS, by: str = "scenario", limit: int = 100,
                 allow_unknown_fields: bool = False, max_line_bytes: int = MAX_LINE_BYTES,
@@ -55,7 +65,7 @@ def export_view(verdicts: Path, cases: Path, folder: Path, *, states: Path | Non
 
 
 @front_door
-def serve_view(verdicts: Path, cases: Path, *, states: Path | None = None,
+def serve_view(verdicts: Path, cases: Inputs, *, states: Path | None = None,
                compare: Path | None = None, rubric_files: Sequence[Path] = (),
                max_tokens: int = MAX_TOKENS, by: str = "scenario", host: str = "127.0.0.1",
                port: int | None = None, open_browser: bool = True,
