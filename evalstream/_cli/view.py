@@ -63,8 +63,9 @@ def register(subparsers: Any) -> None:
                    help="another run's verdicts: lists the changes, and shows that run's verdict "
                         "on each check page")
     p.add_argument("--compare-cases", type=path, metavar="FILE",
-                   help="run B's cases of pairwise verdicts (build --pair-with's RUN_B): a "
-                        "pair's page shows its response beside run A's (--cases)")
+                   help="run B's cases of pairwise verdicts (build --pair-with's RUN_B, one "
+                        "file as build reads it): a pair's page shows its response beside run "
+                        "A's (--cases)")
     p.add_argument("--rubrics", dest="rubric_files", type=path, action="append", metavar="FILE",
                    help="the rubric files build used (repeatable; default the built-in set): "
                         "they decide the skipped checks and rebuild states without --states")

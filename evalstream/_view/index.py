@@ -809,9 +809,17 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
 
     from evalstream._checks.rubrics import builtin
     from evalstream._files.sniff import check_cases_input, check_input
+    from evalstream._files.store import needs_resolving
 
     started = time.perf_counter()
     case_files = opts.case_files()
+    if opts.compare_cases is not None and needs_resolving(opts.compare_cases):
+        # Run B of pairwise verdicts is one file, as build --pair-with RUN_B reads it (pairs
+        # are made of one file of each run): several, a glob or a URL is no such file.
+        raise UsageError(f"--compare-cases takes one file of run B's cases, as build "
+                         f"--pair-with RUN_B reads it; {opts.compare_cases} is a glob or URL. "
+                         "Give the file build paired with (--cases takes several files or a "
+                         "glob; run B's cases do not).")
     paths = [*((CASES, c) for c in case_files), (VERDICTS, opts.verdicts),
              (COMPARE, opts.compare), (STATES, opts.states), (COMPARE_CASES, opts.compare_cases)]
     for role, path in paths:
