@@ -38,6 +38,7 @@ from evalstream._api.cases import count_tokens as count_tokens
 from evalstream._api.cases import judge_states as judge_states
 from evalstream._api.cases import load_rubrics as load_rubrics
 from evalstream._api.cases import read_cases as read_cases
+from evalstream._api.cases import rubrics as rubrics
 from evalstream._api.cases import validate as validate
 from evalstream._api.judging import JudgeRequest as JudgeRequest
 from evalstream._api.judging import batch_collect as batch_collect
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from evalstream._build.states import InvalidCaseError
     from evalstream._cases.rejects import Reject
     from evalstream._cases.schema import Case, Label, Message, Passage, ToolEvent
+    from evalstream._checks.listing import RubricEntry
     from evalstream._checks.report import RunReport
     from evalstream._checks.rubrics import Rubric, RubricSet
     from evalstream._checks.state import CheckRecord, ExactVerdict, Exposure, Sizes, Tokens
@@ -94,7 +96,7 @@ if TYPE_CHECKING:
 __all__ = [
     "__version__",
     # functions, named for their commands
-    "read_cases", "load_rubrics", "judge_states", "count_tokens", "convert", "build",
+    "read_cases", "load_rubrics", "rubrics", "judge_states", "count_tokens", "convert", "build",
     "validate", "stats", "render_stats", "read_report", "judge", "judge_dry_run",
     "judge_request", "batch_prepare", "batch_submit", "batch_status", "batch_collect", "agree",
     "agree_judges", "panel_agreement", "compare", "export_view", "serve_view",
@@ -102,6 +104,7 @@ __all__ = [
     "convert_cases", "judge_verdicts",
     # records
     "Case", "Message", "Passage", "ToolEvent", "Label", "Reject", "Rubric", "RubricSet",
+    "RubricEntry",
     "CheckRecord", "ExactVerdict", "Exposure", "Tokens", "Sizes", "JudgeConfig", "JudgeVerdict",
     "JudgeRequest",
     # reports
@@ -118,6 +121,7 @@ _LAZY = {
     "Passage": "evalstream._cases.schema", "ToolEvent": "evalstream._cases.schema",
     "Label": "evalstream._cases.schema", "Reject": "evalstream._cases.rejects",
     "Rubric": "evalstream._checks.rubrics", "RubricSet": "evalstream._checks.rubrics",
+    "RubricEntry": "evalstream._checks.listing",
     "CheckRecord": "evalstream._checks.state", "ExactVerdict": "evalstream._checks.state",
     "Exposure": "evalstream._checks.state", "Tokens": "evalstream._checks.state",
     "Sizes": "evalstream._checks.state",

@@ -119,7 +119,7 @@ def test_batch_prepare_and_collect(tmp_path: Path) -> None:
     prepared = evalstream.batch_prepare(tmp_path / "states.jsonl", tmp_path / "batch",
                                         "gpt-4.1-mini", max_requests_per_file=60)
     assert isinstance(prepared, evalstream.PrepareReport)
-    assert (prepared.counts.judge_states, len(prepared.files), prepared.exit_code) == (101, 2, 0)
+    assert (prepared.counts.judge_states, len(prepared.files), prepared.exit_code) == (236, 4, 0)
     # Results as the OpenAI Batch API writes them: every request answered `na`, which two of
     # the built-in rubrics do not allow (issue 25): those verdicts are unscored.
     answer = {"choices": [{"message": {"content": '{"status": "na", "reason": "n/a"}'},
@@ -135,12 +135,12 @@ def test_batch_prepare_and_collect(tmp_path: Path) -> None:
                                          [tmp_path / "output.jsonl"], price_in=0.2,
                                          price_out=0.8)
     assert isinstance(collected, evalstream.CollectReport)
-    assert collected.by_status["na"] + collected.by_status["unscored"] == 101
+    assert collected.by_status["na"] + collected.by_status["unscored"] == 236
     assert collected.by_cause == {"na_not_allowed": collected.by_status["unscored"]} and \
-        collected.by_status["na"] == 41 and collected.counts.exact_verdicts == 11
-    assert collected.cost_usd == round((1010 * 0.2 + 202 * 0.8) / 1e6, 6)
+        collected.by_status["na"] == 41 + 135 and collected.counts.exact_verdicts == 11
+    assert collected.cost_usd == round((2360 * 0.2 + 472 * 0.8) / 1e6, 6)
     a = evalstream.agree(tmp_path / "verdicts.jsonl", SAMPLES / "cases.jsonl")
-    assert a.verdicts.verdicts == 112
+    assert a.verdicts.verdicts == 247
     with pytest.raises(evalstream.UsageError):
         evalstream.batch_prepare(tmp_path / "states.jsonl", tmp_path / "batch", "m")
 
@@ -360,7 +360,7 @@ def test_every_default_of_the_api_is_the_library_s() -> None:
     library = _library_defaults()
     for name, function in _functions().items():
         if name in ("convert_cases", "judge_verdicts", "judge_request", "render_stats",
-                    "read_report", "load_rubrics", "count_tokens"):
+                    "read_report", "load_rubrics", "rubrics", "count_tokens"):
             continue  # aliases, a mode whose options are judge's, no library options
         compared = 0
         for option, default in (function.__kwdefaults__ or {}).items():
@@ -490,7 +490,7 @@ def test_the_modes_of_judge_take_its_options(tmp_path: Path,
     plan = evalstream.judge_dry_run(*arguments, price_in=0.4, price_out=1.6,
                                     max_connections=4)
     assert isinstance(plan, evalstream.DryRun)
-    assert (plan.judge_states, plan.to_send, plan.exact_verdicts) == (101, 101, 11)
+    assert (plan.judge_states, plan.to_send, plan.exact_verdicts) == (236, 236, 11)
     assert plan.cost_bound_usd is not None and plan.cost_bound_usd > 0
     with pytest.raises(evalstream.UsageError, match="judge_dry_run\\(\\) has no option "
                                                     "'max_conections'. Did you mean"):

@@ -51,6 +51,10 @@ RATIONALE = {
     ("escalation", "fail"): "The policy asks for a hand-off the response does not make: "
                             "\"{quote}\"",
 }
+# The pretend judge ran the rubrics above; the starter rubrics that issue 30 added to the
+# built-in set (task-success, booking-claim, faithfulness, instruction-following) it did not
+# run, so their states stay unjudged, as after a run with --rubrics naming the first five.
+JUDGED = {rubric for rubric, _ in RATIONALE}
 NA_RATIONALE = "The rubric does not apply to this case."
 # Why the judge gave no usable answer (causes and details as `evalstream judge` writes them).
 ERRORS = {
@@ -108,7 +112,7 @@ def main() -> None:
         if record.get("kind") == "exact":
             verdicts.append(record)
             continue
-        if key in SKIPPED:
+        if key in SKIPPED or key[1] not in JUDGED:
             continue
         label = labels.get(key)
         status = DISAGREE.get(key) or label or "pass"

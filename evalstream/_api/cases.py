@@ -1,5 +1,5 @@
-"""Cases in and judge states out: ``read_cases``, ``load_rubrics``, ``judge_states``,
-``count_tokens``, ``build``, ``validate`` and ``convert``."""
+"""Cases in and judge states out: ``read_cases``, ``load_rubrics``, ``rubrics``,
+``judge_states``, ``count_tokens``, ``build``, ``validate`` and ``convert``."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from evalstream._api.checked import (
 if TYPE_CHECKING:
     from evalstream._cases.rejects import Reject
     from evalstream._cases.schema import Case
+    from evalstream._checks.listing import RubricEntry
     from evalstream._checks.report import RunReport
     from evalstream._checks.rubrics import RubricSet
     from evalstream._checks.state import CheckRecord, ExactVerdict
@@ -50,6 +51,17 @@ def load_rubrics(paths: Sequence[Path] | None = None) -> RubricSet:
     from evalstream._options import check
 
     return load(check("paths", paths) if paths else None)
+
+
+@front_door
+def rubrics(paths: Sequence[Path] | None = None) -> list[RubricEntry]:
+    """What each rubric of these TOML files (or of the built-in set, when ``paths`` is None
+    or empty) is, as ``evalstream rubrics --list`` shows it: id, kind, version (the rubric
+    hash verdicts carry), the fields it reads, whether ``na`` is an answer, and the first
+    line of its question. A file that cannot be used raises RubricError."""
+    from evalstream._checks.listing import entries
+
+    return entries(load_rubrics(paths))
 
 
 @front_door

@@ -113,6 +113,16 @@ def inputs(given: Any) -> dict[str, Any]:
     return {"input": path("input", given)}
 
 
+def case_inputs(cases: Any) -> dict[str, Any]:
+    """``cases`` and ``case_inputs`` of the options of agree and view: one path or glob, or
+    several read in order as one (then joined by spaces in ``cases``, as ``inputs`` names
+    build's)."""
+    if isinstance(cases, (list, tuple)):
+        names = [path("cases", c) for c in cases]
+        return {"cases": " ".join(names), "case_inputs": names if len(names) > 1 else []}
+    return {"cases": path("cases", cases)}
+
+
 # The judge config's options: the shared ones, then the provider's settings (each provider
 # says which it takes; JudgeConfig refuses one given to a provider that does not).
 JUDGE_CONFIG = ("provider", "base_url", "temperature", "max_output_tokens", "response_format",

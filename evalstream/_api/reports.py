@@ -26,6 +26,7 @@ from evalstream._api.checked import (
     Progress,
     ReportFormat,
     Tokenizer,
+    case_inputs,
     front_door,
     inputs,
     options,
@@ -239,7 +240,7 @@ def render_stats(report: Path, *, format: ReportFormat = "table", output: Path |
 
 
 @front_door
-def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: float = 0.95,
+def agree(verdicts: Path, cases: Inputs, *, by: str | None = None, confidence: float = 0.95,
           format: ReportFormat = "table", output: Path | None = None, html: Path | None = None,
           max_ids: int = 20, rejects: Path | None = None, max_unscored_rate: float | None = None,
           view: Path | None = None, rubric_files: Sequence[Path] = (),
@@ -248,20 +249,20 @@ def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: flo
           max_line_bytes: int = MAX_LINE_BYTES, force: bool = False, estimate: bool = False,
           target_width: float = 0.05, to_label: int | None = None,
           to_label_output: Path | None = None) -> AgreeReport:
-    """Run ``agree``: how well a judge's verdicts agree with the cases' expected labels, per
-    rubric, label source and ``by`` group (one metadata key), each figure with the labels it
-    covers and what it left out. The report is written only where asked, as ``stats`` writes
-    it (``output``, ``format``, ``html``, ``rejects``); ``view``, a folder of ``evalstream view
-    --export``, links each listed id to its page. Stale verdicts (judged on another state or
-    rubric than build makes of the cases today) are found by rebuilding the states with
-    ``rubric_files`` (``--rubrics``; default the built-in set), or from build's output
-    (``states``), counted, listed and left out. Where verdicts carry ``confidence``, the
-    report says how well calibrated it is; ``estimate`` adds the corrected pass rates (PPI++)
-    with the labels more that would make each interval ``target_width`` wide; ``to_label``
-    chooses that many checks without a label whose label would help most, and writes their
-    cases to ``to_label_output`` (stale verdicts are left out of all three, as of agree's
-    other figures). Returns the report (``exit_code`` 1: lines rejected, unscored verdicts
-    above ``max_unscored_rate``, or with ``fail_on_stale`` a stale verdict)."""
+    """Run ``agree``: how well a judge's verdicts agree with the cases' expected labels, per rubric,
+    label source and ``by`` group (one metadata key), each figure with the labels it covers and what
+    it left out; ``cases`` one path or glob, or a list of them, read in order as one, as ``build``
+    reads its inputs. The report is written only where asked, as ``stats`` writes it (``output``,
+    ``format``, ``html``, ``rejects``); ``view``, a folder of ``evalstream view --export``, links
+    each listed id to its page. Stale verdicts (judged on another state or rubric than build makes
+    of the cases today) are found by rebuilding the states with ``rubric_files`` (``--rubrics``;
+    default the built-in set), or from build's output (``states``), counted, listed and left out.
+    Where verdicts carry ``confidence``, the report says how well calibrated it is; ``estimate``
+    adds the corrected pass rates (PPI++) with the labels more that would make each interval
+    ``target_width`` wide; ``to_label`` chooses that many checks without a label whose label would
+    help most, and writes their cases to ``to_label_output`` (stale verdicts are left out of all
+    three, as of agree's other figures). Returns the report (``exit_code`` 1: lines rejected,
+    unscored verdicts above ``max_unscored_rate``, or with ``fail_on_stale`` a stale verdict)."""
     from evalstream._options import ONE_KEY, OUTPUT_OPTION, REPORT_FORMAT
     from evalstream._render.sureness import blocks, page
     from evalstream._verdicts import sureness
@@ -274,8 +275,9 @@ def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: flo
     # A panel's verdicts (judge --jury, --samples) add each juror and their agreement; the
     # verdicts' confidence, --estimate and --to-label add the sureness section (issue 29).
     panel = PanelExtension(given["max_ids"], given["confidence"])
-    sure = sureness.SurenessExtension(sureness.options(given, str(cases)))
-    result = run(AgreeOptions(verdicts=path("verdicts", verdicts), cases=path("cases", cases),
+    named = [str(c) for c in cases] if isinstance(cases, (list, tuple)) else [str(cases)]
+    sure = sureness.SurenessExtension(sureness.options(given, named))
+    result = run(AgreeOptions(verdicts=path("verdicts", verdicts), **case_inputs(cases),
                               more_targets=sureness.targets(sure.options), **given),
                  shown.write(given["format"], given["output"], given["html"]),
                  Extensions(panel, sure))
@@ -284,7 +286,7 @@ def agree(verdicts: Path, cases: Path, *, by: str | None = None, confidence: flo
 
 
 @front_door
-def agree_judges(runs: Sequence[Path], cases: Path, *,
+def agree_judges(runs: Sequence[Path], cases: Inputs, *,
                  prices: Mapping[str, tuple[float, float]] | Sequence[str] | None = None,
                  confidence: float = 0.95, format: ReportFormat = "table",
                  output: Path | None = None, html: Path | None = None,
@@ -298,10 +300,10 @@ def agree_judges(runs: Sequence[Path], cases: Path, *,
     rubric one row per run, the best Cohen's kappa first, with its coverage (over how many
     labels, the accuracy over all of them), its unscored rate and its tokens and cost per
     1,000 judge states (``prices``: per model, ``{"gpt-4.1-mini": (0.4, 1.6)}`` or
-    ``["gpt-4.1-mini=0.4,1.6"]``, USD per million tokens). Each run's stale verdicts are
-    found as ``agree`` finds them (``rubric_files``, ``states``), counted and left out of its
-    row; ``fail_on_stale``: exit 1 on one. The report is written only where asked, as
-    ``agree`` writes it. Returns the report."""
+    ``["gpt-4.1-mini=0.4,1.6"]``, USD per million tokens); ``cases`` as in ``agree``. Each
+    run's stale verdicts are found as ``agree`` finds them (``rubric_files``, ``states``),
+    counted and left out of its row; ``fail_on_stale``: exit 1 on one. The report is written
+    only where asked, as ``agree`` writes it. Returns the report."""
     from evalstream._options import OUTPUT_OPTION, REPORT_FORMAT, check
     from evalstream._render.judges import blocks, page
     from evalstream._verdicts.judges import JudgesOptions, encode, run
@@ -311,7 +313,7 @@ def agree_judges(runs: Sequence[Path], cases: Path, *,
     paths = check("runs", list(runs) if isinstance(runs, (list, tuple)) else runs)
     shown = Shown(blocks, page, encode)
     result = run(JudgesOptions(runs=[path("verdicts", p) for p in paths],
-                               cases=path("cases", cases), **given),
+                               **case_inputs(cases), **given),
                  shown.write(given["format"], given["output"], given["html"]))
     shown.show(result, given["format"], given["output"])
     return result

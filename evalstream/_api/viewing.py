@@ -11,7 +11,9 @@ from evalstream._api.checked import (
     MAX_LINE_BYTES,
     MAX_OUTPUT_TOKENS,
     MAX_TOKENS,
+    Inputs,
     Path,
+    case_inputs,
     front_door,
     options,
     path,
@@ -25,9 +27,10 @@ if TYPE_CHECKING:
 ViewProgress = Callable[[str, int, int | None], None]  # (file's role, bytes read, in all)
 
 
-def _index_options(verdicts: Path, cases: Path, checked: dict[str, Any]) -> ViewOptions:
+def _index_options(verdicts: Path, cases: Inputs, checked: dict[str, Any]) -> ViewOptions:
     """What to index: the files and the options both functions share (taken out of
-    ``checked``), the rubric files loaded."""
+    ``checked``), the rubric files loaded; the cases one path or glob, or several read in
+    order as one, as agree takes them."""
     from evalstream._checks.rubrics import load_rubrics
     from evalstream._view.index import Options
 
@@ -36,12 +39,12 @@ def _index_options(verdicts: Path, cases: Path, checked: dict[str, Any]) -> View
                                                    "max_tokens", "max_output_tokens", "by",
                                                    "allow_unknown_fields", "max_line_bytes",
                                                    "keep_index")}
-    return Options(verdicts=path("verdicts", verdicts), cases=path("cases", cases),
+    return Options(verdicts=path("verdicts", verdicts), **case_inputs(cases),
                    rubrics=load_rubrics(files) if files else None, **shared)
 
 
 @front_door
-def export_view(verdicts: Path, cases: Path, folder: Path, *, states: Path | None = None,
+def export_view(verdicts: Path, cases: Inputs, folder: Path, *, states: Path | None = None,
                 compare: Path | None = None, compare_cases: Path | None = None,
                 rubric_files: Sequence[Path] = (),
                 max_tokens: int = MAX_TOKENS, max_output_tokens: int = MAX_OUTPUT_TOKENS,
@@ -71,7 +74,7 @@ def export_view(verdicts: Path, cases: Path, folder: Path, *, states: Path | Non
 
 
 @front_door
-def serve_view(verdicts: Path, cases: Path, *, states: Path | None = None,
+def serve_view(verdicts: Path, cases: Inputs, *, states: Path | None = None,
                compare: Path | None = None, compare_cases: Path | None = None,
                rubric_files: Sequence[Path] = (),
                max_tokens: int = MAX_TOKENS, max_output_tokens: int = MAX_OUTPUT_TOKENS,

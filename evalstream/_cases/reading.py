@@ -38,6 +38,7 @@ from evalstream._files.lines import (
     chunks_of,
     open_input,
     read_chunks,
+    read_files,
 )
 
 T = TypeVar("T")
@@ -136,6 +137,15 @@ class RecordReader(Generic[T]):
         finally:
             if path != "-":
                 stream.close()
+
+    def read_files(self, paths: list[str]) -> Iterator[Record[T] | Reject]:
+        """``read`` over several files in order as one input, as build reads them
+        (``lines.read_files``: line numbers and offsets run on from file to file, an id an
+        earlier file used is a duplicate); one path as ``read_file``."""
+        if len(paths) == 1:
+            yield from self.read_file(paths[0])
+            return
+        yield from self.read(read_files(paths, self.max_line_bytes))
 
     def read_stream(self, stream: BinaryIO) -> Iterator[Record[T] | Reject]:
         """``read`` over a stream opened for this reading, closed at its end."""

@@ -93,6 +93,7 @@ def register(subparsers: Any) -> None:
             "With --cases, several runs are set side by side: which judge agrees best with "
             "people, at what cost.",
             ["evalstream agree verdicts.jsonl cases.jsonl",
+             "evalstream agree verdicts.jsonl 'shards/*.jsonl'",
              "evalstream agree verdicts.jsonl cases.jsonl --by scenario --html agree.html",
              "evalstream agree verdicts.jsonl cases.jsonl --format json -o agree.json "
              "--max-unscored-rate 0.05",
@@ -103,16 +104,19 @@ def register(subparsers: Any) -> None:
             [(0, "clean"), (1, "some lines rejected, unscored verdicts above "
                                "--max-unscored-rate, or with --fail-on-stale a stale verdict"),
              (2, "also: a (case_id, rubric_id) repeated in the verdicts")]))
-    # `agree VERDICTS CASES`, as always; or the verdicts of several runs and --cases CASES.
+    # `agree VERDICTS CASES...`, as always; or the verdicts of several runs and --cases CASES:
+    # --cases given, every file is a run; not given, the first is the verdicts.
     p.add_argument("files", type=path, nargs="+", metavar="FILE",
-                   help="VERDICTS CASES: the verdicts (a .jsonl path, .gz or .zst, or - for "
-                        "stdin) and the cases with their `expected` labels (as for build); or, "
-                        "with --cases, the verdict files of several runs over the same states, "
-                        "set side by side")
-    p.add_argument("--cases", type=path, metavar="CASES",
-                   help="the cases with their labels, when the files before are several runs: "
-                        "one row per run per rubric, the best agreement with the labels first, "
-                        "with its unscored rate, tokens and cost per 1,000 states")
+                   help="VERDICTS CASES...: the verdicts (a .jsonl path, .gz or .zst, or - for "
+                        "stdin) and the cases with their `expected` labels: one file, several or "
+                        "a glob, read in order as one, as build reads them; or, with --cases, "
+                        "the verdict files of several runs over the same states, set side by "
+                        "side")
+    p.add_argument("--cases", type=path, metavar="CASES", action="append",
+                   help="the cases with their labels, when the files before are several runs "
+                        "(repeatable, or a glob: read in order as one): one row per run per "
+                        "rubric, the best agreement with the labels first, with its unscored "
+                        "rate, tokens and cost per 1,000 states")
     p.add_argument("--price", dest="prices", action="append", type=text,
                    metavar="MODEL=IN,OUT",
                    help="several runs: USD per million input and output tokens of a model, "
@@ -146,18 +150,19 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``agree`` (``agree VERDICTS CASES``; several runs with ``--cases``:
+    """Run ``agree`` (``agree VERDICTS CASES...``; several runs with ``--cases``:
     ``evalstream.agree_judges``); return the exit code (1 when some line was rejected)."""
     from evalstream.errors import UsageError
 
     files, cases = args.files, getattr(args, "cases", None)
     options = shown_options(args, "files", "cases")
     if cases is None:
-        if len(files) != 2:
-            raise UsageError(f"agree takes VERDICTS CASES, or the verdict files of several runs "
-                             f"and --cases CASES; {len(files)} file"
-                             f"{'s' if len(files) != 1 else ''} given without --cases.")
-        files, cases = files[:1], files[1]
+        if len(files) < 2:
+            raise UsageError("agree takes VERDICTS CASES... (the cases: one file, several or a "
+                             "glob), or the verdict files of several runs and --cases CASES; "
+                             "1 file given without --cases.")
+        files, cases = files[:1], files[1:]
+    cases = cases[0] if len(cases) == 1 else cases  # one path as a path, several as a list
     function = evalstream.agree if len(files) == 1 else evalstream.agree_judges
     takes = function.__kwdefaults__ or {}
     extra = [f"--{name.replace('_', '-')}" for name in options if name not in takes]
@@ -167,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
                          f"appl{'ies' if len(extra) == 1 else 'y'} to "
                          + ("several runs side by side (agree RUN_A RUN_B ... --cases CASES), "
                             "not to one" if one else
-                            "one run (agree VERDICTS CASES), not to several side by side") + ".")
+                            "one run (agree VERDICTS CASES...), not to several side by side") + ".")
     if len(files) == 1:
         return evalstream.agree(files[0], cases, **options).exit_code
     return evalstream.agree_judges(files, cases, **options).exit_code

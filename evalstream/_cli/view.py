@@ -51,8 +51,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("verdicts", type=path,
                    help="the verdicts to review (a .jsonl file: judge's output, build's exact "
                         "verdicts, or both)")
-    p.add_argument("--cases", type=path, required=True, metavar="FILE",
-                   help="the cases the verdicts judged, with their `expected` labels")
+    p.add_argument("--cases", type=path, required=True, metavar="FILE", action="append",
+                   help="the cases the verdicts judged, with their `expected` labels; "
+                        "repeatable, or a glob: several files read in order as one, as build "
+                        "reads them")
     p.add_argument("--states", type=path, metavar="FILE",
                    help="build's output: each check page shows the question and judge state "
                         "exactly as written there, and judge states without a verdict are "
@@ -61,8 +63,9 @@ def register(subparsers: Any) -> None:
                    help="another run's verdicts: lists the changes, and shows that run's verdict "
                         "on each check page")
     p.add_argument("--compare-cases", type=path, metavar="FILE",
-                   help="run B's cases of pairwise verdicts (build --pair-with's RUN_B): a "
-                        "pair's page shows its response beside run A's (--cases)")
+                   help="run B's cases of pairwise verdicts (build --pair-with's RUN_B, one "
+                        "file as build reads it): a pair's page shows its response beside run "
+                        "A's (--cases)")
     p.add_argument("--rubrics", dest="rubric_files", type=path, action="append", metavar="FILE",
                    help="the rubric files build used (repeatable; default the built-in set): "
                         "they decide the skipped checks and rebuild states without --states")
@@ -106,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from evalstream.errors import UsageError
 
     options = given(args, "verdicts", "cases")
+    cases = args.cases[0] if len(args.cases) == 1 else args.cases  # several: read as one
     export = "folder" in options
     if export:
         # --no-browser is harmless with --export (an export opens no browser): a script may
@@ -138,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if export:
-            report = evalstream.export_view(args.verdicts, args.cases, on_progress=on_progress,
+            report = evalstream.export_view(args.verdicts, cases, on_progress=on_progress,
                                             on_index=on_index, **options)
             if not args.quiet:
                 print(f"view: wrote {report.files:,} files to {args.folder} ({report.checks:,} "
@@ -146,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
                       f"filter) in {report.seconds:.2f} s; open "
                       f"{args.folder.rstrip('/')}/index.html", file=sys.stderr)
             return int(report.exit_code)
-        code = evalstream.serve_view(args.verdicts, args.cases, on_progress=on_progress,
+        code = evalstream.serve_view(args.verdicts, cases, on_progress=on_progress,
                                      on_index=on_index, **options)
         print("view: stopped.", file=sys.stderr)
         return code

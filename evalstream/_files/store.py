@@ -142,6 +142,17 @@ def _resolve_url(argument: str) -> list[InputFile]:
     return files
 
 
+def input_paths(arguments: list[str]) -> list[str]:
+    """The files that input arguments name, in order, as build reads its inputs: one path (or
+    ``-``, stdin) as given; several, a glob or a URL resolved (``resolve``). Raises UsageError
+    for stdin among several."""
+    if "-" in arguments and len(arguments) > 1:
+        raise UsageError("- (stdin) can only be the one input.")
+    if len(arguments) == 1 and not needs_resolving(arguments[0]):
+        return list(arguments)
+    return [f.url for f in resolve(arguments)]
+
+
 def needs_resolving(argument: str) -> bool:
     """Whether an input argument is a URL or a glob rather than one local file's path."""
     return is_url(argument) or (any(c in argument for c in _GLOB)

@@ -72,7 +72,7 @@ def stats_blocks(s: DatasetStats, sections: Collection[str] | None = None) -> li
     if "labels" in chosen or "coverage" in chosen:
         out += _label_blocks(s, "labels" in chosen, "coverage" in chosen, compact=summary)
     if "checks" in chosen:
-        out += _check_blocks(s)
+        out += _check_blocks(s, compact=summary)
     if "metadata" in chosen:
         out += _metadata_blocks(s)
     if summary:
@@ -200,12 +200,16 @@ def _label_blocks(s: DatasetStats, labels: bool = True, coverage: bool = True,
         out.append(Paragraph("No case has expected labels."))
         return out
     if labels and compact:
+        # One screen: the rubrics no case labels are named in the note, not given a row of
+        # zeros each (a built-in set of nine left no room for the checks below).
+        unlabelled = [r.rubric for r in s.labels if r.total.applies and not r.total.labels]
         t = Table([Column("rubric"), Column("labels", "count"), Column("pass", "count"),
                    Column("fail", "count"), Column("na", "count"), Column("applies", "count"),
                    Column("coverage", "share")],
-                  note="Coverage: labelled cases among those where the rubric applies.")
+                  note="Coverage: labelled cases among those where the rubric applies."
+                       + (f" No labels for {', '.join(unlabelled)}." if unlabelled else ""))
         for r in s.labels:
-            if r.total.labels or r.total.applies:
+            if r.total.labels:
                 t.add(r.rubric if r.in_rubrics else f"{r.rubric} *", r.total.labels,
                       *r.total.status.values(), r.total.applies, r.total.coverage)
         out.append(t)
@@ -248,15 +252,18 @@ def _label_blocks(s: DatasetStats, labels: bool = True, coverage: bool = True,
     return out
 
 
-def _check_blocks(s: DatasetStats) -> list[Block]:
-    """The checks build would write and skip, per rubric."""
+def _check_blocks(s: DatasetStats, compact: bool = False) -> list[Block]:
+    """The checks build would write and skip, per rubric (``compact``: the one screen's
+    note, one line: the nine built-in rubrics left no room for two; its first line names the
+    tokenizer and says the counts are exact)."""
     out: list[Block] = []
     out.append(Heading("Checks build would write"))
+    note = ("Question tokens: the preamble, question and answer instruction." if compact else
+            f"Question tokens: exact {s.tokenizer} counts of what the judge is sent besides "
+            "the state: the preamble, the question and the answer instruction.")
     t = Table([Column("rubric"), Column("kind"), Column("applies", "count"),
                Column("written", "count"), Column("question tokens", "count"),
-               Column("skipped (reason: count)")],
-              note=f"Question tokens: exact {s.tokenizer} counts of what the judge is sent "
-                   "besides the state: the preamble, the question and the answer instruction.")
+               Column("skipped (reason: count)")], note=note)
     for rc in s.checks:
         t.add(rc.rubric, rc.kind, rc.applies, rc.checks, rc.question_tokens,
               ", ".join(f"{k}: {v:,}" for k, v in rc.skipped.items()) or "-")

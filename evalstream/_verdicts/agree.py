@@ -233,15 +233,16 @@ class Extension(Protocol):
 class Joined:
     """A frame of verdicts (with any further columns) joined to the labels, for an
     ``Extension``: ``of(frame)`` is ``_joined``'s lazy frame, each row stale as the verdict
-    at its line is (``vstale``); ``rubrics`` and ``groups`` name the codes; ``cases`` is the
-    cases file's path and ``case_ids`` its ids by row; ``targets`` the run's transaction,
-    where the extension opens its own targets (``AgreeOptions.more_targets``);
+    at its line is (``vstale``); ``rubrics`` and ``groups`` name the codes; ``cases`` are the
+    case files' paths (read in order as one) and ``case_ids`` their ids by row; ``targets``
+    the run's transaction, where the extension opens its own targets
+    (``AgreeOptions.more_targets``);
     ``stale_lines`` each verdict's line and stale code (``stale.mark``)."""
 
     of: Callable[[pl.DataFrame], pl.LazyFrame]
     rubrics: list[str]
     groups: list[str]
-    cases: str
+    cases: list[str]
     case_ids: pl.Series
     targets: Transaction
     stale_lines: pl.DataFrame | None = None
@@ -270,7 +271,7 @@ class AgreeOptions:
     """What an ``agree`` run needs; ``evalstream.agree`` fills it."""
 
     verdicts: str
-    cases: str
+    cases: str  # the cases' argument, or several joined by spaces (as build names its input)
     by: str | None = None
     rejects: str | None = None
     force: bool = False  # replace a rejects target that holds something else
@@ -293,6 +294,8 @@ class AgreeOptions:
     # An extension's own targets (``to_label``'s cases), checked and committed with the rest;
     # the extension opens them through ``Joined.targets``.
     more_targets: list[Target] = field(default_factory=list)
+    # Several case files, globs or both, read in order as one, as build reads its inputs.
+    case_inputs: list[str] = field(default_factory=list)
 
 
 # -- reading the cases -----------------------------------------------------------------------------
@@ -310,8 +313,10 @@ class CaseFile:
 def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
                 by: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                 allow_unknown_fields: bool = False,
-                on_case: Callable[[Any, int], None] | None = None) -> CaseFile:
-    """Stream a cases file (decoded and checked exactly as ``build`` does) into key columns.
+                on_case: Callable[[Any, int], None] | None = None,
+                files: list[str] | None = None) -> CaseFile:
+    """Stream a cases file (decoded and checked exactly as ``build`` does) into key columns;
+    ``files``: the files ``path`` names (``case_files``), read in order as one.
 
     Each case leaves its id and ``--by`` group; each label its case's row number, rubric
     code, status, source, line and group. ``on_case(case, line)`` is given every case read
@@ -333,7 +338,7 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     unlisted = 0
     group_path = tuple(by.split(".")) if by else None
     row = 0  # the case's row in the cases frame
-    for item in reader.read_file(path):
+    for item in reader.read_files(files or [path]):
         if type(item) is Reject:
             sink.write(path, [item])
             continue
@@ -371,6 +376,14 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
         rejected=counts.rejected, rejected_by_kind=dict(sorted(counts.rejected_by_kind.items())),
         labels=labels.height, first_rejects=reader.first_rejects, unlisted_rubric=unlisted)
     return CaseFile(summary, labels, cases)
+
+
+def case_files(cases: str, case_inputs: list[str]) -> list[str]:
+    """The files of the cases' arguments (one path, several, globs), as build reads its
+    inputs: a case id that an earlier file used is a duplicate, rejected, as in build."""
+    from evalstream._files.store import input_paths
+
+    return input_paths(case_inputs or [cases])
 
 
 # -- joining and counting --------------------------------------------------------------------------
@@ -589,7 +602,7 @@ def run(opts: AgreeOptions,
     from evalstream._files.transaction import Transaction, open_reports, report_targets
     from evalstream.errors import UsageError
 
-    if opts.verdicts == "-" and opts.cases == "-":
+    if opts.verdicts == "-" and "-" in (opts.case_inputs or [opts.cases]):
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
     from evalstream._files.sniff import check_input
 
@@ -603,15 +616,18 @@ def run(opts: AgreeOptions,
     check_unscored_rate(opts.max_unscored_rate)
     # The targets before the inputs' first bytes are read: an input named as a target is
     # refused as that, whatever it holds.
-    inputs = [("verdicts", opts.verdicts), ("cases", opts.cases),
+    cases = case_files(opts.cases, opts.case_inputs)
+    inputs = [("verdicts", opts.verdicts), *(("cases", c) for c in cases),
               *([("states", opts.states)] if opts.states else []),
               *(("rubrics", path) for path in opts.rubric_files if path != "builtin")]
     targets = Transaction(inputs, report_targets(opts.output, opts.format, opts.html,
                                                  opts.rejects) + opts.more_targets,
                           opts.force).check()
-    usage = "; usage: evalstream agree VERDICTS CASES"
+    usage = ("; usage: evalstream agree VERDICTS CASES..., or agree RUN_A RUN_B ... --cases "
+             "CASES for several runs side by side")
     check_input(opts.verdicts, "verdicts", usage)
-    check_input(opts.cases, "cases", usage)
+    for path in cases:
+        check_input(path, "cases", usage)
     check_view(opts.view)
     rubric_set = stale_rubrics(opts.rubric_files, opts.states)
     if opts.states is not None:
@@ -632,7 +648,7 @@ def run(opts: AgreeOptions,
         case_file = read_labels(opts.cases, rubrics, groups, sink, by=opts.by,
                                 max_line_bytes=opts.max_line_bytes,
                                 allow_unknown_fields=opts.allow_unknown_fields,
-                                on_case=None if rebuilt is None else rebuilt.add)
+                                on_case=None if rebuilt is None else rebuilt.add, files=cases)
         expected = rebuilt.expected() if rebuilt is not None else staleness.from_states(
             opts.states, rubrics, opts.max_line_bytes, opts.allow_unknown_fields) \
             if opts.states is not None else None
@@ -679,7 +695,7 @@ def run(opts: AgreeOptions,
                 return _joined(marked, case_file.labels, case_file.cases, extra)
 
             report = extension.report(report, cells, Joined(
-                of, rubrics.names, groups.names, opts.cases, case_file.cases["case_id"],
+                of, rubrics.names, groups.names, cases, case_file.cases["case_id"],
                 targets, stale_lines))
         if write is not None:
             write(report, reports)  # committed with the rejects, all or none

@@ -35,6 +35,7 @@ from evalstream._verdicts.agree import (
     _joined,
     _rubric_results,
     against_rubrics,
+    case_files,
     check_unscored_rate,
     over_unscored_rate,
     read_labels,
@@ -119,7 +120,7 @@ class JudgesOptions:
     """What a run of ``agree_judges`` needs; ``evalstream.agree_judges`` fills it."""
 
     runs: list[str]
-    cases: str
+    cases: str  # the cases' argument, or several joined by spaces (as build names its input)
     prices: dict[str, tuple[float, float]] | None = None  # by model; None: none given
     confidence: float = agreement.DEFAULT_CONFIDENCE
     rejects: str | None = None
@@ -135,6 +136,8 @@ class JudgesOptions:
     rubric_files: list[str] = field(default_factory=list)
     states: str | None = None
     fail_on_stale: bool = False
+    # Several case files, globs or both, read in order as one, as build reads its inputs.
+    case_inputs: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -188,13 +191,15 @@ def run(opts: JudgesOptions,
     if len(opts.runs) < 1:
         raise UsageError("give the verdict files of the runs to set side by side, then --cases "
                          "CASES.")
-    if sum(p == "-" for p in [*opts.runs, opts.cases]) > 1:
+    if sum(p == "-" for p in [*opts.runs, *(opts.case_inputs or [opts.cases])]) > 1:
         raise UsageError("only one of the verdict files and the cases can be read from stdin "
                          "(-).")
     if not 0 < opts.confidence < 1:
         raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
     check_unscored_rate(opts.max_unscored_rate)
-    targets = Transaction([*(("verdicts", p) for p in opts.runs), ("cases", opts.cases),
+    cases = case_files(opts.cases, opts.case_inputs)
+    targets = Transaction([*(("verdicts", p) for p in opts.runs),
+                           *(("cases", c) for c in cases),
                            *([("states", opts.states)] if opts.states else []),
                            *(("rubrics", path) for path in opts.rubric_files
                              if path != "builtin")],
@@ -203,7 +208,8 @@ def run(opts: JudgesOptions,
     usage = "; usage: evalstream agree RUN_A RUN_B ... --cases CASES"
     for path in opts.runs:
         check_input(path, "verdicts", usage)
-    check_input(opts.cases, "cases", usage)
+    for path in cases:
+        check_input(path, "cases", usage)
     rubric_set = stale_rubrics(opts.rubric_files, opts.states)
     if opts.states is not None:
         check_input(opts.states, "judge states", "; --states takes build's output")
@@ -225,7 +231,7 @@ def run(opts: JudgesOptions,
         case_file = read_labels(opts.cases, rubrics, groups, sink,
                                 max_line_bytes=opts.max_line_bytes,
                                 allow_unknown_fields=opts.allow_unknown_fields,
-                                on_case=None if rebuilt is None else rebuilt.add)
+                                on_case=None if rebuilt is None else rebuilt.add, files=cases)
         expected = rebuilt.expected() if rebuilt is not None else staleness.from_states(
             opts.states, rubrics, opts.max_line_bytes, opts.allow_unknown_fields) \
             if opts.states is not None else None

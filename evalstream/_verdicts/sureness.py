@@ -175,7 +175,7 @@ class Options:
 OWN = ("estimate", "target_width", "to_label", "to_label_output")  # agree's options of this
 
 
-def options(given: dict[str, Any], cases: str) -> Options:
+def options(given: dict[str, Any], cases: list[str]) -> Options:
     """This part's options taken out of agree's ``given`` (which keeps the rest), and
     checked together: ``--to-label`` needs ``--to-label-output`` and a cases file to read
     again (``--target-width`` is read only with ``--estimate``)."""
@@ -189,7 +189,7 @@ def options(given: dict[str, Any], cases: str) -> Options:
         raise UsageError("--to-label N and --to-label-output FILE go together: N checks are "
                          "chosen and their cases written to FILE (e.g. --to-label 200 "
                          "--to-label-output to-label.jsonl).")
-    if opts.to_label is not None and cases == "-":
+    if opts.to_label is not None and "-" in cases:
         raise UsageError("--to-label reads the cases again to write the chosen ones, and "
                          "stdin can be read once: give the cases as a file.")
     return opts
@@ -421,7 +421,7 @@ def _write_cases(joined: Joined, by_case: dict[int, list[dict[str, Any]]],
                  opts: Options) -> None:
     """Each chosen case as the cases file holds it, with ``metadata.to_label`` (a list of
     ``{rubric, why}``): its ``expected`` has no label for those rubrics yet, for the labeller
-    to add. Read again from the cases file (its rows counted as agree counted them)."""
+    to add. Read again from the case files (its rows counted as agree counted them)."""
     from evalstream._cases.reading import case_reader
     from evalstream._cases.rejects import Reject
     from evalstream._files.outputs import escape_line_breaks
@@ -430,7 +430,7 @@ def _write_cases(joined: Joined, by_case: dict[int, list[dict[str, Any]]],
     row = 0
     # Rejected lines are not rows; duplicate ids were rejected the same way the first time.
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    for item in reader.read_file(joined.cases):
+    for item in reader.read_files(joined.cases):
         if type(item) is Reject:
             continue
         wanted = by_case.get(row)

@@ -124,11 +124,12 @@ def outputs(opts: Options, folder: str, force: bool = False) -> Transaction:
     (UsageError) when it holds one of the inputs (even with ``force``) or exists holding
     files no earlier export wrote (unless ``force``)."""
     rubrics = opts.rubrics.sources if opts.rubrics is not None else ()
-    return Transaction([("verdicts file", opts.verdicts), ("cases file", opts.cases),
-                           ("states file", opts.states), ("--compare file", opts.compare),
-                           ("--compare-cases file", opts.compare_cases),
-                           *(("rubric file", r) for r in rubrics if r != BUILTIN)],
-                          [Target("export", folder, FOLDER, refusal=unexported)], force).check()
+    return Transaction([("verdicts file", opts.verdicts),
+                        *(("cases file", c) for c in opts.case_files()),
+                        ("states file", opts.states), ("--compare file", opts.compare),
+                        ("--compare-cases file", opts.compare_cases),
+                        *(("rubric file", r) for r in rubrics if r != BUILTIN)],
+                       [Target("export", folder, FOLDER, refusal=unexported)], force).check()
 
 
 def unexported(folder: str) -> str | None:

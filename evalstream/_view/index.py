@@ -34,6 +34,7 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import xxhash
@@ -45,7 +46,13 @@ from evalstream._cases.schema import group_value
 from evalstream._checks.checker import OVER_BUDGET, PAIRWISE, Checker
 from evalstream._checks.rubrics import RubricSet
 from evalstream._checks.tokens import DEFAULT_BUDGET, DEFAULT_OUTPUT
-from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, open_input, progress, read_chunks
+from evalstream._files.lines import (
+    DEFAULT_MAX_LINE_BYTES,
+    open_input,
+    progress,
+    read_chunks,
+    read_files,
+)
 from evalstream._verdicts.records import (
     STATUSES,
     DuplicateKeyError,
@@ -116,6 +123,20 @@ class FileSummary:
     rejected_by_kind: dict[str, int] = field(default_factory=dict)
     judge_states: int = 0
     seconds: float = 0.0
+    # Several files read in order as one (the cases, issue 30): each part's path, its first
+    # byte in the offsets of the whole, size and modification time; ``path`` then names
+    # them all. Empty for one file.
+    parts: list[FilePart] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FilePart:
+    """One file of several read as one: offsets ``start`` to ``start + size`` are its own."""
+
+    path: str
+    start: int
+    size: int
+    mtime_ns: int
 
 
 @dataclass
@@ -194,7 +215,7 @@ class Options:
     """What to index (``evalstream.export_view`` and ``serve_view`` fill it)."""
 
     verdicts: str
-    cases: str
+    cases: str  # the cases' argument, or several joined by spaces
     states: str | None = None
     compare: str | None = None
     rubrics: RubricSet | None = None  # the built-in set when None
@@ -205,6 +226,14 @@ class Options:
     allow_unknown_fields: bool = False
     compare_cases: str | None = None  # run B's cases: a pairwise verdict's other response
     keep_index: bool = False  # keep the index beside the verdicts, reuse it (view.kept)
+    # Several case files, globs or both, read in order as one, as build reads its inputs.
+    case_inputs: list[str] = field(default_factory=list)
+
+    def case_files(self) -> list[str]:
+        """The files the cases' arguments name (a glob's matches in name order)."""
+        from evalstream._files.store import input_paths
+
+        return input_paths(self.case_inputs or [self.cases])
 
 
 @dataclass
@@ -396,6 +425,7 @@ class _Builder:
             self.reasons.code(reason)
         self.rejects = RejectLog()
         self.files: dict[str, FileSummary] = {}
+        self.case_files: list[str] = []  # the files the cases' arguments name
         self.case_line, self.case_offset, self.case_group = array("I"), array("Q"), array("I")
         self.label_key, self.label_status, self.label_source = array("Q"), array("B"), array("B")
         self.skip_key, self.skip_reason = array("Q"), array("H")
@@ -426,17 +456,31 @@ class _Builder:
 
         return RecordReader(kind, self.opts.max_line_bytes, on_reject=note)
 
-    def _records(self, reader: RecordReader[Any], role: str, path: str) -> Any:
-        info = plain_file(path, role)
-        summary = self.files[role] = FileSummary(role, path, info.st_size, info.st_mtime_ns)
+    def _records(self, reader: RecordReader[Any], role: str, path: str,
+                 parts: list[str] | None = None) -> Any:
+        """The records of one file, or of ``parts`` read in order as one (offsets run on)."""
+        if parts is not None and len(parts) > 1:
+            infos = [(p, plain_file(p, role)) for p in parts]
+            starts = list(accumulate((i.st_size for _, i in infos), initial=0))
+            summary = self.files[role] = FileSummary(
+                role, path, starts[-1], max(i.st_mtime_ns for _, i in infos),
+                parts=[FilePart(p, start, i.st_size, i.st_mtime_ns)
+                       for (p, i), start in zip(infos, starts, strict=False)])
+            stream = None
+        else:
+            path = parts[0] if parts else path
+            info = plain_file(path, role)
+            summary = self.files[role] = FileSummary(role, path, info.st_size,
+                                                     info.st_mtime_ns)
+            stream = open_input(path)
         started = time.perf_counter()
-        stream = open_input(path)
         try:
-            items = read_chunks(stream, self.opts.max_line_bytes)
+            items = (read_chunks(stream, self.opts.max_line_bytes) if stream is not None
+                     else read_files(parts or [], self.opts.max_line_bytes))
             if self.on_progress is not None:
                 on_progress = self.on_progress
                 items = progress(items, lambda done, size: on_progress(role, done, size),
-                                 info.st_size)
+                                 summary.size)
             for item in reader.read(items):
                 if type(item) is not Reject:
                     if item[0] > MAX_LINE_NUMBER:  # type: ignore[index]
@@ -444,7 +488,8 @@ class _Builder:
                                          "the file.")
                     yield item
         finally:
-            stream.close()
+            if stream is not None:
+                stream.close()
         counts = reader.counts
         summary.lines, summary.blank = counts.lines, counts.blank
         summary.records, summary.rejected = counts.records, counts.rejected
@@ -537,7 +582,8 @@ class _Builder:
         rubric_codes, group_codes, reason_codes = (self.rubric_names.of, self.groups.of,
                                                    self.reasons.of)
         missing = self.missing_group
-        for line_no, offset, _, case in self._records(reader, CASES, opts.cases):
+        for line_no, offset, _, case in self._records(reader, CASES, opts.cases,
+                                                      self.case_files):
             row = len(lines)
             lines.append(line_no)
             offsets.append(offset)
@@ -763,14 +809,24 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
 
     from evalstream._checks.rubrics import builtin
     from evalstream._files.sniff import check_cases_input, check_input
+    from evalstream._files.store import needs_resolving
 
     started = time.perf_counter()
-    paths = [(CASES, opts.cases), (VERDICTS, opts.verdicts), (COMPARE, opts.compare),
-             (STATES, opts.states), (COMPARE_CASES, opts.compare_cases)]
+    case_files = opts.case_files()
+    if opts.compare_cases is not None and needs_resolving(opts.compare_cases):
+        # Run B of pairwise verdicts is one file, as build --pair-with RUN_B reads it (pairs
+        # are made of one file of each run): several, a glob or a URL is no such file.
+        raise UsageError(f"--compare-cases takes one file of run B's cases, as build "
+                         f"--pair-with RUN_B reads it; {opts.compare_cases} is a glob or URL. "
+                         "Give the file build paired with (--cases takes several files or a "
+                         "glob; run B's cases do not).")
+    paths = [*((CASES, c) for c in case_files), (VERDICTS, opts.verdicts),
+             (COMPARE, opts.compare), (STATES, opts.states), (COMPARE_CASES, opts.compare_cases)]
     for role, path in paths:
         if path is not None:
             plain_file(path, role)
-    check_cases_input(opts.cases)
+    for path in case_files:
+        check_cases_input(path)
     if opts.compare_cases is not None:
         check_cases_input(opts.compare_cases)
     usage = "; usage: evalstream view VERDICTS --cases CASES"
@@ -781,6 +837,7 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
         check_input(opts.states, "judge states", "; --states takes build's output")
     rubrics = opts.rubrics or builtin()
     b = _Builder(opts, rubrics, on_progress)
+    b.case_files = case_files
     b.read_cases()
     run_parts = b.read_run(VERDICTS, opts.verdicts, opts.compare is not None)
     other_parts = b.read_run(COMPARE, opts.compare, True) if opts.compare is not None else None

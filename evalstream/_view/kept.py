@@ -7,8 +7,9 @@ file: a first line ``evalstream view index``, one line of JSON (``Kept``: the fo
 version, what was indexed with which options, each file's stamp, the index's small parts,
 where each array lies), then the arrays' bytes; no pickle, nothing executed.
 
-**Staleness.** A kept index is used only when every file it indexed (cases, verdicts,
-states, compare, compare cases) is byte for byte the file it was built from: first its stat (size,
+**Staleness.** A kept index is used only when every file it indexed (cases, each of several
+case files read as one, verdicts, states, compare, compare cases) is byte for byte the file
+it was built from: first its stat (size,
 modification time in nanoseconds, inode and device: a file replaced or rewritten in place
 differs there, at no cost), then its whole content's xxh3-128, against the one taken when
 the index was built. The hash costs a read of the files at memory speed (about 0.3 s a GB
@@ -19,7 +20,7 @@ too: the rubric set's hash (its ``allows_na`` among what it covers), ``--max-tok
 ``--max-output-tokens`` (both decide which checks are over the budget: the budget holds the
 answer's bound back), ``--by``, ``--max-line-bytes``, ``--allow-unknown-fields``, the paths
 (``--states``, which decides which verdicts are stale, ``--compare`` and
-``--compare-cases`` among them),
+``--compare-cases`` among them; every case file of several, in order: issue 30),
 evalstream's version and the format of the kept file: every field of ``index.Options`` but
 ``keep_index`` itself (tests/view/test_kept.py checks it). The index holds what the lists
 are made of, the run's stale codes (``Run.stale``), coverage's inputs, each verdict's
@@ -135,10 +136,16 @@ def stamp(role: str, path: str) -> Stamp:
                  info.st_dev, digest.hexdigest())
 
 
+def _files(opts: Options) -> list[tuple[str, str | None]]:
+    """Each file indexed, by role, in order: every case file of several (issue 30), then the
+    others (None where not given)."""
+    return [*(("cases", c) for c in opts.case_files()), ("verdicts", opts.verdicts),
+            ("states", opts.states), ("compare", opts.compare),
+            ("compare-cases", opts.compare_cases)]
+
+
 def _options_key(opts: Options, rubric_hash: str) -> str:
-    roles = [(r, os.path.abspath(p) if p else None) for r, p in
-             (("cases", opts.cases), ("verdicts", opts.verdicts), ("states", opts.states),
-              ("compare", opts.compare), ("compare-cases", opts.compare_cases))]
+    roles = [(r, os.path.abspath(p) if p else None) for r, p in _files(opts)]
     return msgspec.json.encode([roles, rubric_hash, opts.max_tokens, opts.max_output_tokens,
                                 opts.by, opts.max_line_bytes,
                                 opts.allow_unknown_fields]).decode()
@@ -268,7 +275,7 @@ def save(index: Index, stamps: list[Stamp], rubric_hash: str) -> str:
                 digest.hexdigest(), panel_patterns=list(index.panels.patterns),
                 panel_with_votes=index.panels.with_votes)
     rubrics = [r for r in (index.rubrics.sources or ()) if os.path.exists(r)]
-    inputs = [(role, f.path) for role, f in index.files.items()]
+    inputs = [(role, p) for role, p in _files(opts) if p]
     head = MAGIC + msgspec.json.encode(kept)
     head += b" " * (-(len(head) + 1) % _ALIGN) + b"\n"  # the arrays start aligned
     with Transaction([*inputs, *(("rubric file", r) for r in rubrics)],
@@ -358,9 +365,7 @@ def kept_or_built(opts: Options, build: Any) -> Index:
     if found is not None:
         found.kept, found.reused = f"reused the index kept in {index_path(opts)} ({why})", True
         return found
-    paths = [(r, p) for r, p in (("cases", opts.cases), ("verdicts", opts.verdicts),
-                                 ("states", opts.states), ("compare", opts.compare),
-                                 ("compare-cases", opts.compare_cases)) if p]
+    paths = [(r, p) for r, p in _files(opts) if p]
     before = [os.stat(p) for _, p in paths]
     index = build()
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,9 +60,15 @@ class Source:
         self.index = index
         opts = index.options
         self._fds: dict[str, int] = {}
+        # Several files read as one (the cases): each part open, found by its first offset.
+        self._parts: dict[str, tuple[list[int], list[int]]] = {}
         for role, summary in index.files.items():
             try:
-                self._fds[role] = os.open(summary.path, os.O_RDONLY)
+                if summary.parts:
+                    fds = [os.open(part.path, os.O_RDONLY) for part in summary.parts]
+                    self._parts[role] = ([part.start for part in summary.parts], fds)
+                else:
+                    self._fds[role] = os.open(summary.path, os.O_RDONLY)
             except OSError as exc:
                 self.close()
                 raise InputError(f"cannot read {summary.path}: {exc.strerror or exc}") from exc
@@ -73,9 +80,9 @@ class Source:
         self._lock = threading.Lock()  # the Checker keeps per-plan state
 
     def close(self) -> None:
-        for fd in self._fds.values():
+        for fd in [*self._fds.values(), *(fd for _, fds in self._parts.values() for fd in fds)]:
             os.close(fd)
-        self._fds = {}
+        self._fds, self._parts = {}, {}
 
     def __enter__(self) -> Source:
         return self
@@ -85,12 +92,21 @@ class Source:
 
     # -- lines -----------------------------------------------------------------------------
     def line(self, role: str, offset: int, size: int | None = None) -> bytes:
-        """The line at ``offset`` of the ``role`` file (``size`` bytes when known)."""
-        fd = self._fds[role]
+        """The line at ``offset`` of the ``role`` file (``size`` bytes when known); of
+        several files read as one, the line at that offset of the whole."""
         summary = self.index.files[role]
+        path, size_was, mtime_was = summary.path, summary.size, summary.mtime_ns
+        if role in self._parts:
+            starts, fds = self._parts[role]
+            at = bisect_right(starts, offset) - 1
+            part, fd = summary.parts[at], fds[at]
+            path, size_was, mtime_was = part.path, part.size, part.mtime_ns
+            offset -= part.start
+        else:
+            fd = self._fds[role]
         info = os.fstat(fd)
-        if info.st_size != summary.size or info.st_mtime_ns != summary.mtime_ns:
-            raise FileChanged(f"{summary.path} changed after view indexed it (size or "
+        if info.st_size != size_was or info.st_mtime_ns != mtime_was:
+            raise FileChanged(f"{path} changed after view indexed it (size or "
                               "modification time); start view again to index it anew.")
         limit = size if size is not None else self.index.options.max_line_bytes + 1
         return read_line_at(fd, offset, limit)

@@ -144,7 +144,8 @@ def test_a_file_output_joined_while_tasks_run_is_cut_back_at_the_first_duplicate
         duplicate: str) -> None:
     # The client joins a local output as parts arrive and, once the reducers have named the
     # duplicates, cuts it back to where the first part holding one began.
-    # With a policy, two built-in rubrics apply: every case writes records.
+    # With a policy, four built-in rubrics apply (two of them, task-success and
+    # instruction-following, to every case): every case writes records.
     lines = [_case(f"case-{i}", "q" * 40, policy="p") for i in range(200)]  # ~17 ranges
     if duplicate == "late":
         lines[-1] = _case("case-150", "q" * 40, policy="p")
@@ -161,7 +162,7 @@ def test_a_file_output_joined_while_tasks_run_is_cut_back_at_the_first_duplicate
     monkeypatch.setattr(outputs.AtomicOutput, "rewind", spy)
     same_as_one_process(tmp_path, [str(tmp_path / "in.jsonl")], dask_cluster)
     one = (tmp_path / "one.jsonl").read_bytes()
-    assert one.count(b"\n") == 2 * (200 - (duplicate != "none"))
+    assert one.count(b"\n") == 4 * (200 - (duplicate != "none"))
     if duplicate == "none":
         assert rewinds == []
     elif duplicate == "late":  # the parts before the last stayed in place

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from hypothesis import strategies as st
 from evalstream._cases.rejects import Reject
 from evalstream._checks import rubrics
 from evalstream._checks.rubrics import RubricError
-from tests.helpers import SAMPLES
+from evalstream._checks.state import PREAMBLE, question_text
+from tests.helpers import ROOT, SAMPLES
 
 JUDGE = '''
 [[rubric]]
@@ -34,15 +36,36 @@ def load_text(tmp_path: Path, text: str) -> rubrics.RubricSet:
 def test_builtin_set() -> None:
     builtin = rubrics.builtin()
     assert builtin.ids == ["tool-backed-claims", "booking-succeeded", "claim-support",
-                           "policy-compliance", "escalation"]
+                           "policy-compliance", "escalation", "task-success", "booking-claim",
+                           "faithfulness", "instruction-following"]
     by_id = {r.id: r for r in builtin.rubrics}
     assert by_id["claim-support"].requires == ("reference_material",)
+    assert by_id["faithfulness"].requires == ("reference_material",)
+    assert by_id["booking-claim"].requires == ("tool_events",)
+    assert by_id["task-success"].requires == by_id["instruction-following"].requires == ()
     assert by_id["policy-compliance"].requires == ("policy",)
     assert by_id["escalation"].requires == ("policy",)
     assert by_id["booking-succeeded"].kind == "exact"
     for r in builtin.rubrics:
         if r.kind == "judge":
             assert len(r.question) > 400  # real questions, not placeholders
+
+
+@pytest.mark.parametrize("rubric", [r for r in rubrics.builtin().rubrics if r.kind == "judge"],
+                         ids=lambda r: r.id)
+def test_builtin_questions_open_alike_and_say_when_na_applies(rubric: rubrics.Rubric) -> None:
+    # Every built-in question (the starter rubrics of issue 30 too) reaches the judge after
+    # the untrusted-data preamble, which judge checks on every state it reads; opens with
+    # the one question it asks; says when each status applies, `na` included (either when
+    # it is allowed or that it is not); and ends by saying what the reason should quote.
+    asked = question_text(rubric.question)
+    assert asked.startswith(PREAMBLE + "\n\n") and PREAMBLE not in rubric.question
+    first, *body = rubric.question.split("\n")
+    assert first.endswith("?") and first.count("?") == 1 and body
+    answer = next(line for line in body if line.startswith('Answer status "'))
+    assert '"pass" if' in answer and '"fail" if' in answer
+    assert ('do not answer "na"' in answer) != bool(re.search(r'"na" (only )?if ', answer))
+    assert re.search(r"In reason, [^\n]+\.$", rubric.question)
 
 
 def test_shows_are_kept_in_the_fixed_order(tmp_path: Path) -> None:
@@ -133,13 +156,24 @@ def test_allows_na_is_read_and_changes_the_hash_only_when_false(tmp_path: Path) 
 
 def test_builtin_rubrics_that_always_apply_do_not_allow_na() -> None:
     # The questions of tool-backed-claims and policy-compliance say "do not answer na";
-    # claim-support and escalation say when na applies.
+    # claim-support and escalation say when na applies, as the starter rubrics (issue 30) do.
     by_id = {r.id: r for r in rubrics.builtin().rubrics if r.kind == "judge"}
     assert {rid: r.allows_na for rid, r in by_id.items()} == {
         "tool-backed-claims": False, "claim-support": True, "policy-compliance": False,
-        "escalation": True}
+        "escalation": True, "task-success": True, "booking-claim": True, "faithfulness": True,
+        "instruction-following": True}
     for r in by_id.values():
         assert ('do not answer "na"' in r.question) == (not r.allows_na)
+
+
+def test_starter_rubrics_state_allows_na_in_the_file() -> None:
+    # The merge of issue 30 with issue 25: each starter rubric says in the TOML whether its
+    # judge may answer na (true: its question says when), rather than leaving it to the default.
+    import tomllib
+
+    tables = {t["id"]: t for t in tomllib.loads(rubrics.builtin_text())["rubric"]}
+    starters = ("task-success", "booking-claim", "faithfulness", "instruction-following")
+    assert {rid: tables[rid].get("allows_na") for rid in starters} == dict.fromkeys(starters, True)
 
 
 # Ids at and past every edge of the id rule: length, whitespace of every kind (a line or
@@ -197,3 +231,29 @@ def test_a_rubric_id_loads_exactly_when_judge_reads_its_states(rid: str) -> None
        | st.integers(500, 530).map(lambda n: "x" * n))
 def test_any_rubric_id_loads_exactly_when_judge_reads_its_states(rid: str) -> None:
     assert _loads(rid) == _judge_reads(rid)
+
+
+BENCH = next((p for p in (ROOT.parent / "shared" / "bench" / "gen_cases.py",
+                          Path("/work/shared/bench/gen_cases.py")) if p.exists()), None)
+
+
+@pytest.mark.skipif(BENCH is None, reason="no ../shared/bench/gen_cases.py")
+def test_the_seeds_labels_each_have_a_builtin_check(tmp_path: Path) -> None:
+    # Issue 30: the benchmark generator's case-000017 carries expected.booking-claim, and
+    # judge_states on it gave no booking-claim check. Every label of its first cases now
+    # names a built-in rubric, and case 17 gets a booking-claim state.
+    import subprocess
+    import sys
+
+    import evalstream
+
+    out = tmp_path / "seed.jsonl"
+    subprocess.run([sys.executable, str(BENCH), "--count", "40", "--out", str(out)], check=True,
+                   capture_output=True)
+    cases = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    seventeen = next(c for c in cases if c["id"] == "case-000017")
+    assert "booking-claim" in seventeen["expected"]
+    checks = {r.rubric_id for r in evalstream.judge_states([seventeen])}
+    assert "booking-claim" in checks
+    ids = set(rubrics.builtin().ids)
+    assert {rid for c in cases for rid in c.get("expected", {})} <= ids

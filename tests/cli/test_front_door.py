@@ -30,7 +30,7 @@ CALLS: dict[str, list[Callable[..., Any]]] = {
     "batch prepare": [evalstream.batch_prepare], "batch submit": [evalstream.batch_submit],
     "batch status": [evalstream.batch_status], "batch collect": [evalstream.batch_collect],
     "view": [evalstream.serve_view, evalstream.export_view],
-    "rubrics": [evalstream.load_rubrics],
+    "rubrics": [evalstream.load_rubrics, evalstream.rubrics],
 }
 # What steers the command line only, and why: never an option of a function.
 STEERS = {
@@ -44,6 +44,8 @@ STEERS = {
     ("batch submit", "format"): "how the summary is printed",
     ("batch status", "format"): "how the summary is printed",
     ("rubrics", "show_builtin"): "prints the built-in rubric file",
+    ("rubrics", "list"): "calls rubrics(), with the same files",
+    ("rubrics", "json"): "how the list is printed",
     ("agree", "files"): "VERDICTS CASES (agree), or several runs with --cases (agree_judges)",
 }
 # Where the command line shows its result on stdout unless told otherwise, and the API

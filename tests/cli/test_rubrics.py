@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from evalstream._checks.rubrics import builtin, load_rubrics
@@ -57,4 +59,42 @@ def test_the_table_says_what_each_judge_may_answer(capsys: pytest.CaptureFixture
     answers = {row[0]: row[4] for row in table.rows}
     assert answers == {"tool-backed-claims": "pass, fail", "booking-succeeded": "pass, fail",
                        "claim-support": "pass, fail, na", "policy-compliance": "pass, fail",
-                       "escalation": "pass, fail, na"}
+                       "escalation": "pass, fail, na", "task-success": "pass, fail, na",
+                       "booking-claim": "pass, fail, na", "faithfulness": "pass, fail, na",
+                       "instruction-following": "pass, fail, na"}
+
+
+def test_list_shows_each_rubric_with_its_version(capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 30: `rubrics --list` and evalstream.rubrics(): id, version (the rubric hash that
+    # judge states and verdicts carry), what it reads, whether na is an answer, its question.
+    import evalstream
+
+    entries = evalstream.rubrics()
+    assert [e.id for e in entries] == builtin().ids
+    for e, r in zip(entries, builtin().rubrics, strict=True):
+        assert (e.kind, e.version, e.reads, e.requires) == (r.kind, r.hash, r.shows, r.requires)
+        assert e.question == r.question.strip().splitlines()[0]
+        # an exact check is pass or fail; a judge rubric as its allows_na (issue 25) says
+        assert e.allows_na == (r.kind == "judge" and r.allows_na)
+    starters = {e.id: e for e in entries}
+    assert starters["task-success"].question == \
+        "Did the assistant accomplish what the user asked for?"
+    assert starters["booking-claim"].reads[-1] == "tool_events"
+    assert [starters[r].allows_na for r in ("tool-backed-claims", "policy-compliance",
+                                            "claim-support", "task-success")] == \
+        [False, False, True, True]
+    assert main(["rubrics", "--list"]) == 0
+    out = capsys.readouterr().out
+    for e in entries:
+        assert f"{e.id}: {e.question[:30]}" in " ".join(out.split())
+        assert e.version[:12] in out
+    assert main(["rubrics", "--list", "--json", str(SAMPLES / "rubrics.toml")]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed == json.loads(msgspec.json.encode(evalstream.rubrics([SAMPLES / "rubrics.toml"])))
+    assert [e["version"] for e in listed] == \
+        [r.hash for r in load_rubrics([str(SAMPLES / "rubrics.toml")]).rubrics]
+
+
+def test_json_without_list_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rubrics", "--json"]) == 2
+    assert "--json prints the list of --list" in capsys.readouterr().err

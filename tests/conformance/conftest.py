@@ -8,14 +8,21 @@ import pytest
 
 from evalstream._build.run import Options as BuildOptions
 from evalstream._build.run import run as build_run
+from evalstream._checks.rubrics import builtin_text
 from tests.helpers import SAMPLES
 
 
 @pytest.fixture(scope="session")
 def sample_states(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sample cases built: 101 judge states and 11 exact verdicts."""
-    out = tmp_path_factory.mktemp("states") / "states.jsonl"
-    build_run(BuildOptions(input=str(SAMPLES / "cases.jsonl"), output=str(out)))
+    """The sample cases built: 101 judge states and 11 exact verdicts, with the built-in
+    rubrics the suite was measured with (those before issue 30's starter rubrics, which
+    would more than double the requests a quota paces)."""
+    folder = tmp_path_factory.mktemp("states")
+    rubrics = folder / "rubrics.toml"
+    rubrics.write_text(builtin_text().partition("# Starter rubrics")[0], "utf-8")
+    out = folder / "states.jsonl"
+    build_run(BuildOptions(input=str(SAMPLES / "cases.jsonl"), output=str(out),
+                           rubric_files=[str(rubrics)]))
     return out
 
 

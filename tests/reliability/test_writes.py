@@ -108,7 +108,7 @@ def test_kill_9_mid_run_leaves_the_targets_untouched(tmp_path: Path) -> None:
     assert _temp_files(tmp_path) == stale
     done = cli("build", "in.jsonl", "states.jsonl", "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "states.jsonl").read_bytes().count(b"\n") == 2 * 112
+    assert (tmp_path / "states.jsonl").read_bytes().count(b"\n") == 2 * 247
     assert _temp_files(tmp_path) == []
 
 
@@ -177,10 +177,13 @@ def test_a_failed_states_file_leaves_the_old_rejects(tmp_path: Path) -> None:
 
 def test_a_failed_report_leaves_the_other_targets_untouched(tmp_path: Path) -> None:
     _old_outputs(tmp_path)
-    # No rubric applies, so states and rejects are empty; the report (~1.5 kB) is not.
+    # No rubric applies (the case has no policy), so states and rejects are empty; the
+    # report (~0.7 kB) is not.
     (tmp_path / "in.jsonl").write_bytes(b'{"id":"a","input":"x","output":"y"}\n')
-    done = cli("build", "in.jsonl", "states.jsonl", "-q", cwd=tmp_path,
-               preexec_fn=_file_size_limit(1000))
+    (tmp_path / "r.toml").write_text('[[rubric]]\nid = "p"\nquestion = "Is policy kept?"\n'
+                                     'shows = ["policy"]\nrequires = ["policy"]\n')
+    done = cli("build", "in.jsonl", "states.jsonl", "--rubrics", "r.toml", "-q", cwd=tmp_path,
+               preexec_fn=_file_size_limit(500))
     assert done.returncode == 2
     assert b"cannot write states.report.json" in done.stderr
     _assert_old_outputs_intact(tmp_path)
@@ -296,7 +299,7 @@ def test_a_pipe_or_device_output_is_written_in_place_not_replaced(tmp_path: Path
     assert proc.wait(timeout=60) == 0
     assert proc.stderr is not None and proc.stderr.read() == b""
     proc.stderr.close()
-    assert data.count(b"\n") == 112
+    assert data.count(b"\n") == 247
     assert fifo.is_fifo(), "the pipe was replaced by a regular file"
     assert _temp_files(tmp_path) == []
 
@@ -307,7 +310,7 @@ def test_a_symlinked_output_keeps_its_link(tmp_path: Path) -> None:
     done = cli("build", str(SAMPLES), "link.jsonl", "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "link.jsonl").is_symlink()
-    assert (tmp_path / "real.jsonl").read_bytes().count(b"\n") == 112
+    assert (tmp_path / "real.jsonl").read_bytes().count(b"\n") == 247
 
 
 @pytest.mark.slow

@@ -29,6 +29,14 @@ BUILTIN = {
                           "shows": ["input", "output", "messages", "policy", "toolEvents"]},
     "escalation": {"requires": ["policy"], "when": None,
                    "shows": ["input", "output", "messages", "policy"]},
+    "task-success": {"requires": [], "when": None,
+                     "shows": ["input", "output", "messages", "policy", "toolEvents"]},
+    "booking-claim": {"requires": ["toolEvents"], "when": None,
+                      "shows": ["input", "output", "messages", "toolEvents"]},
+    "faithfulness": {"requires": ["context"], "when": None,
+                     "shows": ["input", "output", "context"]},
+    "instruction-following": {"requires": [], "when": None,
+                              "shows": ["input", "output", "messages"]},
 }
 STATE_NAME = {"input": "user_input", "output": "assistant_response", "messages": "conversation",
               "context": "reference_material", "policy": "policy", "toolEvents": "tool_events"}

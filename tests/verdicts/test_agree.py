@@ -348,3 +348,63 @@ def test_na_verdicts_on_scored_labels_are_left_out(tmp_path: Path) -> None:
     (r,) = run(AgreeOptions(str(verdicts), str(cases))).rubrics
     assert (r.all.pairs, r.all.na_verdicts, r.all.na_labels, r.all.na_with_verdict) == (0, 1, 1, 1)
     assert r.verdicts["na"] == 2
+
+
+def _split_cases(folder: Path, parts: int = 3) -> list[Path]:
+    """The sample cases cut into ``parts`` files, in order."""
+    lines = CASES.read_text().splitlines(keepends=True)
+    size = -(-len(lines) // parts)
+    paths = []
+    for i in range(parts):
+        path = folder / f"shard-{i}.jsonl"
+        path.write_text("".join(lines[i * size:(i + 1) * size]))
+        paths.append(path)
+    return paths
+
+
+def _without_path(report: AgreeReport) -> dict[str, Any]:
+    data = json.loads(encode(report))
+    data["cases"].pop("path")
+    return data
+
+
+def test_cases_from_several_files_or_a_glob_read_as_one(tmp_path: Path, capsys: Any) -> None:
+    # Issue 30: agree took one cases file (the corpus's six had to be joined with `cat`).
+    # Several files, a glob, or both read in order as one, as build reads them.
+    import evalstream
+
+    shards = _split_cases(tmp_path)
+    whole = _without_path(evalstream.agree(VERDICTS, CASES))
+    assert _without_path(evalstream.agree(VERDICTS, shards)) == whole
+    glob = str(tmp_path / "shard-*.jsonl")
+    report = evalstream.agree(VERDICTS, glob)
+    assert _without_path(report) == whole and report.cases.path == glob
+    out = tmp_path / "cli.json"
+    assert main(["agree", str(VERDICTS), *map(str, shards), "--format", "json", "-o",
+                 str(out)]) == 0
+    shown = json.loads(out.read_text())
+    assert shown["cases"]["path"] == " ".join(map(str, shards))
+    shown["cases"].pop("path")
+    assert shown == whole
+
+
+def test_an_id_repeated_in_another_case_file_is_rejected_as_build_rejects_it(
+        tmp_path: Path) -> None:
+    # The rule of build's several inputs: one id index over all the files, so a case id an
+    # earlier file used is a reject at its line (numbered on from file to file), the same
+    # sentence build writes for the same files.
+    import evalstream
+
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    lines = CASES.read_text().splitlines(keepends=True)
+    first.write_text("".join(lines[:10]))
+    second.write_text(lines[3] + "".join(lines[10:]))  # case-04 again, then the rest
+    rejects = tmp_path / "rejects.jsonl"
+    report = evalstream.agree(VERDICTS, [first, second], rejects=rejects)
+    assert (report.cases.cases, report.cases.rejected, report.exit_code) == (48, 1, 1)
+    (rej,) = [json.loads(x) for x in rejects.read_text().splitlines()]
+    assert (rej["line"], rej["id"]) == (11, "case-04")
+    built = evalstream.build([first, second], tmp_path / "s.jsonl")
+    (same,) = [json.loads(x) for x in (tmp_path / "s.rejects.jsonl").read_text().splitlines()]
+    assert (same["line"], same["error"]) == (rej["line"], rej["error"])
+    assert built.counts.rejected == 1

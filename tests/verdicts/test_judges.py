@@ -125,13 +125,18 @@ def test_the_command_line_takes_both_shapes(tmp_path: Path,
     assert (tmp_path / "one.json").read_text() == (tmp_path / "two.json").read_text()
     assert main(["agree", str(paths[0]), "--cases", str(cases), "--format", "markdown"]) == 0
     capsys.readouterr()
+    # Without --cases the first file is the verdicts and the rest the cases (issue 30): runs
+    # given without --cases are refused as verdicts where cases belong, naming both shapes.
+    assert main(["agree", *map(str, paths)]) == 4
+    assert ("looks like a verdicts file, not a cases file" in capsys.readouterr().err)
     for argv, said in (
-            ([*map(str, paths)], "agree takes VERDICTS CASES, or the verdict files of several "
-                                 "runs and --cases CASES; 3 files given without --cases."),
+            ([str(paths[0])], "agree takes VERDICTS CASES... (the cases: one file, several or "
+                              "a glob), or the verdict files of several runs and --cases "
+                              "CASES; 1 file given without --cases."),
             ([str(paths[0]), str(cases), "--price", "m=1,2"],
              "--price applies to several runs side by side"),
             ([*map(str, paths), "--cases", str(cases), "--by", "scenario"],
-             "--by applies to one run (agree VERDICTS CASES)"),
+             "--by applies to one run (agree VERDICTS CASES...)"),
             ([*map(str, paths), "--cases", str(cases), "--price", "m=1"],
              "--price: m: give two prices")):
         assert main(["agree", *argv]) == 2
@@ -204,3 +209,26 @@ def test_each_run_has_its_coverage_and_its_stale_verdicts_as_agree_finds_them(
     # The command line: the stale options apply to several runs as to one.
     assert main(["agree", str(fresh), str(stale), "--cases", str(cases), "--fail-on-stale",
                  "-o", str(tmp_path / "cli.json"), "--format", "json"]) == 1
+
+
+def test_cases_of_several_runs_may_be_several_files_or_a_glob(tmp_path: Path) -> None:
+    # Issue 30: --cases repeated, or a glob, read in order as one, as build reads them.
+    paths, cases = runs(tmp_path)
+    lines = cases.read_text().splitlines(keepends=True)
+    (tmp_path / "shards").mkdir()
+    for i in range(3):
+        (tmp_path / "shards" / f"{i}.jsonl").write_text("".join(lines[i * 50:(i + 1) * 50]))
+    one = tmp_path / "one.json"
+    assert main(["agree", *map(str, paths), "--cases", str(cases), "--format", "json", "-o",
+                 str(one)]) == 0
+    expected = json.loads(one.read_text())
+    for given in (["--cases", str(tmp_path / "shards" / "*.jsonl")],
+                  [x for i in range(3) for x in ("--cases", str(tmp_path / "shards" /
+                                                                f"{i}.jsonl"))]):
+        out = tmp_path / "several.json"
+        assert main(["agree", *map(str, paths), *given, "--format", "json", "-o", str(out),
+                     "--force"]) == 0
+        shown = json.loads(out.read_text())
+        assert shown["cases"].pop("path") != expected["cases"]["path"]
+        assert shown == {**expected, "cases": {k: v for k, v in expected["cases"].items()
+                                               if k != "path"}}

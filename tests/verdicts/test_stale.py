@@ -181,3 +181,52 @@ def test_view_lists_and_warns_about_stale_verdicts(judged: tuple[Path, Path, Pat
 
     assert any(f"{judge_verdicts:,} of {len(records):,} verdicts are stale" in w
                for w in warnings(lists.index))
+
+
+# -- issue 25 met issue 30 (the merge): the cases from several files ---------------------------
+def test_stale_verdicts_from_several_case_files_are_those_of_one(
+        judged: tuple[Path, Path, Path, list[dict]], tmp_path: Path) -> None:
+    """The states agree, several runs side by side and view rebuild are made from the very
+    records read across the case files, in order: the sample cut in three, the middle part's
+    outputs replaced, gives the stale verdicts of the same cases in one file, no more, no
+    fewer, and build's output of the parts says the same."""
+    from evalstream._view.index import Options, build
+
+    _, verdicts, changed, records = judged
+    ours = (SAMPLES / "cases.jsonl").read_text().splitlines(keepends=True)
+    replaced = changed.read_text().splitlines(keepends=True)
+    cut = [(0, 16), (16, 32), (32, len(ours))]
+    shards = []
+    for i, (lo, hi) in enumerate(cut):
+        shard = tmp_path / f"shard-{i}.jsonl"
+        shard.write_text("".join((replaced if i == 1 else ours)[lo:hi]))
+        shards.append(shard)
+    whole = write(tmp_path / "whole.jsonl", [json.loads(x) for s in shards
+                                             for x in s.read_text().splitlines()])
+    one = evalstream.agree(verdicts, whole)
+    several = evalstream.agree(verdicts, shards)
+    glob = evalstream.agree(verdicts, str(tmp_path / "shard-*.jsonl"))
+    assert one.stale is not None and several.stale is not None and glob.stale is not None
+    middle = {json.loads(x)["id"] for x in replaced[16:32]}
+    expected = sum(1 for v in records if "state_hash" in v and v["case_id"] in middle)
+    assert 0 < expected < len(records)
+    assert one.stale.counts.stale == several.stale.counts.stale == glob.stale.counts.stale \
+        == expected
+    assert [(r.rubric, r.all, sorted(r.examples.stale)) for r in several.rubrics] == \
+        [(r.rubric, r.all, sorted(r.examples.stale)) for r in one.rubrics]
+    assert {i for r in several.rubrics for i in r.examples.stale} <= middle
+    # build's output of the parts, read instead of rebuilding: the same verdicts are stale.
+    states = tmp_path / "states.jsonl"
+    evalstream.build([str(s) for s in shards], states)
+    read = evalstream.agree(verdicts, shards, states=states)
+    assert read.stale is not None and read.stale.counts == several.stale.counts
+    # Several runs side by side: each run's stale verdicts as agree finds them.
+    side = evalstream.agree_judges([verdicts, verdicts], shards)
+    assert [c.counts.stale for c in side.stale] == [expected, expected]
+    # view: the stale codes of the index built from the parts are those of the one file.
+    parts = build(Options(verdicts=str(verdicts), cases=" ".join(map(str, shards)),
+                          case_inputs=list(map(str, shards))))
+    single = build(Options(verdicts=str(verdicts), cases=str(whole)))
+    assert parts.run.stale is not None and single.run.stale is not None
+    assert list(parts.run.stale) == list(single.run.stale)
+    assert sum(1 for code in parts.run.stale if code) == expected

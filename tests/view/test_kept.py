@@ -158,22 +158,75 @@ def test_other_options_index_again(files: tuple[Path, Path, Path],
         "was made from other files or options" in again.kept
 
 
-def test_every_option_that_changes_the_index_is_in_its_key() -> None:
+def test_every_option_that_changes_the_index_is_in_its_key(tmp_path: Path) -> None:
     """Each field of ``Options`` but ``keep_index`` decides what the index holds (the paths,
     the budget that says which checks are over it, the group key, how lines are read); the
     rubric set is in the key by its hash. An option added to ``Options`` and left out of the
     key would let a kept index be reused under another value of it: this fails then."""
     base = Options(verdicts="v.jsonl", cases="c.jsonl")
     key = kept._options_key(base, "h")
+    shards = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]  # several case files are read
+    for shard in shards:
+        shard.write_text("")
     for f in dataclasses.fields(Options):
         if f.name in ("keep_index", "rubrics"):
             continue
         value = getattr(base, f.name)
         other = (not value if isinstance(value, bool) else value + 1 if isinstance(value, int)
+                 else [*value, *map(str, shards)] if isinstance(value, list)
                  else "other.jsonl" if value is None else f"{value}.x")
         assert kept._options_key(dataclasses.replace(base, **{f.name: other}), "h") != key, \
             f.name
     assert kept._options_key(base, "another rubric set") != key
+
+
+def _split(cases: Path, parts: int = 3) -> list[Path]:
+    """The cases cut into ``parts`` files beside them, in order (shard-0, shard-1, ...)."""
+    lines = cases.read_text().splitlines(keepends=True)
+    size = -(-len(lines) // parts)
+    shards = [cases.parent / f"shard-{i}.jsonl" for i in range(parts)]
+    for i, shard in enumerate(shards):
+        shard.write_text("".join(lines[i * size:(i + 1) * size]))
+    return shards
+
+
+def test_several_case_files_are_each_stamped_and_in_the_key(
+        files: tuple[Path, Path, Path]) -> None:
+    """The merge of issue 30 with issue 31: view's cases read from several files (or a glob)
+    and kept: every case file is stamped and named in the key, in order; a change to the
+    second file alone indexes again, and the pages come from what the files now hold."""
+    cases, verdicts, other = files
+    shards = _split(cases)
+    opts = dataclasses.replace(_opts(cases, verdicts, other),
+                               cases=" ".join(map(str, shards)),
+                               case_inputs=list(map(str, shards)))
+    first = _index(opts)
+    assert not first.reused
+    stamped, _ = kept._parse(Path(kept.index_path(opts)).read_bytes())
+    assert stamped is not None
+    assert [s.path for s in stamped.files if s.role == "cases"] == \
+        [os.path.abspath(s) for s in shards]
+    assert json.loads(stamped.options)[0][:3] == \
+        [["cases", os.path.abspath(s)] for s in shards]
+    _same(build(opts), first)
+    assert _index(opts).reused
+    # The same files by a glob: the same files in the same order, so the same key.
+    glob = dataclasses.replace(opts, cases=str(cases.parent / "shard-*.jsonl"),
+                               case_inputs=[str(cases.parent / "shard-*.jsonl")])
+    assert _index(glob).reused
+    # Another order is another index (ids and offsets run on from file to file).
+    turned = dataclasses.replace(opts, case_inputs=list(map(str, shards[::-1])))
+    again = _index(turned)
+    assert not again.reused and again.kept is not None and \
+        "was made from other files or options" in again.kept
+    _index(opts)
+    _rewrite_case(shards[1])  # the second file only, under its old size and time
+    changed = _index(opts)
+    assert not changed.reused and changed.kept is not None and \
+        f"({shards[1]} changed since its index was kept (its content, under the same size " \
+        "and time))" in changed.kept
+    _same(build(opts), changed)
+    assert _index(opts).reused
 
 
 @pytest.fixture

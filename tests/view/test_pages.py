@@ -150,9 +150,10 @@ def test_the_state_from_states_is_checked_against_the_verdict(tmp_path: Path) ->
         other = check_page(s, "case-01", "tool-backed-claims")
         assert other is not None and "this is the state the judge answered" in other
         # The two judge states the sample run left out (case-39 escalation, case-43
-        # policy-compliance) are not judged; without --states they are labels without a verdict.
+        # policy-compliance) are not judged, nor are the 135 states of the starter rubrics
+        # (issue 30) it did not run; without --states they are labels without a verdict.
         kinds = dict(s.lists["skipped"].counts(s.index, "kind"))
-        assert kinds["not judged"] == 2 and "labelled, no verdict" not in kinds
+        assert kinds["not judged"] == 2 + 135 and "labelled, no verdict" not in kinds
         html = check_page(s, "case-39", "escalation")
         assert html is not None and "build wrote a judge state for this check" in html
         assert "as build wrote it (line" in html
@@ -243,3 +244,52 @@ def test_token_figures_read_in_every_record_shape() -> None:
               "tokenizer": "cl100k_base", "method": "bpe"}  # the older shape
     assert _tokens_line(before) == ("state 196 + longest question 1,566 = 1,762 of a budget "
                                     "of 32,000 (cl100k_base; exact token counts)")
+
+
+def test_cases_in_several_files_show_as_one_file_does(tmp_path: Path) -> None:
+    # Issue 30: view took one cases file. Several (or a glob) are read in order as one, as
+    # build reads them; a record is read back from the file its offset falls in, and a
+    # part that changes after indexing is named.
+    from evalstream._view.records import FileChanged
+
+    lines = (ROOT / "data/samples/cases.jsonl").read_text().splitlines(keepends=True)
+    parts = [tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"]
+    for i, part in enumerate(parts):
+        part.write_text("".join(lines[i * 16:(i + 1) * 16]))
+    glob = str(tmp_path / "*.jsonl")
+    with site() as one, site(cases=glob, case_inputs=[glob]) as several:
+        assert several.index.options.case_files() == [str(p) for p in parts]
+        assert several.index.files["cases"].size == sum(p.stat().st_size for p in parts)
+        for case_id, rubric in (("case-02", "tool-backed-claims"), ("case-26",
+                                "policy-compliance"), ("case-39", "escalation"),
+                                ("case-48", "task-success")):
+            page = check_page(several, case_id, rubric)
+            assert page is not None
+            assert page.replace(glob, "data/samples/cases.jsonl") == \
+                check_page(one, case_id, rubric).replace(
+                    str(ROOT / "data/samples/cases.jsonl"), "data/samples/cases.jsonl")
+        assert [several.source.case_id(r) for r in range(several.index.n_cases)] == \
+            [one.source.case_id(r) for r in range(one.index.n_cases)]
+        parts[2].write_text(parts[2].read_text() + "\n")
+        with pytest.raises(FileChanged, match=re.escape(f"{parts[2]} changed after view")):
+            several.source.case(several.index.n_cases - 1)
+        assert several.source.case(0)[1].id == "case-01"  # the other parts still read
+
+
+def test_the_command_line_takes_cases_repeated_or_a_glob(tmp_path: Path) -> None:
+    from evalstream._cli import main
+
+    lines = (ROOT / "data/samples/cases.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "a.jsonl").write_text("".join(lines[:30]))
+    (tmp_path / "b.jsonl").write_text("".join(lines[30:]))
+    verdicts = str(ROOT / "data/samples/verdicts.jsonl")
+    pages = []
+    for name, cases in (("one", ["--cases", str(ROOT / "data/samples/cases.jsonl")]),
+                        ("repeated", ["--cases", str(tmp_path / "a.jsonl"), "--cases",
+                                      str(tmp_path / "b.jsonl")]),
+                        ("glob", ["--cases", str(tmp_path / "*.jsonl")])):
+        folder = tmp_path / name
+        assert main(["view", verdicts, *cases, "--export", str(folder), "-q"]) == 0
+        page = (folder / "lists" / "disagreements.html").read_text()
+        pages.append(re.sub(r"<p class=\"note\">.*?</p>", "", page))
+    assert pages[0] == pages[1] == pages[2]

@@ -4,6 +4,7 @@ B's cases indexed and their rejects explained, the static export and the server.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,38 @@ def test_a_pair_page_shows_both_responses_and_both_orders(tmp_path: Path) -> Non
     with open_site(without) as s:
         html = check_page(s, "p1", "better")
         assert html is not None and "give run B's cases with --compare-cases" in html
+
+
+def test_run_a_s_cases_may_be_several_files_run_b_s_one(tmp_path: Path) -> None:
+    """The merge of issue 30 with issue 28: --cases (run A) takes several files or a glob,
+    read in order as one; --compare-cases (run B) is one file, as build --pair-with RUN_B
+    reads it (each run one file): a glob there is refused with a sentence, not a traceback."""
+    import evalstream
+    from evalstream._cli import main
+
+    paths = files(tmp_path)
+    lines = paths["a"].read_text().splitlines(keepends=True)
+    shards = [tmp_path / "a-0.jsonl", tmp_path / "a-1.jsonl"]
+    shards[0].write_text("".join(lines[:5]))
+    shards[1].write_text("".join(lines[5:]))
+    several = dataclasses.replace(options(paths), case_inputs=list(map(str, shards)),
+                                  cases=" ".join(map(str, shards)))
+    with open_site(several) as s, open_site(options(paths)) as one:
+        for case in ("p1", "p6"):  # one case of each part: the page but the files it names
+            page = check_page(s, case, "better")
+            assert page is not None and "run B says" in page
+            assert page.replace(several.cases, str(paths["a"])) == \
+                check_page(one, case, "better")
+        assert entries(s, "pairs") == entries(one, "pairs")
+    b = paths["b"]
+    glob = str(b.parent / "b*.jsonl")
+    with pytest.raises(evalstream.UsageError, match="--compare-cases takes one file of run B"):
+        evalstream.export_view(paths["v"], [str(x) for x in shards], tmp_path / "out",
+                               compare_cases=glob, rubric_files=[paths["r"]])
+    assert main(["view", str(paths["v"]), "--cases", str(tmp_path / "a-*.jsonl"),
+                 "--compare-cases", glob, "--rubrics", str(paths["r"]), "--export",
+                 str(tmp_path / "out")]) == 2
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow
