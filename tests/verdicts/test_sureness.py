@@ -163,6 +163,24 @@ def test_to_label_spreads_over_groups_takes_the_most_doubtful_and_writes_cases(
     assert list(evalstream.read_cases(str(out)))  # cases a labelling tool (and build) can take
 
 
+def test_to_label_over_several_case_files_writes_what_one_file_gives(tmp_path: Path) -> None:
+    # Issue 29 met issue 30: the chosen cases are read back from every case file, in order,
+    # so cases cut into three files give the bytes one file gives.
+    vpath, cpath, _, _ = write(tmp_path, seed=11)
+    lines = cpath.read_text().splitlines(keepends=True)
+    third = len(lines) // 3
+    parts = [tmp_path / f"part-{i}.jsonl" for i in range(3)]
+    for i, part in enumerate(parts):
+        part.write_text("".join(lines[i * third:(i + 1) * third if i < 2 else None]))
+    one, several = tmp_path / "one.jsonl", tmp_path / "several.jsonl"
+    evalstream.agree(vpath, cpath, by="slice", to_label=12, to_label_output=one)
+    evalstream.agree(vpath, parts, by="slice", to_label=12, to_label_output=several)
+    assert several.read_bytes() == one.read_bytes() and one.stat().st_size > 0
+    with pytest.raises(UsageError, match="stdin"):
+        evalstream.agree(vpath, [str(parts[0]), "-"], to_label=3,
+                         to_label_output=tmp_path / "t.jsonl")
+
+
 @pytest.mark.parametrize(("given", "error"), [
     ({"to_label": 5}, "--to-label N and --to-label-output FILE go together"),
     ({"to_label_output": "x.jsonl"}, "--to-label N and --to-label-output FILE go together"),
