@@ -365,12 +365,10 @@ def check(opts: Options, rubric_set: RubricSet | None) -> list[str]:
                          "give --rubrics FILE.")
     pointwise = [r.id for r in rubric_set.rubrics if not r.pairwise]
     if pointwise:
-        shown = ", ".join(f"`{r}`" for r in pointwise[:5]) + (", ..." if len(pointwise) > 5
-                                                              else "")
         raise UsageError(f"--pair-with builds pairwise rubrics only (kind = \"pairwise\"); "
-                         f"{shown} {'is' if len(pointwise) == 1 else 'are'} judged one case "
-                         "at a time: build them over each run alone, from a rubric file of "
-                         "their own.")
+                         f"{_named(pointwise)} {'is' if len(pointwise) == 1 else 'are'} "
+                         "judged one case at a time: build them over each run alone, from a "
+                         "rubric file of their own.")
     return ["--workers: --pair-with reads two files in one process; ran in one process."] \
         if opts.workers > 1 else []
 
@@ -473,8 +471,12 @@ def skipped_pairwise(rubric_set: RubricSet) -> list[str]:
     pairwise = [r.id for r in rubric_set.rubrics if r.pairwise]
     if not pairwise:
         return []
-    shown = ", ".join(f"`{r}`" for r in pairwise[:5]) + (", ..." if len(pairwise) > 5 else "")
-    return [f"{shown} {'is a pairwise rubric' if len(pairwise) == 1 else 'are pairwise rubrics'}"
-            ": it compares two runs' responses (`evalstream build RUN_A OUT --pair-with RUN_B`), "
-            "so every case on its own skipped it."]
+    what = "is a pairwise rubric" if len(pairwise) == 1 else "are pairwise rubrics"
+    return [f"{_named(pairwise)} {what}: it compares two runs' responses "
+            "(`evalstream build RUN_A OUT --pair-with RUN_B`), so every case on its own "
+            "skipped it."]
 
+
+def _named(ids: list[str]) -> str:
+    """The first five rubric ids, quoted, and ``...`` when there are more."""
+    return ", ".join(f"`{r}`" for r in ids[:5]) + (", ..." if len(ids) > 5 else "")
