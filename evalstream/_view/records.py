@@ -159,24 +159,28 @@ class Source:
     def rebuilt(self, case: schema.Case, line_no: int, rubric: int) -> tuple[Check, Any]:
         """The check ``build`` makes for this case and rubric with the index's rubric set:
         its state, figures and exposure (the Checker, with states kept)."""
-        ix = self.index
         with self._lock:
-            if self._checker is None:
-                self._checker = Checker(ix.rubrics, ix.options.max_tokens, keep_states=True,
-                                        max_output_tokens=ix.options.max_output_tokens)
-            check = self._checker.check(case, line_no)[rubric]
-            return check, self._checker.exposure(check)
+            checker = self._rebuilding()
+            check = checker.check(case, line_no)[rubric]
+            return check, checker.exposure(check)
 
     def rebuilt_pair(self, a: schema.Case, b: schema.Case, line_no: int,
                      rubric: int) -> tuple[Check, Any]:
         """The order ``ab`` (run A's response first) of the pairwise check ``build
         --pair-with`` makes of these two cases, as ``rebuilt`` makes a case's."""
-        ix = self.index
         with self._lock:
-            if self._checker is None:
-                self._checker = Checker(ix.rubrics, ix.options.max_tokens, keep_states=True)
-            check = self._checker.check_pair(a, b, line_no)[0][rubric]
-            return check, self._checker.exposure(check)
+            checker = self._rebuilding()
+            check = checker.check_pair(a, b, line_no)[0][rubric]
+            return check, checker.exposure(check)
+
+    def _rebuilding(self) -> Checker:
+        """The one Checker of ``rebuilt`` and ``rebuilt_pair`` (made at the first, under the
+        lock), with the budget the index was built with: whichever page asks first."""
+        if self._checker is None:
+            opts = self.index.options
+            self._checker = Checker(self.index.rubrics, opts.max_tokens, keep_states=True,
+                                    max_output_tokens=opts.max_output_tokens)
+        return self._checker
 
     # -- rejects ---------------------------------------------------------------------------
     def reject(self, i: int) -> tuple[str, Reject]:

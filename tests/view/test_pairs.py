@@ -150,3 +150,13 @@ def test_the_export_and_the_server_hold_the_pairs(tmp_path: Path) -> None:
         assert status == 200 and b"response_2 both times" in body
         status, _, raw = srv.get("raw/compare-cases/0")
         assert status == 200 and raw.startswith(b'{"id": "p0"')
+
+
+def test_a_pair_page_first_rebuilds_with_the_index_s_output_bound(tmp_path: Path) -> None:
+    """The states rebuilt for pages (a pair's or a case's, whichever comes first) share one
+    Checker, made with the --max-output-tokens the index was built with."""
+    paths = files(tmp_path)
+    with open_site(options(paths, max_output_tokens=2_048)) as s:
+        assert check_page(s, "p1", "better") is not None
+        checker = s.source._checker
+        assert checker is not None and checker.budget.reserved.output == 2_048
