@@ -15,7 +15,8 @@ LEFT_OUT = (("na_verdicts", "na verdicts"), ("unscored", "unscored"), ("stale", 
             ("no_verdict", "without a verdict"))
 
 
-def _share(value: float | None) -> str:
+def share(value: float | None) -> str:
+    """A share as a percentage with one decimal (``52.1%``); ``-`` for none."""
     return "-" if value is None else f"{value:.1%}"
 
 
@@ -27,15 +28,15 @@ def left_out(c: Coverage) -> str:
 
 def covers(accuracy: float | None, c: Coverage) -> str:
     """``accuracy 52.1% covers 407 of 750 labels (54.3%)``: a scored figure with its base."""
-    return (f"accuracy {_share(accuracy)} covers {c.scored:,} of {c.labels:,} pass/fail labels "
-            f"({_share(c.scored_share)})")
+    return (f"accuracy {share(accuracy)} covers {c.scored:,} of {c.labels:,} pass/fail labels "
+            f"({share(c.scored_share)})")
 
 
 def sentence(name: str, accuracy: float | None, c: Coverage) -> str:
     """One rubric's coverage: the scored accuracy, its base, what it left out, and the
     accuracy over all labels."""
     return (f"{name}: {covers(accuracy, c)}; left out: {left_out(c)}; over all "
-            f"{c.labels:,} labels {_share(c.accuracy_all_labels)}.")
+            f"{c.labels:,} labels {share(c.accuracy_all_labels)}.")
 
 
 def headline_blocks(report: AgreeReport) -> list[Block]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
-from evalstream._render.coverage import sentence
+from evalstream._render.coverage import sentence, share
 from evalstream._verdicts.coverage import Coverage, coverage, worst_first
 from evalstream._verdicts.records import FAIL, NA_VERDICT, PASS, UNSCORED
 from evalstream._verdicts.stale import NOT_CHECKED, RUBRIC, STATE
@@ -95,7 +95,7 @@ def table(ix: Index) -> str:
     rows = []
     for name, c, accuracy in by_rubric(ix):
         cells = [escape(name)] + [f"{n:,}" for n in (c.labels, c.scored)]
-        cells += [_share(accuracy), _share(c.accuracy_all_labels)]
+        cells += [share(accuracy), share(c.accuracy_all_labels)]
         cells += [f"{c.left_out[k]:,}" for k in ("na_verdicts", "unscored", "stale",
                                                   "no_verdict")]
         rows.append("<tr>" + "".join(f"<td{'' if i == 0 else NUM}>{v}</td>"
@@ -112,7 +112,3 @@ def table(ix: Index) -> str:
             "over which the accuracy is computed; over all labels: the agreeing verdicts over "
             "every pass or fail label (one left out counts as not agreeing), as agree computes "
             "them.</p>")
-
-
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
