@@ -357,7 +357,8 @@ def check(opts: Options, rubric_set: RubricSet | None) -> list[str]:
         raise UsageError("--pair-with reads two local files (or one of them from stdin), not "
                          "globs or URLs: give each run as one file.")
     if opts.input == "-" and opts.pair_with == "-":
-        raise UsageError("only one of the two runs can be read from stdin (-).")
+        raise UsageError("the input and --pair-with are both - (stdin): only one of the two "
+                         "runs can be read from stdin; give the other as a file.")
     assert rubric_set is not None
     if not opts.rubric_files:
         raise UsageError("--pair-with builds pairwise rubrics (kind = \"pairwise\" in a "

@@ -254,6 +254,14 @@ def test_what_pair_with_refuses(tmp_path: Path, options: dict[str, Any], message
                     pair_with=write(tmp_path / "b.jsonl", []), **given))
 
 
+def test_both_runs_from_stdin_are_refused_naming_the_two_arguments(tmp_path: Path) -> None:
+    rubric = tmp_path / "r.toml"
+    rubric.write_text(RUBRIC)
+    with pytest.raises(UsageError, match=r"the input and --pair-with are both - \(stdin\)"):
+        run(Options(input="-", output=str(tmp_path / "o.jsonl"), pair_with="-",
+                    rubric_files=[str(rubric)]))
+
+
 def test_workers_are_one_process_with_a_warning_and_a_pairwise_rubric_alone_warns(
         tmp_path: Path) -> None:
     a, b = runs(10)
