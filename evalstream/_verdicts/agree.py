@@ -623,16 +623,8 @@ def run(opts: AgreeOptions,
                                      allow_unknown_fields=opts.allow_unknown_fields,
                                      pairs=pairs,
                                      each=extension.verdict if extension else None)
-        # What build makes of the cases today: rebuilt as each case is read, or build's output.
-        rebuilt = None if rubric_set is None else staleness.FromCases(
-            rubric_set, rubrics, against_rubrics(opts.rubric_files))
-        case_file = read_labels(opts.cases, rubrics, groups, sink, by=opts.by,
-                                max_line_bytes=opts.max_line_bytes,
-                                allow_unknown_fields=opts.allow_unknown_fields,
-                                on_case=None if rebuilt is None else rebuilt.add, files=cases)
-        expected = rebuilt.expected() if rebuilt is not None else staleness.from_states(
-            opts.states, rubrics, opts.max_line_bytes, opts.allow_unknown_fields) \
-            if opts.states is not None else None
+        case_file, expected = cases_and_states(opts, cases, rubric_set, rubrics, groups, sink,
+                                               opts.by)
         verdicts = staleness.mark(verdict_file.frame, expected)
         stale_all, stale_by_rubric = staleness.counts(verdicts)
         joined = _joined(verdicts, case_file.labels, case_file.cases)
@@ -730,6 +722,10 @@ class _Inputs(Protocol):
     def rejects(self) -> str | None: ...
     @property
     def force(self) -> bool: ...
+    @property
+    def max_line_bytes(self) -> int: ...
+    @property
+    def allow_unknown_fields(self) -> bool: ...
 
 
 def checked_inputs(opts: _Inputs, verdicts: list[str], usage: str,
@@ -763,6 +759,26 @@ def checked_inputs(opts: _Inputs, verdicts: list[str], usage: str,
     if opts.states is not None:
         check_input(opts.states, "judge states", "; --states takes build's output")
     return cases, targets, rubric_set
+
+
+def cases_and_states(opts: _Inputs, cases: list[str], rubric_set: RubricSet | None,
+                     rubrics: Codes, groups: Codes, sink: RejectSink, by: str | None = None,
+                     ) -> tuple[CaseFile, staleness.Expected | None]:
+    """Read the cases (``cases``: ``case_files``) and what build makes of them today: rebuilt
+    with ``rubric_set`` as each case is read, or build's output (``opts.states``), or None
+    when neither is known."""
+    rebuilt = None if rubric_set is None else staleness.FromCases(
+        rubric_set, rubrics, against_rubrics(opts.rubric_files))
+    case_file = read_labels(opts.cases, rubrics, groups, sink, by=by,
+                            max_line_bytes=opts.max_line_bytes,
+                            allow_unknown_fields=opts.allow_unknown_fields,
+                            on_case=None if rebuilt is None else rebuilt.add, files=cases)
+    if rebuilt is not None:
+        return case_file, rebuilt.expected()
+    if opts.states is not None:
+        return case_file, staleness.from_states(opts.states, rubrics, opts.max_line_bytes,
+                                                opts.allow_unknown_fields)
+    return case_file, None
 
 
 def check_view(view: str | None) -> None:

@@ -34,10 +34,9 @@ from evalstream._verdicts.agree import (
     _count_rows,
     _joined,
     _rubric_results,
-    against_rubrics,
+    cases_and_states,
     checked_inputs,
     over_unscored_rate,
-    read_labels,
 )
 from evalstream._verdicts.coverage import Coverage
 from evalstream._verdicts.records import (
@@ -206,15 +205,7 @@ def run(opts: JudgesOptions,
                                        each=used))
             spent.append(used)
         # What build makes of the cases today, once for every run (as agree finds it).
-        rebuilt = None if rubric_set is None else staleness.FromCases(
-            rubric_set, rubrics, against_rubrics(opts.rubric_files))
-        case_file = read_labels(opts.cases, rubrics, groups, sink,
-                                max_line_bytes=opts.max_line_bytes,
-                                allow_unknown_fields=opts.allow_unknown_fields,
-                                on_case=None if rebuilt is None else rebuilt.add, files=cases)
-        expected = rebuilt.expected() if rebuilt is not None else staleness.from_states(
-            opts.states, rubrics, opts.max_line_bytes, opts.allow_unknown_fields) \
-            if opts.states is not None else None
+        case_file, expected = cases_and_states(opts, cases, rubric_set, rubrics, groups, sink)
         rows: dict[str, list[JudgeRow]] = {}
         checks = []
         for path, found, used in zip(opts.runs, files, spent, strict=True):
