@@ -78,7 +78,8 @@ def rubric_table(r: RubricJudges, report: JudgesReport) -> Table:
     table.note = ("Sorted by Cohen's kappa with the labels (fail is the positive class), then "
                   "accuracy. labels: the pass/fail labels each row is computed over; over all "
                   "labels: its accuracy counting every label without a usable verdict (na, "
-                  "unscored, stale, none) as not agreeing."
+                  "unscored, stale, none) as not agreeing; unscored: the share of the run's "
+                  "verdicts on the rubric (stale ones too, labelled or not) left unscored."
                   + (f" No price for {', '.join(unpriced)}: no cost shown for the runs that "
                      "used it." if unpriced else ""))
     return table

@@ -599,39 +599,20 @@ def run(opts: AgreeOptions,
     Rejects go to ``opts.rejects`` when given (written only if the run succeeds); raises
     DuplicateKeyError (exit 2) when a verdict file repeats a key.
     """
-    from evalstream._files.transaction import Transaction, open_reports, report_targets
+    from evalstream._files.transaction import open_reports
     from evalstream.errors import UsageError
 
     if opts.verdicts == "-" and "-" in (opts.case_inputs or [opts.cases]):
         raise UsageError("only one of the verdicts and the cases can be read from stdin (-).")
-    from evalstream._files.sniff import check_input
-
     if opts.max_ids < 0:
         raise UsageError("--max-ids must be 0 or more.")
     if opts.by is not None and ("," in opts.by or not opts.by.strip(".")):
         raise UsageError(f"--by takes one metadata key (dots reach nested metadata), not "
                          f"{opts.by!r}.")
-    if not 0 < opts.confidence < 1:
-        raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
-    check_unscored_rate(opts.max_unscored_rate)
-    # The targets before the inputs' first bytes are read: an input named as a target is
-    # refused as that, whatever it holds.
-    cases = case_files(opts.cases, opts.case_inputs)
-    inputs = [("verdicts", opts.verdicts), *(("cases", c) for c in cases),
-              *([("states", opts.states)] if opts.states else []),
-              *(("rubrics", path) for path in opts.rubric_files if path != "builtin")]
-    targets = Transaction(inputs, report_targets(opts.output, opts.format, opts.html,
-                                                 opts.rejects) + opts.more_targets,
-                          opts.force).check()
     usage = ("; usage: evalstream agree VERDICTS CASES..., or agree RUN_A RUN_B ... --cases "
              "CASES for several runs side by side")
-    check_input(opts.verdicts, "verdicts", usage)
-    for path in cases:
-        check_input(path, "cases", usage)
-    check_view(opts.view)
-    rubric_set = stale_rubrics(opts.rubric_files, opts.states)
-    if opts.states is not None:
-        check_input(opts.states, "judge states", "; --states takes build's output")
+    cases, targets, rubric_set = checked_inputs(opts, [opts.verdicts], usage,
+                                                opts.more_targets, opts.view)
     rubrics, groups = Codes(MAX_RUBRICS), Codes()
     with targets:
         sink = RejectSink(opts.rejects, targets.open("rejects") if opts.rejects else None)
@@ -642,16 +623,8 @@ def run(opts: AgreeOptions,
                                      allow_unknown_fields=opts.allow_unknown_fields,
                                      pairs=pairs,
                                      each=extension.verdict if extension else None)
-        # What build makes of the cases today: rebuilt as each case is read, or build's output.
-        rebuilt = None if rubric_set is None else staleness.FromCases(
-            rubric_set, rubrics, against_rubrics(opts.rubric_files))
-        case_file = read_labels(opts.cases, rubrics, groups, sink, by=opts.by,
-                                max_line_bytes=opts.max_line_bytes,
-                                allow_unknown_fields=opts.allow_unknown_fields,
-                                on_case=None if rebuilt is None else rebuilt.add, files=cases)
-        expected = rebuilt.expected() if rebuilt is not None else staleness.from_states(
-            opts.states, rubrics, opts.max_line_bytes, opts.allow_unknown_fields) \
-            if opts.states is not None else None
+        case_file, expected = cases_and_states(opts, cases, rubric_set, rubrics, groups, sink,
+                                               opts.by)
         verdicts = staleness.mark(verdict_file.frame, expected)
         stale_all, stale_by_rubric = staleness.counts(verdicts)
         joined = _joined(verdicts, case_file.labels, case_file.cases)
@@ -722,6 +695,90 @@ def against_rubrics(rubric_files: list[str]) -> str:
     """What the stale check compares with, said as the report says it."""
     named = ", ".join(rubric_files) if rubric_files else "builtin"
     return f"the judge states build makes of the cases today, with the rubrics {named}"
+
+
+class _Inputs(Protocol):
+    """The options agree and its several runs side by side share: the inputs and targets."""
+
+    @property
+    def cases(self) -> str: ...
+    @property
+    def case_inputs(self) -> list[str]: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def max_unscored_rate(self) -> float | None: ...
+    @property
+    def states(self) -> str | None: ...
+    @property
+    def rubric_files(self) -> list[str]: ...
+    @property
+    def output(self) -> str | None: ...
+    @property
+    def format(self) -> str: ...
+    @property
+    def html(self) -> str | None: ...
+    @property
+    def rejects(self) -> str | None: ...
+    @property
+    def force(self) -> bool: ...
+    @property
+    def max_line_bytes(self) -> int: ...
+    @property
+    def allow_unknown_fields(self) -> bool: ...
+
+
+def checked_inputs(opts: _Inputs, verdicts: list[str], usage: str,
+                   more_targets: list[Target] | None = None, view: str | None = None,
+                   ) -> tuple[list[str], Transaction, RubricSet | None]:
+    """Check the options and inputs of agree (one verdict file) or of several runs side by
+    side (``verdicts``), before anything is read: the case files, the checked transaction
+    (the targets before the inputs' first bytes are read: an input named as a target is
+    refused as that, whatever it holds) and the rubric set to rebuild the states with (None
+    when ``opts.states`` is read instead). UsageError names the option or file."""
+    from evalstream._files.sniff import check_input
+    from evalstream._files.transaction import Transaction, report_targets
+    from evalstream.errors import UsageError
+
+    if not 0 < opts.confidence < 1:
+        raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
+    check_unscored_rate(opts.max_unscored_rate)
+    cases = case_files(opts.cases, opts.case_inputs)
+    inputs = [*(("verdicts", p) for p in verdicts), *(("cases", c) for c in cases),
+              *([("states", opts.states)] if opts.states else []),
+              *(("rubrics", path) for path in opts.rubric_files if path != "builtin")]
+    targets = Transaction(inputs, report_targets(opts.output, opts.format, opts.html,
+                                                 opts.rejects) + (more_targets or []),
+                          opts.force).check()
+    for path in verdicts:
+        check_input(path, "verdicts", usage)
+    for path in cases:
+        check_input(path, "cases", usage)
+    check_view(view)
+    rubric_set = stale_rubrics(opts.rubric_files, opts.states)
+    if opts.states is not None:
+        check_input(opts.states, "judge states", "; --states takes build's output")
+    return cases, targets, rubric_set
+
+
+def cases_and_states(opts: _Inputs, cases: list[str], rubric_set: RubricSet | None,
+                     rubrics: Codes, groups: Codes, sink: RejectSink, by: str | None = None,
+                     ) -> tuple[CaseFile, staleness.Expected | None]:
+    """Read the cases (``cases``: ``case_files``) and what build makes of them today: rebuilt
+    with ``rubric_set`` as each case is read, or build's output (``opts.states``), or None
+    when neither is known."""
+    rebuilt = None if rubric_set is None else staleness.FromCases(
+        rubric_set, rubrics, against_rubrics(opts.rubric_files))
+    case_file = read_labels(opts.cases, rubrics, groups, sink, by=by,
+                            max_line_bytes=opts.max_line_bytes,
+                            allow_unknown_fields=opts.allow_unknown_fields,
+                            on_case=None if rebuilt is None else rebuilt.add, files=cases)
+    if rebuilt is not None:
+        return case_file, rebuilt.expected()
+    if opts.states is not None:
+        return case_file, staleness.from_states(opts.states, rubrics, opts.max_line_bytes,
+                                                opts.allow_unknown_fields)
+    return case_file, None
 
 
 def check_view(view: str | None) -> None:

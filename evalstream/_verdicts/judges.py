@@ -34,12 +34,9 @@ from evalstream._verdicts.agree import (
     _count_rows,
     _joined,
     _rubric_results,
-    against_rubrics,
-    case_files,
-    check_unscored_rate,
+    cases_and_states,
+    checked_inputs,
     over_unscored_rate,
-    read_labels,
-    stale_rubrics,
 )
 from evalstream._verdicts.coverage import Coverage
 from evalstream._verdicts.records import (
@@ -184,8 +181,7 @@ def run(opts: JudgesOptions,
         ) -> JudgesReport:
     """Read the cases once and every run, count each against the labels and write the report
     (``write``, into the targets opened with the rejects: all committed, or none)."""
-    from evalstream._files.sniff import check_input
-    from evalstream._files.transaction import Transaction, open_reports, report_targets
+    from evalstream._files.transaction import open_reports
     from evalstream.errors import UsageError
 
     if len(opts.runs) < 1:
@@ -194,25 +190,8 @@ def run(opts: JudgesOptions,
     if sum(p == "-" for p in [*opts.runs, *(opts.case_inputs or [opts.cases])]) > 1:
         raise UsageError("only one of the verdict files and the cases can be read from stdin "
                          "(-).")
-    if not 0 < opts.confidence < 1:
-        raise UsageError("--confidence must be between 0 and 1 (e.g. 0.95).")
-    check_unscored_rate(opts.max_unscored_rate)
-    cases = case_files(opts.cases, opts.case_inputs)
-    targets = Transaction([*(("verdicts", p) for p in opts.runs),
-                           *(("cases", c) for c in cases),
-                           *([("states", opts.states)] if opts.states else []),
-                           *(("rubrics", path) for path in opts.rubric_files
-                             if path != "builtin")],
-                          report_targets(opts.output, opts.format, opts.html, opts.rejects),
-                          opts.force).check()
     usage = "; usage: evalstream agree RUN_A RUN_B ... --cases CASES"
-    for path in opts.runs:
-        check_input(path, "verdicts", usage)
-    for path in cases:
-        check_input(path, "cases", usage)
-    rubric_set = stale_rubrics(opts.rubric_files, opts.states)
-    if opts.states is not None:
-        check_input(opts.states, "judge states", "; --states takes build's output")
+    cases, targets, rubric_set = checked_inputs(opts, opts.runs, usage)
     rubrics, groups = Codes(MAX_RUBRICS), Codes()
     with targets:
         sink = RejectSink(opts.rejects, targets.open("rejects") if opts.rejects else None)
@@ -226,15 +205,7 @@ def run(opts: JudgesOptions,
                                        each=used))
             spent.append(used)
         # What build makes of the cases today, once for every run (as agree finds it).
-        rebuilt = None if rubric_set is None else staleness.FromCases(
-            rubric_set, rubrics, against_rubrics(opts.rubric_files))
-        case_file = read_labels(opts.cases, rubrics, groups, sink,
-                                max_line_bytes=opts.max_line_bytes,
-                                allow_unknown_fields=opts.allow_unknown_fields,
-                                on_case=None if rebuilt is None else rebuilt.add, files=cases)
-        expected = rebuilt.expected() if rebuilt is not None else staleness.from_states(
-            opts.states, rubrics, opts.max_line_bytes, opts.allow_unknown_fields) \
-            if opts.states is not None else None
+        case_file, expected = cases_and_states(opts, cases, rubric_set, rubrics, groups, sink)
         rows: dict[str, list[JudgeRow]] = {}
         checks = []
         for path, found, used in zip(opts.runs, files, spent, strict=True):

@@ -172,6 +172,9 @@ class Options:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 
 
+# The target's name, as its errors say it (``the output and the --to-label-output cannot
+# both go to stdout``): the option that names it.
+TARGET = "--to-label-output"
 OWN = ("estimate", "target_width", "to_label", "to_label_output")  # agree's options of this
 
 
@@ -201,7 +204,7 @@ def targets(opts: Options) -> list[Target]:
 
     if opts.to_label_output is None:
         return []
-    return [Target("to_label", opts.to_label_output, "cases")]
+    return [Target(TARGET, opts.to_label_output, "cases")]
 
 
 class SurenessExtension:
@@ -426,7 +429,7 @@ def _write_cases(joined: Joined, by_case: dict[int, list[dict[str, Any]]],
     from evalstream._cases.rejects import Reject
     from evalstream._files.outputs import escape_line_breaks
 
-    out = joined.targets.open("to_label")
+    out = joined.targets.open(TARGET)
     row = 0
     # Rejected lines are not rows; duplicate ids were rejected the same way the first time.
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)

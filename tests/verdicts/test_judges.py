@@ -232,3 +232,13 @@ def test_cases_of_several_runs_may_be_several_files_or_a_glob(tmp_path: Path) ->
         assert shown["cases"].pop("path") != expected["cases"]["path"]
         assert shown == {**expected, "cases": {k: v for k, v in expected["cases"].items()
                                                if k != "path"}}
+
+
+def test_the_tables_note_says_what_the_unscored_rate_is_a_share_of(tmp_path: Path) -> None:
+    out = tmp_path / "judges.md"
+    report = evalstream.agree_judges([SAMPLES / "verdicts.jsonl"], SAMPLES / "cases.jsonl",
+                                     format="markdown", output=out)
+    row = report.rubrics[0].rows[0]
+    assert row.unscored_rate == row.unscored / row.verdicts
+    assert ("unscored: the share of the run's verdicts on the rubric (stale ones too, "
+            "labelled or not) left unscored.") in " ".join(out.read_text().split())

@@ -202,6 +202,17 @@ def test_to_label_with_cases_on_stdin_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "t.jsonl").exists()
 
 
+def test_to_label_output_on_stdout_with_the_report_names_the_option(tmp_path: Path,
+                                                                    capsys: Any) -> None:
+    from evalstream._cli import main
+
+    vpath, cpath, _, _ = write(tmp_path, n=20)
+    assert main(["agree", str(vpath), str(cpath), "--to-label", "3", "--to-label-output",
+                 "-"]) == 2
+    assert ("the output and the --to-label-output cannot both go to stdout (-)"
+            in capsys.readouterr().err)
+
+
 def test_the_command_line_and_the_page(tmp_path: Path, capsys: Any) -> None:
     from evalstream._cli import main
 
