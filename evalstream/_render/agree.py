@@ -12,7 +12,13 @@ import os
 from evalstream._cases.rejects import Reject
 from evalstream._render import bias
 from evalstream._render.tables import Block, Column, Heading, Link, Paragraph, Table
-from evalstream._verdicts.agree import AgreeReport, Cell, RubricAgreement, over_unscored_rate
+from evalstream._verdicts.agree import (
+    AgreeReport,
+    Cell,
+    RubricAgreement,
+    nothing_scored,
+    over_unscored_rate,
+)
 from evalstream._verdicts.records import MAX_RUBRICS, VerdictFileSummary
 
 # -- the text views --------------------------------------------------------------------------------
@@ -120,7 +126,12 @@ def unlisted_line(counts: list[int], kinds: list[str]) -> str:
 
 
 def unscored_line(summary: VerdictFileSummary, limit: float | None) -> str | None:
-    """A sentence on the unscored rate when there are unscored verdicts or a limit."""
+    """A sentence on the unscored rate when there are unscored verdicts or a limit; on a file
+    with no scored verdict, whatever the limit (exit 1)."""
+    if nothing_scored(summary):
+        held = "no verdict" if not summary.verdicts else \
+            f"{summary.verdicts:,} verdicts, every one unscored"
+        return f"{summary.path}: {held}: nothing was judged to measure (exit 1)."
     if summary.unscored_rate is None or (not summary.by_status["unscored"] and limit is None):
         return None
     text = (f"{summary.path}: {summary.by_status['unscored']:,} of {summary.verdicts:,} verdicts "

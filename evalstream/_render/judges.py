@@ -4,11 +4,11 @@ the best agreement with people first, with its unscored rate and its tokens and 
 
 from __future__ import annotations
 
-from evalstream._render.agree import reject_blocks
+from evalstream._render.agree import reject_blocks, unscored_line
 from evalstream._render.agree_html import kappa_chart
 from evalstream._render.html import Page
 from evalstream._render.tables import Block, Column, Heading, Paragraph, Table
-from evalstream._verdicts.agree import KappaOut
+from evalstream._verdicts.agree import KappaOut, nothing_scored
 from evalstream._verdicts.judges import PER, JudgesReport, RubricJudges
 
 
@@ -33,6 +33,8 @@ def summary_blocks(report: JudgesReport) -> list[Block]:
             f"states + {v.rejected:,} rejected + {v.blank:,} blank; judged by "
             f"{', '.join(v.judges) or 'no judge named'}; {v.by_status['unscored']:,} "
             "unscored."))
+        if nothing_scored(v):
+            out.append(Paragraph(unscored_line(v, None) or ""))  # a run that measures nothing
     c = report.cases
     out.append(Paragraph(f"{c.path}: {c.lines:,} lines = {c.cases:,} cases + {c.rejected:,} "
                          f"rejected + {c.blank:,} blank; {c.labels:,} labels."))

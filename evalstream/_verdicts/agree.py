@@ -799,8 +799,18 @@ def check_unscored_rate(rate: float | None) -> None:
         raise UsageError(f"--max-unscored-rate must be between 0 and 1 (e.g. 0.02), not {rate}.")
 
 
+def nothing_scored(summary: VerdictFileSummary) -> bool:
+    """Whether the file holds no scored verdict: none at all (empty, or judge states not
+    judged yet), or every one unscored. Such a file measures nothing, whatever its report
+    says, so it is never a green run (as ``judge`` exits 1 when every verdict is unscored)."""
+    return summary.verdicts == summary.by_status.get("unscored", 0)
+
+
 def over_unscored_rate(summary: VerdictFileSummary, limit: float | None) -> bool:
-    """Whether the file's share of unscored verdicts is above ``limit`` (None: no limit)."""
+    """Whether the file's share of unscored verdicts is above ``limit`` (None: no limit), or
+    the file holds no scored verdict at all (``nothing_scored``), whatever the limit."""
+    if nothing_scored(summary):
+        return True
     return limit is not None and summary.unscored_rate is not None \
         and summary.unscored_rate > limit
 

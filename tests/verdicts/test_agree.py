@@ -311,9 +311,43 @@ def test_empty_files(tmp_path: Path, capsys: Any) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     report = run(AgreeOptions(str(empty), str(empty)))
-    assert (report.rubrics, report.exit_code) == ([], 0)
-    assert main(["agree", str(empty), str(empty), "--format", "markdown"]) == 0
-    assert "nothing to compare" in capsys.readouterr().out
+    # Nothing was judged: an honest report, and never a green run (exit 1).
+    assert (report.rubrics, report.exit_code) == ([], 1)
+    assert main(["agree", str(empty), str(empty), "--format", "markdown"]) == 1
+    out = capsys.readouterr().out
+    assert "nothing to compare" in out
+    assert "empty.jsonl: no verdict: nothing was judged to measure (exit 1)." in out
+
+
+def test_a_verdict_file_with_nothing_scored_exits_1_whatever_the_limit(
+        tmp_path: Path, capsys: Any) -> None:
+    # A judge that answered nothing usable, or states never judged: agree, several runs side
+    # by side and compare all measure nothing, and say so (as judge exits 1 on it).
+    unscored = tmp_path / "unscored.jsonl"
+    states = tmp_path / "states.jsonl"
+    lines = [json.loads(x) for x in VERDICTS.read_text().splitlines()]
+    for v in lines:
+        v.update(status="unscored", rationale=None, error={"cause": "not_json", "detail": "x"})
+    unscored.write_text("".join(json.dumps(v) + "\n" for v in lines))
+    states.write_text("".join(json.dumps({"case_id": v["case_id"], "rubric_id": v["rubric_id"],
+                                          "question": "q", "state": {}}) + "\n"
+                              for v in lines))
+    for path, held in ((unscored, f"{len(lines):,} verdicts, every one unscored"),
+                       (states, "no verdict")):
+        assert run(AgreeOptions(str(path), str(CASES))).exit_code == 1
+        assert main(["agree", str(path), str(CASES), "--format", "markdown"]) == 1
+        assert f"{path.name}: {held}: nothing was judged to measure (exit 1)." in \
+            capsys.readouterr().out
+        assert main(["compare", str(VERDICTS), str(path), "--format", "markdown"]) == 1
+        capsys.readouterr()
+    assert main(["agree", str(VERDICTS), str(unscored), "--cases", str(CASES),
+                 "--format", "markdown"]) == 1
+    assert "unscored.jsonl: 111 verdicts, every one unscored: nothing was judged to measure " \
+        "(exit 1)." in capsys.readouterr().out
+    # One scored verdict is something measured: the rate then decides, as before.
+    lines[0].update(status="pass", rationale="r", error=None)
+    unscored.write_text("".join(json.dumps(v) + "\n" for v in lines))
+    assert run(AgreeOptions(str(unscored), str(CASES))).exit_code == 0
 
 
 def test_unscored_rate_and_its_limit() -> None:

@@ -208,11 +208,14 @@ def test_cli_table_and_html(tmp_path: Path, capsys: Any) -> None:
 def test_empty_runs(tmp_path: Path, capsys: Any) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
-    assert main(["compare", str(empty), str(RUN_B), "--format", "markdown"]) == 0
+    # A run with no verdict measures nothing: said, and exit 1 (never a green run).
+    assert main(["compare", str(empty), str(RUN_B), "--format", "markdown"]) == 1
     out = capsys.readouterr().out
     assert "No key is in both runs" in out
+    assert "empty.jsonl: no verdict: nothing was judged to measure (exit 1)." in out
     report = run(CompareOptions(str(empty), str(empty)))
     assert (report.rubrics, report.summary.keys, report.run_a.blank) == ([], 0, 1)
+    assert report.exit_code == 1
 
 
 def test_max_unscored_rate_applies_to_either_run() -> None:
