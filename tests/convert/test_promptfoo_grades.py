@@ -124,6 +124,15 @@ def test_id_from_makes_ids_from_the_results_fields(tmp_path: Path) -> None:
     assert report.ids == "column pf.{testIdx}.{promptIdx}"
 
 
+def test_an_invalid_id_names_where_it_came_from(tmp_path: Path) -> None:
+    _, verdicts, rejects = _convert(tmp_path, id_from="pf x/{testIdx}")
+    assert not verdicts
+    invalid = [r for r in rejects if r["path"] == "$.case_id"]
+    assert len(invalid) == 7
+    assert all(r["column"] == "pf x/{testIdx}" and "is not a slug" in r["error"]
+               for r in invalid)
+
+
 def test_stdin_and_gzip_give_the_files_verdicts(tmp_path: Path) -> None:
     # The results array is streamed: stdin and .gz are read as the file is.
     _, verdicts, _ = _convert(tmp_path)
