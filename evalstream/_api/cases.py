@@ -159,10 +159,13 @@ def convert(input: Path, output: Path, *, format: str | None = None, maps: Seque
             report: Path | None = None, max_line_bytes: int = MAX_LINE_BYTES,
             force: bool = False) -> ConvertReport:
     """Run ``convert``: cases at ``output`` from another format at ``input`` (OpenAI chats,
-    tables, inspect_ai logs, Hugging Face datasets on disk), with the rejects and the report
-    beside it. Each option as the command's: ``format`` is ``--from`` (None: inferred from
-    the file), ``maps`` ``--map``, ``sets`` ``--set``, ``quoting=False`` ``--no-quoting``.
-    Returns the report; files appear only if the whole run succeeds."""
+    OpenTelemetry traces, tables, inspect_ai logs, Hugging Face datasets on disk), or another
+    tool's judge as verdicts (``format`` ``"inspect-grades"``, ``"promptfoo-grades"``), with
+    the rejects and the report beside it; ``-`` is stdin (for the formats read as a stream,
+    with ``format``) or stdout. Each option as the command's: ``format`` is ``--from``
+    (None: inferred from the file), ``maps`` ``--map``, ``sets`` ``--set``,
+    ``quoting=False`` ``--no-quoting``. Returns the report; files appear only if the whole
+    run succeeds."""
     from evalstream._convert import Options, run
 
     given = options(convert, locals())

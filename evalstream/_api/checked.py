@@ -107,20 +107,22 @@ def path(name: str, value: Any) -> str:
 def inputs(given: Any) -> dict[str, Any]:
     """``input`` and ``inputs`` of a library run's options: one path, glob or URL, or a list
     of them (read in order as one)."""
-    if isinstance(given, (list, tuple)):
-        names = [path("input", x) for x in given]
-        return {"input": " ".join(names), "inputs": names if len(names) > 1 else []}
-    return {"input": path("input", given)}
+    return _one_or_many(given, "input", "inputs")
 
 
 def case_inputs(cases: Any) -> dict[str, Any]:
     """``cases`` and ``case_inputs`` of the options of agree and view: one path or glob, or
-    several read in order as one (then joined by spaces in ``cases``, as ``inputs`` names
-    build's)."""
-    if isinstance(cases, (list, tuple)):
-        names = [path("cases", c) for c in cases]
-        return {"cases": " ".join(names), "case_inputs": names if len(names) > 1 else []}
-    return {"cases": path("cases", cases)}
+    several read in order as one."""
+    return _one_or_many(cases, "cases", "case_inputs")
+
+
+def _one_or_many(given: Any, one: str, many: str) -> dict[str, Any]:
+    """``one``: the path, or several joined by spaces (as the report names them); ``many``:
+    the several, in order, when there are more than one."""
+    if isinstance(given, (list, tuple)):
+        names = [path(one, x) for x in given]
+        return {one: " ".join(names), many: names if len(names) > 1 else []}
+    return {one: path(one, given)}
 
 
 # The judge config's options: the shared ones, then the provider's settings (each provider

@@ -43,8 +43,6 @@ def default(function: Callable[..., Any], name: str) -> str:
     return str(value)
 
 
-
-
 class Terminated(BaseException):
     """SIGTERM or SIGHUP arrived; unwinds like Ctrl-C so temporary files are removed."""
 
@@ -162,6 +160,8 @@ def add_settings(p: Any) -> None:
     sentence) and checks their values. The API's default of each is None or "": the
     provider's own, which the help names."""
     from evalstream._judge.providers import REGISTRY
+    from evalstream._judge.providers.azure import API_VERSION
+    from evalstream._judge.providers.bedrock import DEFAULT_REGION
 
     formats = list(dict.fromkeys(f for q in REGISTRY.values() for f in q.response_formats))
     p.add_argument("--response-format", choices=formats, metavar="FORMAT",
@@ -178,9 +178,11 @@ def add_settings(p: Any) -> None:
     p.add_argument("--deployment", type=text, metavar="NAME",
                    help="Azure: the deployment (default: named as --model)")
     p.add_argument("--api-version", type=text, metavar="VERSION",
-                   help="Azure: the api-version (default 2024-10-21)")
+                   help=f"Azure: the api-version (default {API_VERSION})")
     p.add_argument("--region", type=text, metavar="REGION",
-                   help="Bedrock: the AWS region (default AWS_REGION, else us-east-1)")
+                   help="Bedrock: the AWS region (default: the one a --base-url of "
+                        "bedrock-runtime.REGION.amazonaws.com names, else AWS_REGION, else "
+                        f"AWS_DEFAULT_REGION, else {DEFAULT_REGION})")
     logprobs = ", ".join(name for name, q in REGISTRY.items() if q.logprobs)
     p.add_argument("--confidence", action="store_true",
                    help="how sure the judge was: each verdict's `confidence` {pass, fail, na}, "

@@ -235,6 +235,8 @@ class _Converter:
         rejected (one bad verdict rejects its case's row, so that a case is judged whole or
         not at all)."""
         assert built.verdicts is not None
+        if ("id",) in built.origin:  # a verdict's id is its `case_id`: a reject names its source
+            built.origin[("case_id",)] = built.origin[("id",)]
         lines = []
         for verdict in built.verdicts:
             data = escape_line_breaks(self.encode({"case_id": case_id, **verdict}))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from evalstream._files.sniff import check_cases_input
 from evalstream.errors import WrongFileError
 from tests.convert.otel_traces import write_traces_apart
 from tests.convert.support import GOLDEN, convert, validate_accepts
-from tests.helpers import golden
+from tests.helpers import ROOT, golden
 
 # Slow as a module: the traces are written by an instrumented application (seconds).
 pytestmark = pytest.mark.slow
@@ -227,3 +229,13 @@ def test_lines_that_are_not_traces(tmp_path: Path, traces: Path) -> None:
     c = result.report.counts
     assert c.rows == c.cases + c.rejected + c.blank and c.blank == 2 and c.rejected == 3
     run(Options(input=str(path), output=str(tmp_path / "again.jsonl"), format="otel"))
+
+
+def test_stdin_gives_the_files_cases(tmp_path: Path, traces: Path) -> None:
+    out = tmp_path / "cases.jsonl"
+    report, _ = run(Options(input=str(traces), output=str(out)))
+    done = subprocess.run([sys.executable, "-m", "evalstream", "convert", "-", "-", "--from",
+                           "otel", "-q"], input=traces.read_bytes(), capture_output=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == report.exit_code and done.stdout == out.read_bytes(), done.stderr
+    assert done.stdout.count(b"\n") == 3

@@ -7,7 +7,10 @@ reject, and ``agree``, ``compare`` and ``view`` read them."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,7 @@ from evalstream._judge import live
 from evalstream._verdicts import records
 from evalstream.errors import WrongFileError
 from tests.convert.support import GOLDEN
-from tests.helpers import golden
+from tests.helpers import ROOT, golden
 from tests.judge.support import FakeServer, options
 
 HERE = Path(__file__).resolve().parent / "promptfoo"
@@ -119,6 +122,31 @@ def test_id_from_makes_ids_from_the_results_fields(tmp_path: Path) -> None:
     assert [v["case_id"] for v in verdicts] == [f"pf.{i}.0" for i in (0, 1, 2, 3, 4, 5, 8)]
     assert [r["row"] for r in rejects] == [7, 8]
     assert report.ids == "column pf.{testIdx}.{promptIdx}"
+
+
+def test_an_invalid_id_names_where_it_came_from(tmp_path: Path) -> None:
+    _, verdicts, rejects = _convert(tmp_path, id_from="pf x/{testIdx}")
+    assert not verdicts
+    invalid = [r for r in rejects if r["path"] == "$.case_id"]
+    assert len(invalid) == 7
+    assert all(r["column"] == "pf x/{testIdx}" and "is not a slug" in r["error"]
+               for r in invalid)
+
+
+def test_stdin_and_gzip_give_the_files_verdicts(tmp_path: Path) -> None:
+    # The results array is streamed: stdin and .gz are read as the file is.
+    _, verdicts, _ = _convert(tmp_path)
+    expected = (tmp_path / "verdicts.jsonl").read_bytes()
+    assert len(verdicts) == 6
+    done = subprocess.run([sys.executable, "-m", "evalstream", "convert", "-", "-", "--from",
+                           "promptfoo-grades", "-q"], input=RESULTS.read_bytes(),
+                          capture_output=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 1 and done.stdout == expected, done.stderr  # 1: its rejects
+    packed = tmp_path / "results.json.gz"
+    packed.write_bytes(gzip.compress(RESULTS.read_bytes()))
+    report, _ = run(Options(input=str(packed), output=str(tmp_path / "gz.jsonl")))
+    assert report.format == "promptfoo-grades"
+    assert (tmp_path / "gz.jsonl").read_bytes() == expected
 
 
 def test_a_results_file_given_as_cases_says_how_its_verdicts_come_in(tmp_path: Path) -> None:

@@ -7,13 +7,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from evalstream._build import ranges
 from evalstream._build.run import Options, run
 from evalstream._engines import ranges as engine
 from evalstream._files import temporaries
@@ -62,18 +59,8 @@ def test_every_temporary_a_dead_run_left_for_a_target_goes_with_the_next_run_of_
 
 
 def test_the_workers_parts_folder_is_named_for_its_output(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    made: list[str] = []
-    folder = engine.temp_folder
-
-    @contextmanager
-    def spy(*args: str) -> Iterator[str]:
-        with folder(*args) as path:
-            made.append(path)
-            yield path
-
-    monkeypatch.setattr(engine, "temp_folder", spy)
-    monkeypatch.setattr(ranges, "WORTHWHILE_BYTES", 0)
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker_runs: list[str]) -> None:
+    made = worker_runs  # the conftest fixture lists each run's parts folder
     monkeypatch.setattr(engine, "range_bytes", lambda size, workers: 8192)
     run(Options(input=str(SAMPLES / "cases.jsonl"), output=str(tmp_path / "states.jsonl"),
                 workers=2))

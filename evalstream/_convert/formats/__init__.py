@@ -72,7 +72,7 @@ def _inferred_from(fmt: Format) -> str:
     if not (fmt.suffixes or fmt.folder or fmt.magic or fmt.guess):
         return f"never (its files are another format's: give --from {fmt.name})"
     names = ", ".join(s or "no suffix" for s in fmt.suffixes)
-    if fmt.stream:
+    if fmt.stream and names:
         names += " (.gz, .zst too)"
     if fmt.first_line is not None:
         names += f", when the first line is {fmt.first_line.said}"
@@ -80,7 +80,8 @@ def _inferred_from(fmt: Format) -> str:
     if names:
         said.append(names)
     if fmt.magic:
-        said.append(f"any name, by its first bytes ({fmt.magic})")
+        said.append(f"any name{' (.gz, .zst too)' if fmt.stream and not names else ''}, by its "
+                    f"first bytes ({fmt.magic})")
     elif fmt.guess:
         said.append("another name, by its first bytes")
     return "; ".join(said)

@@ -33,16 +33,7 @@ NOT_A_VERDICT = "not_a_verdict"
 
 
 def _open(given: Given) -> Source:
-    header, rows = inspect_log.read(given.path)
-    given.stack.callback(getattr(rows, "close", lambda: None))
-    remapped = given.id_from is not None  # then the run makes each id, as for any source
-
-    def build_sample(values: dict[str, Any], notes: Notes) -> Built:
-        return build(values, notes, header, with_id=not remapped)
-
-    if remapped:
-        return Source(rows, build_sample, None, given.ids_from)
-    return Source(rows, build_sample, None, "the sample id", own_ids=True)
+    return inspect_log.open_samples(given, build)
 
 
 FORMAT = Format(

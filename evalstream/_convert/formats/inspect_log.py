@@ -29,7 +29,7 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 import msgspec
@@ -75,17 +75,27 @@ _sample = msgspec.json.Decoder(Sample).decode
 _start = msgspec.json.Decoder(_Start).decode
 
 
-def _open(given: Given) -> Source:
+# What a sample becomes: a case (``build``) or its verdicts (``inspect_grades.build``).
+BuildSample = Callable[[dict[str, Any], Notes, EvalHeader, bool], Built]
+
+
+def open_samples(given: Given, build_one: BuildSample) -> Source:
+    """A log's samples as a convert source, each built by ``build_one``, with the sample id as
+    its case id unless ``--id-from`` makes the ids."""
     header, rows = read(given.path)
     given.stack.callback(getattr(rows, "close", lambda: None))
     remapped = given.id_from is not None  # then the run makes each id, as for any source
 
     def build_sample(values: dict[str, Any], notes: Notes) -> Built:
-        return build(values, notes, header, with_id=not remapped)
+        return build_one(values, notes, header, not remapped)
 
     if remapped:
         return Source(rows, build_sample, None, given.ids_from)
     return Source(rows, build_sample, None, "the sample id", own_ids=True)
+
+
+def _open(given: Given) -> Source:
+    return open_samples(given, build)
 
 
 FORMAT = Format(

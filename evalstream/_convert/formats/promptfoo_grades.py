@@ -19,7 +19,7 @@ exactly as a pass with score 1: no reader of the file can tell them apart (said 
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, BinaryIO
 
 from evalstream._cases import schema
 from evalstream._convert import depth
@@ -34,7 +34,7 @@ PEER_FAIL_OPEN = "peer_fail_open"
 
 
 def _open(given: Given) -> Source:
-    rows = read(given.path)
+    rows = read(given.stream(), given.path)
     given.stack.callback(rows.close)
     if given.id_from is not None:  # the run makes each id from the result, as for any source
         return Source(rows, lambda v, n: build(v, n, with_id=False), None, given.ids_from)
@@ -47,37 +47,39 @@ FORMAT = Format(
     options=("id_from",),
     refuses={"mapping": "promptfoo-grades has its own fixed mapping (see docs/convert.md)",
              "tool_failure_when": "promptfoo-grades writes verdicts, which have no tool events"},
-    kinds=("promptfoo-results",), magic="a promptfoo results file")
+    stream=True, kinds=("promptfoo-results",), magic="a promptfoo results file")
 
 
-def read(path: str) -> Generator[Row, None, None]:
-    """The results of ``results.results``, in the file's order, as rows."""
+def read(stream: BinaryIO, path: str) -> Generator[Row, None, None]:
+    """The results of ``results.results`` in ``stream`` (the file ``path``, or ``-``), in the
+    file's order, as rows."""
     import ijson
+
+    name = "stdin" if path == "-" else path
 
     def rows() -> Generator[Row, None, None]:
         number = 0
         try:
-            with open(path, "rb") as f:
-                events = iter(ijson.basic_parse(f, use_float=True))
-                next(events)  # the file's start_map
-                for opens in ("start_map", "start_array"):  # results, then results.results
-                    if depth.find_key(events, "results") != (opens, None):
-                        raise InputError(f"{path} has no `results.results` array: not a "
-                                         "promptfoo results file (`promptfoo eval -o "
-                                         "results.json` writes one).")
-                for value in depth.elements(events):
-                    number += 1
-                    where = f"results.results[{number - 1}]"
-                    if isinstance(value, depth.Deep):
-                        yield Row(number, None, depth.too_deep("The result", where, value.path))
-                    elif not isinstance(value, dict):
-                        yield Row(number, None, RowProblem(
-                            f"`{where}` is not an object: not a promptfoo result.", where, "$",
-                            kind="bad result"))
-                    else:
-                        yield Row(number, value)
+            events = iter(ijson.basic_parse(stream, use_float=True))
+            next(events)  # the file's start_map
+            for opens in ("start_map", "start_array"):  # results, then results.results
+                if depth.find_key(events, "results") != (opens, None):
+                    raise InputError(f"{name} has no `results.results` array: not a "
+                                     "promptfoo results file (`promptfoo eval -o "
+                                     "results.json` writes one).")
+            for value in depth.elements(events):
+                number += 1
+                where = f"results.results[{number - 1}]"
+                if isinstance(value, depth.Deep):
+                    yield Row(number, None, depth.too_deep("The result", where, value.path))
+                elif not isinstance(value, dict):
+                    yield Row(number, None, RowProblem(
+                        f"`{where}` is not an object: not a promptfoo result.", where, "$",
+                        kind="bad result"))
+                else:
+                    yield Row(number, value)
         except (OSError, ijson.JSONError, StopIteration) as exc:
-            raise InputError(f"cannot read {path} after result {number}: {exc}") from exc
+            raise InputError(f"cannot read {name} after result {number}: {exc}") from exc
 
     return rows()
 
