@@ -636,10 +636,6 @@ class Writer:
         v = verdict.pair_answered(self.pair_info, self.config.pairwise, pair.first, pair.second,
                                   first, second)
         self.confidence.pair()
-        if v.usage is not None:  # both orders' answers
-            self.usage_all[0] += v.usage.input_tokens
-            self.usage_all[1] += v.usage.output_tokens
-            self.usage_all[2] += v.usage.reasoning_tokens or 0
         return self._line(v)
 
     def verdict(self, state: inputs.JudgeState) -> bytes | None:
@@ -654,10 +650,6 @@ class Writer:
                                          state.exposure, state.allows_na)
             self.unstructured += parsed.unstructured
             self.confidence.add(parsed)
-            if v.usage is not None:
-                self.usage_all[0] += v.usage.input_tokens
-                self.usage_all[1] += v.usage.output_tokens
-                self.usage_all[2] += v.usage.reasoning_tokens or 0
         else:
             failure = self.store.failure(req.key)
             if failure is None:
@@ -667,6 +659,12 @@ class Writer:
         return self._line(v)
 
     def _line(self, v: JudgeVerdict) -> bytes:
+        """The verdict's line; its status, cause and tokens (all of its answers': a pair's
+        two orders, a panel's votes) counted in the run's."""
+        if v.usage is not None:
+            self.usage_all[0] += v.usage.input_tokens
+            self.usage_all[1] += v.usage.output_tokens
+            self.usage_all[2] += v.usage.reasoning_tokens or 0
         self.by_status[v.status] += 1
         if v.error is not None:
             self.by_cause[v.error.cause] += 1
@@ -700,10 +698,6 @@ class Writer:
         if threshold is not None:
             self.escalations.add(self.jury, votes[deciding:] if deciding is not None else None)
         self.confidence.panel(v.confidence)
-        if v.usage is not None:
-            self.usage_all[0] += v.usage.input_tokens
-            self.usage_all[1] += v.usage.output_tokens
-            self.usage_all[2] += v.usage.reasoning_tokens or 0
         self.panels.add(v)
         return self._line(v)
 
