@@ -842,7 +842,7 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
     prices = None if opts.price_in is None or opts.price_out is None else Prices(
         opts.price_in, opts.price_out)
     priced = prices is not None or (opts.jury is not None and opts.jury.priced)
-    if c.not_judged and asker.stopped_by:
+    if c.not_judged:  # stopped by a limit, or by anything else: never a clean run
         exit_code = EXIT_INCOMPLETE
     elif c.rejected or too_unscored(unscored, judged, opts.max_unscored_rate):
         exit_code = EXIT_REJECTS
