@@ -12,7 +12,6 @@ state) and any of the shared fields; never a run's own ``tool_events``.
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -32,6 +31,7 @@ from evalstream._checks.state import (
     question_text,
     system_text,
 )
+from evalstream._files import toml
 from evalstream.errors import RubricError
 
 KINDS = ("judge", "exact", "pairwise")
@@ -162,14 +162,7 @@ def load(paths: list[str]) -> RubricSet:
         if path == BUILTIN:
             rubrics.extend(builtin().rubrics)
             continue
-        try:
-            with open(path, "rb") as f:
-                text = f.read().decode("utf-8")
-        except OSError as exc:
-            raise RubricError(f"{path}: cannot read the rubric file: {exc.strerror}.") from exc
-        except UnicodeDecodeError as exc:
-            raise RubricError(f"{path}: the rubric file is not UTF-8 text: {exc}.") from exc
-        rubrics.extend(parse(text, path))
+        rubrics.extend(parse(toml.read_text(path, "rubric", RubricError), path))
     seen: dict[str, int] = {}
     for r in rubrics:
         if r.id in seen:
@@ -190,13 +183,7 @@ def _finish(rubrics: list[Rubric], sources: tuple[str, ...]) -> tuple[tuple[Rubr
 
 def parse(text: str, source: str) -> list[Rubric]:
     """The rubrics in one TOML document; RubricError says what is wrong and where."""
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise RubricError(f"{source}: not valid TOML: {exc}.") from exc
-    except RecursionError:
-        raise RubricError(f"{source}: arrays or tables nest too deeply to read; a rubric file "
-                          "needs only a few levels.") from None
+    doc = toml.parse(text, source, "rubric", "only a few levels", RubricError)
     extra = set(doc) - {"rubric"}
     if extra:
         raise RubricError(f"{source}: unknown top-level key(s) {_list(extra)}; a rubric file "

@@ -58,8 +58,8 @@ def register(subparsers: Any) -> None:
                  "verdict unscored: always)"),
              (2, "also: the server refused the key, the model or the URL, or the first "
                  "requests all failed alike (refused the same way, or nothing listening)"),
-             (3, "stopped by --max-cost or --max-requests with states not judged (run again "
-                 "to continue)")]))
+             (3, "some states not judged, as when --max-cost or --max-requests stopped the "
+                 "run (listed in the report; run again to continue)")]))
     p.add_argument("input", type=path,
                    help="build's output (judge states and exact verdicts): a .jsonl path, .gz "
                         "or .zst, or - for stdin (copied to a temporary file: it is read twice)")

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import xxhash
 
+from evalstream._files import toml
 from evalstream._judge.request import JudgeConfig
 from evalstream._verdicts.rules import DEFAULT_RULE, RULES
 from evalstream.errors import JuryError, UsageError
@@ -143,25 +143,12 @@ def single(config: JudgeConfig, samples: int = 1, price_in: float | None = None,
 def read(path: str) -> Jury:
     """The jury of a TOML file; JuryError naming the file, the juror and the key for anything
     that cannot be used."""
-    try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8")
-    except OSError as exc:
-        raise JuryError(f"{path}: cannot read the jury file: {exc.strerror or exc}.") from exc
-    except UnicodeDecodeError as exc:
-        raise JuryError(f"{path}: the jury file is not UTF-8 text: {exc}.") from exc
-    return parse(text, path)
+    return parse(toml.read_text(path, "jury", JuryError), path)
 
 
 def parse(text: str, source: str) -> Jury:
     """The jury of a jury file's text (``source``: its name, for the sentences)."""
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise JuryError(f"{source}: not valid TOML: {exc}.") from exc
-    except RecursionError:
-        raise JuryError(f"{source}: arrays or tables nest too deeply to read; a jury file "
-                        "needs two levels.") from None
+    doc = toml.parse(text, source, "jury", "two levels", JuryError)
     extra = sorted(set(doc) - set(TOP_KEYS))
     if extra:
         raise JuryError(f"{source}: unknown top-level key {_names(extra)}; a jury file holds "

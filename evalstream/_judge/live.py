@@ -636,10 +636,6 @@ class Writer:
         v = verdict.pair_answered(self.pair_info, self.config.pairwise, pair.first, pair.second,
                                   first, second)
         self.confidence.pair()
-        if v.usage is not None:  # both orders' answers
-            self.usage_all[0] += v.usage.input_tokens
-            self.usage_all[1] += v.usage.output_tokens
-            self.usage_all[2] += v.usage.reasoning_tokens or 0
         return self._line(v)
 
     def verdict(self, state: inputs.JudgeState) -> bytes | None:
@@ -654,10 +650,6 @@ class Writer:
                                          state.exposure, state.allows_na)
             self.unstructured += parsed.unstructured
             self.confidence.add(parsed)
-            if v.usage is not None:
-                self.usage_all[0] += v.usage.input_tokens
-                self.usage_all[1] += v.usage.output_tokens
-                self.usage_all[2] += v.usage.reasoning_tokens or 0
         else:
             failure = self.store.failure(req.key)
             if failure is None:
@@ -667,6 +659,12 @@ class Writer:
         return self._line(v)
 
     def _line(self, v: JudgeVerdict) -> bytes:
+        """The verdict's line; its status, cause and tokens (all of its answers': a pair's
+        two orders, a panel's votes) counted in the run's."""
+        if v.usage is not None:
+            self.usage_all[0] += v.usage.input_tokens
+            self.usage_all[1] += v.usage.output_tokens
+            self.usage_all[2] += v.usage.reasoning_tokens or 0
         self.by_status[v.status] += 1
         if v.error is not None:
             self.by_cause[v.error.cause] += 1
@@ -700,10 +698,6 @@ class Writer:
         if threshold is not None:
             self.escalations.add(self.jury, votes[deciding:] if deciding is not None else None)
         self.confidence.panel(v.confidence)
-        if v.usage is not None:
-            self.usage_all[0] += v.usage.input_tokens
-            self.usage_all[1] += v.usage.output_tokens
-            self.usage_all[2] += v.usage.reasoning_tokens or 0
         self.panels.add(v)
         return self._line(v)
 
@@ -848,7 +842,7 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
     prices = None if opts.price_in is None or opts.price_out is None else Prices(
         opts.price_in, opts.price_out)
     priced = prices is not None or (opts.jury is not None and opts.jury.priced)
-    if c.not_judged and asker.stopped_by:
+    if c.not_judged:  # stopped by a limit, or by anything else: never a clean run
         exit_code = EXIT_INCOMPLETE
     elif c.rejected or too_unscored(unscored, judged, opts.max_unscored_rate):
         exit_code = EXIT_REJECTS

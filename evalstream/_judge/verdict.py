@@ -7,6 +7,7 @@ votes, each read as a single verdict's answer is (``vote``, ``panel``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 import msgspec
@@ -94,10 +95,7 @@ def pair_answered(info: JudgeInfo, config: JudgeConfig, ab: Order, ba: Order, fi
     answers, and whether they agreed; ``unscored`` when either order is (with the cause of the
     first order that is)."""
     orders = [_order(config, state, answer) for state, answer in ((ab, first), (ba, second))]
-    usages = [o.usage for o in orders if o.usage is not None]
-    usage = TokenUsage(sum(u.input_tokens for u in usages),
-                       sum(u.output_tokens for u in usages),
-                       sum(u.reasoning_tokens or 0 for u in usages) or None) if usages else None
+    usage = summed(o.usage for o in orders)
     failed = next((o for o in orders if o.error is not None), None)
     decision = agreed = None
     if failed is not None:
@@ -127,7 +125,7 @@ def _order(config: JudgeConfig, state: Order, answer: Answer) -> OrderAnswer:
         return OrderAnswer(order, None, None, None, None, state.state_hash,
                            VerdictError(answer.cause, answer.detail))
     parsed = config.parse(answer.body)
-    error = None if parsed.cause is None else VerdictError(parsed.cause, parsed.detail or "")
+    error = _error(parsed)
     return OrderAnswer(order, parsed.status if error is None else None, parsed.reason,
                        parsed.usage, answer.request_id, state.state_hash, error)
 
@@ -164,16 +162,16 @@ def panel(info: JudgeInfo, rule: str, votes: list[Vote], case_id: str, rubric_id
     error = None if decision.cause is None else VerdictError(decision.cause,
                                                              decision.detail or "")
     return JudgeVerdict(case_id, rubric_id, decision.status, rationale, info,
-                        added_usage(votes), None, rubric_hash, state_hash, exposure, error,
-                        votes=votes,
+                        summed(v.usage for v in votes), None, rubric_hash, state_hash,
+                        exposure, error, votes=votes,
                         panel=Panel(rule, t.votes, t.scored, rules.agreed(decision, t)),
                         confidence=from_votes([v.status for v in deciding or votes])
                         if confidence and decision.status != "unscored" else None)
 
 
-def added_usage(votes: list[Vote]) -> TokenUsage | None:
-    """The tokens of every vote that says them (None when none does)."""
-    counted = [v.usage for v in votes if v.usage is not None]
+def summed(usages: Iterable[TokenUsage | None]) -> TokenUsage | None:
+    """The tokens of every answer that says them, added up (None when none does)."""
+    counted = [u for u in usages if u is not None]
     if not counted:
         return None
     reasoning = sum(u.reasoning_tokens or 0 for u in counted)

@@ -548,3 +548,14 @@ def test_a_store_that_fails_to_renew_claims_stops_the_run(
     with pytest.raises(OutputError, match="disk full"):
         live.run(options(server, path, tmp_path / "v.jsonl", max_connections=2))
     assert server.stats()["requests"] <= 4
+
+
+def test_states_left_without_a_verdict_never_exit_0(
+        tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pass 1 asked nothing and no limit stopped it: every state is listed as not judged and
+    the run exits 3, as a run --max-requests stopped does, never 0 with nothing judged."""
+    path = states(tmp_path, [f"c{i}" for i in range(3)])
+    monkeypatch.setattr(live, "_ask_all", lambda *args: None)
+    report = live.run(options(server, path, tmp_path / "v.jsonl"))
+    assert (report.counts.verdicts, report.counts.not_judged, report.exit_code) == (0, 3, 3)
+    assert report.stopped_by is None and len(report.not_judged) == 3

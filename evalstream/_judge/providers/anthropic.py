@@ -125,6 +125,21 @@ class _Response(Struct, gc=False):
 _decode = msgspec.json.Decoder(_Response).decode
 
 
+def check_thinking_budget(config: Config) -> None:
+    """UsageError unless --thinking-budget (if given) is Claude's minimum or more and leaves
+    room for the answer within --max-output-tokens (Anthropic, and Claude on Bedrock)."""
+    budget = config.thinking_budget
+    if budget is None:
+        return
+    if budget < MIN_THINKING_BUDGET:
+        raise UsageError(f"--thinking-budget must be at least {MIN_THINKING_BUDGET:,} "
+                         f"tokens (Anthropic's minimum), not {budget:,}.")
+    if config.max_output_tokens <= budget:
+        raise UsageError(f"--max-output-tokens ({config.max_output_tokens:,}) must be more "
+                         f"than --thinking-budget ({budget:,}): the thinking is part of "
+                         "the output, and the answer comes after it.")
+
+
 class Anthropic(Provider):
     """Anthropic messages and Message Batches."""
 
@@ -144,16 +159,7 @@ class Anthropic(Provider):
     settings = ("thinking_budget",)
 
     def check(self, config: Config) -> None:
-        budget = config.thinking_budget
-        if budget is None:
-            return
-        if budget < MIN_THINKING_BUDGET:
-            raise UsageError(f"--thinking-budget must be at least {MIN_THINKING_BUDGET:,} "
-                             f"tokens (Anthropic's minimum), not {budget:,}.")
-        if config.max_output_tokens <= budget:
-            raise UsageError(f"--max-output-tokens ({config.max_output_tokens:,}) must be more "
-                             f"than --thinking-budget ({budget:,}): the thinking is part of "
-                             "the output, and the answer comes after it.")
+        check_thinking_budget(config)
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         headers = {"anthropic-version": VERSION}

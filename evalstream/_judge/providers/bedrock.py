@@ -48,7 +48,7 @@ from evalstream._judge.answer import (
     unscored,
 )
 from evalstream._judge.batch.formats import Limits
-from evalstream._judge.providers.anthropic import MIN_THINKING_BUDGET
+from evalstream._judge.providers.anthropic import check_thinking_budget
 from evalstream._judge.providers.base import Config, NoBatch, Provider, Signer
 from evalstream.errors import UsageError
 
@@ -174,11 +174,7 @@ class Bedrock(NoBatch, Provider):
         return f"https://bedrock-runtime.{region_of(config)}.amazonaws.com"
 
     def check(self, config: Config) -> None:
-        budget = config.thinking_budget
-        if budget is not None and not MIN_THINKING_BUDGET <= budget < config.max_output_tokens:
-            raise UsageError(f"--thinking-budget ({budget:,}) must be at least "
-                             f"{MIN_THINKING_BUDGET:,} and less than --max-output-tokens "
-                             f"({config.max_output_tokens:,}).")
+        check_thinking_budget(config)
 
     def url(self, config: Config) -> str:
         # The model id is one path segment, its ':' escaped as botocore escapes it (the
