@@ -159,9 +159,9 @@ def add_settings(p: Any) -> None:
     each provider says which it takes (a setting given to another is refused with a
     sentence) and checks their values. The API's default of each is None or "": the
     provider's own, which the help names."""
+    from evalstream._judge.providers import AZURE_API_VERSION as API_VERSION
+    from evalstream._judge.providers import BEDROCK_REGION as DEFAULT_REGION
     from evalstream._judge.providers import REGISTRY
-    from evalstream._judge.providers.azure import API_VERSION
-    from evalstream._judge.providers.bedrock import DEFAULT_REGION
 
     formats = list(dict.fromkeys(f for q in REGISTRY.values() for f in q.response_formats))
     p.add_argument("--response-format", choices=formats, metavar="FORMAT",

@@ -10,8 +10,10 @@ ARCHITECTURE.md.
 from __future__ import annotations
 
 from evalstream._judge.providers.anthropic import Anthropic
+from evalstream._judge.providers.azure import API_VERSION as AZURE_API_VERSION
 from evalstream._judge.providers.azure import Azure
 from evalstream._judge.providers.base import Provider
+from evalstream._judge.providers.bedrock import DEFAULT_REGION as BEDROCK_REGION
 from evalstream._judge.providers.bedrock import Bedrock
 from evalstream._judge.providers.gemini import Gemini
 from evalstream._judge.providers.openai import OpenAI
@@ -31,3 +33,7 @@ def get(name: str) -> Provider:
     """The provider of this name; KeyError for a name the registry does not hold (checked where
     the name is read: ``request.JudgeConfig``)."""
     return REGISTRY[name]
+
+
+# The providers' own defaults that the command line's help names (it imports this module only).
+__all__ = ["AZURE_API_VERSION", "BEDROCK_REGION", "NAMES", "REGISTRY", "Provider"]
