@@ -23,6 +23,7 @@ from evalstream._judge.live import Options, held, jury_of, no_pairwise_panel, st
 from evalstream._judge.report import Prices
 from evalstream._judge.store import Store
 from evalstream._judge.votes import grouped, requests
+from evalstream._verdicts.cost import usd
 from evalstream.errors import UsageError
 
 
@@ -179,7 +180,7 @@ def _cost(prices: Prices | None, input_tokens: int, output_tokens: int | None) -
     """USD for these tokens at these prices (None: no prices, or no output count to go by)."""
     if prices is None or output_tokens is None:
         return None
-    return round((input_tokens * prices.input + output_tokens * prices.output) / 1e6, 6)
+    return round(usd(input_tokens, output_tokens, prices.input, prices.output), 6)
 
 
 def _total(costs: list[float | None]) -> float | None:

@@ -33,6 +33,7 @@ import xxhash
 
 from evalstream._files import toml
 from evalstream._judge.request import JudgeConfig
+from evalstream._verdicts.cost import usd
 from evalstream._verdicts.rules import DEFAULT_RULE, RULES
 from evalstream.errors import JuryError, UsageError
 
@@ -80,7 +81,7 @@ class Juror:
         """USD for these tokens at this juror's prices (0 without prices)."""
         if self.price_in is None or self.price_out is None:
             return 0.0
-        return (input_tokens * self.price_in + output_tokens * self.price_out) / 1e6
+        return usd(input_tokens, output_tokens, self.price_in, self.price_out)
 
 
 @dataclass(frozen=True)

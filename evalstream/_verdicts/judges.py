@@ -38,6 +38,7 @@ from evalstream._verdicts.agree import (
     checked_inputs,
     over_unscored_rate,
 )
+from evalstream._verdicts.cost import usd
 from evalstream._verdicts.coverage import Coverage
 from evalstream._verdicts.records import (
     MAX_RUBRICS,
@@ -172,7 +173,7 @@ class _Usage:
             if price is None:
                 spend.unpriced.add(model)
             else:
-                spend.cost += (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1e6
+                spend.cost += usd(usage.input_tokens, usage.output_tokens, *price)
         spend.said += known
 
 

@@ -55,6 +55,7 @@ from evalstream._judge.batch.report import (
 from evalstream._judge.batch.report import encode as encode_report
 from evalstream._judge.report import DEFAULT_MAX_UNSCORED_RATE, Prices, too_unscored
 from evalstream._judge.store import Failure, Store, Stored
+from evalstream._verdicts.cost import usd
 from evalstream._verdicts.records import JudgeVerdict, TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
@@ -431,7 +432,7 @@ def _report(opts: Options, collector: Collector, writer: Writer, store: str, rej
     prices = None if opts.price_in is None or opts.price_out is None else Prices(
         opts.price_in, opts.price_out)
     cost = None if prices is None else round(
-        (writer.usage_all[0] * prices.input + writer.usage_all[1] * prices.output) / 1e6, 6)
+        usd(writer.usage_all[0], writer.usage_all[1], prices.input, prices.output), 6)
     if c.missing:
         exit_code = EXIT_INCOMPLETE
     elif collector.counts.rejected or too_unscored(unscored, judged, opts.max_unscored_rate):

@@ -1,0 +1,18 @@
+"""What judge tokens cost: the one formula of every figure in USD (``judge``'s ``--max-cost``
+and its report, ``--dry-run``'s bounds, ``batch collect``'s report, ``agree``'s cost per
+1,000 judge states over several runs).
+
+Prices are USD per million tokens, as the providers quote them and as every ``--price*``
+option takes them; evalstream keeps no price table. It sits here, under the verdict format
+whose ``usage`` it prices, so that ``_verdicts/`` and ``_judge/`` (above it) share it.
+"""
+
+from __future__ import annotations
+
+PER_TOKENS = 1e6  # prices are quoted per million tokens
+
+
+def usd(input_tokens: int, output_tokens: int, price_in: float, price_out: float) -> float:
+    """USD for these tokens at these prices (USD per million input and output tokens), not
+    rounded: a caller rounds what it reports, after any sum."""
+    return (input_tokens * price_in + output_tokens * price_out) / PER_TOKENS
