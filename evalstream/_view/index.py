@@ -44,6 +44,7 @@ from evalstream._cases.reading import RecordReader, case_kind
 from evalstream._cases.rejects import Reject
 from evalstream._cases.schema import group_value
 from evalstream._checks.checker import OVER_BUDGET, PAIRWISE, Checker
+from evalstream._checks.encodings import DEFAULT as DEFAULT_TOKENIZER
 from evalstream._checks.rubrics import RubricSet
 from evalstream._checks.tokens import DEFAULT_BUDGET, DEFAULT_OUTPUT
 from evalstream._files.lines import (
@@ -221,6 +222,7 @@ class Options:
     rubrics: RubricSet | None = None  # the built-in set when None
     max_tokens: int = DEFAULT_BUDGET
     max_output_tokens: int = DEFAULT_OUTPUT  # the judge's bound, held back in the budget
+    tokenizer: str = DEFAULT_TOKENIZER  # build's, as its records name it (view.run)
     by: str = "scenario"
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     allow_unknown_fields: bool = False
@@ -565,7 +567,7 @@ class _Builder:
         reader = self._reader(case_kind(opts.allow_unknown_fields, self.ids), CASES)
         rebuild = opts.states is None  # else build's output says what it made
         checker = Checker(self.rubrics, opts.max_tokens, keep_states=rebuild,
-                          max_output_tokens=opts.max_output_tokens)
+                          tokenizer=opts.tokenizer, max_output_tokens=opts.max_output_tokens)
         made_key, made_state, digest = self.made_key, self.made_state, xxhash.xxh3_128_hexdigest
         path = tuple(opts.by.split("."))
         lines, offsets, groups = self.case_line, self.case_offset, self.case_group

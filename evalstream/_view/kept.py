@@ -18,7 +18,8 @@ rule hold where stat cannot: a file rewritten within the clock's resolution, or 
 its old time (``touch -r``, ``cp -p``, ``rsync -t``) and size. The same options are needed
 too: the rubric set's hash (its ``allows_na`` among what it covers), ``--max-tokens`` and
 ``--max-output-tokens`` (both decide which checks are over the budget: the budget holds the
-answer's bound back), ``--by``, ``--max-line-bytes``, ``--allow-unknown-fields``, the paths
+answer's bound back) and the tokenizer the records name (``view.run.recorded_tokenizer``),
+``--by``, ``--max-line-bytes``, ``--allow-unknown-fields``, the paths
 (``--states``, which decides which verdicts are stale, ``--compare`` and
 ``--compare-cases`` among them; every case file of several, in order: issue 30),
 evalstream's version and the format of the kept file: every field of ``index.Options`` but
@@ -147,7 +148,7 @@ def _files(opts: Options) -> list[tuple[str, str | None]]:
 def _options_key(opts: Options, rubric_hash: str) -> str:
     roles = [(r, os.path.abspath(p) if p else None) for r, p in _files(opts)]
     return msgspec.json.encode([roles, rubric_hash, opts.max_tokens, opts.max_output_tokens,
-                                opts.by, opts.max_line_bytes,
+                                opts.tokenizer, opts.by, opts.max_line_bytes,
                                 opts.allow_unknown_fields]).decode()
 
 

@@ -182,9 +182,10 @@ def overview(site: Site, timings: bool = True) -> str:
     page.heading("Rubrics")
     r = ix.rubrics
     page.paragraph(f"{len(r.rubrics)} rubrics from {', '.join(r.sources)} (hash {r.hash}); "
-                   f"budget {opts.max_tokens:,} tokens. Skipped checks are those build skips "
-                   "with this rubric set; give build's --rubrics and --max-tokens if it ran "
-                   "with others. " + coverage.stale_note(ix))
+                   f"budget {opts.max_tokens:,} tokens, counted in {opts.tokenizer} (the "
+                   "tokenizer build's records name, else build's default). Skipped checks are "
+                   "those build skips with this rubric set; give build's --rubrics and "
+                   "--max-tokens if it ran with others. " + coverage.stale_note(ix))
     took = f" in {ix.seconds:.2f} s" if timings else ""
     page.paragraph(f"Indexed {ix.lines:,} lines{took}; the index holds {ix.nbytes:,} bytes "
                    f"({ix.nbytes / max(ix.lines, 1):,.0f} a line); records are read from the "

@@ -179,6 +179,7 @@ class Source:
         if self._checker is None:
             opts = self.index.options
             self._checker = Checker(self.index.rubrics, opts.max_tokens, keep_states=True,
+                                    tokenizer=opts.tokenizer,
                                     max_output_tokens=opts.max_output_tokens)
         return self._checker
 
