@@ -25,7 +25,10 @@ live server's other hostile markers are answered ``pass``. Batches that never en
 batch's results, which leaves the batch ``in_progress`` for ever (the fault first seen);
 ``FAKE:oddstatus`` is shown with a status no provider documents, for ever;
 ``FAKE:nostatus`` is shown without its status; ``FAKE:batch500`` is answered HTTP 500
-whenever it is asked for; ``FAKE:nofile`` ends with result files that are not there (404). With ``--lose-create N`` the first
+whenever it is asked for; ``FAKE:nofile`` ends with result files that are not there (404).
+Results that do not account for every request: ``FAKE:nofiles`` (OpenAI) ends ``completed``
+with neither an output file nor an error file; ``FAKE:dropped`` leaves its request out of
+the result files of a batch that says it completed it. With ``--lose-create N`` the first
 N create calls make the batch but cut the connection before answering.
 """
 
@@ -47,7 +50,8 @@ from tests.judge.fake_server import _content as content
 from tests.judge.fake_server import _openai as openai_completion
 
 _BATCH_ONLY = {"batcherror", "expired", "canceled", "vllmerror", "batchfail", "echofail",
-               "deepbatch", "endcrash", "oddstatus", "nostatus", "batch500", "nofile"}
+               "deepbatch", "endcrash", "oddstatus", "nostatus", "batch500", "nofile",
+               "nofiles", "dropped"}
 _LIVE_ONLY = {"cut", "slow", "429", "500", "503", "429zone", "redirect", "huge", "deep", "garbled",
               "deeperror", "hugeheader", "manyheaders"}  # a batch provider retries these, or they are about one response
 
@@ -245,6 +249,8 @@ class Batches:
                 return
             result, kind = _answer(anthropic, line.custom_id, body, fault, batch["_key"], i)
             counts[kind] += 1
+            if fault == "dropped":
+                continue  # counted as done, in no result file
             (out if kind == "succeeded" or anthropic or fault == "vllmerror"
              else errors).append(result)
         out.sort(key=_custom_id)
@@ -263,6 +269,8 @@ class Batches:
         batch.update(status=status, request_counts={
             "total": len(batch["_lines"]), "completed": counts["succeeded"],
             "failed": len(batch["_lines"]) - counts["succeeded"]})
+        if _marked(batch, "nofiles"):
+            return  # completed, and neither file id given
         if out:
             batch["output_file_id"] = self._save(_jsonl(out, batch["_key"]))
             if redirect:

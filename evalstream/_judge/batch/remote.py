@@ -12,8 +12,12 @@ Anthropic has no such lookup: a lost reply stops submit with a message, and
 ``status`` asks for each batch's state and, once a batch has ended (completed, expired,
 cancelled or failed; Anthropic: ended), downloads its results (OpenAI: the output and error
 files; Anthropic: the results) into ``DIR/results/``, atomically and once; ``collect`` reads
-them from there. ``--wait`` polls until every batch has ended, or until ``--max-wait``
-seconds have passed: a command a CI job runs must end, whatever the provider does (a batch
+them from there. A batch that ended without failing but gave no result file at all (OpenAI:
+``completed`` with neither an output nor an error file) is not done: status says so, exits
+3 and asks for it again next time (``collect`` lists its states missing meanwhile). Results
+that leave requests out are collect's to count: their states are listed missing (exit 3),
+never judged. ``--wait`` polls until every batch has ended, or until ``--max-wait`` seconds
+have passed: a command a CI job runs must end, whatever the provider does (a batch
 stuck in one state, a status no provider documents, a server that crashed while making the
 results). By default that is 25 hours: the providers end every batch within their 24-hour
 window (an expired batch keeps the results that ran), and an hour more lets them finalize.
@@ -88,7 +92,7 @@ class Entry(Struct):
     counts: dict[str, int]
     results: list[str]  # result files downloaded into DIR/results/
     downloaded: bool  # ended, and its results (if any) are in DIR/results/
-    error: str | None = None  # why the provider failed the batch
+    error: str | None = None  # why the provider failed the batch, or gave no results
 
 
 class BatchSummary(Struct):
@@ -131,15 +135,30 @@ def _check_file(folder: str, f: BatchFile) -> str:
     return path
 
 
-def _entry(f: BatchFile, b: dict[str, Any] | None) -> Entry:
+def _empty_handed(f: BatchFile, b: Mapping[str, Any]) -> bool:
+    """Whether a batch ended without failing yet gave no result file for its requests
+    (OpenAI: `completed` with neither an output nor an error file): they have no result, and
+    the files may come later, so every status asks for it again and exits 3 until they do."""
+    return b.get("downloaded") == "[]" and f.requests > 0 and not b.get("error")
+
+
+def _entry(f: BatchFile, b: dict[str, Any] | None, folder: str) -> Entry:
     b = b or {}
     counts = msgspec.json.decode(b["counts"]) if b.get("counts") else {}
     results = msgspec.json.decode(b["downloaded"]) if b.get("downloaded") else []
     status = b.get("status") or ("submitted" if b.get("batch_id") else "not submitted")
     if b.get("creating") and not b.get("batch_id"):
         status = "unconfirmed"
+    error = b.get("error")
+    empty = _empty_handed(f, b)
+    if empty:
+        error = (f"the provider says the batch is {status!r} but gave no result file: its "
+                 f"{f.requests:,} requests have no result yet. Run `evalstream batch status "
+                 f"{folder}` again later; if none ever comes, `evalstream batch collect` and "
+                 "prepare the states without a verdict again into a new folder by `evalstream "
+                 f"batch prepare` with `--only-missing {folder}`.")
     return Entry(f.name, f.requests, b.get("input_file_id"), b.get("batch_id"), status, counts,
-                 results, b.get("downloaded") is not None, b.get("error"))
+                 results, b.get("downloaded") is not None and not empty, error)
 
 
 # -- submit --------------------------------------------------------------------------------------
@@ -149,7 +168,7 @@ def submit(opts: Options) -> BatchSummary:
     try:
         client = _client(opts, manifest)
         done = asyncio.run(_submit_all(opts, manifest, client))
-        entries = [_entry(f, manifest.batch(f.n)) for f in manifest.files()]
+        entries = [_entry(f, manifest.batch(f.n), opts.folder) for f in manifest.files()]
     finally:
         manifest.close()
     waiting = sum(1 for e in entries if e.batch_id is None)
@@ -189,7 +208,7 @@ def status(opts: Options) -> BatchSummary:
     try:
         client = _client(opts, manifest)
         downloaded, stopped = asyncio.run(_status_all(opts, manifest, client))
-        entries = [_entry(f, manifest.batch(f.n)) for f in manifest.files()]
+        entries = [_entry(f, manifest.batch(f.n), opts.folder) for f in manifest.files()]
     finally:
         manifest.close()
     ended = sum(1 for e in entries if client.config.api.batch_ended(e.status))
@@ -213,7 +232,7 @@ async def _status_all(opts: Options, manifest: Manifest,
                 b = manifest.batch(f.n)
                 if not b or not b.get("batch_id"):
                     continue
-                if b.get("downloaded") is not None:
+                if b.get("downloaded") is not None and not _empty_handed(f, b):
                     continue  # ended and its results saved: nothing will change
                 batch = await client.get(str(b["batch_id"]))
                 state = _record(client.config.api, manifest, f, batch)

@@ -202,6 +202,56 @@ def test_a_batch_that_fails_validation_says_why(tmp_path: Path, batches: FakeSer
     assert (done.counts.missing, done.counts.verdicts, done.exit_code) == (2, 0, 3)
 
 
+def test_a_completed_batch_without_result_files_is_asked_again_with_a_sentence(
+        tmp_path: Path, batches: FakeServer) -> None:
+    """OpenAI says `completed` but gives neither an output file nor an error file: no state
+    is judged or lost. status exits 3 with a sentence naming the batch and leaves it to be
+    asked again (its files may come later); collect lists every state missing, exit 3."""
+    src = states(tmp_path / "in", ["a", "FAKE:nofiles", "FAKE:fail"])
+    folder = tmp_path / "b"
+    prepared(src, folder, "openai", batches.url)
+    remote.submit(opts(folder))
+    summary = remote.status(opts(folder, wait=True))
+    e = summary.files[0]
+    assert (e.status, e.results, e.downloaded, summary.exit_code) == ("completed", [], False, 3)
+    assert e.error is not None and re.fullmatch(
+        r"the provider says the batch is 'completed' but gave no result file: its 3 "
+        r"requests have no result yet\. Run `evalstream batch "
+        rf"status {re.escape(str(folder))}` again later; if none ever comes, `evalstream batch "
+        r"collect` and prepare the states without a verdict again into a new folder by "
+        rf"`evalstream batch prepare` with `--only-missing {re.escape(str(folder))}`\.",
+        e.error), e.error
+    # Asked again by the next status (not marked downloaded), with the same sentence.
+    asked = batches.stats()["batch_calls"]["GET /v1/batches/{id}"]
+    again = remote.status(opts(folder))
+    assert batches.stats()["batch_calls"]["GET /v1/batches/{id}"] == asked + 1
+    assert (again.exit_code, again.files[0].error) == (3, e.error)
+    done = collected(folder, tmp_path / "v.jsonl", [])
+    assert (done.counts.missing, done.counts.verdicts, done.exit_code) == (3, 0, 3)
+    assert [m.reason for m in done.missing] == ["no result"] * 3
+    # On the command line: the sentence on stdout's line of the file, and exit 3.
+    r = cli("batch", "status", str(folder))
+    assert r.returncode == 3 and "gave no result file" in r.stdout
+
+
+@pytest.mark.parametrize("provider", BATCHED)
+def test_results_that_leave_a_request_out_leave_its_state_missing(
+        tmp_path: Path, batches: FakeServer, provider: str) -> None:
+    """A batch that says it completed every request, whose result files lack one: that state
+    is listed missing (exit 3, the sentence to collect more or prepare it again), never
+    judged; the others are judged as always."""
+    src = states(tmp_path / "in", ["FAKE:pass", "FAKE:dropped", "FAKE:fail"])
+    folder = run_batch(batches, src, tmp_path, provider)
+    done = collected(folder, tmp_path / "v.jsonl", [])
+    assert (done.counts.verdicts, done.counts.missing, done.exit_code) == (2, 1, 3)
+    assert [(m.case_id, m.reason) for m in done.missing] == [("c001", "no result")]
+    assert [(v["case_id"], v["status"]) for v in lines(tmp_path / "v.jsonl")] == [
+        ("c000", "pass"), ("c002", "fail")]
+    r = cli("batch", "collect", str(folder), str(tmp_path / "v2.jsonl"))
+    assert r.returncode == 3 and "missing: 1 judge states have no verdict" in r.stderr
+    assert f"--only-missing {folder}" in r.stderr
+
+
 @pytest.mark.slow
 def test_a_wrong_key_stops_with_exit_2_and_keeps_what_was_saved(
         tmp_path: Path, batches: FakeServer) -> None:
