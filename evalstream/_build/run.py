@@ -30,7 +30,14 @@ from evalstream._files.lines import (
 from evalstream._files.outputs import AtomicOutput
 from evalstream._files.parts import is_directory
 from evalstream._files.sniff import check_cases_input, check_cases_stream
-from evalstream._files.store import InputFile, is_url, needs_resolving, open_file, resolve
+from evalstream._files.store import (
+    InputFile,
+    check_stdin,
+    is_url,
+    needs_resolving,
+    open_file,
+    resolve,
+)
 from evalstream._files.temporaries import remove_stale_shared
 from evalstream._files.transaction import Target, Transaction
 from evalstream.errors import ReaderGone, UsageError
@@ -59,12 +66,9 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
     if opts.scheduler is not None and opts.engine != "dask":
         raise UsageError("--scheduler needs --engine dask.")
     arguments = opts.arguments()
-    if "-" in arguments and len(arguments) > 1:
-        raise UsageError("- (stdin) can only be the one input.")
+    check_stdin(arguments, opts.engine)
     files = None
     if opts.engine == "dask" or len(arguments) > 1 or needs_resolving(arguments[0]):
-        if "-" in arguments:
-            raise UsageError("--engine dask reads files, not stdin; give the input's path.")
         files = resolve(arguments)
     outputs = _plan(opts, [f.url for f in files] if files is not None else [opts.input])
     remove_stale_shared()  # what killed runs left in /tmp, whether this run needs it or not

@@ -145,12 +145,26 @@ def _resolve_url(argument: str) -> list[InputFile]:
 def input_paths(arguments: list[str]) -> list[str]:
     """The files that input arguments name, in order, as build reads its inputs: one path (or
     ``-``, stdin) as given; several, a glob or a URL resolved (``resolve``). Raises UsageError
-    for stdin among several."""
-    if "-" in arguments and len(arguments) > 1:
-        raise UsageError("- (stdin) can only be the one input.")
+    for stdin among several (``check_stdin``)."""
+    check_stdin(arguments)
     if len(arguments) == 1 and not needs_resolving(arguments[0]):
         return list(arguments)
     return [f.url for f in resolve(arguments)]
+
+
+def check_stdin(arguments: list[str], engine: str = "local") -> None:
+    """UsageError unless ``-`` (stdin) is absent, or the one input argument of a run in this
+    machine's processes: the one rule of every command that reads cases (build, validate and
+    stats check it before resolving their inputs; the others through ``input_paths``)."""
+    if "-" not in arguments:
+        return
+    if len(arguments) > 1:
+        raise UsageError("- (stdin) can only be the one input: it is read once, as it comes, "
+                         "and cannot be read in order with files; save it to a file and give "
+                         "that file's path among the others.")
+    if engine == "dask":
+        raise UsageError("--engine dask reads files, not stdin (its tasks read byte ranges of "
+                         "each file); save it to a file and give that file's path.")
 
 
 def needs_resolving(argument: str) -> bool:

@@ -44,7 +44,14 @@ from evalstream._files.lines import (
 )
 from evalstream._files.outputs import AtomicOutput, escape_line_breaks
 from evalstream._files.sniff import check_cases_input, check_cases_stream
-from evalstream._files.store import InputFile, is_url, needs_resolving, open_file, resolve
+from evalstream._files.store import (
+    InputFile,
+    check_stdin,
+    is_url,
+    needs_resolving,
+    open_file,
+    resolve,
+)
 from evalstream._files.temporaries import remove_stale_shared
 from evalstream._files.transaction import Transaction, open_reports, report_targets
 from evalstream._stats.rows import (
@@ -296,8 +303,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     if opts.scheduler is not None and opts.engine != "dask":
         raise UsageError("--scheduler needs --engine dask.")
     arguments = opts.arguments()
-    if "-" in arguments and (len(arguments) > 1 or opts.engine == "dask"):
-        raise UsageError("- (stdin) can only be the one input, read by --engine local.")
+    check_stdin(arguments, opts.engine)
     files = None
     if opts.engine == "dask" or len(arguments) > 1 or needs_resolving(arguments[0]):
         files = resolve(arguments)
