@@ -153,6 +153,10 @@ def builtin() -> RubricSet:
     return RubricSet(*_finish(parse(builtin_text(), "built-in rubrics"), (BUILTIN,)))
 
 
+# How rubric files are given: every command's option, and the files `rubrics` checks.
+GIVEN = "`--rubrics FILE`; `evalstream rubrics FILE`"
+
+
 def load(paths: list[str]) -> RubricSet:
     """The rubrics of one or more TOML files, in order; ids must be unique across them.
     ``builtin`` in the list stands for the built-in set (``./builtin`` for a file of that
@@ -162,7 +166,7 @@ def load(paths: list[str]) -> RubricSet:
         if path == BUILTIN:
             rubrics.extend(builtin().rubrics)
             continue
-        rubrics.extend(parse(toml.read_text(path, "rubric", RubricError), path))
+        rubrics.extend(parse(toml.read_text(path, "rubric", RubricError, GIVEN), path))
     seen: dict[str, int] = {}
     for r in rubrics:
         if r.id in seen:

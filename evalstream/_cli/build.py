@@ -44,7 +44,11 @@ def register(sub: Any) -> None:
                  "pairwise.toml",
                  "evalstream build 'shards/*.jsonl' states/ --engine dask --scheduler "
                  "tcp://10.0.0.5:8786"],
-                [(0, "clean"), (1, "finished, some lines rejected (or no line is a case)")]))
+                [(0, "clean"), (1, "finished, some lines rejected (or no line is a case)")]),
+        # Written out: argparse would render the one positional of inputs and output as
+        # `INPUT... OUTPUT [INPUT... OUTPUT ...]`, as if build took pairs of them.
+        usage="%(prog)s [options] INPUT [INPUT ...] OUTPUT\n"
+              "       %(prog)s [options] INPUT [INPUT ...] -o OUTPUT")
     # `build IN OUT` as documented, or `build IN... -o OUT`: with a shell glob the output
     # is then never one of the inputs (and a file that holds cases is refused anyway).
     b.add_argument("paths", type=path, nargs="+", metavar="INPUT... OUTPUT",

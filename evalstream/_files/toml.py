@@ -7,9 +7,15 @@ import tomllib
 from typing import Any
 
 
-def read_text(path: str, kind: str, error: type[Exception]) -> str:
+def read_text(path: str, kind: str, error: type[Exception], given: str) -> str:
     """The UTF-8 text of the ``kind`` file at ``path`` (e.g. "rubric"); ``error`` naming the
-    file when it cannot be read or is not UTF-8 text."""
+    file when it cannot be read or is not UTF-8 text. ``-`` is refused with a sentence that
+    says how such a file is ``given`` (``--rubrics FILE``): stdin is a run's data (its cases,
+    its judge states), so a settings file is never read from it."""
+    if path == "-":
+        raise error(f"`-` (stdin) is no {kind} file: {kind} files are never read from stdin, "
+                    f"which carries a command's data, not its settings; give the file's path "
+                    f"({given}).")
     try:
         with open(path, "rb") as f:
             return f.read().decode("utf-8")

@@ -144,7 +144,7 @@ def single(config: JudgeConfig, samples: int = 1, price_in: float | None = None,
 def read(path: str) -> Jury:
     """The jury of a TOML file; JuryError naming the file, the juror and the key for anything
     that cannot be used."""
-    return parse(toml.read_text(path, "jury", JuryError), path)
+    return parse(toml.read_text(path, "jury", JuryError, "`--jury FILE`"), path)
 
 
 def parse(text: str, source: str) -> Jury:

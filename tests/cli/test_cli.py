@@ -267,3 +267,16 @@ def test_a_closed_stdout_ends_the_run_quietly_with_a_complete_report(tmp_path: P
         assert got["warnings"][0].startswith("standard output was closed by its reader")
         c = got["counts"]
         assert c["lines"] == c["cases"] + c["rejected"] + c["blank"] < 20_000
+
+
+def test_builds_usage_says_what_it_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    """Inputs, then one output (last, or -o): never pairs of inputs and outputs, as argparse
+    rendered the one positional (`INPUT... OUTPUT [INPUT... OUTPUT ...]`)."""
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert usage == ("usage: evalstream build [options] INPUT [INPUT ...] OUTPUT\n"
+                     "       evalstream build [options] INPUT [INPUT ...] -o OUTPUT")
+    with pytest.raises(SystemExit):
+        main(["build"])
+    assert capsys.readouterr().err.startswith(usage)

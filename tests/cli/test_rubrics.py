@@ -98,3 +98,39 @@ def test_list_shows_each_rubric_with_its_version(capsys: pytest.CaptureFixture[s
 def test_json_without_list_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rubrics", "--json"]) == 2
     assert "--json prints the list of --list" in capsys.readouterr().err
+
+
+RUBRIC_STDIN = ("`-` (stdin) is no rubric file: rubric files are never read from stdin, which "
+                "carries a command's data, not its settings; give the file's path (`--rubrics "
+                "FILE`; `evalstream rubrics FILE`).")
+
+
+@pytest.mark.parametrize("argv", [
+    ["rubrics", "--list", "-"], ["rubrics", "-"], ["rubrics", "builtin", "-"],
+    ["build", str(SAMPLES / "cases.jsonl"), "OUT", "--rubrics", "-"],
+    ["stats", str(SAMPLES / "cases.jsonl"), "--rubrics", "-"],
+    ["agree", str(SAMPLES / "verdicts.jsonl"), "--cases", str(SAMPLES / "cases.jsonl"),
+     "--rubrics", "-"],
+    ["view", str(SAMPLES / "verdicts.jsonl"), "--cases", str(SAMPLES / "cases.jsonl"),
+     "--rubrics", "-", "--export", "SITE"]])
+def test_a_rubric_file_is_never_read_from_stdin(tmp_path: Path, argv: list[str],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`-` among rubric files is refused with the reason and the way to give one (the option
+    of every command, and `rubrics`' FILE), never a plain "cannot read"; nothing is written."""
+    argv = [str(tmp_path / a) if a in ("OUT", "SITE") else a for a in argv]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == f"evalstream: error: {RUBRIC_STDIN}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_jury_file_is_never_read_from_stdin(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.judge.support import states
+
+    src = states(tmp_path / "in", ["FAKE:pass"])
+    assert main(["judge", str(src), str(tmp_path / "v.jsonl"), "--jury", "-"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "evalstream: error: `-` (stdin) is no jury file: jury files are never read from stdin, "
+        "which carries a command's data, not its settings; give the file's path (`--jury "
+        "FILE`).")
+
