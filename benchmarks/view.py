@@ -14,7 +14,7 @@ as the cases.
 Each run is a fresh ``evalstream view VERDICTS --cases CASES --no-browser --port 0``
 process: with a fresh index, then with ``--keep-index`` twice (the run that indexes and
 keeps it, the run that reuses it). Measured: from spawn to the first page (the start URL's,
-as a browser opens it first), wall time and the server's CPU time then (``/proc``); the
+as a browser opens it first), wall time and the server's CPU time then (``/proc``, its workers' included); the
 time of each first request after it (wall time to the full response, on a new connection),
 and the server's peak RSS (``VmHWM``) after them. Beside it, each in its own process
 (``measure.py``: wall time, CPU and peak RSS): ``read`` reads every line of both files (the
@@ -160,10 +160,11 @@ def _vmhwm(pid: int) -> float:
 
 
 def _cpu(pid: int) -> float:
-    """The CPU seconds (user + system) a process has used so far."""
+    """The CPU seconds (user + system) a process has used so far, its ended children's
+    included (view's index pass reads the verdicts in a worker process: issue 31)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(n) for n in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def serve_once(cases: Path, verdicts: Path, extra: list[str] | None = None) -> dict[str, Any]:
