@@ -18,10 +18,10 @@ as a browser opens it first), wall time and the server's CPU time then (``/proc`
 workers' included); the time of each first request after it (wall time to the full response,
 on a new connection), and the server's peak RSS (``VmHWM``) after them. Beside it, each in
 its own process (``measure.py``: wall time, CPU and peak RSS): ``read`` reads every line of
-both files (the I/O floor), ``decode`` decodes every line with the typed msgspec decoders (the floor of any
-reader that checks records: the target's baseline), ``load-all`` keeps every record of both
-files in memory as ``json.loads`` objects (a viewer that holds the files). Runs are
-interleaved.
+both files (the I/O floor), ``decode`` decodes every line with the typed msgspec decoders
+(the floor of any reader that checks records: the target's baseline), ``load-all`` keeps
+every record of both files in memory as ``json.loads`` objects (a viewer that holds the
+files). Runs are interleaved.
 """
 
 from __future__ import annotations
