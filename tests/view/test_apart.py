@@ -170,3 +170,25 @@ def test_an_error_in_either_file_is_the_one_a_single_process_raises(
             errors.append(str(raised.value))
         assert errors[0] == errors[1]
         assert errors[0].startswith(f"{named}: more than")
+
+
+@pytest.mark.slow
+def test_the_command_draws_the_workers_progress_and_counts_every_line(tmp_path: Path) -> None:
+    """``evalstream view`` on files past ``APART_BYTES`` (its verdicts read by the worker):
+    on a terminal the bar of the verdicts is drawn from the worker's bytes done, and the
+    summary counts every line of both files."""
+    from tests.cli.test_progress import BAR, _big_cases, _run
+    from tests.helpers import SAMPLES
+
+    cases = _big_cases(tmp_path)  # 30,000 cases of n{i}-case-NN
+    sample = (SAMPLES / "verdicts.jsonl").read_bytes()
+    verdicts = tmp_path / "verdicts.jsonl"
+    with open(verdicts, "wb") as f:
+        for i in range(130):
+            f.write(sample.replace(b'"case_id":"', b'"case_id":"n%d-' % i))
+    lines = 130 * len(sample.splitlines())
+    assert min(cases.stat().st_size, verdicts.stat().st_size) >= view_index.APART_BYTES
+    said = _run(["view", str(verdicts), "--cases", str(cases), "--export",
+                 str(tmp_path / "pages"), "--limit", "1"], tmp_path / "stdout", True)
+    assert BAR in said and b"view: cases" in said and b"view: verdicts" in said, said[-300:]
+    assert f"verdicts {lines:,} lines (0 rejected)".encode() in said, said[-300:]
