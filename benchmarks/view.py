@@ -174,7 +174,10 @@ def serve_once(cases: Path, verdicts: Path, extra: list[str] | None = None) -> d
     process = subprocess.Popen(
         [sys.executable, "-m", "evalstream", "view", str(verdicts), "--cases", str(cases),
          "--no-browser", "--port", "0", *(extra or [])], cwd=ROOT, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, env={**os.environ, "no_proxy": "127.0.0.1"})
+        stderr=subprocess.PIPE, env={**os.environ, "no_proxy": "127.0.0.1"},
+        # Ctrl-C ends the server: a benchmark started in the background (`&`) of a script
+        # ignores SIGINT, and so would the server, which then ran on after its run.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert process.stderr is not None
     try:
         indexed = url = None
@@ -207,8 +210,13 @@ def serve_once(cases: Path, verdicts: Path, extra: list[str] | None = None) -> d
         rss = _vmhwm(process.pid)
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=60)
-        process.stderr.close()
+        try:
+            process.wait(timeout=60)
+        finally:
+            if process.poll() is None:  # never left running
+                process.kill()
+                process.wait()
+            process.stderr.close()
     figures = re.search(r"the index holds ([\d,]+) bytes \(([\d,]+) a line\)", indexed or "")
     return {"ready_s": ready, "first_page_s": first_page, "first_page_cpu_s": first_cpu,
             "index_bytes": int(figures[1].replace(",", "")) if figures else None,
