@@ -159,12 +159,12 @@ def _vmhwm(pid: int) -> float:
     return int(found[1]) / 1024 if found else float("nan")
 
 
-def _cpu(pid: int) -> float:
+def _cpu(pid: int, children: bool = True) -> float:
     """The CPU seconds (user + system) a process has used so far, its ended children's
     included (view's index pass reads the verdicts in a worker process: issue 31)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return sum(int(n) for n in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return sum(int(n) for n in fields[11:15 if children else 13]) / os.sysconf("SC_CLK_TCK")
 
 
 def serve_once(cases: Path, verdicts: Path, extra: list[str] | None = None) -> dict[str, Any]:
@@ -195,6 +195,7 @@ def serve_once(cases: Path, verdicts: Path, extra: list[str] | None = None) -> d
         opener = urllib.request.build_opener()
         opener.open(url, timeout=600).read()  # the start URL, as the browser opens it first
         first_page, first_cpu = time.perf_counter() - started, _cpu(process.pid)
+        own_cpu = _cpu(process.pid, children=False)  # the server's process alone
         timings: dict[str, float] = {}
         first_check = None
         for name, path in PAGES:
@@ -219,6 +220,7 @@ def serve_once(cases: Path, verdicts: Path, extra: list[str] | None = None) -> d
             process.stderr.close()
     figures = re.search(r"the index holds ([\d,]+) bytes \(([\d,]+) a line\)", indexed or "")
     return {"ready_s": ready, "first_page_s": first_page, "first_page_cpu_s": first_cpu,
+            "server_cpu_s": own_cpu,
             "index_bytes": int(figures[1].replace(",", "")) if figures else None,
             "bytes_a_line": int(figures[2].replace(",", "")) if figures else None,
             "rss_mib": rss, "pages_s": timings}
@@ -297,6 +299,10 @@ def main(sizes: list[int], runs: int, cache: Path, rationale: int,
             print(f"| {name} | {wall:.2f} | {wall / decode_s:.2f} | {cpu:.2f} | "
                   f"{cpu / decode_cpu:.2f} | {rss:,.0f} |")
         fresh = served["fresh"]
+        own = med(s["server_cpu_s"] for s in fresh)
+        print(f"\nfresh index: of its CPU, the server's process alone {own:.2f} s "
+              f"({own / decode_cpu:.2f}x decode): about the first page's wall time on two "
+              "free CPUs (its worker reads the verdicts meanwhile)")
         print(f"\nindex: {med(s['index_bytes'] for s in fresh):,.0f} bytes, "
               f"{med(s['bytes_a_line'] for s in fresh):,.0f} a line\n")
         print("| first request after the index pass | median ms | max ms |\n|---|---|---|")
