@@ -1000,11 +1000,11 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
         b.case_files = case_files
         try:
             b.read_cases()
-        except BaseException:
+            b.on_progress = on_progress
+            run_parts = b.take_run(apart.taken())
+        except BaseException:  # (Ctrl-C among them) the worker stops at its next chunk
             apart.stop()
             raise
-        b.on_progress = on_progress
-        run_parts = b.take_run(apart.taken())
     else:
         b = _Builder(opts, rubrics, on_progress)
         b.case_files = case_files
