@@ -55,7 +55,7 @@ from evalstream._cases.schema import group_value
 from evalstream._checks.checker import OVER_BUDGET, PAIRWISE, Checker
 from evalstream._checks.rubrics import RubricSet
 from evalstream._checks.tokens import DEFAULT_BUDGET, DEFAULT_OUTPUT
-from evalstream._engines.local import default_workers, map_ordered, start_method
+from evalstream._engines.local import WorkerDied, default_workers, map_ordered, start_method
 from evalstream._files.lines import (
     DEFAULT_MAX_LINE_BYTES,
     open_input,
@@ -826,11 +826,15 @@ class _Apart:
         self.shared[1] = 1
         self.thread.join()
 
-    def taken(self) -> _RunRead:
-        """The worker's result, once it has one (its error raised here)."""
+    def taken(self) -> _RunRead | None:
+        """The worker's result, once it has one (its error raised here); None when the
+        worker died (killed, out of memory): the parent then reads the file itself, which
+        needs less memory than the worker and its columns sent back."""
         while self.thread.is_alive():
             self.thread.join(0.1)
             self.progress()
+        if isinstance(self.error, WorkerDied):
+            return None
         if self.error is not None:
             raise self.error
         assert self.result is not None
@@ -1001,7 +1005,9 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
         try:
             b.read_cases()
             b.on_progress = on_progress
-            run_parts = b.take_run(apart.taken())
+            read = apart.taken()
+            run_parts = b.take_run(read) if read is not None else \
+                b.read_run(VERDICTS, opts.verdicts, opts.compare is not None)
         except BaseException:  # (Ctrl-C among them) the worker stops at its next chunk
             apart.stop()
             raise

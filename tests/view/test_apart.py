@@ -192,3 +192,26 @@ def test_the_command_draws_the_workers_progress_and_counts_every_line(tmp_path: 
                  str(tmp_path / "pages"), "--limit", "1"], tmp_path / "stdout", True)
     assert BAR in said and b"view: cases" in said and b"view: verdicts" in said, said[-300:]
     assert f"verdicts {lines:,} lines (0 rejected)".encode() in said, said[-300:]
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_leaves_the_verdicts_to_the_parent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed (the OOM killer, a kill -9): the parent reads the verdicts itself, and the
+    index is the same."""
+    import os
+
+    paths = dataset(tmp_path, 3)
+    rubric_file = tmp_path / "rubrics.toml"
+    rubric_file.write_text(RUBRICS)
+    opts = Options(verdicts=str(paths["verdicts"]), cases=str(paths["cases"]),
+                   rubrics=load_rubrics([str(rubric_file)]))
+    monkeypatch.setattr(view_index, "APART_BYTES", 1 << 60)
+    alone = build(opts)
+
+    def killed(settings: Any, path: str) -> Any:
+        os.kill(os.getpid(), 9)
+
+    monkeypatch.setattr(view_index, "APART_BYTES", 0)
+    monkeypatch.setattr(view_index, "_read_apart", killed)
+    assert kept_bytes(build(opts), opts) == kept_bytes(alone, opts)
