@@ -30,7 +30,7 @@ BELOW = {
     "_judge": {"_files", "_cases", "_checks", "_verdicts"},
     # convert writes verdicts from peers' logs (inspect, promptfoo) in the one verdict format
     "_convert": {"_files", "_cases", "_checks", "_verdicts"},
-    "_view": {"_files", "_cases", "_checks", "_verdicts", "_render"},
+    "_view": {"_files", "_cases", "_checks", "_engines", "_verdicts", "_render"},
     "_render": {"_files", "_cases", "_checks", "_build", "_stats", "_verdicts", "_judge",
                 "_convert"},
     # The public API's functions (re-exported by evalstream/__init__.py): everything but _cli.

@@ -21,6 +21,14 @@ build makes today 16, while the files are read (its key and state hash, for stal
 ``_verdicts.stale``); per reject 35; per case of ``--compare-cases`` (run B of pairwise
 verdicts) 12 and 32-64 of its id index. Nothing grows with the text of a record.
 
+Two processes (issue 31): with two CPUs and big files, the run's verdict file is read in a
+worker process (``_engines.local.map_ordered``, forked) while this one reads the cases; the
+worker's columns, rejects and codes are then taken in as if it had read the file after the
+cases (``_Builder.take_run``), so the index is byte for byte one process's (the worker is
+forked: Python's string hashes of ``_hash`` are this process's). Reading cases and verdicts
+is about half the index pass each; small files, one CPU, or a process that has loaded Polars
+(whose workers would be spawned) read them one after the other (``_apart``).
+
 Stale verdicts: the states build makes of each case today are rebuilt as the cases are read
 (the same ``Checker``, states kept) and hashed, or read from ``--states``; each verdict of the
 run gets its code by the one rule of ``_verdicts.stale.rule`` (Polars, on the index's
@@ -30,12 +38,13 @@ arrays: loaded once, when the files are indexed).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import xxhash
 
@@ -47,6 +56,7 @@ from evalstream._checks.checker import OVER_BUDGET, PAIRWISE, Checker
 from evalstream._checks.encodings import DEFAULT as DEFAULT_TOKENIZER
 from evalstream._checks.rubrics import RubricSet
 from evalstream._checks.tokens import DEFAULT_BUDGET, DEFAULT_OUTPUT
+from evalstream._engines.local import WorkerDied, default_workers, map_ordered, start_method
 from evalstream._files.lines import (
     DEFAULT_MAX_LINE_BYTES,
     open_input,
@@ -82,6 +92,9 @@ NO_CASE_GROUP = "(not in the cases file)"
 MAX_CAUSES = 1_000
 NOT_JUDGED = "not judged"
 NO_VERDICT = "labelled, no verdict"
+# Both the cases and the verdicts at least this big to read them in two processes: below,
+# the fork and the columns sent back cost about what they save.
+APART_BYTES = 8 << 20
 ProgressFn = Callable[[str, int, int | None], None]  # (role, bytes done, bytes in all)
 
 
@@ -584,12 +597,16 @@ class _Builder:
         rubric_codes, group_codes, reason_codes = (self.rubric_names.of, self.groups.of,
                                                    self.reasons.of)
         missing = self.missing_group
-        for line_no, offset, _, case in self._records(reader, CASES, opts.cases,
-                                                      self.case_files):
-            row = len(lines)
+        # --by one key whose value is text (the usual case): looked up here, not by a call
+        key = path[0] if len(path) == 1 else None
+        for row, (line_no, offset, _, case) in enumerate(
+                self._records(reader, CASES, opts.cases, self.case_files)):
             lines.append(line_no)
             offsets.append(offset)
-            value = group_value(case.metadata, path)
+            metadata = case.metadata
+            value = metadata.get(key) if key is not None and metadata is not None else None
+            if type(value) is not str:
+                value = group_value(metadata, path)
             if value is None:
                 groups.append(missing)
             else:
@@ -603,15 +620,18 @@ class _Builder:
                     label_status.append(status_code[label.status])
                     label_source.append(source_code[label.source])
             for rubric, check in enumerate(checker.check(case, line_no)):
-                if rebuild and (check.reason is None or check.reason == OVER_BUDGET):
+                reason = check.reason
+                if rebuild and (reason is None or reason == OVER_BUDGET):
                     made_key.append(row << 32 | rubric)  # in key order: rows, then rubrics
-                    made_state.append(0 if check.state is None else _hash(digest(check.state)))
-                if check.reason is None or check.reason == PAIRWISE:
+                    state = check.state
+                    # (``_hash`` written out: a call a check measured ~0.1 us)
+                    made_state.append(0 if state is None else hash(digest(state)) | 1)
+                if reason is None or reason == PAIRWISE:
                     continue  # (a pairwise rubric's check is a pair's, not a skip of the case)
                 skip_key.append(row << 32 | rubric)
-                code = reason_codes.get(check.reason)
-                skip_reason.append(reason_code(check.reason) if code is None else code)
-                if check.reason == OVER_BUDGET and check.tokens is not None:
+                code = reason_codes.get(reason)
+                skip_reason.append(reason_code(reason) if code is None else code)
+                if reason == OVER_BUDGET and check.tokens is not None:
                     over_key.append(row << 32 | rubric)
                     counted = check.tokens.exact
                     # Counting stops once a state is over the budget: then all that is
@@ -658,6 +678,32 @@ class _Builder:
         return offsets, lines, refs, rubrics, statuses, causes, \
             hashes if with_hashes else None, not_judged, pair_codes
 
+    def take_run(self, read: _RunRead) -> tuple[Any, ...]:
+        """The run's verdict file as a worker read it (``_read_apart``), taken in after the
+        cases as if this builder had read it then: its rejects after the cases', rubric ids
+        and reject kinds the cases did not name coded after theirs, its summary, causes,
+        refs, counts and split panels (the cases set none of them). Returns ``read_run``'s
+        columns."""
+        parts, summary, rejects, names, causes, refs, unknown, mismatch, panels = read
+        ours = self.rubric_names
+        if len(names) > len(self.rubrics.rubrics):  # rubric ids outside the set: recode
+            recode = array("I", [ours.code(name) for name in names])
+            for column in (parts[3], parts[7][1]):
+                column[:] = array("I", [recode[c] for c in column])
+        kinds = array("H", [self.rejects.kinds.code(k) for k in rejects.kinds.names])
+        log = self.rejects
+        log.role += rejects.role
+        log.kind += array("H", [kinds[k] for k in rejects.kind])
+        log.line += rejects.line
+        log.offset += rejects.offset
+        log.size += rejects.size
+        log.first += rejects.first
+        self.files[VERDICTS] = summary
+        self.causes, self.panels = causes, panels
+        self.ref_lo, self.ref_hi, self.ref_role, self.ref_offset = refs
+        self.unknown_rubrics, self.hash_mismatch = unknown, mismatch
+        return parts
+
     def read_compare_cases(self, path: str) -> tuple[IdIndex, array[int], array[int]]:
         """Run B's cases (``--compare-cases``): their ids, lines and offsets."""
         ids = IdIndex()
@@ -686,6 +732,115 @@ class _Builder:
             hashes.extend((_hash(v.rubric_hash), _hash(v.state_hash)))
         self.files[STATES].judge_states = sum(judge)
         return refs, rubrics, offsets, judge, lines, hashes
+
+
+class _RunRead(NamedTuple):
+    """What a worker sends back of the run's verdict file (``_Builder.take_run``)."""
+
+    parts: tuple[Any, ...]  # read_run's columns
+    summary: FileSummary
+    rejects: RejectLog
+    rubric_names: list[str]  # the worker's codes: the rubric set's, then others in order
+    causes: Names
+    refs: tuple[array[int], ...]  # ref_lo, ref_hi, ref_role, ref_offset
+    unknown_rubrics: dict[str, int]
+    hash_mismatch: dict[str, int]
+    panels: PanelIndex
+
+
+class _Stopped(Exception):
+    """The parent stopped the worker (its own reading failed or was interrupted)."""
+
+
+def _apart(opts: Options, case_files: list[str]) -> bool:
+    """Whether the run's verdicts are read in a worker while the cases are read here."""
+    if default_workers() < 2 or start_method() != "fork":
+        return False  # one CPU; or spawned workers, whose string hashes would be others
+    try:
+        cases = sum(os.stat(path).st_size for path in case_files)
+        verdicts = os.stat(opts.verdicts).st_size
+    except OSError:
+        return False  # (said by the reading, in its words)
+    return min(cases, verdicts) >= APART_BYTES
+
+
+def _init_apart(settings: tuple[Options, RubricSet, Any]) -> tuple[Options, RubricSet, Any]:
+    settings[2][2] = 1  # forked: the parent may go on
+    return settings
+
+
+def _read_apart(settings: tuple[Options, RubricSet, Any], path: str) -> _RunRead:
+    """In the worker: the run's verdict file read as ``_Builder.read_run`` reads it, its
+    bytes done written to ``shared[0]`` for the parent's progress bar; ``shared[1]`` set by
+    the parent stops it."""
+    opts, rubrics, shared = settings
+
+    def on_progress(role: str, done: int, size: int | None) -> None:
+        shared[0] = done
+        if shared[1]:
+            raise _Stopped
+
+    b = _Builder(opts, rubrics, on_progress)
+    parts = b.read_run(VERDICTS, path, opts.compare is not None)
+    return _RunRead(parts, b.files[VERDICTS], b.rejects, b.rubric_names.names, b.causes,
+                    (b.ref_lo, b.ref_hi, b.ref_role, b.ref_offset), b.unknown_rubrics,
+                    b.hash_mismatch, b.panels)
+
+
+class _Apart:
+    """The run's verdict file read by one worker process while the parent reads the cases.
+
+    ``map_ordered`` waits for its result in a thread of the parent; the worker is forked
+    before the parent reads on (the thread forks it; the parent waits for the worker's
+    ``_init_apart``), so no lock of the parent's reading is held in the fork."""
+
+    def __init__(self, opts: Options, rubrics: RubricSet,
+                 on_progress: ProgressFn | None) -> None:
+        import multiprocessing
+
+        # bytes done, stop, started: shared memory, written by one side each
+        self.shared: Any = multiprocessing.get_context("fork").RawArray("q", 3)
+        self.size, self.on_progress = os.stat(opts.verdicts).st_size, on_progress
+        self.result: _RunRead | None = None
+        self.error: BaseException | None = None
+        settings = (opts, rubrics, self.shared)
+
+        def wait_for_it() -> None:
+            try:
+                (self.result,) = map_ordered(_init_apart, _read_apart, settings,
+                                             [opts.verdicts], 1, describe=str)
+            except BaseException as exc:  # raised in the parent by ``taken``
+                self.error = exc
+
+        self.thread = threading.Thread(target=wait_for_it, name="view: verdicts",
+                                       daemon=True)
+        self.thread.start()
+        while not self.shared[2] and self.thread.is_alive():
+            time.sleep(0.001)
+
+    def progress(self) -> None:
+        """The worker's bytes done, to the progress bar (called by the parent's thread)."""
+        if self.on_progress is not None and self.shared[0]:
+            self.on_progress(VERDICTS, self.shared[0], self.size)
+
+    def stop(self) -> None:
+        """Stop the worker at its next chunk, and wait for it to end."""
+        self.shared[1] = 1
+        self.thread.join()
+
+    def taken(self) -> _RunRead | None:
+        """The worker's result, once it has one (its error raised here); None when the
+        worker died (killed, out of memory): the parent then reads the file itself, which
+        needs less memory than the worker and its columns sent back."""
+        while self.thread.is_alive():
+            self.thread.join(0.1)
+            self.progress()
+        if isinstance(self.error, WorkerDied):
+            return None
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
 
 
 def _hash(text: str | None) -> int:
@@ -838,10 +993,31 @@ def build(opts: Options, on_progress: ProgressFn | None = None) -> Index:
     if opts.states is not None:
         check_input(opts.states, "judge states", "; --states takes build's output")
     rubrics = opts.rubrics or builtin()
-    b = _Builder(opts, rubrics, on_progress)
-    b.case_files = case_files
-    b.read_cases()
-    run_parts = b.read_run(VERDICTS, opts.verdicts, opts.compare is not None)
+    if _apart(opts, case_files):
+        apart = _Apart(opts, rubrics, on_progress)
+        shown = on_progress
+
+        def both(role: str, done: int, size: int | None) -> None:
+            if shown is not None:
+                shown(role, done, size)
+            apart.progress()
+
+        b = _Builder(opts, rubrics, both)
+        b.case_files = case_files
+        try:
+            b.read_cases()
+            b.on_progress = on_progress
+            read = apart.taken()
+            run_parts = b.take_run(read) if read is not None else \
+                b.read_run(VERDICTS, opts.verdicts, opts.compare is not None)
+        except BaseException:  # (Ctrl-C among them) the worker stops at its next chunk
+            apart.stop()
+            raise
+    else:
+        b = _Builder(opts, rubrics, on_progress)
+        b.case_files = case_files
+        b.read_cases()
+        run_parts = b.read_run(VERDICTS, opts.verdicts, opts.compare is not None)
     other_parts = b.read_run(COMPARE, opts.compare, True) if opts.compare is not None else None
     state_parts = b.read_states(opts.states) if opts.states is not None else None
     paired = b.read_compare_cases(opts.compare_cases) if opts.compare_cases is not None \
