@@ -370,10 +370,9 @@ class _ObjectLines:
                                reject=self._reject, too_long=self._too_long, check=self._check)
 
     def _check(self, value: dict[str, Any], line_no: int, line: bytes) -> Problem | None:
-        # A line with fewer opening brackets than the limit cannot nest deeper (a count in C,
-        # where a walk is Python).
-        if len(line) <= 2 * depth.MAX_DEPTH or \
-                line.count(b"[") + line.count(b"{") <= depth.MAX_DEPTH:
+        # A line that opens fewer arrays and objects than the limit cannot nest deeper (found
+        # in C, where a walk is Python).
+        if not depth.may_be_deeper(line):
             return None
         path = depth.deep_path(value)
         return None if path is None else self._deep(line_no, 0, line, path)  # offset: reader's
