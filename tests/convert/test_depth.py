@@ -324,7 +324,7 @@ def test_may_be_deeper_is_the_count_of_opening_brackets(opened: int, spread: str
     brackets = "[" * opened if spread != "mixed" else "[{" * (opened // 2) + "[" * (opened % 2)
     gap = " " * (5 if spread == "apart" else 0)
     text = gap.join(brackets) + " " * (2 * depth.MAX_DEPTH + 1)
-    for given in (text, text.encode()):
-        assert depth.may_be_deeper(given) is (opened > depth.MAX_DEPTH)
+    for json_text in (text, text.encode()):
+        assert depth.may_be_deeper(json_text) is (opened > depth.MAX_DEPTH)
     # JSON of at most twice the limit in characters closes what it opens: never deeper.
     assert not depth.may_be_deeper("[" * depth.MAX_DEPTH * 2)
