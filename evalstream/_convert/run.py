@@ -151,7 +151,9 @@ class _Converter:
                 assert row.problem is not None
                 self._reject(row, row.problem)
                 continue
-            if track_keys and len(self.keys_seen) < 1000:
+            # A row's keys compared in C (no new dict): most rows have no key unseen.
+            if track_keys and len(self.keys_seen) < 1000 \
+                    and not row.values.keys() <= self.keys_seen.keys():
                 self.keys_seen.update(dict.fromkeys(row.values))
             data = self._case(row)
             if data is not None:
