@@ -120,6 +120,7 @@ class _Converter:
                  rej_out: AtomicOutput | None, writes: str = "cases") -> None:
         self.source, self.id_from, self.rej_out = source, id_from, rej_out
         self.writes = writes
+        self.build, self.own_ids = source.build, source.own_ids  # read once a row
         self.counts = ConvertCounts()
         self.rejected_by_kind: Counter[str] = Counter()
         self.rejected_by_column: Counter[str] = Counter()
@@ -183,10 +184,10 @@ class _Converter:
         case_id = None
         how = "source"
         try:
-            if not self.source.own_ids:
+            if not self.own_ids:
                 # first, so rejects can name it
                 case_id, how = self._case_id(values, row.number, notes)
-            built = self.source.build(values, notes)
+            built = self.build(values, notes)
             case = built.case
             if "id" not in case:
                 case = {"id": case_id, **case}
