@@ -23,7 +23,7 @@ import msgspec
 from evalstream._cases.reading import Problem, RecordKind, RecordReader
 from evalstream._cases.rejects import Reject, explain, long_line_reject, raw_text
 from evalstream._convert import depth
-from evalstream._convert.rows import Row, RowProblem, type_word
+from evalstream._convert.rows import Row, RowProblem, type_word, values_row
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES, Chunk, LongLine, read_chunks
 from evalstream._files.sniff import head_of
 from evalstream.errors import InputError, WrongFileError
@@ -43,8 +43,8 @@ def polars_rows(frames: Iterator[Any], first: int = 1) -> Iterator[Row]:
         for values in (dict(zip(columns, row, strict=True)) for row in rows):
             number += 1
             # Blank when every value is null: most rows hold none, found by one scan in C.
-            yield Row(number, values, blank=None in values.values()
-                      and all(v is None for v in values.values()))
+            yield values_row((number, values, None, None in values.values()
+                              and all(v is None for v in values.values()), b""))
 
 
 def batches(scan: Any, name: str) -> Iterator[Any]:
@@ -164,10 +164,12 @@ def _csv_rows(records: Iterator[CsvRecord], columns: list[str], separator: str,
                     texts = None
             if texts is not None and len(texts) == width:
                 if "" in texts:  # an empty cell is null
-                    yield Row(number, {c: v or None for c, v in zip(columns, texts, strict=True)},
-                              blank=not any(texts))
+                    yield values_row((number, {c: v or None for c, v in
+                                               zip(columns, texts, strict=True)}, None,
+                                      not any(texts), b""))
                 else:
-                    yield Row(number, dict(zip(columns, texts, strict=True)))
+                    yield values_row((number, dict(zip(columns, texts, strict=True)), None,
+                                      False, b""))
                 continue
             cells, problem = _cut(raw, sep, quoting)
         if problem is not None:
@@ -189,7 +191,7 @@ def _csv_rows(records: Iterator[CsvRecord], columns: list[str], separator: str,
             except UnicodeDecodeError:
                 yield _not_utf8(number, line, raw, columns, cells)
                 continue
-            yield Row(number, values, blank=all(v is None for v in cells))
+            yield values_row((number, values, None, all(v is None for v in cells), b""))
 
 
 def _not_utf8(number: int, line: int, raw: bytes, columns: list[str],
@@ -435,7 +437,7 @@ def jsonl_rows(stream: BinaryIO, max_line_bytes: int) -> Iterator[Row]:
             yield Row(number, None, RowProblem(item.error, lines.last_column, item.path,
                                                kind=lines.last_kind), raw=item.raw.encode())
         else:
-            yield Row(number, item[3])
+            yield values_row((number, item[3], None, False, b""))
     while seen < reader.counts.lines:
         seen += 1
         yield Row(seen, None, blank=True)
