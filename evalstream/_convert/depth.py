@@ -176,6 +176,7 @@ def path_in(data: bytes) -> Path:
 
 
 _FEW = 16  # brackets found one by one (memchr) before counting them all
+_BRACKETS, _BRACKETS_TEXT = (ord("["), ord("{")), ("[", "{")  # ints: bytes.find takes them faster
 
 
 def may_be_deeper(text: bytes | str, limit: int = MAX_DEPTH) -> bool:
@@ -196,9 +197,6 @@ def may_be_deeper(text: bytes | str, limit: int = MAX_DEPTH) -> bool:
                 return sum(map(text.count, brackets)) > limit
             at = text.find(bracket, at + 1)
     return False
-
-
-_BRACKETS, _BRACKETS_TEXT = (ord("["), ord("{")), ("[", "{")  # ints: bytes.find takes them faster
 
 
 def loads(text: str, what: str, column: str | None) -> Any:

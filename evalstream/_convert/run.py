@@ -4,10 +4,10 @@ Every case is one the case decoder ``validate`` uses accepts, so a converted fil
 exactly what ``validate`` accepts: told from the case dict by ``fits`` for the usual shapes
 (the decoder's rules, checked in Python without decoding), else by decoding the line; a
 case the decoder refuses becomes a reject with the row number, the source column, the case
-field and ``validate``'s sentence. A
-format that writes verdicts (a peer's judge: ``Format.writes``) gives each row's verdicts,
-each decoded by the verdict decoder ``agree``, ``compare`` and ``view`` use; the output is
-then a target of kind ``verdicts`` in the run's transaction.
+field and ``validate``'s sentence. A format that writes verdicts (a peer's judge:
+``Format.writes``) gives each row's verdicts, each decoded by the verdict decoder ``agree``,
+``compare`` and ``view`` use; the output is then a target of kind ``verdicts`` in the run's
+transaction.
 """
 
 from __future__ import annotations
