@@ -264,13 +264,19 @@ def test_wrong_file_for_the_format(tmp_path: Path) -> None:
         convert(tmp_path, tmp_path / "one.json", maps=["input=q,output=a"])
 
 
-def test_polars_rows_are_polars_own_rows_of_every_type() -> None:
-    # The Parquet and Hugging Face rows are read column by column (issue 31): the values,
-    # their Python types and the blank rows are those of Polars' own iter_rows.
+@pytest.mark.parametrize("slice_rows", [1, 3, 512])
+def test_polars_rows_are_polars_own_rows_of_every_type(slice_rows: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Parquet and Hugging Face rows are read column by column, a slice of rows at a
+    # time (issue 31): the values, their Python types, the numbers and the blank rows are
+    # those of Polars' own iter_rows.
     import datetime
     import decimal
 
+    from evalstream._convert import tables
     from evalstream._convert.tables import polars_rows
+
+    monkeypatch.setattr(tables, "PY_ROWS", slice_rows)
 
     frame = pl.DataFrame({
         "text": ["a", None, "", "é\u2028"],
