@@ -90,7 +90,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from benchmarks.convert import main
 
     return main(args.size or [_size("100MB")], args.runs, args.cache_dir, args.seed,
-                args.timeout, args.shape, args.variants, args.formats)
+                args.timeout, args.shape, args.variants, args.formats, args.base)
 
 
 def cmd_convert_plain(args: argparse.Namespace) -> int:
@@ -267,8 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--shape", choices=("mapped", "text"), default="mapped",
                       help="mapped: passages, labels, scenario; text: id + 3 text columns")
     conv.add_argument("--variants", nargs="+",
-                      choices=("polars-read", "polars-rows", "reader-rows", "plain", "convert"))
+                      choices=("polars-read", "polars-rows", "reader-rows", "plain", "convert",
+                               "convert-base"))
     conv.add_argument("--formats", nargs="+", choices=("csv", "jsonl", "parquet"))
+    conv.add_argument("--base", type=Path, metavar="TREE",
+                      help="the convert-base variant: `convert` of another source tree (e.g. a "
+                           "worktree of main), run in the same rounds")
     conv.set_defaults(func=cmd_convert)
     plain = sub.add_parser("convert-plain", help="the plain loop convert is measured against")
     plain.add_argument("shape", choices=("mapped", "text"))

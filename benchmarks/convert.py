@@ -21,6 +21,9 @@ runs interleaved:
   Polars batches, a dict, msgspec's encoder; no checks), whose output is checked byte for
   byte against convert's: the baseline of the targets.
 - ``convert``: ``python -m evalstream convert`` with a mapping of every column.
+- ``convert-base`` (with ``--base TREE``): the same command from another source tree (its
+  ``PYTHONPATH``; e.g. a worktree of main), in the same rounds, its output checked byte for
+  byte against ``convert``'s: a change measured side by side with the code before it.
 
 MB/s is the input file's size over the median wall time; ``x plain`` is the median CPU time
 over the plain loop's on the same file.
@@ -63,7 +66,7 @@ _MAP = {"mapped": ["--map", "input=question,output=answer,context=passages,"
                    "expected.support.status=1:pass,0:fail", "--id-from", "id", "-q"],
         "text": ["--map", "input=question,output=answer,context=passage", "--id-from", "id",
                  "-q"]}
-VARIANTS = ("polars-read", "polars-rows", "reader-rows", "plain", "convert")
+VARIANTS = ("polars-read", "polars-rows", "reader-rows", "plain", "convert")  # the default
 FORMATS = ("csv", "jsonl", "parquet")
 
 
@@ -135,15 +138,20 @@ def _measure(argv: list[str], timeout: float) -> dict[str, float | int]:
 
 def main(sizes: list[int], runs: int, cache: Path, seed: int, timeout: float,
          shape: str = "mapped", variants: list[str] | None = None,
-         formats: list[str] | None = None) -> int:
+         formats: list[str] | None = None, base_tree: Path | None = None) -> int:
     """Generate the tables, run every variant ``runs`` times interleaved, print a table."""
     rows_out = []
-    wanted = variants or list(VARIANTS)
+    wanted = variants or [*VARIANTS, *(["convert-base"] if base_tree else [])]
+    if "convert-base" in wanted and base_tree is None:
+        raise SystemExit("the convert-base variant needs --base TREE")
     for size in sizes:
         tables = make_tables(cache, size, seed, shape)
         for fmt in formats or FORMATS:
             path = tables[fmt]
-            out = {name: cache / f"out-{shape}-{fmt}-{name}.jsonl" for name in ("plain", "convert")}
+            out = {name: cache / f"out-{shape}-{fmt}-{name}.jsonl"
+                   for name in ("plain", "convert", "convert-base")}
+            parse = ["--parse-json", "passages"] if fmt == "csv" and shape == "mapped" else []
+            convert_args = [*_MAP[shape], *parse]
             commands = {
                 "polars-read": [sys.executable, "-c", _READ[fmt].format(path=str(path))],
                 "polars-rows": [sys.executable, "-c", _ROWS.format(
@@ -152,9 +160,11 @@ def main(sizes: list[int], runs: int, cache: Path, seed: int, timeout: float,
                 "plain": [sys.executable, "-m", "benchmarks", "convert-plain", shape, fmt,
                           str(path), str(out["plain"])],
                 "convert": [sys.executable, "-m", "evalstream", "convert", str(path),
-                            str(out["convert"]), "--force", *_MAP[shape],
-                            *(["--parse-json", "passages"]
-                              if fmt == "csv" and shape == "mapped" else [])],
+                            str(out["convert"]), "--force", *convert_args],
+                "convert-base": ["env", "-C", str(base_tree), f"PYTHONPATH={base_tree}",
+                                 sys.executable, "-m",
+                                 "evalstream", "convert", str(path), str(out["convert-base"]),
+                                 "--force", *convert_args],
             }
             chosen = {k: v for k, v in commands.items() if k in wanted
                       and (k != "reader-rows" or fmt == "csv")}
@@ -171,6 +181,9 @@ def main(sizes: list[int], runs: int, cache: Path, seed: int, timeout: float,
             if "convert" in chosen and "plain" in chosen:  # the same job: the same bytes
                 assert out["convert"].read_bytes() == out["plain"].read_bytes(), \
                     f"the plain loop and convert wrote different cases from {path}"
+            if "convert" in chosen and "convert-base" in chosen:
+                assert out["convert"].read_bytes() == out["convert-base"].read_bytes(), \
+                    f"convert and convert-base wrote different cases from {path}"
             base = "plain" if "plain" in results else next(iter(results))
             floor = statistics.median(float(r["cpu_s"]) for r in results[base])
             mb = path.stat().st_size / 1e6

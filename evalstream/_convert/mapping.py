@@ -67,7 +67,23 @@ class Step(NamedTuple):
     table: dict[str, str | None] | None
     name: str  # "metadata.a.b"
     path: str  # "$.metadata.a.b"
-    text: bool  # a column to input, output or policy as it is: the usual step, done inline
+    # How ``build`` does the step: the usual ones inline (a Python call a step was a third of
+    # a table row's build), the rest by ``_assign``: TEXT a column to input, output or policy
+    # as it is; KEY a value to one metadata key; LABEL a label's status or source; CONTEXT
+    # passages; OTHER the rest.
+    kind: int
+
+
+TEXT, KEY, LABEL, CONTEXT, OTHER = range(5)
+
+
+def _kind(f: Field, rewritten: bool) -> int:
+    head = f.parts[0]
+    if head in TEXT_FIELDS:
+        return OTHER if rewritten else TEXT
+    if head == "metadata" and len(f.parts) == 2:
+        return KEY
+    return LABEL if head == "expected" else CONTEXT if head == "context" else OTHER
 
 
 @dataclass
@@ -95,10 +111,10 @@ class Mapping:
         """The assignments in order: columns first, then constants (computed once)."""
         if self._steps is None:
             self._steps = [Step(f, f.parts[0], c, False, None, self.values.get(f), str(f), f.path,
-                                f.parts[0] in TEXT_FIELDS and f not in self.values)
-                           for f, c in self.columns.items()]
+                                _kind(f, f in self.values)) for f, c in self.columns.items()]
             self._steps += [Step(f, f.parts[0], f"--set {f}", True, v, None, str(f), f.path,
-                                 False) for f, v in self.constants.items()]
+                                 _kind(f, True) if f.parts[0] != "context" else OTHER)
+                            for f, v in self.constants.items()]
             # The steps fill a case's fields in wire order when those they set directly
             # (metadata and labels come last) come in that order and none reads a chat
             # (which may fill input, output and tool events too): then a case needs no
@@ -285,24 +301,38 @@ def build(values: dict[str, Any], notes: Notes, mapping: Mapping,
     metadata: dict[str, Any] = {}
     expected: dict[str, dict[str, Any]] = {}
     for step in mapping.steps():
-        if step.text:  # inline, as _assign does it: a third of a table row's build
-            column = step.column
+        column, kind = step.column, step.kind
+        if step.constant:
+            value = step.value
+        else:
             value = values[column] if column in values else lookup(values, column)
+        if kind == TEXT:  # inline, as _assign does each kind
             origin[(step.head,)] = column
             if value is not None:
                 case[step.head] = value
             continue
-        value = step.value if step.constant else lookup(values, step.column)
         table = step.table
         if table is not None and value is not None:
             key = _value_key(value)
             if key not in table:
                 allowed = ", ".join(repr(k) for k in table)
-                raise RowProblem(f"Column {step.column!r} holds {key!r}, which --values for "
+                raise RowProblem(f"Column {column!r} holds {key!r}, which --values for "
                                  f"`{step.name}` does not map (it maps {allowed}); add it to "
-                                 "--values.", step.column, step.path, kind="unmapped value")
+                                 "--values.", column, step.path, kind="unmapped value")
             value = table[key]
-        _assign(step, value, case, metadata, expected, origin, notes, rules)
+        parts = step.field.parts
+        if kind == LABEL:
+            expected.setdefault(parts[1], {})[parts[2]] = value
+            origin[parts] = column
+        elif kind == KEY and parts[1] not in metadata:  # else _put says the clash
+            metadata[parts[1]] = value
+            origin[parts] = column
+        elif kind == CONTEXT:
+            origin[("context",)] = column
+            if value is not None:
+                case["context"] = _passages(value, column)
+        else:
+            _assign(step, value, case, metadata, expected, origin, notes, rules)
     if mapping.keep_unmapped:
         used = set(mapping.used_columns())
         if mapping.id_from is None and own_id(values) is not None:
@@ -322,7 +352,9 @@ def build(values: dict[str, Any], notes: Notes, mapping: Mapping,
         labels[rubric] = {"status": label["status"], "source": label.get("source")}
     if labels:
         case["expected"] = labels
-    return Built(case if mapping.in_wire_order else _in_wire_order(case), origin)
+    # `_ordered` was set by the steps() above (in_wire_order would call it again: a row's
+    # build is a few microseconds, each call a tenth of one).
+    return Built(case if mapping._ordered else _in_wire_order(case), origin)
 
 
 def _value_key(value: Any) -> str:

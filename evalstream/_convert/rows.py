@@ -7,6 +7,7 @@ so a reject can name the column as well as the case field.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,11 @@ class Row(NamedTuple):
     problem: RowProblem | None = None
     blank: bool = False
     raw: bytes = b""
+
+
+# ``Row(number, values, None, blank, b"")`` made in C, for the readers' usual rows: a
+# NamedTuple's own ``__new__`` is a Python function (0.5-0.8 us a row more, measured).
+values_row = functools.partial(tuple.__new__, Row)
 
 
 class RowProblem(Exception):

@@ -1,11 +1,13 @@
 """A whole ``convert`` run: source rows -> cases or rejects, counts that add up, atomic outputs.
 
-Every case is encoded and then decoded by the case decoder ``validate`` uses, so a
-converted file holds exactly what ``validate`` accepts; a case it refuses becomes a reject
-with the row number, the source column, the case field and ``validate``'s sentence. A
-format that writes verdicts (a peer's judge: ``Format.writes``) gives each row's verdicts,
-each decoded by the verdict decoder ``agree``, ``compare`` and ``view`` use; the output is
-then a target of kind ``verdicts`` in the run's transaction.
+Every case is one the case decoder ``validate`` uses accepts, so a converted file holds
+exactly what ``validate`` accepts: told from the case dict by ``fits`` for the usual shapes
+(the decoder's rules, checked in Python without decoding), else by decoding the line; a
+case the decoder refuses becomes a reject with the row number, the source column, the case
+field and ``validate``'s sentence. A format that writes verdicts (a peer's judge:
+``Format.writes``) gives each row's verdicts, each decoded by the verdict decoder ``agree``,
+``compare`` and ``view`` use; the output is then a target of kind ``verdicts`` in the run's
+transaction.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import xxhash
 from evalstream._cases import ids, schema
 from evalstream._cases.rejects import explain, raw_text, reject_kind
 from evalstream._convert import chat, formats, mapping
+from evalstream._convert.fits import fits
 from evalstream._convert.formats.base import Format, Given, Source
 from evalstream._convert.report import ConvertCounts, ConvertReject, ConvertReport, encode
 from evalstream._convert.rows import OWN_ID, Built, Notes, Row, RowProblem, own_id
@@ -117,6 +120,7 @@ class _Converter:
                  rej_out: AtomicOutput | None, writes: str = "cases") -> None:
         self.source, self.id_from, self.rej_out = source, id_from, rej_out
         self.writes = writes
+        self.build, self.own_ids = source.build, source.own_ids  # read once a row
         self.counts = ConvertCounts()
         self.rejected_by_kind: Counter[str] = Counter()
         self.rejected_by_column: Counter[str] = Counter()
@@ -148,7 +152,9 @@ class _Converter:
                 assert row.problem is not None
                 self._reject(row, row.problem)
                 continue
-            if track_keys and len(self.keys_seen) < 1000:
+            # A row's keys compared in C (no new dict): most rows have no key unseen.
+            if track_keys and len(self.keys_seen) < 1000 \
+                    and not row.values.keys() <= self.keys_seen.keys():
                 self.keys_seen.update(dict.fromkeys(row.values))
             data = self._case(row)
             if data is not None:
@@ -178,10 +184,10 @@ class _Converter:
         case_id = None
         how = "source"
         try:
-            if not self.source.own_ids:
+            if not self.own_ids:
                 # first, so rejects can name it
                 case_id, how = self._case_id(values, row.number, notes)
-            built = self.source.build(values, notes)
+            built = self.build(values, notes)
             case = built.case
             if "id" not in case:
                 case = {"id": case_id, **case}
@@ -200,6 +206,32 @@ class _Converter:
                                          "Unicode character and cannot be written as UTF-8.",
                                          kind="lone surrogate"))
             return None
+        if fits(case):  # what the decoder accepts, told from the dict (fits.py)
+            valid_id = case["id"]
+        else:
+            valid_id = self._decoded_id(row, case, data, built)
+            if valid_id is None:
+                return None
+        first = self.index.add_id(valid_id, row.number)
+        if first:
+            why = {"hash": " (rows with the same content get the same id: give --id-from "
+                           "COLUMN, or drop the repeated row)",
+                   "own": " (the rows' own `id`: give --id-from to make ids another way, "
+                          "e.g. --id-from 'ID.{#}' with the row number)"}.get(how, "")
+            self._reject(row, RowProblem(
+                f"Case id {valid_id!r} was already used by row {first}{why}; case ids must "
+                "be unique in a dataset.", built.column_of("$.id"), "$.id",
+                kind="duplicate id", case_id=valid_id))
+            return None
+        if notes.counts:
+            self.notes.merge(notes)
+        return data
+
+    def _decoded_id(self, row: Row, case: dict[str, Any], data: bytes, built: Built
+                    ) -> str | None:
+        """The case's id when the case decoder accepts its line and no item id repeats;
+        else None, the row rejected with the decoder's sentence (a case ``fits`` could not
+        vouch for)."""
         try:
             decoded = self.decode(data)
         except (msgspec.DecodeError, RecursionError) as exc:
@@ -214,20 +246,7 @@ class _Converter:
                 f"`{path}` repeats the id {value!r}; ids must be unique within their list in "
                 "a case.", built.column_of(path), path, kind="duplicate id", case_id=decoded.id))
             return None
-        first = self.index.add_id(decoded.id, row.number)
-        if first:
-            why = {"hash": " (rows with the same content get the same id: give --id-from "
-                           "COLUMN, or drop the repeated row)",
-                   "own": " (the rows' own `id`: give --id-from to make ids another way, "
-                          "e.g. --id-from 'ID.{#}' with the row number)"}.get(how, "")
-            self._reject(row, RowProblem(
-                f"Case id {decoded.id!r} was already used by row {first}{why}; case ids must "
-                "be unique in a dataset.", built.column_of("$.id"), "$.id",
-                kind="duplicate id", case_id=decoded.id))
-            return None
-        if notes.counts:
-            self.notes.merge(notes)
-        return data
+        return decoded.id
 
     def _verdicts(self, row: Row, case_id: Any, built: Built, notes: Notes) -> bytes | None:
         """The verdict lines of one judged case (a peer's), each checked by the verdict

@@ -314,3 +314,17 @@ def test_path_in_a_text_too_deep_for_msgspec() -> None:
         "a", 1, "b", *[0] * (LIMIT - 3))
     assert depth.path_in(b'{"a":' + b"[" * 3_000) == ("a", *[0] * (LIMIT - 1))  # cut short
     assert depth.path_in(b"{{") == ()  # not JSON before the limit: no path
+
+
+@pytest.mark.parametrize("opened", [0, 1, 16, 17, 255, 256, 257, 600])
+@pytest.mark.parametrize("spread", ["together", "apart", "mixed"])
+def test_may_be_deeper_is_the_count_of_opening_brackets(opened: int, spread: str) -> None:
+    # The bound the JSON lines read and --parse-json use to skip the walk: a text that opens
+    # more than the limit's arrays and objects may be deeper, one that opens fewer is not.
+    brackets = "[" * opened if spread != "mixed" else "[{" * (opened // 2) + "[" * (opened % 2)
+    gap = " " * (5 if spread == "apart" else 0)
+    text = gap.join(brackets) + " " * (2 * depth.MAX_DEPTH + 1)
+    for json_text in (text, text.encode()):
+        assert depth.may_be_deeper(json_text) is (opened > depth.MAX_DEPTH)
+    # JSON of at most twice the limit in characters closes what it opens: never deeper.
+    assert not depth.may_be_deeper("[" * depth.MAX_DEPTH * 2)

@@ -262,3 +262,40 @@ def test_wrong_file_for_the_format(tmp_path: Path) -> None:
     (tmp_path / "one.json").write_text(json.dumps({"q": 1}, indent=2))
     with pytest.raises(WrongFileError, match="one JSON document"):
         convert(tmp_path, tmp_path / "one.json", maps=["input=q,output=a"])
+
+
+@pytest.mark.parametrize("slice_rows", [1, 3, 512])
+def test_polars_rows_are_polars_own_rows_of_every_type(slice_rows: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Parquet and Hugging Face rows are read column by column, a slice of rows at a
+    # time (issue 31): the values, their Python types, the numbers and the blank rows are
+    # those of Polars' own iter_rows.
+    import datetime
+    import decimal
+
+    from evalstream._convert import tables
+    from evalstream._convert.tables import polars_rows
+
+    monkeypatch.setattr(tables, "PY_ROWS", slice_rows)
+
+    frame = pl.DataFrame({
+        "text": ["a", None, "", "é\u2028"],
+        "int": [1, None, -(2**62), 0],
+        "float": [0.5, None, float("nan"), -0.0],
+        "bool": [True, None, False, True],
+        "list": [["x"], None, [], ["y", None]],
+        "struct": [{"id": "p", "text": "t"}, None, {"id": None, "text": "u"}, None],
+        "nested": [[[1]], None, [[]], [[2, 3]]],
+        "date": [datetime.date(2026, 12, 4), None, datetime.date(1, 1, 1), None],
+        "time": [datetime.datetime(2026, 12, 4, 21, 30), None, None, None],
+        "decimal": [decimal.Decimal("1.50"), None, None, decimal.Decimal("-2")],
+        "binary": [b"\x00\xff", None, b"", None],
+        "category": pl.Series(["a", None, "b", "a"], dtype=pl.Categorical),
+    })
+    expected = list(frame.iter_rows(named=True))
+    got = list(polars_rows(iter([frame.head(2), frame.tail(2)]), first=5))
+    assert [r.number for r in got] == [5, 6, 7, 8]
+    assert [r.blank for r in got] == [False, True, False, False]
+    assert repr([r.values for r in got]) == repr(expected)  # NaN, -0.0 and types alike
+    assert [[type(v) for v in r.values.values()] for r in got] == \
+        [[type(v) for v in r.values()] for r in expected]
