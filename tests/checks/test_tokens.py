@@ -149,6 +149,28 @@ def test_a_state_counts_as_its_whole_text(sample: tuple[bytes, list[str]], name:
     assert budget(name).state_tokens(state, names) == (whole(state, name), True)
 
 
+def segments_of(state: dict[str, Any]) -> list[bytes]:
+    """A state's fields cut as the Checker cuts them when it counts every state: each field's
+    key (``{"name":`` first, then ``,"name":``) and value, encoded apart (``tokens.segment``)."""
+    names = list(state)
+    return [tokens.segment((b"{" if i == 0 else b",") + msgspec.json.encode(n) + b":",
+                           msgspec.json.encode(state[n]), i == len(names) - 1)
+            for i, n in enumerate(names)]
+
+
+@pytest.mark.slow
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(data=st.data(), name=st.sampled_from(ENCODINGS))
+def test_a_state_counts_as_the_sum_of_its_fields_segments(data: Any, name: str) -> None:
+    """What stats and --exact-tokens count: each field's segment apart (once a case), summed."""
+    names = [n for n in STATE_NAMES if data.draw(st.booleans())] or ["user_input"]
+    state = {n: data.draw(FIELD_VALUES[n]) for n in names}
+    segments = segments_of(state)
+    assert b"".join(segments) == msgspec.json.encode(state)
+    b = budget(name)
+    assert sum(b.segment_tokens(s) for s in segments) == whole(msgspec.json.encode(state), name)
+
+
 @settings(max_examples=60, deadline=None)
 @given(n_messages=st.integers(1, 60), words=st.integers(1, 400), limit=st.integers(1, 30_000),
        name=st.sampled_from(ENCODINGS))
