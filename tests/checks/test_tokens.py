@@ -242,10 +242,19 @@ def test_a_repeated_field_is_counted_once_across_cases() -> None:
     assert b.pieces.hits >= 49 and b.pieces.bytes_hit > 49 * len(policy)
 
 
+def test_a_piece_below_the_floor_is_counted_without_the_cache() -> None:
+    b = budget("o200k_base")
+    short, long = b"x" * (tokens.CACHE_MIN - 1), b"y " * tokens.CACHE_MIN
+    assert [b.pieces.count(p) for p in (short, short, long, long)] == \
+        [whole(short, "o200k_base")] * 2 + [whole(long, "o200k_base")] * 2
+    assert len(b.pieces) == 1 and b.pieces.hits == 1 and b.pieces.lookups == 4
+
+
 def test_the_cache_keeps_its_bound() -> None:
     b = budget("cl100k_base", entries=100)
     for i in range(1_000):
-        b.state_tokens(msgspec.json.encode({"user_input": f"q{i}", "policy": f"p{i}"}),
+        b.state_tokens(msgspec.json.encode({"user_input": f"q{i}",
+                                            "policy": f"p{i} " * tokens.CACHE_MIN}),
                        ["user_input", "policy"])
     assert len(b.pieces) == 100
     assert tokens.piece_counts("o200k_base").entries == tokens.CACHE_ENTRIES == 16_384
