@@ -21,6 +21,7 @@ shows = {shows}
     '["policy"]', '["user_input"]']))
 
 
+@pytest.mark.slow  # the oracle's tables: ~0.6 s alone
 @pytest.mark.parametrize("tokenizer", ["o200k_base", "cl100k_base"])
 def test_every_state_counted_exactly_equals_its_whole_text_when_rubrics_share_fields(
         tokenizer: str) -> None:

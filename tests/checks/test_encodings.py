@@ -259,6 +259,7 @@ def test_on_another_unicode_version_only_ascii_reaches_toktok(
     assert encodings.toktok_reads("é") and not encodings.toktok_reads("\u0c5c")
 
 
+@pytest.mark.slow  # 1.1 million category lookups for the whole table: ~0.5 s
 def test_the_unassigned_table_fills_a_plane_at_a_time_and_equals_the_whole() -> None:
     """Most text stays in the first plane: the other 16 planes' 1 million category lookups
     (~0.1 s) are made only when a text reaches them, and then give the same flags."""
