@@ -183,4 +183,3 @@ def test_a_pairwise_rubric_takes_no_allows_na_and_never_allows_na(value: str) ->
     [judge] = rubrics.parse(POINTWISE_TOML + "allows_na = false\n", "p.toml")
     [plain] = rubrics.parse(POINTWISE_TOML, "p.toml")
     assert judge.hash != plain.hash and not judge.allows_na
-
