@@ -80,6 +80,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cache=args.cache_dir,
         seed=args.seed,
         out=args.out,
+        base=args.base,
         keep_outputs=args.keep_outputs,
         timeout=args.timeout,
     )
@@ -255,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep each variant's last output in CACHE_DIR/out/VARIANT-PROFILE-SIZE/",
     )
     run.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
+    run.add_argument("--base", type=Path, metavar="TREE",
+                     help="also run each evalstream variant from another copy of the tree "
+                          "(`git worktree add`), as base:VARIANT, interleaved run by run")
     run.set_defaults(func=cmd_run)
 
     conv = sub.add_parser("convert", help="time `evalstream convert` on CSV and Parquet")

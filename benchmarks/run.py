@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ class Variant:
     argv: tuple[str, ...]
     profile: str | None = None
     evalstream: bool = False
+    tree: Path = ROOT  # where it runs: ``python -m evalstream`` imports that tree's package
 
     def command(self, src: Path, dst: Path) -> list[str]:
         """Return the command line for input ``src`` and output ``dst``."""
@@ -64,7 +65,7 @@ class Variant:
             "python": sys.executable,
             "input": str(src),
             "output": str(dst),
-            "root": str(ROOT),
+            "root": str(self.tree),
         }
         return [arg.format(**values) for arg in self.argv]
 
@@ -244,7 +245,7 @@ def shared_generator() -> Path:
     raise SystemExit(f"the shared generator {SHARED_GENERATOR} is not beside {ROOT}")
 
 
-def compile_bytecode() -> None:
+def compile_bytecode(tree: Path = ROOT) -> None:
     """Write the bytecode of evalstream and the benchmarks, as installing a package does:
     with PYTHONDONTWRITEBYTECODE set (as on these machines), every run would otherwise
     compile evalstream's modules again, ~0.1 s of CPU a start that no installed copy pays
@@ -252,7 +253,7 @@ def compile_bytecode() -> None:
     import compileall
 
     for package in ("evalstream", "benchmarks"):
-        compileall.compile_dir(ROOT / package, quiet=1)
+        compileall.compile_dir(tree / package, quiet=1)
 
 
 def warm_page_cache(path: Path) -> None:
@@ -287,13 +288,14 @@ def _last_json_line(text: str) -> dict[str, Any] | None:
     return None
 
 
-def time_command(argv: list[str], output: Path, timeout: float) -> tuple[Run, str]:
-    """Run ``argv`` once from the repository root under ``measure.py``; return its
-    measurements and the tail of its stderr. After ``timeout`` seconds it is killed (-9)."""
+def time_command(argv: list[str], output: Path, timeout: float,
+                 tree: Path = ROOT) -> tuple[Run, str]:
+    """Run ``argv`` once from ``tree`` (the repository root) under ``measure.py``; return
+    its measurements and the tail of its stderr. After ``timeout`` seconds it is killed."""
     with tempfile.NamedTemporaryFile(prefix="bench-stderr-") as err:
         proc = subprocess.run(
             [sys.executable, "-S", "-I", str(MEASURE), str(timeout), err.name, "--", *argv],
-            cwd=ROOT,
+            cwd=tree,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -337,10 +339,11 @@ def measure(
             shutil.rmtree(run_dir, ignore_errors=True)
             run_dir.mkdir(parents=True)
             output = run_dir / "out.jsonl"
-            argv = variants[result.variant].command(data.path, output)
+            variant = variants[result.variant]
+            argv = variant.command(data.path, output)
             _log(f"[{round_number + 1}/{runs}] {result.variant} on {data.label}")
             try:
-                run, stderr = time_command(argv, output, timeout)
+                run, stderr = time_command(argv, output, timeout, variant.tree)
             except (OSError, RuntimeError, ValueError) as exc:
                 run, stderr = None, str(exc)
             if run is not None and run.exit_code in OK_EXIT:
@@ -445,8 +448,11 @@ def main(
     out: Path | None,
     keep_outputs: bool,
     timeout: float,
+    base: Path | None = None,
 ) -> int:
-    """Run the benchmark; print a table and JSON lines; return 1 if any variant failed."""
+    """Run the benchmark; print a table and JSON lines; return 1 if any variant failed.
+    ``base``: another copy of the tree, whose evalstream variants run as ``base:NAME``
+    beside this tree's, interleaved (the figures of a change side by side with main's)."""
     unknown = [n for n in variant_names if n not in VARIANTS] + [
         p for p in profiles if p not in PROFILES
     ]
@@ -457,17 +463,26 @@ def main(
         )
     have_evalstream = evalstream_available()
     compile_bytecode()
+    variants = dict(VARIANTS)
+    if base is not None:
+        base = base.resolve()
+        compile_bytecode(base)
+        variants |= {f"base:{name}": replace(v, tree=base)
+                     for name, v in VARIANTS.items() if v.evalstream}
     out_dir = cache / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     for size in sizes:
         for profile, names in plan(variant_names, profiles).items():
             data = ensure_input(cache, profile, size, seed)
+            if base is not None:
+                names = [n for name in names
+                         for n in (name, f"base:{name}")[:2 if f"base:{name}" in variants else 1]]
             results = [Result(name, data.label, data.bytes) for name in names]
             for result in results:
-                if VARIANTS[result.variant].evalstream and not have_evalstream:
+                if variants[result.variant].evalstream and not have_evalstream:
                     result.status = "unavailable (evalstream not importable)"
-            measure(results, VARIANTS, data, runs, out_dir, keep_outputs, timeout)
+            measure(results, variants, data, runs, out_dir, keep_outputs, timeout)
             floor = next(r for r in results if r.variant == FLOOR)
             rows += [r.row(floor.median_wall(), floor.median_cpu()) for r in results]
     print(markdown_table(rows))

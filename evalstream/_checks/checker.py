@@ -271,6 +271,7 @@ class Checker:
         if self._when_keys and metadata:
             self._note_when_keys(metadata)
         fields: dict[str, bytes] = {}  # each shown field encoded once per case
+        counted: dict[tuple[bytes, bool], int] = {}  # and counted once, when all are counted
         out = []
         usual, other = self._usual, self._other
         for plan in plans:
@@ -284,7 +285,7 @@ class Checker:
                 passed, read = rubric.check.evaluate(events)
                 check = Check(plan, None, None, None, passed, [events[i].id for i in sorted(read)])
             else:
-                check = self._judge(case, line, plan, fields)
+                check = self._judge(case, line, plan, fields, counted)
             if check.reason is plan.reason:
                 usual[plan.slot] += 1
             else:
@@ -319,6 +320,8 @@ class Checker:
         ba = ab._replace(response_1=b.output, response_2=a.output)
         fields_ab = {"response_1": first, "response_2": second}
         fields_ba = {"response_1": second, "response_2": first}
+        counted_ab: dict[tuple[bytes, bool], int] = {}
+        counted_ba: dict[tuple[bytes, bool], int] = {}
         out_ab, out_ba = [], []
         usual, other = self._usual, self._other
         for plan in plans:
@@ -328,11 +331,11 @@ class Checker:
             elif rubric.when and (reason := rubric.when_reason(metadata)) is not None:
                 one = two = Check(plan, reason, None, None, None, None)
             else:
-                one = self._judge(ab, line, plan, fields_ab)
+                one = self._judge(ab, line, plan, fields_ab, counted_ab)
                 for attr, value in fields_ab.items():  # the shared fields, encoded once
                     fields_ba.setdefault(attr, value)
                 if one.reason is None:
-                    two = self._judge(ba, line, plan, fields_ba)
+                    two = self._judge(ba, line, plan, fields_ba, counted_ba)
                     if two.reason is not None:  # never seen: both orders count the same
                         one = Check(plan, two.reason, None, one.tokens, None, None)
                 else:
@@ -361,8 +364,11 @@ class Checker:
                 # (a pairwise rubric's label on a case of one run is the pair's, not lost)
                 tally.labels_not_applicable += 1
 
-    def _judge(self, case: Any, line: int, plan: Plan, fields: dict[str, bytes]) -> Check:
-        """A judge rubric's state, and whether it fits the budget."""
+    def _judge(self, case: Any, line: int, plan: Plan, fields: dict[str, bytes],
+               counted: dict[tuple[bytes, bool], int]) -> Check:
+        """A judge rubric's state, and whether it fits the budget. ``fields`` and ``counted``
+        hold the case's shown fields encoded, and their segments' token counts (by key and
+        whether the field is the state's last: ``tokens.segment``), for the next rubrics."""
         parts: list[bytes] = []
         state: bytes | None
         if plan.alone is not None:
@@ -398,7 +404,22 @@ class Checker:
             # Most states: they fit in bytes, so in tokens; nothing is counted.
             return Check(plan, None, state, Tokens(budget.tokenizer, budget.max_tokens, sizes,
                                                    reserved=budget.reserved), None, None)
-        n, exact = budget.state_tokens(state or b"".join(parts), plan.shown, budget.limit())
+        if budget.exact and plan.alone is None:
+            # Every state is counted (stats, --exact-tokens), to the end: a state's count is
+            # the sum of its fields' segments', and each segment is counted once a case
+            # however many rubrics show it (stats' built-in set: ~5 states a case).
+            n, exact, last = 0, True, len(plan.keys) - 1
+            for i, (key, attr) in enumerate(plan.keys):
+                c = counted.get((key, i == last))
+                if c is None:
+                    c = counted[key, i == last] = budget.segment_tokens(
+                        tokens.segment(key, fields[attr], i == last))
+                n += c
+            if last < 0:
+                n = budget.segment_tokens(b"{}")
+        else:
+            n, exact = budget.state_tokens(state or b"".join(parts), plan.shown,
+                                           budget.limit())
         longest = budget.longest_question
         total = n + longest
         figures = Tokens(budget.tokenizer, budget.max_tokens, sizes,

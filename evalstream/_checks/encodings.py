@@ -22,13 +22,14 @@ code point, and toktok equalled tiktoken on every ASCII text tried (all strings 
 characters, 3.4 million of 4-5 over every pre-tokenizer class, generated text, the shared
 corpus: ``tests/checks/test_encodings.py``). So a text goes to toktok when it is pure ASCII
 (O(1) to ask of a ``str``) or, on CPython's Unicode 14.0 tables, when none of its code
-points is unassigned there (a lookup per character in numpy, ~200 million a second:
-``unassigned``); any other text goes to tiktoken. On another Unicode version (CPython 3.12
-and later) only ASCII goes to toktok: the code points assigned since 14.0 are exactly where
-the two may differ. toktok loads only once tiktoken has counted ``TOKTOK_AFTER`` bytes of
-text (loading it costs about what counting that does), or at the first count of a run that
-says it will count more than that (``Tokenizer.expect``: ``stats`` and ``build
---exact-tokens``, which count every state, on inputs over that size).
+points is unassigned there (a lookup per character in numpy, ~200 million a second, in a
+table filled a Unicode plane at a time: ``Unassigned``); any other text goes to tiktoken.
+On another Unicode version (CPython 3.12 and later) only ASCII goes to toktok: the code
+points assigned since 14.0 are exactly where the two may differ. toktok loads only once
+tiktoken has counted ``TOKTOK_AFTER`` bytes of text (loading it costs about what counting
+that does), or at the first count of a run that says it will count more than that
+(``Tokenizer.expect``: ``stats`` and ``build --exact-tokens``, which count every state, on
+inputs over that size).
 toktok is used only if it is installed and passes a check when it loads: its vocabulary,
 rebuilt rank by rank, hashes to tiktoken's published SHA-256, and it counts a fixed sample
 exactly as tiktoken does (``SAMPLE``). Otherwise tiktoken counts everything, with the same
@@ -199,24 +200,44 @@ def toktok_reads(text: str) -> bool:
     import numpy as np
 
     points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
-    return not flags[points].any()
+    return not flags.any_in(points)
 
 
 @cache
-def unassigned() -> Any:
-    """One flag a code point: unassigned (or a surrogate) in this Python's Unicode tables, as
-    a numpy array (~0.1 s to build, 1.1 MB); None when those tables are not Unicode 14.0, on
-    which the routing was measured."""
+def unassigned() -> Unassigned | None:
+    """This Python's unassigned code points (``Unassigned``); None when its Unicode tables are
+    not 14.0, on which the routing was measured."""
     import unicodedata
 
     if unicodedata.unidata_version != UNICODE_VERSION:
         return None
-    import numpy as np
+    return Unassigned()
 
-    category = unicodedata.category
-    flags = np.zeros(0x110000, np.bool_)
-    flags[[c for c in range(0x110000) if category(chr(c)) in ("Cn", "Cs")]] = True
-    return flags
+
+class Unassigned:
+    """One flag a code point: unassigned (or a surrogate) in this Python's Unicode tables, as
+    a numpy array (1.1 MB), filled a plane (65,536 code points) at a time, up to the highest
+    plane a text has reached: the whole table costs ~0.1 s of CPU (a category lookup a code
+    point) in every process that counts non-ASCII text, the first plane ~6 ms, and most text
+    stays in it."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.flags = np.zeros(0x110000, np.bool_)
+        self.planes = 0  # planes 0 .. planes - 1 are filled
+
+    def any_in(self, points: Any) -> bool:
+        """Whether any of ``points`` (a numpy array of code points) is unassigned."""
+        top = int(points.max()) >> 16
+        if top >= self.planes:
+            import unicodedata
+
+            category = unicodedata.category
+            self.flags[[c for c in range(self.planes << 16, (top + 1) << 16)
+                        if category(chr(c)) in ("Cn", "Cs")]] = True
+            self.planes = top + 1
+        return bool(self.flags[points].any())
 
 
 @cache

@@ -259,6 +259,25 @@ def test_on_another_unicode_version_only_ascii_reaches_toktok(
     assert encodings.toktok_reads("é") and not encodings.toktok_reads("\u0c5c")
 
 
+@pytest.mark.slow  # 1.1 million category lookups for the whole table: ~0.5 s
+def test_the_unassigned_table_fills_a_plane_at_a_time_and_equals_the_whole() -> None:
+    """Most text stays in the first plane: the other 16 planes' 1 million category lookups
+    (~0.1 s) are made only when a text reaches them, and then give the same flags."""
+    import unicodedata
+
+    import numpy as np
+
+    table = encodings.Unassigned()
+    assert not table.any_in(np.array([ord(c) for c in "naïve 東京"]))
+    assert table.planes == 1
+    assert table.any_in(np.array([0x0378])) and not table.any_in(np.array([0x1F600]))
+    assert table.planes == 2
+    assert table.any_in(np.array([0x10FFFF, 0x41]))  # a noncharacter: Cn
+    whole = np.zeros(0x110000, np.bool_)
+    whole[[c for c in range(0x110000) if unicodedata.category(chr(c)) in ("Cn", "Cs")]] = True
+    assert table.planes == 17 and (table.flags == whole).all()
+
+
 # -- toktok's check at load ------------------------------------------------------------------
 class _FakeCore:
     """toktok's tokenizer with one thing wrong."""

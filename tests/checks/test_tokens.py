@@ -149,6 +149,28 @@ def test_a_state_counts_as_its_whole_text(sample: tuple[bytes, list[str]], name:
     assert budget(name).state_tokens(state, names) == (whole(state, name), True)
 
 
+def segments_of(state: dict[str, Any]) -> list[bytes]:
+    """A state's fields cut as the Checker cuts them when it counts every state: each field's
+    key (``{"name":`` first, then ``,"name":``) and value, encoded apart (``tokens.segment``)."""
+    names = list(state)
+    return [tokens.segment((b"{" if i == 0 else b",") + msgspec.json.encode(n) + b":",
+                           msgspec.json.encode(state[n]), i == len(names) - 1)
+            for i, n in enumerate(names)]
+
+
+@pytest.mark.slow
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(data=st.data(), name=st.sampled_from(ENCODINGS))
+def test_a_state_counts_as_the_sum_of_its_fields_segments(data: Any, name: str) -> None:
+    """What stats and --exact-tokens count: each field's segment apart (once a case), summed."""
+    names = [n for n in STATE_NAMES if data.draw(st.booleans())] or ["user_input"]
+    state = {n: data.draw(FIELD_VALUES[n]) for n in names}
+    segments = segments_of(state)
+    assert b"".join(segments) == msgspec.json.encode(state)
+    b = budget(name)
+    assert sum(b.segment_tokens(s) for s in segments) == whole(msgspec.json.encode(state), name)
+
+
 @settings(max_examples=60, deadline=None)
 @given(n_messages=st.integers(1, 60), words=st.integers(1, 400), limit=st.integers(1, 30_000),
        name=st.sampled_from(ENCODINGS))
@@ -220,10 +242,19 @@ def test_a_repeated_field_is_counted_once_across_cases() -> None:
     assert b.pieces.hits >= 49 and b.pieces.bytes_hit > 49 * len(policy)
 
 
+def test_a_piece_below_the_floor_is_counted_without_the_cache() -> None:
+    b = budget("o200k_base")
+    short, long = b"x" * (tokens.CACHE_MIN - 1), b"y " * tokens.CACHE_MIN
+    assert [b.pieces.count(p) for p in (short, short, long, long)] == \
+        [whole(short, "o200k_base")] * 2 + [whole(long, "o200k_base")] * 2
+    assert len(b.pieces) == 1 and b.pieces.hits == 1 and b.pieces.lookups == 4
+
+
 def test_the_cache_keeps_its_bound() -> None:
     b = budget("cl100k_base", entries=100)
     for i in range(1_000):
-        b.state_tokens(msgspec.json.encode({"user_input": f"q{i}", "policy": f"p{i}"}),
+        b.state_tokens(msgspec.json.encode({"user_input": f"q{i}",
+                                            "policy": f"p{i} " * tokens.CACHE_MIN}),
                        ["user_input", "policy"])
     assert len(b.pieces) == 100
     assert tokens.piece_counts("o200k_base").entries == tokens.CACHE_ENTRIES == 16_384
