@@ -22,8 +22,9 @@ The Python API; the command line calls the same functions::
 
 Every function takes typed keyword options, one per option of its command, and holds their
 defaults (``evalstream._api``); the command line calls these functions. Every error
-evalstream raises on purpose is an ``EvalstreamError``. Records and reports are imported when
-first used, so ``import evalstream`` stays cheap.
+evalstream raises on purpose is an ``EvalstreamError``. Functions, records and reports are
+imported when first used, so ``import evalstream`` stays cheap and a command loads only what it
+calls.
 """
 
 from __future__ import annotations
@@ -31,38 +32,38 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from evalstream._api.cases import build as build
-from evalstream._api.cases import convert as convert
-from evalstream._api.cases import convert_cases as convert_cases
-from evalstream._api.cases import count_tokens as count_tokens
-from evalstream._api.cases import judge_states as judge_states
-from evalstream._api.cases import load_rubrics as load_rubrics
-from evalstream._api.cases import read_cases as read_cases
-from evalstream._api.cases import rubrics as rubrics
-from evalstream._api.cases import validate as validate
-from evalstream._api.judging import JudgeRequest as JudgeRequest
-from evalstream._api.judging import batch_collect as batch_collect
-from evalstream._api.judging import batch_prepare as batch_prepare
-from evalstream._api.judging import batch_status as batch_status
-from evalstream._api.judging import batch_submit as batch_submit
-from evalstream._api.judging import judge as judge
-from evalstream._api.judging import judge_dry_run as judge_dry_run
-from evalstream._api.judging import judge_request as judge_request
-from evalstream._api.judging import judge_verdicts as judge_verdicts
-from evalstream._api.reports import agree as agree
-from evalstream._api.reports import agree_judges as agree_judges
-from evalstream._api.reports import compare as compare
-from evalstream._api.reports import panel_agreement as panel_agreement
-from evalstream._api.reports import read_report as read_report
-from evalstream._api.reports import render_stats as render_stats
-from evalstream._api.reports import stats as stats
-from evalstream._api.viewing import export_view as export_view
-from evalstream._api.viewing import serve_view as serve_view
 from evalstream._files.sniffed import Sniffed as _Sniffed
 from evalstream._files.sniffed import install_way_in as _install_way_in
 from evalstream._version import __version__
 
 if TYPE_CHECKING:
+    from evalstream._api.cases import build as build
+    from evalstream._api.cases import convert as convert
+    from evalstream._api.cases import convert_cases as convert_cases
+    from evalstream._api.cases import count_tokens as count_tokens
+    from evalstream._api.cases import judge_states as judge_states
+    from evalstream._api.cases import load_rubrics as load_rubrics
+    from evalstream._api.cases import read_cases as read_cases
+    from evalstream._api.cases import rubrics as rubrics
+    from evalstream._api.cases import validate as validate
+    from evalstream._api.judging import JudgeRequest as JudgeRequest
+    from evalstream._api.judging import batch_collect as batch_collect
+    from evalstream._api.judging import batch_prepare as batch_prepare
+    from evalstream._api.judging import batch_status as batch_status
+    from evalstream._api.judging import batch_submit as batch_submit
+    from evalstream._api.judging import judge as judge
+    from evalstream._api.judging import judge_dry_run as judge_dry_run
+    from evalstream._api.judging import judge_request as judge_request
+    from evalstream._api.judging import judge_verdicts as judge_verdicts
+    from evalstream._api.reports import agree as agree
+    from evalstream._api.reports import agree_judges as agree_judges
+    from evalstream._api.reports import compare as compare
+    from evalstream._api.reports import panel_agreement as panel_agreement
+    from evalstream._api.reports import read_report as read_report
+    from evalstream._api.reports import render_stats as render_stats
+    from evalstream._api.reports import stats as stats
+    from evalstream._api.viewing import export_view as export_view
+    from evalstream._api.viewing import serve_view as serve_view
     from evalstream._build.states import InvalidCaseError
     from evalstream._cases.rejects import Reject
     from evalstream._cases.schema import Case, Label, Message, Passage, ToolEvent
@@ -116,7 +117,21 @@ __all__ = [
     "WrongFileError", "OutputError", "SetupError", "InvalidCaseError",
 ]
 
+# Where each public name lives, imported on first use (PEP 562): ``import evalstream`` loads
+# none of the API's modules, so a command pays only for what it calls (`evalstream build`
+# never loads the judge's). mypy and dir() see them all, through the imports above and
+# __all__.
 _LAZY = {
+    # functions, by family of commands
+    **dict.fromkeys(["read_cases", "load_rubrics", "rubrics", "judge_states", "count_tokens",
+                     "convert", "convert_cases", "build", "validate"], "evalstream._api.cases"),
+    **dict.fromkeys(["judge", "judge_verdicts", "judge_dry_run", "judge_request",
+                     "JudgeRequest", "batch_prepare", "batch_submit", "batch_status",
+                     "batch_collect"], "evalstream._api.judging"),
+    **dict.fromkeys(["stats", "render_stats", "read_report", "agree", "agree_judges",
+                     "panel_agreement", "compare"], "evalstream._api.reports"),
+    **dict.fromkeys(["export_view", "serve_view"], "evalstream._api.viewing"),
+    # records, reports and errors
     "Case": "evalstream._cases.schema", "Message": "evalstream._cases.schema",
     "Passage": "evalstream._cases.schema", "ToolEvent": "evalstream._cases.schema",
     "Label": "evalstream._cases.schema", "Reject": "evalstream._cases.rejects",
@@ -160,7 +175,9 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'evalstream' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # asked once: later lookups are plain attribute reads
+    return value
 
 
 def __dir__() -> list[str]:

@@ -26,12 +26,25 @@ def test_every_public_name_resolves_and_is_documented() -> None:
 
 
 def test_import_is_cheap() -> None:
-    # `python -m evalstream --help` imports the package: the API must not load its work.
+    # `python -m evalstream --help` imports the package: the API must not load its work, nor
+    # its own modules (each loads when one of its names is first used: a command pays only
+    # for the functions it calls).
     code = ("import sys, evalstream; heavy = {'msgspec', 'polars', 'rich', 'numpy', 'tiktoken'};"
-            "print(sorted(heavy & set(sys.modules)))")
+            "print(sorted(heavy & set(sys.modules)), "
+            "sorted(m for m in sys.modules if m.startswith('evalstream._api')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, timeout=60, check=True).stdout
-    assert out.strip() == "[]"
+    assert out.strip() == "[] []"
+
+
+def test_every_public_name_is_listed_and_loaded_on_first_use() -> None:
+    assert dir(evalstream) == sorted(evalstream.__all__)
+    code = ("import sys, evalstream; before = 'evalstream._api.judging' in sys.modules;"
+            "judge = evalstream.judge; print(before, 'evalstream._api.judging' in sys.modules,"
+            " judge is evalstream.judge_verdicts, judge.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60, check=True).stdout
+    assert out.split() == ["False", "True", "True", "evalstream._api.judging"]
 
 
 def test_read_cases_from_a_file_and_from_lines() -> None:

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xxhash
 
 from evalstream._cases import schema
 from evalstream._cases.rejects import did_you_mean, nearest, shown_name
-from evalstream._checks import exact
 from evalstream._checks.state import (
     OWN_FIELDS,
     PAIR_PREAMBLE,
@@ -33,6 +31,9 @@ from evalstream._checks.state import (
 )
 from evalstream._files import toml
 from evalstream.errors import RubricError
+
+if TYPE_CHECKING:
+    from evalstream._checks import exact
 
 KINDS = ("judge", "exact", "pairwise")
 JUDGE_KEYS = {"id", "kind", "question", "shows", "requires", "when", "allows_na"}
@@ -145,6 +146,8 @@ BUILTIN = "builtin"  # in a list of rubric files: the built-in set, at that plac
 
 def builtin_text() -> str:
     """The built-in rubric file, as shipped (a starting point for a file of one's own)."""
+    from importlib import resources  # ~6 ms of imports: only where the built-in set is read
+
     return resources.files("evalstream._checks").joinpath("builtin_rubrics.toml").read_text("utf-8")
 
 
@@ -259,6 +262,8 @@ def _parse_one(table: dict[str, Any], where: str) -> Rubric:
     else:
         if "check" not in table:
             raise RubricError(f"{where}: an exact rubric needs a `check` condition.")
+        from evalstream._checks import exact  # its dataclasses cost ~3 ms: exact rubrics only
+
         try:
             check = exact.parse(table["check"])
         except exact.ConditionError as exc:

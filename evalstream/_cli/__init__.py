@@ -5,16 +5,19 @@ its subcommand and calls the library; this module maps what escapes them to an e
 in one place: an ``EvalstreamError`` by its ``exit_code`` (see ``evalstream.errors``),
 Ctrl-C 130, SIGTERM 143, SIGHUP 129, anything else 70 (a bug: please report it), also a
 native library's panic, which Python sees as a BaseException. Only
-argparse is imported up front so that ``--help`` stays as cheap as importing msgspec.
+argparse is imported up front, and a command's module registers its options only when that
+command runs (``Commands``), so that a command pays for no other command's start-up and
+``--help`` stays cheaper than importing msgspec.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, cast
 
 from evalstream._cli.common import Terminated
 from evalstream.errors import (
@@ -46,6 +49,25 @@ WORKFLOW = """the workflow (each command's --help has more examples):
 # command module must not import this package, which imports it.
 
 
+# Every command, in the order `evalstream --help` lists them: the module of _cli/ whose
+# `register` adds its parser (options, description, examples), and its line in that list.
+COMMANDS = {
+    "convert": ("convert", "turn other formats (OpenAI chats, traces, CSV, Parquet, inspect "
+                           "logs, ...) into cases, and other tools' judges into verdicts"),
+    "build": ("build", "write one judge state per applicable (case, rubric)"),
+    "validate": ("build", "check the cases only; write nothing unless asked"),
+    "stats": ("stats", "report what a dataset holds: groups, sizes, labels, checks, metadata"),
+    "judge": ("judge", "ask an LLM judge for a verdict on every judge state"),
+    "batch": ("batch", "judge through the providers' batch APIs: prepare, submit, status, "
+                       "collect"),
+    "agree": ("agree", "how well a judge's verdicts agree with the cases' expected labels"),
+    "compare": ("compare", "what changed between two judge runs, pair by pair"),
+    "rubrics": ("rubrics", "check rubric files and list what each rubric shows and when it "
+                           "applies"),
+    "view": ("view", "see each check as the judge saw it: pages served locally, or exported"),
+}
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser that takes options only as spelled (``--max-token`` is not taken for
     ``--max-tokens``: a prefix would silently change meaning when an option is added) and
@@ -63,8 +85,43 @@ class Parser(argparse.ArgumentParser):
         return found, extras
 
 
-def parser() -> Parser:
-    """The evalstream argument parser."""
+class Commands(argparse._SubParsersAction):
+    """The subcommands, each listed by its name and line (``COMMANDS``) and registered by its
+    module only when it runs: registering every command's options read every API function's
+    defaults and the judge providers' registry, and cost a build ~25 ms of CPU before it read
+    a line (measured in benchmarks/README.md, "Start-up")."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.unregistered: dict[str, str] = {}  # command -> its module, until it registers
+
+    def add_stand_in(self, name: str, module: str, line: str) -> None:
+        """List ``name`` (in ``--help`` and the choices); ``module`` registers it on use."""
+        super().add_parser(name, help=line)  # a stand-in, until its module registers it
+        self.unregistered[name] = module
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        """The command's parser, as its module registers it, in place of its stand-in; its
+        line in ``--help`` is ``COMMANDS``'."""
+        if self.unregistered.pop(name, None) is not None:
+            del self._name_parser_map[name]
+        return super().add_parser(name, **kwargs)
+
+    def register(self, name: str) -> None:
+        """Register ``name`` (and the commands its module registers with it), once."""
+        module = self.unregistered.get(name)
+        if module is not None:
+            importlib.import_module(f"evalstream._cli.{module}").register(self)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        self.register(values[0])  # the command that runs: argparse has checked its name
+        super().__call__(parser, namespace, values, option_string)
+
+
+def parser(every_command: bool = True) -> Parser:
+    """The evalstream argument parser: with every command registered, or (``every_command``
+    False, as ``main`` runs) each registered when it is the command given."""
     top = Parser(
         prog="evalstream",
         description="Prepare and check LLM-judge evaluations at any scale: your data in, "
@@ -74,20 +131,13 @@ def parser() -> Parser:
     from evalstream._version import __version__
 
     top.add_argument("--version", action="version", version=f"evalstream {__version__}")
-    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                             parser_class=Parser)
+    sub = cast(Commands, top.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                            parser_class=Parser, action=Commands))
+    for name, (module, line) in COMMANDS.items():
+        sub.add_stand_in(name, module, line)
     # Each command module imports only argparse at the top; its work is imported when it runs.
-    from evalstream._cli import agree, batch, build, compare, convert, judge, rubrics, stats, view
-
-    convert.register(sub)
-    build.register(sub)
-    stats.register(sub)
-    judge.register(sub)
-    batch.register(sub)
-    agree.register(sub)
-    compare.register(sub)
-    rubrics.register(sub)
-    view.register(sub)
+    for name in COMMANDS if every_command else ():
+        sub.register(name)
     return top
 
 
@@ -109,7 +159,7 @@ def _reader_gone() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the evalstream command line; return the exit code."""
-    args = parser().parse_args(argv)
+    args = parser(every_command=False).parse_args(argv)
     # A file-size limit (ulimit -f) should be an I/O error, not a killed process.
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

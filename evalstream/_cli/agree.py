@@ -75,7 +75,7 @@ def add_stale_options(p: argparse.ArgumentParser) -> None:
 def register(subparsers: Any) -> None:
     """Add the ``agree`` subcommand."""
     p = subparsers.add_parser(
-        "agree", help="how well a judge's verdicts agree with the cases' expected labels",
+        "agree",
         **helps(
             "Join verdicts with the cases' expected labels on (case id, rubric id) and report, "
             "per rubric, per label source and per --by group: the pass/fail labels and the "

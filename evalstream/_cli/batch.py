@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
     from evalstream._cli.common import helps
 
     p = subparsers.add_parser(
-        "batch", help="judge through the providers' batch APIs: prepare, submit, status, collect",
+        "batch",
         **helps("Judge every judge state of a build output through a provider's batch API "
                 "(OpenAI Batch API, Anthropic Message Batches, vllm run-batch): half the "
                 "price, no rate limits, results within a day. The requests are the live "

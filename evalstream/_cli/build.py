@@ -27,7 +27,7 @@ from evalstream.errors import EXIT_PIPE, ReaderGone
 def register(sub: Any) -> None:
     """Add the ``build`` and ``validate`` subcommands."""
     b = sub.add_parser(
-        "build", help="write one judge state per applicable (case, rubric)",
+        "build",
         **helps("Stream an evaluation dataset and write, for every case and every rubric that "
                 "applies, the judge state and its field-exposure record. Rejects go to "
                 "OUTPUT.rejects.jsonl (only when a line is rejected) and the run report to "
@@ -89,7 +89,7 @@ def register(sub: Any) -> None:
     b.set_defaults(func=_build)
 
     v = sub.add_parser(
-        "validate", help="check the cases only; write nothing unless asked",
+        "validate",
         **helps("Read and decode a dataset as build does, and print the first problems with "
                 "the totals. Nothing is written unless asked: --rejects FILE for every reject, "
                 "--report FILE for the run report (no default paths). Several inputs (paths, "

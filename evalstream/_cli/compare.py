@@ -18,7 +18,7 @@ def register(subparsers: Any) -> None:
     from evalstream._cli.common import helps, path
 
     p = subparsers.add_parser(
-        "compare", help="what changed between two judge runs, pair by pair",
+        "compare",
         **helps(
             "Join two verdict files on (case id, rubric id) and report, per rubric, pass->fail "
             "and fail->pass flips with their ids, the pass rate of each run with the difference "

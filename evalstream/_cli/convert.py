@@ -23,8 +23,7 @@ def register(subparsers: Any) -> None:
     """Add the ``convert`` subcommand."""
 
     p = subparsers.add_parser(
-        "convert", help="turn other formats (OpenAI chats, traces, CSV, Parquet, inspect logs, "
-                        "...) into cases, and other tools' judges into verdicts",
+        "convert",
         **helps(
             "Convert OpenAI chat JSONL, OpenTelemetry traces (OTLP JSON with GenAI spans), a "
             "table (CSV, TSV, Parquet, a JSON array, JSONL), an inspect_ai eval log or a Hugging "

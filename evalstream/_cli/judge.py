@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     from evalstream._cli.common import amount as _number
 
     p = subparsers.add_parser(
-        "judge", help="ask an LLM judge for a verdict on every judge state",
+        "judge",
         **helps(
             "Send every judge state of a build output to an LLM judge (OpenAI chat completions "
             "or Anthropic messages, or a compatible server such as vLLM, llama.cpp, Ollama or "

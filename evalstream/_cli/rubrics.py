@@ -25,7 +25,7 @@ the rubric and the key)."""
 def register(sub: Any) -> None:
     """Add the ``rubrics`` subcommand."""
     p = sub.add_parser(
-        "rubrics", help="check rubric files and list what each rubric shows and when it applies",
+        "rubrics",
         description="Load rubric files as build does (every key checked) and list each rubric: "
                     "its kind, the judge-state names it shows, when it applies, its hash. With "
                     "no file, the built-in set.",

@@ -40,7 +40,7 @@ DATASET_ONLY = (("--by", "by"), ("--rubrics", "rubric_files"), ("--max-tokens", 
 def register(subparsers: Any) -> None:
     """Add the ``stats`` subcommand."""
     p = subparsers.add_parser(
-        "stats", help="report what a dataset holds: groups, sizes, labels, checks, metadata",
+        "stats",
         **helps(
             "Read a dataset as build does and report cases per group, which fields they carry, "
             "their sizes, the expected labels per rubric, the checks build would write or skip, "

@@ -28,7 +28,7 @@ from evalstream._cli.common import (
 def register(subparsers: Any) -> None:
     """Add the ``view`` subcommand."""
     p = subparsers.add_parser(
-        "view", help="see each check as the judge saw it: pages served locally, or exported",
+        "view",
         **helps("Index the verdicts and the cases (one pass over each file, nothing kept but "
                 "offsets and keys) and serve pages on 127.0.0.1: the lists (disagreements "
                 "with labels, changes against --compare, unscored verdicts, skipped checks, "

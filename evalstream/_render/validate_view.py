@@ -11,13 +11,19 @@ from evalstream._checks.report import RunReport
 def print_problems(report: RunReport, first: list[Reject], file: TextIO,
                    width: int | None = None) -> None:
     """The first rejects (line, id, path, message) as a rich table, and the counts."""
+    c = report.counts
+    totals = f"{c.lines:,} lines: {c.cases:,} cases, {c.rejected:,} rejected, {c.blank:,} blank."
+    if not first and not c.rejected:
+        # A clean run shows one short line: no table, so rich (~20 ms of CPU to import) is
+        # not loaded for it.
+        file.write(totals + "\n")
+        return
     from rich.table import Table
 
     from evalstream._render.console import terminal
     from evalstream._render.tables import literal
 
     console = terminal(file, width=width, highlight=False)
-    c = report.counts
     if first:
         table = Table(title=f"First {len(first)} of {c.rejected:,} problems", title_justify="left")
         table.add_column("line", justify="right", no_wrap=True)
@@ -27,8 +33,7 @@ def print_problems(report: RunReport, first: list[Reject], file: TextIO,
         for r in first:
             table.add_row(str(r.line), literal(r.id or ""), literal(r.path or ""), literal(r.error))
         console.print(table)
-    console.print(f"{c.lines:,} lines: {c.cases:,} cases, {c.rejected:,} rejected, "
-                  f"{c.blank:,} blank.")
+    console.print(totals)
     if c.rejected:
         kinds = ", ".join(f"{k} {v:,}" for k, v in report.rejected_by_kind.items())
         where = (f"All rejects: {report.rejects}." if report.rejects

@@ -162,6 +162,68 @@ def test_a_build_whose_states_fit_in_bytes_loads_no_tokenizer(tmp_path: Path) ->
     assert r.stdout.strip().splitlines()[-2:] == ["[]", "['tiktoken']"], r.stderr
 
 
+def _loaded_by(argv: list[str], cwd: Path) -> tuple[int, list[str]]:
+    """The exit code of ``evalstream ARGV`` run in a fresh process, and the modules it had
+    loaded then that say what it paid for: evalstream's and rich's."""
+    code = ("import sys\nfrom evalstream._cli import main\n"
+            f"try:\n    code = main({argv!r})\nexcept SystemExit as exc:\n    code = exc.code\n"
+            "with open('loaded.txt', 'w') as f:\n"
+            "    print(code, *sorted(m for m in sys.modules if m.startswith(('evalstream', "
+            "'rich'))), file=f)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    exit_code, *modules = (cwd / "loaded.txt").read_text().split()
+    return int(exit_code), modules
+
+
+# Each command loads only its own work (issue 31, start-up): the parser registers the command
+# given, not every command (whose registration read every API function and the judge
+# providers' registry), and rich loads only where something is rendered. `build` without -q
+# renders its summary table on stderr, so it loads rich.table, as it should; these do not.
+ONLY_THEIR_OWN = {
+    "build": (["build", str(SAMPLES / "cases.jsonl"), "states.jsonl", "-q"], 0),
+    "validate": (["validate", str(SAMPLES / "cases.jsonl")], 0),  # clean: one line, no table
+    "convert": (["convert", str(SAMPLES / "qa.csv"), "cases.jsonl", "-q",  # a row rejected
+                 "--map", "input=question,output=answer,context=passage"], 1),
+}
+
+
+@pytest.mark.parametrize("command", ONLY_THEIR_OWN)
+def test_a_command_loads_no_other_commands_work(command: str, tmp_path: Path) -> None:
+    argv, expected = ONLY_THEIR_OWN[command]
+    exit_code, modules = _loaded_by(argv, tmp_path)
+    assert exit_code == expected
+    own = "build" if command == "validate" else command  # _cli/build.py registers both
+    assert [m for m in modules if m.startswith("evalstream._cli.")] == sorted([
+        f"evalstream._cli.{own}", "evalstream._cli.common"])
+    assert [m for m in modules if m.startswith(("evalstream._judge", "evalstream._api.judging",
+                                                "evalstream._verdicts", "rich"))] == []
+
+
+def test_a_build_reads_only_the_rubric_code_it_uses(tmp_path: Path) -> None:
+    # Exact rubrics' conditions (their dataclasses, ~3 ms) and importlib.resources (~6 ms,
+    # for the built-in file) load only for a rubric set that has them.
+    rubric = tmp_path / "judged.toml"
+    rubric.write_text('[[rubric]]\nid = "judged"\nquestion = "Is the answer right?"\n'
+                      'shows = ["user_input", "assistant_response"]\n')
+    exit_code, modules = _loaded_by(["build", str(SAMPLES / "cases.jsonl"), "s.jsonl", "-q",
+                                     "--rubrics", str(rubric)], tmp_path)
+    assert exit_code == 0 and "evalstream._checks.rubrics" in modules
+    assert "evalstream._checks.exact" not in modules
+    exit_code, modules = _loaded_by(["build", str(SAMPLES / "cases.jsonl"), "s.jsonl", "-q"],
+                                    tmp_path)
+    assert exit_code == 0 and "evalstream._checks.exact" in modules  # the built-in set has some
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"]])
+def test_version_and_help_load_no_command(argv: list[str], tmp_path: Path) -> None:
+    exit_code, modules = _loaded_by(argv, tmp_path)
+    assert exit_code == 0
+    assert [m for m in modules if m.startswith(("evalstream._api", "evalstream._judge"))
+            or m.startswith("evalstream._cli.") and m != "evalstream._cli.common"] == []
+
+
 def test_main_in_process_returns_codes(tmp_path: Path) -> None:
     assert main(["build", str(SAMPLES / "cases.jsonl"), str(tmp_path / "s.jsonl"), "-q"]) == 0
     assert main(["build", str(SAMPLES / "bad.jsonl"), str(tmp_path / "b.jsonl"), "-q"]) == 1
