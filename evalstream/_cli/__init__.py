@@ -97,7 +97,10 @@ class Commands(argparse._SubParsersAction):
 
     def add_stand_in(self, name: str, module: str, line: str) -> None:
         """List ``name`` (in ``--help`` and the choices); ``module`` registers it on use."""
-        super().add_parser(name, help=line)  # a stand-in, until its module registers it
+        # Its line, as add_parser(help=...) lists it, and its name among the choices, which
+        # argparse only checks: no parser until it runs (each costs ~0.4 ms, mostly gettext).
+        self._choices_actions.append(self._ChoicesPseudoAction(name, (), line))
+        self._name_parser_map[name] = None
         self.unregistered[name] = module
 
     def add_parser(self, name: str, **kwargs: Any) -> Any:
@@ -105,6 +108,7 @@ class Commands(argparse._SubParsersAction):
         line in ``--help`` is ``COMMANDS``'."""
         if self.unregistered.pop(name, None) is not None:
             del self._name_parser_map[name]
+            kwargs.pop("help", None)  # listed already
         return super().add_parser(name, **kwargs)
 
     def register(self, name: str) -> None:
