@@ -99,10 +99,13 @@ def stats_shown(sections: Sequence[str] | None) -> Shown:
     table (see ``_render.stats.blocks``)."""
     from evalstream._checks.report import encode
     from evalstream._render.stats import blocks
-    from evalstream._render.stats_html import page
 
-    return Shown(lambda result, _: blocks(result, sections), lambda result, _: page(result),
-                  encode)
+    def page(result: Any, _: str) -> str:
+        from evalstream._render.stats_html import page as stats_page  # only with --html
+
+        return stats_page(result)
+
+    return Shown(lambda result, _: blocks(result, sections), page, encode)
 
 
 @front_door

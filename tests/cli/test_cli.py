@@ -218,6 +218,19 @@ def test_a_build_reads_only_the_rubric_code_it_uses(tmp_path: Path) -> None:
     assert not [m for m in modules if m.startswith("importlib.resources")]
 
 
+@pytest.mark.slow
+def test_stats_loads_the_html_page_code_only_for_a_page(tmp_path: Path) -> None:
+    for html, loaded in ([], False), (["--html", "stats.html"], True):
+        exit_code, modules = _loaded_by(["stats", str(SAMPLES / "cases.jsonl"), *html],
+                                        tmp_path)
+        assert exit_code == 0
+        assert ("evalstream._render.stats_html" in modules) is loaded
+        assert "rich.table" in modules  # the table on stdout
+        assert [m for m in modules if m.startswith(("evalstream._judge", "evalstream._cli.")
+                                                   ) and m != "evalstream._cli.common"] == \
+            ["evalstream._cli.stats"]
+
+
 @pytest.mark.parametrize("argv", [["--version"], ["--help"]])
 def test_version_and_help_load_no_command(argv: list[str], tmp_path: Path) -> None:
     exit_code, modules = _loaded_by(argv, tmp_path)
