@@ -26,12 +26,19 @@ from benchmarks.run import ROOT, compile_bytecode, time_command
 SAMPLES = "data/samples"
 # name -> the arguments after `python -m evalstream` ({out}: a scratch folder of the run;
 # {states}: build's output of the sample cases, made once before the rounds).
+# The first two are the floors: the interpreter alone, and the msgspec baseline of `build`
+# (`python -m benchmarks baseline msgspec`), whose start-up the build benchmarks carry too.
 COMMANDS: dict[str, tuple[str, ...]] = {
+    "python -c pass": (),
+    "msgspec floor": (),
     "import evalstream": (),  # `python -c "import evalstream"`
     "--version": ("--version",),
     "--help": ("--help",),
     "build": ("build", f"{SAMPLES}/cases.jsonl", "{out}/states.jsonl"),
     "build -q": ("build", f"{SAMPLES}/cases.jsonl", "{out}/states-q.jsonl", "-q"),
+    # the command of the build benchmarks (`evalstream-all`): a rubric file, the summary
+    "build all-fields": ("build", f"{SAMPLES}/cases.jsonl", "{out}/states-all.jsonl",
+                         "--rubrics", "benchmarks/all_fields.toml"),
     "validate": ("validate", f"{SAMPLES}/cases.jsonl"),
     "stats": ("stats", f"{SAMPLES}/cases.jsonl"),
     "convert": ("convert", f"{SAMPLES}/qa.csv", "{out}/qa.jsonl", "--map",
@@ -44,6 +51,11 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 
 def argv_of(name: str, out: Path, states: Path) -> list[str]:
     """The command line of ``name``."""
+    if name == "python -c pass":
+        return [sys.executable, "-c", "pass"]
+    if name == "msgspec floor":
+        return [sys.executable, "-m", "benchmarks", "baseline", "msgspec",
+                f"{SAMPLES}/cases.jsonl", str(out / "floor.jsonl")]
     if name == "import evalstream":
         return [sys.executable, "-c", "import evalstream"]
     args = [a.format(out=out, states=states) for a in COMMANDS[name]]
