@@ -88,24 +88,24 @@ class Parser(argparse.ArgumentParser):
 class Commands(argparse._SubParsersAction):
     """The subcommands, each listed by its name and line (``COMMANDS``) and registered by its
     module only when it runs: registering every command's options read every API function's
-    defaults and the judge providers' registry, and cost a build ~25 ms of CPU before it read
-    a line (measured in benchmarks/README.md, "Start-up")."""
+    defaults and the judge providers' registry, ~20 ms of a build's CPU and ~40 of
+    ``--version``'s (benchmarks/README.md, "Start-up")."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.unregistered: dict[str, str] = {}  # command -> its module, until it registers
 
-    def add_stand_in(self, name: str, module: str, line: str) -> None:
+    def add_unregistered(self, name: str, module: str, line: str) -> None:
         """List ``name`` (in ``--help`` and the choices); ``module`` registers it on use."""
         # Its line, as add_parser(help=...) lists it, and its name among the choices, which
-        # argparse only checks: no parser until it runs (each costs ~0.4 ms, mostly gettext).
+        # argparse only looks up: no parser until it runs (one costs ~0.4 ms, mostly gettext).
         self._choices_actions.append(self._ChoicesPseudoAction(name, (), line))
         self._name_parser_map[name] = None
         self.unregistered[name] = module
 
     def add_parser(self, name: str, **kwargs: Any) -> Any:
-        """The command's parser, as its module registers it, in place of its stand-in; its
-        line in ``--help`` is ``COMMANDS``'."""
+        """The command's parser, as its module registers it; its line in ``--help`` stays
+        the one ``COMMANDS`` gives."""
         if self.unregistered.pop(name, None) is not None:
             del self._name_parser_map[name]
             kwargs.pop("help", None)  # listed already
@@ -138,7 +138,7 @@ def parser(every_command: bool = True) -> Parser:
     sub = cast(Commands, top.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                             parser_class=Parser, action=Commands))
     for name, (module, line) in COMMANDS.items():
-        sub.add_stand_in(name, module, line)
+        sub.add_unregistered(name, module, line)
     # Each command module imports only argparse at the top; its work is imported when it runs.
     for name in COMMANDS if every_command else ():
         sub.register(name)
