@@ -68,7 +68,8 @@ def prepare(n: int, cache: Path, generator: Path) -> tuple[Path, Path]:
     """The first ``n`` judge states of build's output over the generator's first
     ``cases_for(n)`` cases, and the request body judge sends for each (one a line), made once."""
     from evalstream._judge.inputs import JudgeState, Reader
-    from evalstream._judge.request import JudgeConfig, build
+    from evalstream._judge.live import request_of
+    from evalstream._judge.request import JudgeConfig
 
     states, bodies = cache / f"faults-states-{n}.jsonl", cache / f"faults-bodies-{n}.jsonl"
     if states.exists() and bodies.exists():
@@ -89,7 +90,8 @@ def prepare(n: int, cache: Path, generator: Path) -> tuple[Path, Path]:
     with open(bodies, "wb") as out:
         for item in Reader().read(str(states)):
             assert isinstance(item, JudgeState), item
-            out.write(build(config, item.question, item.state).body + b"\n")
+            # as judge asks it: a rubric that does not allow `na` asks without it
+            out.write(request_of(config, item).body + b"\n")
     return states, bodies
 
 
@@ -222,11 +224,11 @@ def main(n: int, runs: int, latencies: list[float], connections: list[int],
                         server = faulty if variant.endswith("faults") else clean
                         results[variant].append(_once(variant, server, states, bodies, c,
                                                       work, base))
+                        if "judge" in variant:  # checked at once: a run is minutes
+                            _same_bodies(results[variant][-1:], bodies)
                     print(f"{latency * 1000:.0f} ms, C {c}, round {i + 1}: " + ", ".join(
                         f"{v} {r[-1]['wall_s']:.2f} s" for v, r in results.items()),
                         file=sys.stderr, flush=True)
-                _same_bodies([r for v, runs_of in results.items() if "judge" in v
-                              for r in runs_of], bodies)
                 rows += _rows(latency, c, n, results)
                 raw.append({"latency": latency, "c": c, "runs": results})
         finally:
