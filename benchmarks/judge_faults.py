@@ -11,8 +11,11 @@ refused again.
 
 The input is the issue's: ``build`` (built-in rubrics) of the first 1,500 cases of
 ``../shared/bench/gen_cases.py`` (up to 30 messages, 8 passages, 10 tool events), its first
-``--states`` judge states (2,000). Each cell (a latency and a ``--max-connections``) runs
-four variants, interleaved run by run, ``--runs`` rounds, and reports medians:
+``--states`` judge states (2,000); a longer run (``--states 10000``, to show the steady state
+beside the 1 s ``Retry-After`` tail a short run cannot hide) builds the first ``--states``
+cases instead and takes its first ``--states`` states. Each cell (a latency and a
+``--max-connections``) runs four variants (six with ``--base``), interleaved run by run,
+``--runs`` rounds, and reports medians:
 
 - ``loop``, ``loop, faults``: ``benchmarks/judge_clients.py replay``, evalstream's exact
   request bodies (checked against the server's count of the bodies judge sent) sent with
