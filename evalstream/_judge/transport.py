@@ -376,9 +376,11 @@ class Transport:
                 cause_key = cause
                 latency = (time.perf_counter() - started) * 1000
             failed += 1
-            # Every attempt that ended otherwise than answered or refused with a 429 counts
-            # towards an outage, the last one of a request too (limits.Concurrency.failed).
-            outage = not resting and self.concurrency.failed()
+            # Every attempt that ended otherwise than answered or refused with a 429 (counted
+            # by rate_limited) is a failure, towards an outage, the last one of a request too
+            # (limits.Concurrency.failed).
+            failure = headers is None or status != 429
+            outage = failure and self.concurrency.failed()
             if self.refused is not None:
                 return Reply(None, None, cause, detail, latency, attempt, fatal=True)
             if failed >= self.max_attempts:
@@ -386,12 +388,14 @@ class Transport:
                              attempt)
             self.tally.retry(cause_key)
             delay = wait if wait is not None else backoff(failed)
-            if resting or not (outage or wait is not None and status in POLITE_STATUSES):
+            if resting or failure and not outage and (wait is None or
+                                                      status not in POLITE_STATUSES):
                 await self.concurrency.rest(delay)
             else:
-                # During an outage a failure's backoff keeps the slot (and a 503's wait does
-                # always): a server that fails or is unavailable gets fewer requests in flight
-                # meanwhile, and the requests use up their attempts C at a time.
+                # An outage's backoff keeps the slot, and so do a 503's wait and a 429's that
+                # names none (congestion): a server that fails, is unavailable or is full gets
+                # fewer requests in flight meanwhile, and they use up their attempts C at a
+                # time.
                 await asyncio.sleep(delay)
 
     def _refused(self, detail: str, body: bytes, connecting: bool = False) -> None:

@@ -119,6 +119,26 @@ def test_an_isolated_500_gives_its_slot_up_while_it_backs_off(tmp_path: Path,
     assert stats["max_in_flight"] == 1
 
 
+@pytest.mark.slow  # one backoff (0.375-0.5 s)
+def test_a_429_that_names_no_wait_backs_off_holding_its_slot(
+        tmp_path: Path, fake: Callable[..., FakeServer]) -> None:
+    # A 429 without Retry-After says the server is full (the limit halves): it is no failure
+    # of its request alone, and its backoff keeps the slot, as before issue 31. The second
+    # comes within the cooldown of the first cut, so its window was not cleared by a cut.
+    server = fake("--retry-after", "")
+    path = states(tmp_path, [f"a{i}" for i in range(8)] + ["FAKE:429x1 one"] +
+                  [f"b{i}" for i in range(8)] + ["FAKE:429x1 two"] + [f"c{i}" for i in range(4)])
+    out = tmp_path / "v.jsonl"
+    report = live.run(options(server, path, out, max_connections=1))
+    stats = server.stats()
+    assert [v["status"] for v in lines(out)] == ["pass"] * 22
+    order = stats["order"]
+    for refused in [body for body, n in stats["by_body"].items() if n == 2]:
+        first = order.index(refused)
+        assert order[first + 1] == refused, order  # asked again before anything else
+    assert report.requests.retried == {"http 429": 2}
+
+
 def test_an_outage_backs_off_holding_the_slots(tmp_path: Path, server: FakeServer,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     # Every request fails once answers have come: a failing server, not an isolated fault.
