@@ -138,7 +138,7 @@ def cmd_judge_faults(args: argparse.Namespace) -> int:
 
     return main(args.states, args.runs, args.latency or [0.05, 0.2],
                 args.max_connections or [8, 32, 128], args.first_429, args.first_500,
-                args.retry_after, args.cache_dir)
+                args.retry_after, args.cache_dir, args.base)
 
 
 def cmd_tokens(args: argparse.Namespace) -> int:
@@ -322,6 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="share of bodies whose first attempt gets a 500 (default 0.02)")
     faults.add_argument("--retry-after", default="1", help="the 429's Retry-After (default 1)")
     faults.add_argument("--cache-dir", type=Path, default=Path("/tmp/evalstream-bench"))
+    faults.add_argument("--base", type=Path,
+                        help="another tree (e.g. main's): its judge run beside this one's")
     faults.set_defaults(func=cmd_judge_faults)
 
     tok = sub.add_parser("tokens", help="token counters, the corpus x9, the count cache",

@@ -11,14 +11,20 @@ refused again.
 
 The input is the issue's: ``build`` (built-in rubrics) of the first 1,500 cases of
 ``../shared/bench/gen_cases.py`` (up to 30 messages, 8 passages, 10 tool events), its first
-``--states`` judge states (2,000). Each cell (a latency and a ``--max-connections``) runs
-four variants, interleaved run by run, ``--runs`` rounds, and reports medians:
+``--states`` judge states (2,000); a longer run (``--states 10000``, to show the steady state
+beside the 1 s ``Retry-After`` tail a short run cannot hide) builds the first ``--states``
+cases instead and takes its first ``--states`` states. Each cell (a latency and a
+``--max-connections``) runs four variants (six with ``--base``), interleaved run by run,
+``--runs`` rounds, and reports medians:
 
 - ``loop``, ``loop, faults``: ``benchmarks/judge_clients.py replay``, evalstream's exact
   request bodies (checked against the server's count of the bodies judge sent) sent with
   aiohttp, C in flight, each 429 or 500 asked again after its ``Retry-After`` (else 0.5 s),
   the wait outside the C;
-- ``judge``, ``judge, faults``: ``python -m evalstream judge`` with a new store each run.
+- ``judge``, ``judge, faults``: ``python -m evalstream judge`` with a new store each run;
+- with ``--base TREE`` (a copy of another commit's tree, e.g. main's), ``base judge`` and
+  ``base judge, faults``: the same command run from that tree's code, in the same rounds,
+  so that a change is measured against the code before it side by side.
 
 Requests per second are states over the process's wall time (start-up and, for judge, both
 passes and the verdicts included); CPU is the client process's, per state; ``rate_limited``
@@ -43,6 +49,7 @@ from benchmarks.run import ROOT, time_command
 
 CASES = 1_500  # the issue's input: the first 1,500 cases of gen_cases.py (--count 106000)
 VARIANTS = ("loop", "loop, faults", "judge", "judge, faults")
+BASE_VARIANTS = ("base judge", "base judge, faults")
 
 
 def find_generator() -> Path | None:
@@ -54,18 +61,26 @@ def find_generator() -> Path | None:
     return None
 
 
+def cases_for(n: int) -> int:
+    """The generator's cases built for ``n`` states: the issue's 1,500 up to its 2,000 states,
+    else as many cases as states (a longer run, to show the steady state)."""
+    return CASES if n <= 2_000 else n
+
+
 def prepare(n: int, cache: Path, generator: Path) -> tuple[Path, Path]:
-    """The first ``n`` judge states of build's output over the generator's first 1,500 cases,
-    and the request body judge sends for each (one a line), made once."""
+    """The first ``n`` judge states of build's output over the generator's first
+    ``cases_for(n)`` cases, and the request body judge sends for each (one a line), made once."""
     from evalstream._judge.inputs import JudgeState, Reader
-    from evalstream._judge.request import JudgeConfig, build
+    from evalstream._judge.live import request_of
+    from evalstream._judge.request import JudgeConfig
 
     states, bodies = cache / f"faults-states-{n}.jsonl", cache / f"faults-bodies-{n}.jsonl"
     if states.exists() and bodies.exists():
         return states, bodies
     cache.mkdir(parents=True, exist_ok=True)
-    cases, built = cache / f"faults-cases-{CASES}.jsonl", cache / "faults-built.jsonl"
-    subprocess.run([sys.executable, str(generator), "--count", str(CASES), "--out", str(cases)],
+    count = cases_for(n)
+    cases, built = cache / f"faults-cases-{count}.jsonl", cache / f"faults-built-{count}.jsonl"
+    subprocess.run([sys.executable, str(generator), "--count", str(count), "--out", str(cases)],
                    check=True, capture_output=True)
     subprocess.run([sys.executable, "-m", "evalstream", "build", str(cases), str(built), "-q",
                     "--force"], cwd=ROOT, check=True)
@@ -78,7 +93,8 @@ def prepare(n: int, cache: Path, generator: Path) -> tuple[Path, Path]:
     with open(bodies, "wb") as out:
         for item in Reader().read(str(states)):
             assert isinstance(item, JudgeState), item
-            out.write(build(config, item.question, item.state).body + b"\n")
+            # as judge asks it: a rubric that does not allow `na` asks without it
+            out.write(request_of(config, item).body + b"\n")
     return states, bodies
 
 
@@ -106,8 +122,17 @@ class Server:
         self.proc.stdout.close()
 
 
+def _evalstream(base: Path | None) -> list[str]:
+    """The command that runs evalstream: this tree's, or that of the tree ``base``."""
+    if base is None:
+        return [sys.executable, "-m", "evalstream"]
+    # The run's folder is this tree (time_command): the other tree's code must come first.
+    return [sys.executable, "-c", f"import runpy, sys; sys.path[0] = {str(base)!r}; "
+            "runpy.run_module('evalstream', run_name='__main__', alter_sys=True)"]
+
+
 def _once(variant: str, server: Server, states: Path, bodies: Path, c: int,
-          work: Path) -> dict[str, Any]:
+          work: Path, base: Path | None = None) -> dict[str, Any]:
     """One timed run of a variant against a freshly reset server."""
     for f in work.iterdir():
         f.unlink()
@@ -118,7 +143,8 @@ def _once(variant: str, server: Server, states: Path, bodies: Path, c: int,
         argv = [sys.executable, "-m", "benchmarks.judge_clients", "replay", str(bodies),
                 f"{server.url}/chat/completions", str(c)]
     else:
-        argv = [sys.executable, "-m", "evalstream", "judge", str(states), str(out), "--model",
+        tree = base if variant.startswith("base") else None
+        argv = [*_evalstream(tree), "judge", str(states), str(out), "--model",
                 "fake-judge-1", "--base-url", server.url, "--max-connections", str(c), "-q",
                 "--store", str(work / "store.sqlite"), "--report", str(report)]
     run, stderr = time_command(argv, out, timeout=3600)
@@ -127,7 +153,7 @@ def _once(variant: str, server: Server, states: Path, bodies: Path, c: int,
     seen = server.call("GET", "/stats")
     result = {"wall_s": run.wall_s, "cpu_s": run.cpu_s, "rss_mib": run.max_rss_mib,
               "load": load, "requests": seen["requests"], "by_status": seen["by_status"]}
-    if variant.startswith("judge"):
+    if "judge" in variant:
         requests = json.loads(report.read_text())["requests"]
         result.update(rate_limited=requests["rate_limited"],
                       lowest_concurrency=requests["lowest_concurrency"],
@@ -159,10 +185,11 @@ def _rows(latency: float, c: int, n: int, results: dict[str, list[dict[str, Any]
     rows = []
     for variant, runs in results.items():
         lo, hi = (n / max(r["wall_s"] for r in runs), n / min(r["wall_s"] for r in runs))
-        judge = "judge" if variant.startswith("judge") else None
-        versus_clean = f"{rate[variant] / rate['judge']:.2f}" if judge else ""
-        versus_loop = f"{rate[variant] / rate[variant.replace('judge', 'loop')]:.2f}" \
-            if judge else ""
+        judge = "judge" in variant
+        clean = "base judge" if variant.startswith("base") else "judge"
+        versus_clean = f"{rate[variant] / rate[clean]:.2f}" if judge else ""
+        loop = "loop, faults" if variant.endswith("faults") else "loop"
+        versus_loop = f"{rate[variant] / rate[loop]:.2f}" if judge else ""
         limited = f"{_median(runs, 'rate_limited'):.0f}" if judge else ""
         lowest = (f"{_median(runs, 'lowest_concurrency'):.0f} "
                   f"({min(r['lowest_concurrency'] for r in runs)})") if judge else ""
@@ -177,7 +204,8 @@ def _rows(latency: float, c: int, n: int, results: dict[str, list[dict[str, Any]
 
 
 def main(n: int, runs: int, latencies: list[float], connections: list[int],
-         first_429: float, first_500: float, retry_after: str, cache: Path) -> int:
+         first_429: float, first_500: float, retry_after: str, cache: Path,
+         base: Path | None = None) -> int:
     """Time the four variants in every cell; print a markdown table and the raw runs."""
     generator = find_generator()
     if generator is None:
@@ -192,16 +220,18 @@ def main(n: int, runs: int, latencies: list[float], connections: list[int],
         clean, faulty = Server(latency, ()), Server(latency, faults)
         try:
             for c in connections:
-                results: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+                variants = VARIANTS + (BASE_VARIANTS if base is not None else ())
+                results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
                 for i in range(runs):
-                    for variant in VARIANTS:
+                    for variant in variants:
                         server = faulty if variant.endswith("faults") else clean
                         results[variant].append(_once(variant, server, states, bodies, c,
-                                                      work))
+                                                      work, base))
+                        if "judge" in variant:  # checked at once: a run is minutes
+                            _same_bodies(results[variant][-1:], bodies)
                     print(f"{latency * 1000:.0f} ms, C {c}, round {i + 1}: " + ", ".join(
                         f"{v} {r[-1]['wall_s']:.2f} s" for v, r in results.items()),
                         file=sys.stderr, flush=True)
-                _same_bodies(results["judge"] + results["judge, faults"], bodies)
                 rows += _rows(latency, c, n, results)
                 raw.append({"latency": latency, "c": c, "runs": results})
         finally:

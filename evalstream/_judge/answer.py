@@ -292,7 +292,14 @@ def _repeated_key(data: bytes, names: tuple[str, str] = ("status", "reason")) ->
     """Why an answer object msgspec read is ambiguous (a key given twice), or None.
 
     The standard library's reader keeps every pair (msgspec keeps the last): ~5 us on an
-    answer of a few sentences, which is all an answer can be (``--max-output-tokens``)."""
+    answer of a few sentences, which is all an answer can be (``--max-output-tokens``), and
+    5% of a judge run's CPU all the same (a JSON reader made for each call; every answer is
+    read twice, as it is stored and for its verdict; issue 31). So it reads only what may
+    hold a key twice: a key given twice is written twice as it is (``"status"``, quotes
+    included, which a string's text holds only with its first quote escaped: read, to be
+    sure), unless a ``\\u`` escape spells it (the only JSON escape that gives a letter)."""
+    if b"\\u" not in data and all(data.count(b'"%s"' % name.encode()) < 2 for name in names):
+        return None
     try:
         keys = [k for k, _ in json.loads(data, object_pairs_hook=list)]
     except ValueError:  # never seen (msgspec is the stricter reader); fail closed all the same

@@ -26,11 +26,19 @@ slot, 20% of requests waiting 1 s each kept 32 connections to 123 requests a sec
 most, at 50 ms a request. At most ``RESTING`` requests a connection rest so; beyond that a
 request waits holding its slot, as before, so that a server asking every request to wait
 long cannot make the run hold more than ``(1 + RESTING) * --max-connections`` requests.
-A failure's backoff (a 500, a timeout, a cut connection) and a 503's wait still hold the
-slot: during an outage or a storm of 500s, ``--max-connections`` requests use up their
-attempts at a time, not five times as many (each would end unscored). Giving that slot up
-too was measured (8 connections, 50 ms, 2% of first attempts a 500: 19.2 s against 21.5 s)
-and not taken for that reason."""
+A failed attempt (a 5xx, a timeout, a cut connection, a 200 that is not JSON) makes the
+same distinction. An isolated failure is not an outage: its request gives its slot up for
+its backoff (0.5 s, doubling), as a 429's wait does, within the same ``RESTING`` bound.
+With a fifth of first attempts a 429 and 2% a 500, at 50 ms a request, 8 / 32 / 128
+connections ran at 0.75 / 0.70 / 0.67x of a fault-free run holding it, 0.81 / 0.84 / 0.88x
+without. The server is failing (an outage) when at least a quarter (``OUTAGE_SHARE``) of
+the last ``WINDOW`` attempts that ended (answers, 429s and failures; of all of them, before
+there are ``WINDOW``) failed: then a failed request backs off holding its slot, so that
+``--max-connections`` requests use up their attempts at a time, not five times as many,
+each to end unscored. A run's first attempts decide on few: the first attempt of a run that
+fails holds its slot (as every failure did before). A 503's ``Retry-After`` (the server
+says it is unavailable) is waited out holding the slot, always, and so is the backoff after
+a 429 that names no wait (congestion, not a failure of its request)."""
 
 from __future__ import annotations
 
@@ -89,6 +97,10 @@ class Concurrency:
     # connection busy while a fifth of requests wait 1 s at 50 ms a request takes
     # 0.2 * (C / 0.05 s) * 1 s = 4C of them.
     RESTING = 4
+    # Failed attempts whose share of the last WINDOW says an outage: a quarter, 8 of 32.
+    # 2% of attempts failing at random gives 8 of 32 once in 5.7 million windows (binomial);
+    # 10%, once in 86; a server failing every request, from the first failure on.
+    OUTAGE_SHARE = 0.25
 
     def __init__(self, maximum: int, cooldown: float = 1.0) -> None:
         self.maximum = maximum
@@ -100,8 +112,9 @@ class Concurrency:
         self.cooldown = cooldown
         self._last_cut = -1e9
         self._successes = 0
-        self._recent: deque[bool] = deque()  # the last attempts that ended: True a 429
-        self._refusals = 0  # of them
+        self._recent: deque[int] = deque()  # how the last attempts ended (_ANSWERED...)
+        self._refusals = 0  # of them, 429s
+        self._failures = 0  # of them, failures
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     async def acquire(self) -> None:
@@ -169,7 +182,7 @@ class Concurrency:
         """The server answered 429: halve the limit (not below 1, once per cooldown) if that
         says congestion: no wait named (``wait_named``), the quota the server's headers said
         is spent (``quota_spent``), or most of the last ``WINDOW`` attempts refused."""
-        self._ended(True)
+        self._ended(_REFUSED)
         crowded = len(self._recent) == self.WINDOW and 2 * self._refusals > self.WINDOW
         if wait_named and not quota_spent and not crowded:
             return  # an isolated 429: its request waits as told, the rest go on
@@ -181,11 +194,11 @@ class Concurrency:
         self.lowest = min(self.lowest, self.limit)
         self._successes = 0
         self._recent.clear()  # the next cut is judged on attempts made at the new limit
-        self._refusals = 0
+        self._refusals = self._failures = 0
 
     def succeeded(self) -> None:
         """An answer arrived: after ``limit`` of them in a row, allow one more in flight."""
-        self._ended(False)
+        self._ended(_ANSWERED)
         if self.limit >= self.maximum:
             return
         self._successes += 1
@@ -194,12 +207,25 @@ class Concurrency:
             self.limit += 1
             self._wake()
 
-    def _ended(self, refused: bool) -> None:
+    def failed(self) -> bool:
+        """An attempt failed (a 5xx, a timeout, a cut connection, a 200 that is not JSON):
+        whether the server is failing, an outage (the module's rule), and its request should
+        back off holding its slot; False: an isolated failure, whose backoff gives it up."""
+        self._ended(_FAILED)
+        return self._failures >= self.OUTAGE_SHARE * len(self._recent)
+
+    def _ended(self, how: int) -> None:
         """Count an attempt's end in the window of the last ``WINDOW``."""
         if len(self._recent) == self.WINDOW:
-            self._refusals -= self._recent.popleft()
-        self._recent.append(refused)
-        self._refusals += refused
+            gone = self._recent.popleft()
+            self._refusals -= gone == _REFUSED
+            self._failures -= gone == _FAILED
+        self._recent.append(how)
+        self._refusals += how == _REFUSED
+        self._failures += how == _FAILED
+
+
+_ANSWERED, _REFUSED, _FAILED = 0, 1, 2  # how an attempt ended, in Concurrency's window
 
 
 class Pacer:

@@ -73,13 +73,17 @@ CREATE TABLE IF NOT EXISTS answers (
 );
 """
 # Requests in flight, of every run on the store (created on opening for writing; never read
-# by a read-only opening, so not among the tables checked).
+# by a read-only opening, so not among the tables checked). WITHOUT ROWID: each request
+# writes its claim and deletes it, in two transactions; a rowid table changes two B-trees
+# each time (the table and its key's index), this one B-tree. 20,000 requests (has, claim,
+# put): 70 against 87 us each, write-ahead log 427 against 590 MB (issue 31). Stores made
+# before keep their table: the same statements read and write both.
 _CLAIMS = """
 CREATE TABLE IF NOT EXISTS claims (
     key TEXT PRIMARY KEY,          -- the request key
     owner TEXT NOT NULL,           -- the run: PID-MACHINE.TOKEN
     until REAL NOT NULL            -- Unix time the lease ends, unless renewed
-);
+) WITHOUT ROWID;
 """
 MAX_INTEGER = 2**63 - 1  # SQLite's INTEGER
 LEASE = 60.0  # seconds a claim is held without renewal; runs renew every LEASE / 4

@@ -15,12 +15,14 @@ to 8 s, less up to a quarter at random. A 429 or 503 that says when to come back
 out and is no failed attempt: its waits are bounded by time (``max_wait``), not by a count
 (issue 27); a 429 that does waits without holding its concurrency slot, and halves the
 concurrency only when the server is congested (``limits``: most attempts refused, the quota
-its headers said spent, or no wait named; issue 31). The server's rate-limit headers pace
-the requests before any 429 (``limits.Pacer``). Other statuses are not retried; 401, 403
-and 404 stop the run (a wrong key, a model or URL that does not exist would fail every
-request alike), and so do the first ``SAME_REFUSALS`` attempts refused alike before any
-answer (a gateway says a wrong key or model with a 400 or a 500; a port with nothing
-listening refuses every connection).
+its headers said spent, or no wait named; issue 31). A failed attempt's backoff gives the
+slot up too, unless the server is failing (at least a quarter of the recent attempts
+failed: an outage), when it holds it, as a 503's wait does (``limits``). The server's
+rate-limit headers pace the requests before any 429 (``limits.Pacer``). Other statuses are
+not retried; 401, 403 and 404 stop the run (a wrong key, a model or URL that does not
+exist would fail every request alike), and so do the first ``SAME_REFUSALS`` attempts
+refused alike before any answer (a gateway says a wrong key or model with a 400 or a 500;
+a port with nothing listening refuses every connection).
 
 No redirect is followed (issue 23): aiohttp drops ``Authorization`` on a redirect to another
 origin but keeps every session header (Anthropic's ``x-api-key``), and would send the judge
@@ -374,19 +376,27 @@ class Transport:
                 cause_key = cause
                 latency = (time.perf_counter() - started) * 1000
             failed += 1
+            # Every attempt that ended otherwise than answered or refused with a 429 (counted
+            # by rate_limited) is a failure, towards an outage, the last one of a request too
+            # (limits.Concurrency.failed).
+            failure = headers is None or status != 429
+            outage = failure and self.concurrency.failed()
             if self.refused is not None:
                 return Reply(None, None, cause, detail, latency, attempt, fatal=True)
             if failed >= self.max_attempts:
                 return Reply(None, None, cause, f"{detail} (after {attempt} attempts)", latency,
                              attempt)
             self.tally.retry(cause_key)
-            if resting:
-                assert wait is not None
-                await self.concurrency.rest(wait)
+            delay = wait if wait is not None else backoff(failed)
+            if resting or failure and not outage and (wait is None or
+                                                      status not in POLITE_STATUSES):
+                await self.concurrency.rest(delay)
             else:
-                # A failure's backoff (and a 503's wait) keeps the slot: a server that fails
-                # or is unavailable gets fewer requests in flight meanwhile.
-                await asyncio.sleep(wait if wait is not None else backoff(failed))
+                # An outage's backoff keeps the slot, and so do a 503's wait and a 429's that
+                # names none (congestion): a server that fails, is unavailable or is full gets
+                # fewer requests in flight meanwhile, and they use up their attempts C at a
+                # time.
+                await asyncio.sleep(delay)
 
     def _refused(self, detail: str, body: bytes, connecting: bool = False) -> None:
         """Count a refusal that no wait can cure; stop the run once the first

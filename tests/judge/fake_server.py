@@ -62,6 +62,7 @@
   ``by_model`` (requests by the model named) and ``billed`` (the input and output tokens
   the OpenAI answers' usage said).
 - ``GET /stats``: ``{"requests", "max_in_flight", "by_body": {sha256 of body: count},
+  "order": [sha256 of the body of each of the first 1,000 requests, as they came],
   "by_status": {code: n}, "huge_sent", "foreign": {"requests", "credentials"}, "batch_calls":
   {route: n}, "batches_created", "files_uploaded"}``; ``POST /reset`` zeroes them.
 
@@ -111,12 +112,17 @@ class Stats:
         self.by_status: Counter[int] = Counter()
         self.huge_sent = 0  # bytes of ``huge`` bodies written before the client hung up
         self.foreign = {"requests": 0, "credentials": 0}  # what reached the other origin
+        self.order: list[str] = []  # the first ORDER_KEPT requests' body hashes, as they came
 
     def json(self) -> bytes:
         return json.dumps({"requests": self.requests, "max_in_flight": self.max_in_flight,
                            "by_body": self.by_body, "by_status": self.by_status,
                            "huge_sent": self.huge_sent, "foreign": self.foreign,
-                           "by_model": self.by_model, "billed": self.billed}).encode()
+                           "by_model": self.by_model, "billed": self.billed,
+                           "order": self.order}).encode()
+
+
+ORDER_KEPT = 1000  # the order of a test's requests, not a benchmark's
 
 
 class Server:
@@ -210,6 +216,8 @@ class Server:
         stats = self.stats
         stats.requests += 1
         stats.by_body[digest] += 1
+        if len(stats.order) < ORDER_KEPT:
+            stats.order.append(digest)
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evalstream._judge import answer
 from evalstream._judge.answer import CAUSES, DETAIL_CHARS, Parsed, http_error_detail, unfenced
 from evalstream._judge.providers import REGISTRY, get
 
@@ -307,3 +308,24 @@ def test_an_answer_giving_a_key_twice_is_never_scored(pairs: list[tuple[str, str
     assert parsed.status == (loaded["status"] if valid else "unscored")
     if len({json.loads(f'"{k}"') for k, _ in pairs}) < len(pairs):
         assert parsed.cause == "ambiguous" or parsed.cause == "wrong_shape"
+
+
+@pytest.mark.parametrize("text", [
+    '{"status":"pass","reason":"x"}',
+    '{"status":"pass","status":"fail","reason":"x"}',
+    '{"reason":"see \\"status\\" above","status":"pass"}',  # the key's text in a string
+    '{"reason":"a \\"status","status":"pass"}',  # ... written "status" with its quotes
+    '{"reason":"x", "status" : "pass",\n "status":"na"}',
+    '{"reason":"x","st\\u0061tus":"pass","status":"fail"}',
+    '{"reason":"\\u00e9","status":"pass"}',
+    '{"reason":"x","reason":"y","status":"pass"}',
+])
+def test_the_quick_look_for_a_repeated_key_agrees_with_reading_every_pair(text: str) -> None:
+    # Issue 31: only answers that may hold a key twice are read by the standard library.
+    data = text.encode()
+    keys = [k for k, _ in json.loads(data, object_pairs_hook=list)]
+    twice = next((k for k in ("status", "reason") if keys.count(k) > 1), None)
+    said = answer._repeated_key(data)
+    assert (said is None) == (twice is None), (text, said)
+    if twice is not None:
+        assert said == f"`{twice}` is given {keys.count(twice)} times"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evalstream._judge import live
+from evalstream._judge import live, transport
 from evalstream._judge.limits import quota_said
 from evalstream.errors import UsageError
 from tests.judge.support import FakeServer, lines, options, states
@@ -99,6 +99,67 @@ def test_isolated_429s_do_not_lower_the_concurrency(
     assert stats["by_status"]["500"] >= 1, stats
     assert report.requests.lowest_concurrency == 4
     assert stats["max_in_flight"] <= 4 and report.requests.max_in_flight <= 4
+
+
+@pytest.mark.slow  # one backoff (0.375-0.5 s)
+def test_an_isolated_500_gives_its_slot_up_while_it_backs_off(tmp_path: Path,
+                                                               server: FakeServer) -> None:
+    # Issue 31: one connection, one 500 among answers. Its backoff held the slot: the states
+    # after it waited for its second attempt. Now they are sent meanwhile.
+    path = states(tmp_path, [f"a{i}" for i in range(8)] + ["FAKE:500x1"] +
+                  [f"b{i}" for i in range(4)])
+    out = tmp_path / "v.jsonl"
+    report = live.run(options(server, path, out, max_connections=1))
+    stats = server.stats()
+    assert [v["status"] for v in lines(out)] == ["pass"] * 13
+    (failed,) = [body for body, n in stats["by_body"].items() if n == 2]
+    order = stats["order"]
+    assert len(order) == 14 and order[8] == failed and order[13] == failed, order
+    assert report.requests.retried == {"http 500": 1}
+    assert stats["max_in_flight"] == 1
+
+
+@pytest.mark.slow  # one backoff (0.375-0.5 s)
+def test_a_429_that_names_no_wait_backs_off_holding_its_slot(
+        tmp_path: Path, fake: Callable[..., FakeServer]) -> None:
+    # A 429 without Retry-After says the server is full (the limit halves): it is no failure
+    # of its request alone, and its backoff keeps the slot, as before issue 31. The second
+    # comes within the cooldown of the first cut, so its window was not cleared by a cut.
+    server = fake("--retry-after", "")
+    path = states(tmp_path, [f"a{i}" for i in range(8)] + ["FAKE:429x1 one"] +
+                  [f"b{i}" for i in range(8)] + ["FAKE:429x1 two"] + [f"c{i}" for i in range(4)])
+    out = tmp_path / "v.jsonl"
+    report = live.run(options(server, path, out, max_connections=1))
+    stats = server.stats()
+    assert [v["status"] for v in lines(out)] == ["pass"] * 22
+    order = stats["order"]
+    for refused in [body for body, n in stats["by_body"].items() if n == 2]:
+        first = order.index(refused)
+        assert order[first + 1] == refused, order  # asked again before anything else
+    assert report.requests.retried == {"http 429": 2}
+
+
+def test_an_outage_backs_off_holding_the_slots(tmp_path: Path, server: FakeServer,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every request fails once answers have come: a failing server, not an isolated fault.
+    # The failed requests back off holding their slots, so at most --max-connections
+    # requests are using up their attempts at any time, not five times as many.
+    monkeypatch.setattr(transport, "INITIAL_DELAY", 0.02)
+    path = states(tmp_path, ["n0"] + [f"FAKE:500 f{i}" for i in range(6)])
+    out = tmp_path / "v.jsonl"
+    live.run(options(server, path, out, max_connections=2, max_attempts=3))
+    stats = server.stats()
+    verdicts = lines(out)
+    assert [v["status"] for v in verdicts] == ["pass"] + ["unscored"] * 6
+    assert all("after 3 attempts" in v["error"]["detail"] for v in verdicts[1:])
+    assert sorted(stats["by_body"].values()) == [1] + [3] * 6
+    named: dict[str, int] = {}
+    order = [named.setdefault(body, len(named)) for body in stats["order"]]
+    seen, last = [0] * len(named), [order.count(body) for body in range(len(named))]
+    for body in order:  # bodies begun and not yet at their last attempt: at most 2
+        seen[body] += 1
+        assert sum(0 < n < m for n, m in zip(seen, last, strict=True)) <= 2, order
+    assert stats["max_in_flight"] <= 2
 
 
 def test_most_requests_refused_still_lowers_the_concurrency(tmp_path: Path,

@@ -123,6 +123,23 @@ def test_most_attempts_refused_is_congestion() -> None:
     assert limit.limit == 4 and limit.lowest == 4
 
 
+def test_a_failure_among_answers_is_isolated_and_a_quarter_failing_is_an_outage() -> None:
+    # Issue 31: every failed attempt's backoff held its slot, as if the server were down.
+    limit = Concurrency(16)
+    assert limit.failed()  # a run's first attempt failing: nothing says otherwise
+    for _ in range(Concurrency.WINDOW):
+        limit.succeeded()
+    assert not limit.failed()  # 1 of 32
+    for _ in range(6):
+        assert not limit.failed()  # 7 of 32
+    assert limit.failed()  # 8 of 32: a quarter
+    for _ in range(Concurrency.WINDOW):  # answers again: the failures leave the window
+        limit.succeeded()
+    assert not limit.failed()
+    limit.rate_limited(wait_named=True)  # a 429 is no failure
+    assert not limit.failed() and limit.limit == 16  # and a failure no congestion
+
+
 def test_a_429_when_the_quota_is_spent_is_congestion() -> None:
     limit = Concurrency(16, cooldown=0.0)
     limit.rate_limited(wait_named=True, quota_spent=True)

@@ -207,10 +207,16 @@ def test_two_runs_opening_a_new_store_at_once(tmp_path: Path) -> None:
     assert errors == []
 
 
-def test_claims_between_two_runs_on_one_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize("made_before", [False, True])
+def test_claims_between_two_runs_on_one_store(tmp_path: Path, made_before: bool) -> None:
     from evalstream._judge.store import ANSWERED, CLAIMED, HELD
 
     path = str(tmp_path / "s.sqlite")
+    if made_before:  # a store made before issue 31 keeps its rowid claims table
+        with sqlite3.connect(path) as old:
+            old.execute("CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+                        "until REAL NOT NULL)")
+        old.close()
     a, b = Store(path), Store(path)
     assert a.claim("k") == CLAIMED and a.claim("k") == CLAIMED  # its own claim
     assert b.claim("k") == HELD
@@ -239,4 +245,6 @@ def test_claims_between_two_runs_on_one_store(tmp_path: Path) -> None:
     assert b.claim("mine") == CLAIMED
     b.close()
     assert db.execute("SELECT key FROM claims ORDER BY key").fetchall() == [("elsewhere",)]
+    (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'claims'").fetchone()
+    assert sql.endswith("WITHOUT ROWID") != made_before
     db.close()
