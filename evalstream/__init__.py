@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from evalstream._verdicts.compare import CompareReport
     from evalstream._verdicts.judges import JudgesReport
     from evalstream._verdicts.panel import RubricPanel
+    from evalstream._verdicts.records import JudgeVerdict
     from evalstream._view.export import ExportReport
     from evalstream.errors import (
         EvalstreamError,

@@ -25,6 +25,19 @@ def test_every_public_name_resolves_and_is_documented() -> None:
         evalstream.NoSuchThing  # noqa: B018
 
 
+def test_every_public_name_is_lazy_and_seen_by_the_type_checker() -> None:
+    # The three lists of the lazy API name the same names: __all__ (dir, `import *`), where
+    # each is imported on first use, and the imports mypy reads (else `evalstream.X` is Any).
+    import ast
+
+    tree = ast.parse((ROOT / "evalstream" / "__init__.py").read_text())
+    typed = {alias.asname or alias.name for node in tree.body if isinstance(node, ast.If)
+             for imp in node.body if isinstance(imp, ast.ImportFrom) for alias in imp.names}
+    public = set(evalstream.__all__) - {"__version__"}
+    assert set(evalstream._LAZY) == public
+    assert typed == public
+
+
 def test_import_is_cheap() -> None:
     # `python -m evalstream --help` imports the package: the API must not load its work, nor
     # its own modules (each loads when one of its names is first used: a command pays only

@@ -217,14 +217,18 @@ def reject_kind(exc: BaseException, line: bytes | None = None, shape: Shape | No
 def long_text_reject(line_no: int, line: bytes, case_id: str, path: str, length: int,
                      is_key: bool) -> Reject:
     """A reject for a string (or key) nested in free-form JSON over the text cap."""
+    return Reject(line_no, 0, case_id, path, long_text_sentence(path, length, is_key),
+                  raw_text(line))
+
+
+def long_text_sentence(path: str, length: int, is_key: bool) -> str:
+    """Why a string (or key) nested in free-form JSON is refused: over the text cap."""
     limit = schema.MAX_TEXT_CHARS
     if is_key:
-        error = (f"`{path}` has a key of {length:,} characters; keys, as every text, allow at "
-                 f"most {limit:,} characters.")
-    else:
-        error = (f"`{path}` is {length:,} characters long; text fields allow at most "
-                 f"{limit:,} characters, at any depth.")
-    return Reject(line_no, 0, case_id, path, error, raw_text(line))
+        return (f"`{path}` has a key of {length:,} characters; keys, as every text, allow at "
+                f"most {limit:,} characters.")
+    return (f"`{path}` is {length:,} characters long; text fields allow at most "
+            f"{limit:,} characters, at any depth.")
 
 
 def long_line_reject(item: LongLine, max_line_bytes: int, shape: Shape | None = None) -> Reject:

@@ -188,12 +188,12 @@ def may_be_deeper(text: bytes | str, limit: int = MAX_DEPTH) -> bool:
     if len(text) <= 2 * limit:  # fewer characters than twice the limit cannot open deeper
         return False
     brackets: Any = _BRACKETS_TEXT if type(text) is str else _BRACKETS
-    found = 0
+    found, few = 0, min(_FEW, limit)  # (a limit under _FEW: found one by one up to it)
     for bracket in brackets:
         at = text.find(bracket)
         while at >= 0:
             found += 1
-            if found > _FEW:
+            if found > few:
                 return sum(map(text.count, brackets)) > limit
             at = text.find(bracket, at + 1)
     return False

@@ -106,14 +106,17 @@ def _items(value: Any, text: str, role: str | None) -> bool:
 
 def _plain_object(value: dict[Any, Any], levels: int) -> bool:
     """An object of string keys whose values are plain (text, numbers, true, false, null) or
-    such objects, nested at most ``levels`` deep."""
+    such objects, nested at most ``levels`` deep, every key and text within the text cap."""
     if levels == 0:
         return False
     for key, item in value.items():
-        if type(key) is not str:
+        # Strings and keys within the text cap (validate's ``schema.long_nested_text``).
+        if type(key) is not str or len(key) > MAX_TEXT_CHARS:
             return False
         kind = type(item)
         if kind in _PLAIN:
+            if kind is str and len(item) > MAX_TEXT_CHARS:
+                return False
             continue
         if kind is int:
             if not _INT_LOW <= item < _INT_HIGH:

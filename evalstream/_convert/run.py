@@ -23,7 +23,7 @@ import msgspec
 import xxhash
 
 from evalstream._cases import ids, schema
-from evalstream._cases.rejects import explain, raw_text, reject_kind
+from evalstream._cases.rejects import explain, long_text_sentence, raw_text, reject_kind
 from evalstream._convert import chat, formats, mapping
 from evalstream._convert.fits import fits
 from evalstream._convert.formats.base import Format, Given, Source
@@ -229,8 +229,9 @@ class _Converter:
 
     def _decoded_id(self, row: Row, case: dict[str, Any], data: bytes, built: Built
                     ) -> str | None:
-        """The case's id when the case decoder accepts its line and no item id repeats;
-        else None, the row rejected with the decoder's sentence (a case ``fits`` could not
+        """The case's id when the case decoder accepts its line, no string nested in its
+        free-form values is over the text cap and no item id repeats (validate's rules); else
+        None, the row rejected with the decoder's sentence (a case ``fits`` could not
         vouch for)."""
         try:
             decoded = self.decode(data)
@@ -238,6 +239,15 @@ class _Converter:
             path, sentence = explain(exc, data)
             self._reject(row, RowProblem(sentence, built.column_of(path), path,
                                          kind=reject_kind(exc, data), case_id=_id_of(case)))
+            return None
+        # validate's own check of the free-form values (metadata, tool events' input and
+        # output): a line no longer than the cap cannot hold a longer string.
+        long = schema.long_nested_text(decoded) if len(data) > schema.MAX_TEXT_CHARS else None
+        if long is not None:
+            path, length, is_key = long
+            self._reject(row, RowProblem(long_text_sentence(path, length, is_key),
+                                         built.column_of(path), path, kind="over a cap",
+                                         case_id=decoded.id))
             return None
         dup = schema.duplicate_item_id(decoded)
         if dup is not None:

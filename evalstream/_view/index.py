@@ -815,8 +815,12 @@ class _Apart:
         self.thread = threading.Thread(target=wait_for_it, name="view: verdicts",
                                        daemon=True)
         self.thread.start()
-        while not self.shared[2] and self.thread.is_alive():
-            time.sleep(0.001)
+        try:
+            while not self.shared[2] and self.thread.is_alive():
+                time.sleep(0.001)
+        except BaseException:  # (Ctrl-C while it forks) build's own stop is not set up yet
+            self.stop()
+            raise
 
     def progress(self) -> None:
         """The worker's bytes done, to the progress bar (called by the parent's thread)."""

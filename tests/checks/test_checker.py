@@ -41,3 +41,56 @@ def test_every_state_counted_exactly_equals_its_whole_text_when_rubrics_share_fi
     # Ten fields in six states a case, seven segments: {"user_input" (first, or alone),
     # "assistant_response" (first and alone, in the middle, last), "policy" (last, alone).
     assert checker.budget.pieces.lookups == 3 * 7
+
+
+PAIRS_TOML = """
+[[rubric]]
+id = "better"
+kind = "pairwise"
+question = "Which response answers user_input better?"
+shows = ["user_input", "assistant_response", "reference_material"]
+
+[[rubric]]
+id = "responses"
+kind = "pairwise"
+question = "Which response is kinder?"
+shows = ["assistant_response"]
+
+[[rubric]]
+id = "grounded"
+question = "Is assistant_response grounded in reference_material?"
+shows = ["reference_material", "assistant_response"]
+
+[[rubric]]
+id = "alone"
+question = "Is the policy followed?"
+shows = ["policy"]
+"""
+
+
+@pytest.mark.slow  # the oracle's tables
+def test_pairwise_states_and_list_items_counted_exactly_equal_their_whole_text() -> None:
+    """Pairwise states (both orders, the shared fields encoded once), a reference list cut
+    at its items' ids inside a segment, and a field shown alone: every state's exact count
+    is tiktoken's count of its whole text."""
+    tokenizer = "o200k_base"
+    checker = Checker(_set(PAIRS_TOML), tokenizer=tokenizer, exact_tokens=True)
+    checker.budget._pieces = tokens.PieceCounts(encodings.tokenizer(tokenizer))
+    context = [{"id": f"p{i}", "text": f"Passage {i}: parcels ship in {i} days. " * 40}
+               for i in range(4)]
+    a = case(input="Where is my parcel?" * 30, output="On its way.\n" * 200, context=context,
+             policy="Be kind. " * 10)
+    b = case(input="Where is my parcel?" * 30, output="It is late, sorry " * 90,
+             context=context, policy="Be kind. " * 10)
+    ab, ba = checker.check_pair(a, b, 1)
+    alone = checker.check(a, 2)
+    states = 0
+    for check in (*ab, *ba, *alone):
+        if check.reason is not None:
+            continue
+        assert check.tokens is not None and check.tokens.exact is not None
+        assert check.state is not None
+        assert check.tokens.exact.state == len(oracle(tokenizer).encode_ordinary(
+            check.state.decode()))
+        states += 1
+    assert states == 2 * 2 + 2

@@ -328,3 +328,10 @@ def test_may_be_deeper_is_the_count_of_opening_brackets(opened: int, spread: str
         assert depth.may_be_deeper(json_text) is (opened > depth.MAX_DEPTH)
     # JSON of at most twice the limit in characters closes what it opens: never deeper.
     assert not depth.may_be_deeper("[" * depth.MAX_DEPTH * 2)
+
+
+@pytest.mark.parametrize("limit", [1, 3, 15, 16, 17])
+def test_may_be_deeper_holds_for_a_limit_under_the_few_found_one_by_one(limit: int) -> None:
+    for opened in range(limit + 3):
+        text = "[" * opened + "]" * opened + " " * (2 * limit + 1)
+        assert depth.may_be_deeper(text, limit) is (opened > limit), opened

@@ -93,6 +93,7 @@ def test_every_case_fits_passes_is_one_the_case_decoder_accepts(
     if fits(case):
         decoded = schema.decoder().decode(data)
         assert schema.duplicate_item_id(decoded) is None
+        assert schema.long_nested_text(decoded) is None  # validate's cap at any depth
         assert decoded.id == case["id"]
 
 
@@ -125,6 +126,8 @@ def test_the_cases_a_table_makes_fit() -> None:
      "messages": [{"id": "m1", "role": "robot", "content": "hi"}]},
     {"id": "r", "input": "q", "output": "a", "metadata": {"big": 2**64}},
     {"id": "r", "input": "q", "output": "a", "metadata": {"list": [1]}},
+    {"id": "r", "input": "q", "output": "a", "metadata": {"a": {"b": "x" * (CAP + 1)}}},
+    {"id": "r", "input": "q", "output": "a", "metadata": {"x" * (CAP + 1): 1}},
     {"id": "r", "input": "q", "output": "a",
      "expected": {"support": {"status": "yes", "source": "human"}}},
     {"id": "r", "input": "q", "output": "a",
@@ -159,3 +162,17 @@ def test_rows_the_decoder_refuses_are_rejected_with_its_sentences(tmp_path: Path
             schema.decoder().decode(data)
         assert (reject["column"], reject["path"]) == (column, path)
         assert reject["error"] == explain(caught.value, data)[1]
+
+
+def test_a_metadata_text_over_the_cap_is_rejected_as_validate_would(tmp_path: Path) -> None:
+    # validate refuses a string over the text cap at any depth of the free-form values
+    # (schema.long_nested_text); convert wrote such a case, which validate then rejected.
+    long = "x" * (CAP + 1)
+    src = tmp_path / "t.csv"
+    src.write_text(f"id,q,a,m\nr1,q,a,{long}\nr2,q,a,short\n")
+    result = convert(tmp_path, src, maps=["input=q,output=a,metadata.m=m"], id_from="id")
+    assert result.report.counts.cases == 1
+    [reject] = result.rejects
+    assert (reject["row"], reject["column"], reject["path"]) == (1, "m", "$.metadata.m")
+    assert reject["error"] == (f"`$.metadata.m` is {CAP + 1:,} characters long; text fields "
+                               f"allow at most {CAP:,} characters, at any depth.")

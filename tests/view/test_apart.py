@@ -215,3 +215,35 @@ def test_a_worker_that_dies_leaves_the_verdicts_to_the_parent(
     monkeypatch.setattr(view_index, "APART_BYTES", 0)
     monkeypatch.setattr(view_index, "_read_apart", killed)
     assert kept_bytes(build(opts), opts) == kept_bytes(alone, opts)
+
+
+def test_ctrl_c_while_the_worker_starts_leaves_no_worker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interrupted while it waits for the worker to be forked (before build reads on), the
+    parent stops it: no process is left reading the verdicts."""
+    import multiprocessing
+    import time as real_time
+    import types
+
+    paths = dataset(tmp_path, 1)
+    rubric_file = tmp_path / "rubrics.toml"
+    rubric_file.write_text(RUBRICS)
+    opts = Options(verdicts=str(paths["verdicts"]), cases=str(paths["cases"]),
+                   rubrics=load_rubrics([str(rubric_file)]))
+    init = view_index._init_apart
+
+    def slow_start(settings: Any) -> Any:
+        real_time.sleep(0.5)  # in the worker: the parent is still waiting when interrupted
+        return init(settings)
+
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(view_index, "APART_BYTES", 0)
+    monkeypatch.setattr(view_index, "_init_apart", slow_start)
+    monkeypatch.setattr(view_index, "time", types.SimpleNamespace(
+        sleep=interrupted, perf_counter=real_time.perf_counter, time=real_time.time,
+        monotonic=real_time.monotonic))
+    with pytest.raises(KeyboardInterrupt):
+        build(opts)
+    assert multiprocessing.active_children() == []
