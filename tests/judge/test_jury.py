@@ -346,7 +346,7 @@ def test_kill_9_then_rerun_pays_for_no_stored_vote_and_ends_identical(
     import sys
     import time
 
-    from tests.helpers import ROOT
+    from tests.helpers import ROOT, differing_lines
 
     server = fake("--key", FAKE_KEY, "--latency", "0.03")
     n = 60
@@ -381,7 +381,8 @@ def test_kill_9_then_rerun_pays_for_no_stored_vote_and_ends_identical(
     server.reset()
     r = cli(*[str(out) if a == "OUT" else a for a in args])
     assert r.returncode == 0, r.stderr
-    assert out.read_bytes() == clean.read_bytes()
+    assert out.read_bytes() == clean.read_bytes(), differing_lines(out.read_bytes(),
+                                                                   clean.read_bytes())
     # Exactly the requests of the votes not stored before: none for a stored vote.
     expected: dict[str, int] = {}
     loaded = read(str(jury))
