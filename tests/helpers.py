@@ -42,6 +42,19 @@ def golden(name: str, data: bytes, folder: Path = GOLDEN) -> None:
     assert data == path.read_bytes(), f"{name} differs from its golden file"
 
 
+def differing_lines(got: bytes, want: bytes, shown: int = 3) -> str:
+    """The first ``shown`` lines where two outputs differ, each 1-based with both versions and
+    the first differing byte: an assertion message that says what differed, not only that."""
+    a, b = got.splitlines(), want.splitlines()
+    notes = [f"{len(a)} lines against {len(b)}"] if len(a) != len(b) else []
+    for no, (x, y) in enumerate(zip(a, b, strict=False), 1):
+        if x != y and len(notes) < shown:
+            at = next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q),
+                      min(len(x), len(y)))
+            notes.append(f"line {no}, byte {at}:\n  got  {x!r}\n  want {y!r}")
+    return "\n".join(notes) or "the same lines (a difference in line endings only)"
+
+
 def build(tmp_path: Path, lines: list[str] | bytes, **options: object) -> tuple[RunReport, Path]:
     """Build ``lines`` (a list of JSON lines, or raw bytes) in ``tmp_path``; return report and output."""
     src = tmp_path / "cases.jsonl"

@@ -465,8 +465,13 @@ class Asker:
                 # One request for several samples: each sample's answer stored under its key;
                 # those a server did not give (it ignores `n`) asked alone, now.
                 bodies = transport.config.api.split_samples(reply.body)[:samples]
-                for key, body in zip(ask.keys, bodies, strict=False):
-                    self._record(ask.juror, key, reply._replace(body=body), estimate, config)
+                # One paid answer, one transaction: stored one by one, a kill -9 between two
+                # samples kept the first, and the next run asked the others again in a request
+                # of its own (paid twice, and other answers than a run never stopped got).
+                with self.store.transaction():
+                    for key, body in zip(ask.keys, bodies, strict=False):
+                        self._record(ask.juror, key, reply._replace(body=body), estimate,
+                                     config)
                 for key in ask.keys[len(bodies):]:
                     if self.fatal or transport.refused or self.broken:
                         break  # the run stops: these votes stay unasked, their state unjudged

@@ -3,7 +3,10 @@ request it answers (``request.request_key``), so that no request is ever paid fo
 
 SQLite (the standard library's ``sqlite3``) in WAL mode with ``synchronous=NORMAL``: each
 answer is its own transaction, and a committed one survives Ctrl-C, a crash or ``kill -9``
-of the process (not a power cut: WAL syncs at checkpoints). The store holds the raw response
+of the process (not a power cut: WAL syncs at checkpoints). The samples of one request for
+several (OpenAI's ``n``) are one answer, stored in one transaction (``transaction``): all of
+them or none survive, so a resumed run never asks again, in another request, for samples
+already paid for. The store holds the raw response
 body as received (with any echo of the API key removed), the provider's request id, token
 usage and latency; it never holds a request's headers, so never a key. Answers are parsed
 when they are read (``answer.parse``), so a verdict always comes from the stored bytes.
@@ -200,11 +203,14 @@ class Store:
     def put(self, key: str, provider: str, model: str, body: bytes, request_id: str | None,
             input_tokens: int | None, output_tokens: int | None, latency_ms: float,
             attempts: int) -> None:
-        """Commit one answer (replacing an earlier one for the same key: --retry-unscored)."""
+        """Commit one answer (replacing an earlier one for the same key: --retry-unscored);
+        inside ``transaction()``, stored with the rest of it, committed at its end."""
         assert self._db is not None
         db = self._db
+        alone = not db.in_transaction
         try:
-            db.execute("BEGIN IMMEDIATE")
+            if alone:
+                db.execute("BEGIN IMMEDIATE")
             try:
                 db.execute(
                     "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -213,9 +219,11 @@ class Store:
                      time.time()))
                 db.execute("DELETE FROM claims WHERE key = ?", (key,))  # answered: for all
             except BaseException:
-                db.execute("ROLLBACK")
+                if alone:
+                    db.execute("ROLLBACK")
                 raise
-            db.execute("COMMIT")
+            if alone:
+                db.execute("COMMIT")
         except (sqlite3.Error, ValueError, OverflowError) as exc:
             raise self._unwritable(exc) from exc
 

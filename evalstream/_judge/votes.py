@@ -7,7 +7,8 @@ state (``request.build``: its provider, URL and body). Samples a state still nee
 juror are asked in one request where the provider can (``Provider.samples_body``: OpenAI's
 ``n``, the prompt billed once), else one request each; the answer of a request for several
 samples is split into the samples' own answers (``Provider.split_samples``) and each stored
-under its key. So a vote is never paid for twice, however it was asked, and a run resumed
+under its key, all in one store transaction (one paid answer: all or none survive a kill).
+So a vote is never paid for twice, however it was asked, and a run resumed
 after ``kill -9`` asks only for the votes not stored.
 """
 

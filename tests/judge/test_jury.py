@@ -346,7 +346,7 @@ def test_kill_9_then_rerun_pays_for_no_stored_vote_and_ends_identical(
     import sys
     import time
 
-    from tests.helpers import ROOT
+    from tests.helpers import ROOT, differing_lines
 
     server = fake("--key", FAKE_KEY, "--latency", "0.03")
     n = 60
@@ -381,7 +381,8 @@ def test_kill_9_then_rerun_pays_for_no_stored_vote_and_ends_identical(
     server.reset()
     r = cli(*[str(out) if a == "OUT" else a for a in args])
     assert r.returncode == 0, r.stderr
-    assert out.read_bytes() == clean.read_bytes()
+    assert out.read_bytes() == clean.read_bytes(), differing_lines(out.read_bytes(),
+                                                                   clean.read_bytes())
     # Exactly the requests of the votes not stored before: none for a stored vote.
     expected: dict[str, int] = {}
     loaded = read(str(jury))
@@ -400,6 +401,69 @@ def test_kill_9_then_rerun_pays_for_no_stored_vote_and_ends_identical(
     assert server.stats()["by_body"] == expected
     assert len(stored_keys(tmp_path / "v.judge.sqlite")) == n * 7
     assert live.STORE_SUFFIX == ".judge.sqlite"
+
+
+# Run as `python -c`: the judge command, killed with -9 the moment it stores the second
+# sample of judge-b's first answer, that is, between two samples of one paid answer.
+_KILLED_BETWEEN_SAMPLES = """
+import os, runpy, signal, sys
+from evalstream._judge.store import Store
+put, seen = Store.put, []
+def killing_put(self, key, provider, model, *rest):
+    if model == "judge-b":
+        seen.append(key)
+        if len(seen) == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+    put(self, key, provider, model, *rest)
+Store.put = killing_put
+sys.argv = ["evalstream", *sys.argv[1:]]
+runpy.run_module("evalstream", run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+def test_kill_9_between_the_samples_of_one_answer_stores_all_or_none(
+        tmp_path: Path, fake: Callable[..., FakeServer]) -> None:
+    """The samples of one request for several (OpenAI's `n`) are one paid answer, stored in
+    one transaction: killed with -9 between storing two of them, a run leaves none of them,
+    and the next run asks that request again whole, so it writes the bytes of a run never
+    stopped. Stored one by one, the first sample stayed and the rerun asked the other two in
+    a request for 2, whose answer (another request id, other reasons) the never-stopped run
+    had not: the one failure seen of the kill -9 test above, forced here."""
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT, differing_lines
+
+    server = fake("--key", FAKE_KEY)
+    src = states(tmp_path / "in", [f"FAKE@judge-b:{('pass', 'fail')[i % 2]} state {i}"
+                                   for i in range(3)])
+    jurors = [{"model": "judge-a"}, {"model": "judge-b", "samples": 3, "temperature": 0.7}]
+    jury = jury_file(tmp_path, server.url, jurors=jurors)
+    args = ["judge", str(src), "OUT", "--jury", str(jury), "--max-connections", "1", "-q"]
+    clean = tmp_path / "clean.jsonl"
+    r = cli(*[str(clean) if a == "OUT" else a for a in args])
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "v.jsonl"
+    killed = subprocess.run([sys.executable, "-c", _KILLED_BETWEEN_SAMPLES,
+                             *[str(out) if a == "OUT" else a for a in args]], cwd=ROOT,
+                            env={**__import__("os").environ, **KEYS}, capture_output=True,
+                            timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    stored = stored_keys(tmp_path / "v.judge.sqlite")
+    loaded = read(str(jury))
+    b = loaded.jurors[1]
+    for item in inputs.read(str(src), 1 << 20):
+        assert isinstance(item, inputs.JudgeState)
+        key = build(b.config, item.question, item.state).key
+        held = [sample_key(key, s) in stored for s in range(b.samples)]
+        assert all(held) or not any(held), f"{item.case_id}: samples stored {held}"
+    server.reset()
+    r = cli(*[str(out) if a == "OUT" else a for a in args])
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == clean.read_bytes(), differing_lines(out.read_bytes(),
+                                                                   clean.read_bytes())
+    assert all(n == 1 for n in server.stats()["by_body"].values())
 
 
 @pytest.mark.slow

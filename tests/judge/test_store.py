@@ -38,6 +38,24 @@ def test_put_get_and_this_runs_asked_table(tmp_path: Path) -> None:
     again.close()
 
 
+def test_answers_put_inside_a_transaction_are_stored_all_or_none(tmp_path: Path) -> None:
+    """The samples of one answer (OpenAI's `n`) are put inside ``transaction()``: committed
+    together at its end, rolled back together on an error; a put alone commits at once."""
+    store = Store(str(tmp_path / "s.sqlite"))
+    with pytest.raises(RuntimeError), store.transaction():
+        store.put("s0", "openai", "m", b"{}", "req_1", 10, 2, 1.0, 1)
+        raise RuntimeError("stopped between two samples")
+    assert not store.has("s0")
+    with store.transaction():
+        for key in ("s0", "s1", "s2"):
+            store.put(key, "openai", "m", b"{}", "req_1", 10, 2, 1.0, 1)
+    store.put("alone", "openai", "m", b"{}", None, None, None, 1.0, 1)
+    store.close()
+    again = Store(str(tmp_path / "s.sqlite"))
+    assert all(again.has(k) for k in ("s0", "s1", "s2", "alone")) and again.count() == 4
+    again.close()
+
+
 def test_whatever_a_server_sends_can_be_stored(tmp_path: Path) -> None:
     """Counts SQLite cannot hold (or that are no counts) are stored as unknown; text that is
     not UTF-8 keeps its bytes as escapes (issue 23: each raised after the answer was paid)."""
