@@ -63,3 +63,29 @@ def test_add_id_matches_a_reference_across_growth() -> None:
         first_seen.setdefault(ident, line)
     assert got == want
     assert index.size == 70 and index.nbytes == 24 * 128
+
+
+def test_runs_past_the_table_end_survive_every_doubling() -> None:
+    """Hashes whose low halves end in all ones (or all zeros) home at the table's last
+    (first) slot at every size: one long run wraps past the end through every doubling."""
+    import numpy as np
+
+    from evalstream._view.index import _lines_of
+
+    index = IdIndex(capacity=4)
+    lows = [0xFFFFFF] * 300 + [0xFFFFF0] * 200 + [0] * 100
+    lo = [(k << 24) | low | 1 for k, low in enumerate(lows)]
+    hi = [k * 7 + 3 for k in range(len(lo))]
+    assert index.add(lo, hi, range(1, 601)) == [0] * 600
+    assert index.size == 600 and len(index.columns()[0]) == 1024
+    assert index.add(lo, hi, [0] * 600) == list(range(1, 601))  # each found from its home
+    found = _lines_of(index, np.array(lo, np.uint64), np.array(hi, np.uint64))
+    assert found.tolist() == list(range(1, 601))
+    assert index.add([lo[0] ^ 2], [hi[0]], [9]) == [0]  # a new hash still finds a free slot
+
+
+def test_add_id_takes_lone_surrogates_as_id_hash_does() -> None:
+    index = IdIndex()
+    assert index.add_id("a\udc80b", 5) == 0
+    lo, hi = id_hashes(["a\udc80b"])
+    assert index.add(lo, hi, [6]) == [5]
