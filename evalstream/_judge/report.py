@@ -11,6 +11,7 @@ from msgspec import Struct
 
 from evalstream._judge.escalation import Escalation
 from evalstream._judge.logprobs import ConfidenceReport
+from evalstream._verdicts.cost import Price
 from evalstream._verdicts.records import JudgeInfo, TokenUsage
 
 MAX_NOT_JUDGED_LISTED = 1_000
@@ -78,11 +79,9 @@ class Latency(Struct):
     max: float | None = None
 
 
-class Prices(Struct):
-    """USD per million tokens, as given with --price-in and --price-out."""
-
-    input: float
-    output: float
+# The price record is ``_verdicts.cost``'s (agree over several runs shows it too); judge's
+# modules name it by what a report holds.
+Prices = Price
 
 
 class NotJudged(Struct):

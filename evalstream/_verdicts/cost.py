@@ -9,7 +9,18 @@ whose ``usage`` it prices, so that ``_verdicts/`` and ``_judge/`` (above it) sha
 
 from __future__ import annotations
 
+from msgspec import Struct
+
 PER_TOKENS = 1e6  # prices are quoted per million tokens
+
+
+class Price(Struct):
+    """USD per million input and output tokens (of one model, or as given with --price-in
+    and --price-out): the one price record of every report that shows one (judge's, a
+    juror's, batch collect's, ``agree`` over several runs')."""
+
+    input: float
+    output: float
 
 
 def usd(input_tokens: int, output_tokens: int, price_in: float, price_out: float) -> float:

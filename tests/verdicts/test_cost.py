@@ -41,3 +41,18 @@ def test_the_formula_is_written_once() -> None:
                   and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant)
                   and node.right.value in MILLION]
     assert found == [], f"tokens x price per million is `_verdicts.cost.usd`'s; call it: {found}"
+
+
+def test_the_price_record_is_written_once() -> None:
+    """One struct holds a price (USD per million input and output tokens): judge's reports
+    and agree over several runs show the same record, defined in ``_verdicts/cost.py``."""
+    home = ROOT / "evalstream" / "_verdicts" / "cost.py"
+    found = []
+    for path in sorted((ROOT / "evalstream").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and [
+                    (s.target.id, ast.unparse(s.annotation)) for s in node.body
+                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            ] == [("input", "float"), ("output", "float")]:
+                found.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert found == [f"{home.relative_to(ROOT)}:Price"], f"a price is `_verdicts.cost.Price`: {found}"
