@@ -23,9 +23,8 @@ from evalstream._judge.inputs import JudgeState
 from evalstream._judge.jury import Juror, Jury
 from evalstream._judge.report import JurorReport, JuryReport, Prices
 from evalstream._judge.request import Request, build, sample_key
+from evalstream._verdicts.records import VOTE_STATUSES as STATUSES
 from evalstream._verdicts.records import JudgeVerdict, TokenUsage
-
-STATUSES = ("pass", "fail", "na", "unscored")
 
 
 class Ask(NamedTuple):

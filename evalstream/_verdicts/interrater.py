@@ -28,10 +28,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from evalstream._verdicts.records import LABEL_STATUSES
+
 if TYPE_CHECKING:
     import numpy as np
 
-CATEGORIES = ("pass", "fail", "na")
+CATEGORIES = LABEL_STATUSES  # a scored vote's statuses
 DEFAULT_RESAMPLES = 1000
 SEED = 26  # the bootstrap's seed: the same report bytes every run
 
