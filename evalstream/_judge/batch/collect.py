@@ -177,8 +177,7 @@ class Collector:
         self._encode = msgspec.json.Encoder().encode
 
     def _reject(self, path: str, rej: Reject) -> None:
-        self.rejects.write(self._encode(FileReject(path, rej.line, rej.offset, rej.id, rej.path,
-                                                   rej.error, rej.raw)) + b"\n")
+        self.rejects.write(self._encode(FileReject.of(path, rej)) + b"\n")
 
     def read(self, path: str) -> None:
         reader = RecordReader(results.kind(self.config.api, self.manifest, self.folder),
