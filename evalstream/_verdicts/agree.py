@@ -337,12 +337,13 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     rubric_code, group_code = rubrics.limited, groups.code
     unlisted = 0
     group_path = tuple(by.split(".")) if by else None
-    row = 0  # the case's row in the cases frame
+    counts = reader.counts  # its ``records`` are the summary's ``cases``
     for item in reader.read_files(files or [path]):
         if type(item) is Reject:
             sink.write(path, [item])
             continue
         line, _, _, case = item  # type: ignore[misc]
+        row = counts.records - 1  # the case's row in the cases frame: the cases before it
         if on_case is not None:
             on_case(case, line)
         c_ids.append(case.id)
@@ -366,11 +367,9 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
                 l_group.append(group)
             if len(l_case) >= FLUSH_ROWS:
                 label_cols.flush()
-        row += 1
         if len(c_ids) >= FLUSH_ROWS:
             case_cols.flush()
     labels, cases = label_cols.frame(), case_cols.frame()
-    counts = reader.counts
     summary = CaseFileSummary(
         path=path, lines=counts.lines, blank=counts.blank, cases=counts.records,
         rejected=counts.rejected, rejected_by_kind=dict(sorted(counts.rejected_by_kind.items())),
