@@ -23,6 +23,12 @@ class Price(Struct):
     output: float
 
 
+def price(price_in: float | None, price_out: float | None) -> Price | None:
+    """The price given (``--price-in`` and ``--price-out``, or a juror's), or None unless
+    both halves are: no cost is ever computed from half a price."""
+    return None if price_in is None or price_out is None else Price(price_in, price_out)
+
+
 def usd(input_tokens: int, output_tokens: int, price_in: float, price_out: float) -> float:
     """USD for these tokens at these prices (USD per million input and output tokens), not
     rounded: a caller rounds what it reports, after any sum."""

@@ -53,9 +53,9 @@ from evalstream._judge.batch.report import (
     ResultFile,
 )
 from evalstream._judge.batch.report import encode as encode_report
-from evalstream._judge.report import DEFAULT_MAX_UNSCORED_RATE, Prices, too_unscored
+from evalstream._judge.report import DEFAULT_MAX_UNSCORED_RATE, too_unscored
 from evalstream._judge.store import Failure, Store, Stored
-from evalstream._verdicts.cost import usd
+from evalstream._verdicts.cost import price, usd
 from evalstream._verdicts.records import JudgeVerdict, TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
@@ -428,8 +428,7 @@ def _report(opts: Options, collector: Collector, writer: Writer, store: str, rej
     judged = sum(writer.by_status.values())
     unscored = writer.by_status["unscored"]
     rate = unscored / judged if judged else None
-    prices = None if opts.price_in is None or opts.price_out is None else Prices(
-        opts.price_in, opts.price_out)
+    prices = price(opts.price_in, opts.price_out)
     cost = None if prices is None else round(
         usd(writer.usage_all[0], writer.usage_all[1], prices.input, prices.output), 6)
     if c.missing:
