@@ -55,7 +55,7 @@ from evalstream._judge.transport import (
 )
 from evalstream._judge.votes import Ask, JurorTally, PanelTally, grouped, requests
 from evalstream._verdicts.cost import price
-from evalstream._verdicts.records import JudgeVerdict, TokenUsage, Vote
+from evalstream._verdicts.records import VOTE_STATUSES, JudgeVerdict, TokenUsage, Vote
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 
@@ -872,7 +872,7 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
     return JudgeReport(
         command="judge", evalstream=__version__, input=opts.input, output=opts.output,
         rejects=rejects, store=store, judge=writer.info, counts=c,
-        by_status={s: writer.by_status[s] for s in ("pass", "fail", "na", "unscored")},
+        by_status={s: writer.by_status[s] for s in VOTE_STATUSES},
         by_cause=dict(sorted(writer.by_cause.items())), unscored_rate=rate,
         max_unscored_rate=opts.max_unscored_rate, requests=asker.requests,
         usage=tallied(asker.usage), usage_all=tallied(writer.usage_all),

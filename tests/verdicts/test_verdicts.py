@@ -320,8 +320,6 @@ _WRITTEN_OUT = {
     "evalstream/_judge/logprobs.py": "the providers' registry must not load the records",
     "evalstream/_judge/answer.py": "the answer's Literal; the registry's light path too",
     "evalstream/_judge/inputs.py": "a judge state's Literal (judge's own module)",
-    "evalstream/_judge/live.py": "judge's report order (VOTE_STATUSES; judge's own module)",
-    "evalstream/_judge/batch/collect.py": "batch collect's report order (likewise)",
     "evalstream/_checks/state.py": "below _verdicts: the statuses a judge may answer",
     "evalstream/_stats/rows.py": "below _verdicts: waits for a constant in _cases/schema.py",
 }

@@ -56,7 +56,7 @@ from evalstream._judge.batch.report import encode as encode_report
 from evalstream._judge.report import DEFAULT_MAX_UNSCORED_RATE, too_unscored
 from evalstream._judge.store import Failure, Store, Stored
 from evalstream._verdicts.cost import price, usd
-from evalstream._verdicts.records import JudgeVerdict, TokenUsage
+from evalstream._verdicts.records import VOTE_STATUSES, JudgeVerdict, TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 
@@ -441,7 +441,7 @@ def _report(opts: Options, collector: Collector, writer: Writer, store: str, rej
         command="batch collect", evalstream=__version__, folder=opts.folder, output=opts.output,
         rejects=rejects, store=store, judge=writer.info, result_files=collector.files,
         results=collector.counts, by_type=dict(collector.by_type), counts=c,
-        by_status={s: writer.by_status[s] for s in ("pass", "fail", "na", "unscored")},
+        by_status={s: writer.by_status[s] for s in VOTE_STATUSES},
         by_cause=dict(sorted(writer.by_cause.items())), unscored_rate=rate,
         max_unscored_rate=opts.max_unscored_rate, missing_policy=opts.missing,
         usage=TokenUsage(*collector.usage), usage_all=TokenUsage(*writer.usage_all),
