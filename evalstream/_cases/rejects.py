@@ -36,7 +36,14 @@ class Reject(msgspec.Struct, gc=False):
 
 class FileReject(msgspec.Struct, gc=False):
     """A reject record with the file it came from (a command that reads two files: agree,
-    compare, build --pair-with)."""
+    compare, build --pair-with, batch collect): ``file``, then ``Reject``'s fields, made from
+    a ``Reject`` by ``of`` only.
+
+    The fields are written again rather than inherited: msgspec encodes a subclass's own
+    fields after its base's, which would move ``file`` from the head of every line of a
+    rejects file to its end; an optional ``file`` in ``Reject`` would have to come first,
+    with a default, and ``Reject`` is made positionally in every read loop.
+    tests/cases/test_rejects.py holds the fields to ``Reject``'s."""
 
     file: str
     line: int

@@ -23,7 +23,7 @@ from evalstream._judge.live import Options, held, jury_of, no_pairwise_panel, st
 from evalstream._judge.report import Prices
 from evalstream._judge.store import Store
 from evalstream._judge.votes import grouped, requests
-from evalstream._verdicts.cost import usd
+from evalstream._verdicts.cost import price, usd
 from evalstream.errors import UsageError
 
 
@@ -146,8 +146,7 @@ def dry_run(opts: Options) -> DryRun:
     jurors = []
     for juror, counter, (requests_, votes, stored, input_tokens, bound), hoped in zip(
             jury.jurors, counters, sent, expected, strict=True):
-        prices = Prices(juror.price_in, juror.price_out) \
-            if juror.price_in is not None and juror.price_out is not None else None
+        prices = price(juror.price_in, juror.price_out)
         jurors.append(DryRunJuror(
             name=juror.name, model=juror.config.model, samples=juror.samples,
             to_send=requests_, votes_to_send=votes, stored=stored, input_tokens=input_tokens,
@@ -156,8 +155,7 @@ def dry_run(opts: Options) -> DryRun:
             cost_p50_usd=_cost(prices, input_tokens, hoped.output_tokens_p50),
             cost_p95_usd=_cost(prices, input_tokens, hoped.output_tokens_p95)))
     config, counter = opts.config, counters[0]
-    prices = None if opts.price_in is None or opts.price_out is None else Prices(
-        opts.price_in, opts.price_out)
+    prices = price(opts.price_in, opts.price_out)
     return DryRun(
         input=opts.input, store=path_of_store, lines=lines, judge_states=states,
         exact_verdicts=exact, rejected=rejected, blank=blank,

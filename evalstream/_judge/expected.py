@@ -19,6 +19,8 @@ from collections import Counter
 
 from msgspec import Struct
 
+from evalstream._verdicts.percentiles import percentile
+
 RUBRIC, MODEL, NONE = "rubric", "model", "none"  # where a rubric's figures come from
 
 
@@ -42,20 +44,6 @@ class Expected(Struct):
     by_rubric: list[RubricOutput]
     output_tokens_p50: int | None
     output_tokens_p95: int | None
-
-
-def percentile(counts: Counter[int], percent: int) -> int | None:
-    """The nearest-rank ``percent`` percentile of a histogram (value -> how many), or None."""
-    total = sum(counts.values())
-    if not total:
-        return None
-    rank = max(1, -(-percent * total // 100))  # ceil(percent / 100 * total), in integers
-    seen = 0
-    for value in sorted(counts):
-        seen += counts[value]
-        if seen >= rank:
-            return value
-    return max(counts)
 
 
 class Sample:

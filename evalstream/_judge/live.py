@@ -40,7 +40,6 @@ from evalstream._judge.report import (
     Histogram,
     JudgeReport,
     NotJudged,
-    Prices,
     Requests,
     too_unscored,
 )
@@ -55,7 +54,8 @@ from evalstream._judge.transport import (
     key_from_environment,
 )
 from evalstream._judge.votes import Ask, JurorTally, PanelTally, grouped, requests
-from evalstream._verdicts.records import JudgeVerdict, TokenUsage, Vote
+from evalstream._verdicts.cost import price
+from evalstream._verdicts.records import VOTE_STATUSES, JudgeVerdict, TokenUsage, Vote
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 
@@ -844,8 +844,7 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
     judged = sum(writer.by_status.values())
     unscored = writer.by_status["unscored"]
     rate = unscored / judged if judged else None
-    prices = None if opts.price_in is None or opts.price_out is None else Prices(
-        opts.price_in, opts.price_out)
+    prices = price(opts.price_in, opts.price_out)
     priced = prices is not None or (opts.jury is not None and opts.jury.priced)
     if c.not_judged:  # stopped by a limit, or by anything else: never a clean run
         exit_code = EXIT_INCOMPLETE
@@ -873,7 +872,7 @@ def _report(opts: Options, asker: Asker, writer: Writer, store: str, rejects: st
     return JudgeReport(
         command="judge", evalstream=__version__, input=opts.input, output=opts.output,
         rejects=rejects, store=store, judge=writer.info, counts=c,
-        by_status={s: writer.by_status[s] for s in ("pass", "fail", "na", "unscored")},
+        by_status={s: writer.by_status[s] for s in VOTE_STATUSES},
         by_cause=dict(sorted(writer.by_cause.items())), unscored_rate=rate,
         max_unscored_rate=opts.max_unscored_rate, requests=asker.requests,
         usage=tallied(asker.usage), usage_all=tallied(writer.usage_all),

@@ -40,6 +40,10 @@ if TYPE_CHECKING:
     from evalstream._verdicts.records import Confidence
 
 TOP_LOGPROBS = 10  # alternatives asked for each token (OpenAI takes 0 to 20)
+# A label's statuses (``_verdicts.records.LABEL_STATUSES``), written here: the providers'
+# registry imports this module and every command line reads the registry, which must not
+# load the verdict records or the case schema (tests/judge/test_providers.py);
+# tests/verdicts/test_verdicts.py fails when the two differ.
 STATUSES = ("pass", "fail", "na")
 READINGS = ("read", "split", "own_logprob", "alone", "unaligned")
 

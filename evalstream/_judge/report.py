@@ -11,6 +11,8 @@ from msgspec import Struct
 
 from evalstream._judge.escalation import Escalation
 from evalstream._judge.logprobs import ConfidenceReport
+from evalstream._verdicts.cost import Price
+from evalstream._verdicts.percentiles import percentile
 from evalstream._verdicts.records import JudgeInfo, TokenUsage
 
 MAX_NOT_JUDGED_LISTED = 1_000
@@ -78,11 +80,9 @@ class Latency(Struct):
     max: float | None = None
 
 
-class Prices(Struct):
-    """USD per million tokens, as given with --price-in and --price-out."""
-
-    input: float
-    output: float
+# The price record is ``_verdicts.cost``'s (agree over several runs shows it too); judge's
+# modules name it by what a report holds.
+Prices = Price
 
 
 class NotJudged(Struct):
@@ -177,8 +177,8 @@ def encode(report: JudgeReport) -> bytes:
 
 
 class Histogram:
-    """Latencies in buckets 1% wide: percentiles within 1%, in memory that does not grow with
-    the number of requests."""
+    """Latencies in buckets 1% wide: percentiles (nearest rank, ``_verdicts.percentiles``)
+    within 1%, in memory that does not grow with the number of requests."""
 
     RATIO = math.log(1.01)
 
@@ -192,17 +192,14 @@ class Histogram:
         self.n += 1
         self.max = max(self.max, ms)
 
-    def quantile(self, q: float) -> float | None:
-        if not self.n:
+    def percentile(self, percent: int) -> float | None:
+        """The nearest-rank ``percent`` percentile: the middle of its bucket, never above
+        the largest latency; None without a latency."""
+        bucket = percentile(self.buckets, percent)
+        if bucket is None:
             return None
-        rank = q * (self.n - 1)
-        seen = 0
-        for bucket in sorted(self.buckets):
-            seen += self.buckets[bucket]
-            if seen > rank:
-                return round(min(math.exp((bucket + 0.5) * self.RATIO), self.max), 1)
-        return round(self.max, 1)
+        return round(min(math.exp((bucket + 0.5) * self.RATIO), self.max), 1)
 
     def latency(self) -> Latency:
-        return Latency(self.quantile(0.5), self.quantile(0.95),
+        return Latency(self.percentile(50), self.percentile(95),
                        round(self.max, 1) if self.n else None)

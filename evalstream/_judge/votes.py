@@ -21,11 +21,11 @@ from typing import NamedTuple
 from evalstream._judge.escalation import Escalation
 from evalstream._judge.inputs import JudgeState
 from evalstream._judge.jury import Juror, Jury
-from evalstream._judge.report import JurorReport, JuryReport, Prices
+from evalstream._judge.report import JurorReport, JuryReport
 from evalstream._judge.request import Request, build, sample_key
+from evalstream._verdicts.cost import price
+from evalstream._verdicts.records import VOTE_STATUSES as STATUSES
 from evalstream._verdicts.records import JudgeVerdict, TokenUsage
-
-STATUSES = ("pass", "fail", "na", "unscored")
 
 
 class Ask(NamedTuple):
@@ -104,8 +104,7 @@ class PanelTally:
         """The jury's part of the run report (``tallies``: pass 1's, per juror)."""
         jurors = []
         for juror, votes, t in zip(self.jury.jurors, self.votes, tallies, strict=True):
-            prices = Prices(juror.price_in, juror.price_out) \
-                if juror.price_in is not None and juror.price_out is not None else None
+            prices = price(juror.price_in, juror.price_out)
             jurors.append(JurorReport(
                 name=juror.name, model=juror.config.model, provider=juror.config.provider,
                 samples=juror.samples, sent=t.sent, answered=t.answered,

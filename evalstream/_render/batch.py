@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evalstream._judge.batch.remote import BatchSummary
 from evalstream._judge.batch.report import CollectReport, PrepareReport
-from evalstream._render.judge_summary import unscored_line
+from evalstream._render.judge_summary import unscored_line, verdicts_line
 
 
 def prepare_lines(r: PrepareReport) -> list[str]:
@@ -36,10 +36,7 @@ def collect_lines(r: CollectReport) -> list[str]:
               if res.rejected else ""),
            f"answers: {res.answers:,} stored now in {r.store}, {res.repeats:,} repeated an "
            "answer already stored",
-           f"verdicts: {c.verdicts:,} = {s['pass']:,} pass + {s['fail']:,} fail + {s['na']:,} na "
-           f"+ {s['unscored']:,} unscored"
-           + (f" ({', '.join(f'{k}: {v:,}' for k, v in r.by_cause.items())})"
-              if r.by_cause else "")
+           verdicts_line(c.verdicts, r.by_status, r.by_cause)
            + f"; {c.exact_verdicts:,} exact verdicts passed through"]
     if c.pairs:  # issue 28
         out.append(f"pairs: {c.pairs:,} pairwise verdicts from {2 * c.pairs:,} judge states (both "

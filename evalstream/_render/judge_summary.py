@@ -12,16 +12,22 @@ if TYPE_CHECKING:
     from evalstream._judge.expected import Expected
 
 
+def verdicts_line(verdicts: int, by_status: dict[str, int], by_cause: dict[str, int]) -> str:
+    """The verdicts written, by status, and the unscored ones' causes: judge's and batch
+    collect's summaries say them in the same words."""
+    s = by_status
+    causes = f" ({', '.join(f'{k}: {v:,}' for k, v in by_cause.items())})" if by_cause else ""
+    return (f"verdicts: {verdicts:,} = {s['pass']:,} pass + {s['fail']:,} fail + {s['na']:,} na "
+            f"+ {s['unscored']:,} unscored{causes}")
+
+
 def lines(report: JudgeReport) -> list[str]:
     """The summary as plain sentences (the table's content, for logs and tests)."""
     c, r = report.counts, report.requests
     s = report.by_status
     out = [f"judge: {c.lines:,} lines = {c.judge_states:,} judge states + {c.exact_verdicts:,} "
            f"exact verdicts (passed through) + {c.rejected:,} rejected + {c.blank:,} blank",
-           f"verdicts: {c.verdicts:,} = {s['pass']:,} pass + {s['fail']:,} fail + {s['na']:,} na "
-           f"+ {s['unscored']:,} unscored"
-           + (f" ({', '.join(f'{k}: {v:,}' for k, v in report.by_cause.items())})"
-              if report.by_cause else "")]
+           verdicts_line(c.verdicts, report.by_status, report.by_cause)]
     if c.pairs:  # issue 28
         out.append(f"pairs: {c.pairs:,} pairwise verdicts from {2 * c.pairs:,} judge states (both "
                    "orders of each pair); a pair is pass when run A's response is the better, "

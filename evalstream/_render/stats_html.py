@@ -117,7 +117,8 @@ def stats_page(s: DatasetStats) -> str:
                     rows.append(source)
                     row_groups.append(r.rubric if r.in_rubrics else f"{r.rubric} (not a rubric)")
                     values.append(list(statuses.values()))
-        p.figure(stacked_bar_chart(rows, ["pass", "fail", "na"], values,
+        # The series are the counts' own keys (stats' label statuses), in their order.
+        p.figure(stacked_bar_chart(rows, list(labelled[0].total.status), values,
                                    title="Labels per rubric, by source and status",
                                    colors=STATUS_COLORS, groups=row_groups))
         applicable = [r for r in s.labels if r.in_rubrics and r.total.applies]

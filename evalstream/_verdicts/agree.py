@@ -38,6 +38,8 @@ from evalstream._verdicts.links import MARKER, export_page, is_export
 from evalstream._verdicts.records import (
     FAIL,
     FLUSH_ROWS,
+    LABEL_SOURCES,
+    LABEL_STATUSES,
     MAX_RUBRICS,
     NA_VERDICT,
     PASS,
@@ -64,9 +66,7 @@ if TYPE_CHECKING:
     from evalstream._files.transaction import Target, Transaction
 
 
-LABEL_STATUSES = ("pass", "fail", "na")
 NA = 2  # label code of `na`; pass and fail share the verdicts' codes 0 and 1
-SOURCES = ("synthetic", "human", "imported")
 DEFAULT_MAX_IDS = 20
 EXAMPLE_KINDS = ("missed", "false_alarms", "unscored", "labels_without_verdict",
                  "verdicts_without_label", "na_verdicts", "stale")
@@ -333,16 +333,17 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
     l_case, l_rubrics, l_status, l_source, l_line, l_group = label_cols.lists.values()
     c_ids, c_groups, c_chars = case_cols.lists.values()
     status_code = {s: i for i, s in enumerate(LABEL_STATUSES)}
-    source_code = {s: i for i, s in enumerate(SOURCES)}
+    source_code = {s: i for i, s in enumerate(LABEL_SOURCES)}
     rubric_code, group_code = rubrics.limited, groups.code
     unlisted = 0
     group_path = tuple(by.split(".")) if by else None
-    row = 0  # the case's row in the cases frame
+    counts = reader.counts  # its ``records`` are the summary's ``cases``
     for item in reader.read_files(files or [path]):
         if type(item) is Reject:
             sink.write(path, [item])
             continue
         line, _, _, case = item  # type: ignore[misc]
+        row = counts.records - 1  # the case's row in the cases frame: the cases before it
         if on_case is not None:
             on_case(case, line)
         c_ids.append(case.id)
@@ -366,11 +367,9 @@ def read_labels(path: str, rubrics: Codes, groups: Codes, sink: RejectSink, *,
                 l_group.append(group)
             if len(l_case) >= FLUSH_ROWS:
                 label_cols.flush()
-        row += 1
         if len(c_ids) >= FLUSH_ROWS:
             case_cols.flush()
     labels, cases = label_cols.frame(), case_cols.frame()
-    counts = reader.counts
     summary = CaseFileSummary(
         path=path, lines=counts.lines, blank=counts.blank, cases=counts.records,
         rejected=counts.rejected, rejected_by_kind=dict(sorted(counts.rejected_by_kind.items())),
@@ -567,7 +566,7 @@ def _rubric_results(rows: list[tuple[Any, ...]], listed: dict[tuple[int, str], l
             verdicts={s: counted[s] for s in STATUSES},
             unscored_rate=counted["unscored"] / total if total else None,
             all=whole[rubric].cell(confidence),
-            by_source={SOURCES[s]: b.cell(confidence)
+            by_source={LABEL_SOURCES[s]: b.cell(confidence)
                        for s, b in sorted(by_source.get(rubric, {}).items())},
             by_group=[groups[g].cell(confidence, GroupCell,
                                      group=None if g is None else group_names[g])

@@ -34,13 +34,14 @@ report's confidence; a share of nothing is null.
 
 from __future__ import annotations
 
-import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
 from evalstream._verdicts import agreement
+from evalstream._verdicts.percentiles import percentile
 from evalstream._verdicts.records import FAIL, NA_VERDICT, PASS, UNSCORED, Columns
 
 if TYPE_CHECKING:
@@ -259,11 +260,12 @@ def _pairwise(frame: pl.DataFrame, confidence: float) -> PairwiseAudit:
 
 
 def quintile_edges(lengths: list[int]) -> list[int]:
-    """The four edges of five bins of equal count by rank: the length at rank
-    ceil(k n / 5), k = 1..4, of the sorted lengths (numpy's ``inverted_cdf`` quantiles)."""
-    ordered = sorted(lengths)
-    n = len(ordered)
-    return [ordered[math.ceil(k * n / QUINTILES) - 1] for k in range(1, QUINTILES)]
+    """The four edges of five bins of equal count by rank: the nearest-rank 20th, 40th,
+    60th and 80th percentiles of the lengths (``percentiles.percentile``: the length at rank
+    ceil(k n / 5), k = 1..4, of the sorted lengths); none of no lengths."""
+    counts = Counter(lengths)
+    edges = (percentile(counts, k * 100 // QUINTILES) for k in range(1, QUINTILES))
+    return [edge for edge in edges if edge is not None]
 
 
 def _lengths(frame: pl.DataFrame, confidence: float, *left_out: int) -> LengthAudit:

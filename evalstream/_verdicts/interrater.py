@@ -28,25 +28,20 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from evalstream._verdicts.records import LABEL_STATUSES
+from evalstream._verdicts.rules import Tally
+
 if TYPE_CHECKING:
     import numpy as np
 
-CATEGORIES = ("pass", "fail", "na")
+CATEGORIES = LABEL_STATUSES  # a scored vote's statuses
 DEFAULT_RESAMPLES = 1000
 SEED = 26  # the bootstrap's seed: the same report bytes every run
 
 
-class Pattern(NamedTuple):
-    """A unit's votes: how many ``pass``, ``fail``, ``na`` and unscored."""
-
-    passed: int
-    failed: int
-    na: int
-    unscored: int = 0
-
-    @property
-    def scored(self) -> int:
-        return self.passed + self.failed + self.na
+# A unit's votes, how many ``pass``, ``fail``, ``na`` and unscored: a panel's tally, as the
+# jury rules count it.
+Pattern = Tally
 
 
 class Estimate(NamedTuple):

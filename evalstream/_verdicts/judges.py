@@ -38,7 +38,7 @@ from evalstream._verdicts.agree import (
     checked_inputs,
     over_unscored_rate,
 )
-from evalstream._verdicts.cost import usd
+from evalstream._verdicts.cost import Price, usd
 from evalstream._verdicts.coverage import Coverage
 from evalstream._verdicts.records import (
     MAX_RUBRICS,
@@ -54,13 +54,6 @@ if TYPE_CHECKING:
     from evalstream._files.outputs import AtomicOutput
 
 PER = 1000  # tokens and cost per this many judge states
-
-
-class Price(Struct):
-    """USD per million input and output tokens of one model."""
-
-    input: float
-    output: float
 
 
 class JudgeRow(Struct):

@@ -169,8 +169,7 @@ class PanelExtension:
             juror.samples = max(juror.samples, len(statuses))
         t = rules.tally(vote.status for vote in v.votes)
         scored = [{s for s in statuses if s != "unscored"} for statuses in by_juror.values()]
-        self.seen.append(_Seen(line, v.rubric_id, v.case_id,
-                               Pattern(t.passed, t.failed, t.na, t.unscored),
+        self.seen.append(_Seen(line, v.rubric_id, v.case_id, t,
                                v.panel.rule if v.panel is not None else None,
                                len(set().union(*scored)) > 1,
                                any(len(seen) > 1 for seen in scored)))

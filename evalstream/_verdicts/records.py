@@ -15,7 +15,7 @@ states: a ``state`` and no ``status``) are counted apart: checks with no verdict
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 import msgspec
 from msgspec import Struct
@@ -31,8 +31,18 @@ from evalstream.errors import InputError
 if TYPE_CHECKING:
     import polars as pl
 
-# `na` (the judge says the rubric does not apply) came last: the codes of the others stay.
-STATUSES = ("pass", "fail", "unscored", "na")
+# The statuses, each meaning defined once (``tests/verdicts/test_verdicts.py`` fails on a
+# copy elsewhere). Their order is the order of codes kept in columns and of report keys:
+# never reorder one. A label's, from the case format: pass, fail, na; its sources.
+LABEL_STATUSES: tuple[str, ...] = get_args(schema.LabelStatus)
+LABEL_SOURCES: tuple[str, ...] = get_args(schema.LabelSource)
+# A verdict's: `na` (the judge says the rubric does not apply) came last, so that the codes
+# of the others stayed.
+VerdictStatus = Literal["pass", "fail", "unscored", "na"]
+STATUSES: tuple[str, ...] = get_args(VerdictStatus)
+# How judge's and batch collect's reports, a panel's votes and view's split panels tally
+# verdicts: a judge's answers (a label's statuses), then unscored.
+VOTE_STATUSES = (*LABEL_STATUSES, "unscored")
 STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 PASS, FAIL, UNSCORED, NA_VERDICT = 0, 1, 2, 3
 VERDICT_FIELDS = ("case_id", "rubric_id", "status", "rationale", "judge", "usage", "request_id",
@@ -199,7 +209,7 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
 
     class VoteRecord(Struct, **opts):
         judge: str
-        status: Literal["pass", "fail", "unscored", "na"]
+        status: VerdictStatus
         model: str | None = None
         sample: int = 0
         rationale: str | None = None
@@ -223,7 +233,7 @@ def _make_types(forbid_unknown: bool) -> tuple[type[Struct], type[Struct]]:
         case_id: schema.CaseId
         rubric_id: RubricId
         # Optional only so that a judge state (no status) can be told from a broken verdict.
-        status: Literal["pass", "fail", "unscored", "na"] | None = None
+        status: VerdictStatus | None = None
         rationale: str | None = None
         judge: Judge | None = None
         usage: Usage | None = None

@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-VOTED = ("pass", "fail", "na")  # the statuses a scored vote can have
+from evalstream._verdicts.records import LABEL_STATUSES as VOTED  # a scored vote's statuses
+from evalstream._verdicts.records import VOTE_STATUSES
+
 NO_QUORUM, TIE = "no_quorum", "tie"
 
 
@@ -59,7 +61,7 @@ class Decision(NamedTuple):
 
 def tally(statuses: Iterable[str]) -> Tally:
     """The tally of some votes' statuses."""
-    counts = dict.fromkeys(("pass", "fail", "na", "unscored"), 0)
+    counts = dict.fromkeys(VOTE_STATUSES, 0)
     for status in statuses:
         counts[status] += 1
     return Tally(counts["pass"], counts["fail"], counts["na"], counts["unscored"])

@@ -42,8 +42,16 @@ from msgspec import Struct
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._verdicts import calibration
 from evalstream._verdicts import estimate as ppi
-from evalstream._verdicts.agree import SOURCES, AgreeReport, Joined, RubricAgreement
-from evalstream._verdicts.records import FAIL, NA_VERDICT, PASS, STATUS_CODE, UNSCORED, Columns
+from evalstream._verdicts.agree import AgreeReport, Joined, RubricAgreement
+from evalstream._verdicts.records import (
+    FAIL,
+    LABEL_SOURCES,
+    NA_VERDICT,
+    PASS,
+    STATUS_CODE,
+    UNSCORED,
+    Columns,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -310,7 +318,7 @@ def _calibration(rows: pl.DataFrame, joined: Joined) -> list[RubricCalibration]:
         by_source.setdefault(rubric, {}).setdefault(source, calibration.Bins()).add(conf, agreed)
     return [RubricCalibration(
         rubric=joined.rubrics[r], all=whole[r].table(),
-        by_source={SOURCES[s]: b.table() for s, b in sorted(by_source[r].items())})
+        by_source={LABEL_SOURCES[s]: b.table() for s, b in sorted(by_source[r].items())})
         for r in sorted(whole, key=lambda r: joined.rubrics[r])]
 
 

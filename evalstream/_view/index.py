@@ -64,7 +64,9 @@ from evalstream._files.lines import (
     read_chunks,
     read_files,
 )
+from evalstream._verdicts.records import LABEL_SOURCES as SOURCES
 from evalstream._verdicts.records import (
+    LABEL_STATUSES,
     STATUSES,
     DuplicateKeyError,
     exposure_key,
@@ -80,8 +82,6 @@ if TYPE_CHECKING:
 CASES, VERDICTS, COMPARE, STATES = "cases", "verdicts", "compare", "states"
 COMPARE_CASES = "compare-cases"  # run B's cases of pairwise verdicts (issue 28)
 ROLES = (CASES, VERDICTS, COMPARE, STATES, COMPARE_CASES)
-LABEL_STATUSES = ("pass", "fail", "na")
-SOURCES = ("synthetic", "human", "imported")
 NONE = 0xFFFFFFFF  # no row, group or code
 _MASK64 = (1 << 64) - 1
 MAX_LINE_NUMBER = NONE - 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 from array import array
 from typing import Any
 
-STATUSES = ("pass", "fail", "na", "unscored")
+from evalstream._verdicts.records import VOTE_STATUSES as STATUSES
 
 
 class PanelIndex:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import random
 
-from evalstream._verdicts.cost import usd
+from evalstream._verdicts.cost import Price, price, usd
 from tests.helpers import ROOT
 
 MILLION = {1e6, 10**6}  # 1_000_000 == 1e6: one entry
@@ -41,3 +41,35 @@ def test_the_formula_is_written_once() -> None:
                   and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant)
                   and node.right.value in MILLION]
     assert found == [], f"tokens x price per million is `_verdicts.cost.usd`'s; call it: {found}"
+
+
+def test_the_price_record_is_written_once() -> None:
+    """One struct holds a price (USD per million input and output tokens): judge's reports
+    and agree over several runs show the same record, defined in ``_verdicts/cost.py``."""
+    home = ROOT / "evalstream" / "_verdicts" / "cost.py"
+    found = []
+    for path in sorted((ROOT / "evalstream").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and [
+                    (s.target.id, ast.unparse(s.annotation)) for s in node.body
+                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            ] == [("input", "float"), ("output", "float")]:
+                found.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert found == [f"{home.relative_to(ROOT)}:Price"], f"a price is `_verdicts.cost.Price`: {found}"
+
+
+def test_a_price_is_given_whole_or_not_at_all() -> None:
+    assert price(0.4, 1.6) == Price(0.4, 1.6)
+    assert price(0.0, 0.0) == Price(0.0, 0.0)  # free is a price
+    assert price(0.4, None) is None and price(None, 1.6) is None and price(None, None) is None
+
+
+def test_judge_takes_its_prices_from_one_rule() -> None:
+    """judge, its dry run, a panel's jurors and batch collect make their price with
+    ``cost.price``, not each with its own test of the two halves."""
+    made = []
+    for path in sorted((ROOT / "evalstream" / "_judge").rglob("*.py")):
+        made += [f"{path.relative_to(ROOT)}:{node.lineno}"
+                 for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Call) and ast.unparse(node.func) in {"Price", "Prices"}]
+    assert made == [], f"make a price with `_verdicts.cost.price`: {made}"

@@ -121,3 +121,12 @@ def test_undefined_statistics_are_none() -> None:
     assert among(one_class, 0.95) == (None, None)
     lonely = [Pattern(1, 0, 0, 2)] * 5  # no unit has two scored votes
     assert among(lonely, 0.95)[1] is None
+
+
+def test_a_units_pattern_is_the_jury_rules_tally() -> None:
+    """One record of a panel's votes: the pattern agreement is computed over is the tally the
+    jury rules decide on, so a verdict's tally goes in as it is."""
+    from evalstream._verdicts.rules import Tally, tally
+
+    assert Pattern is Tally
+    assert tally(["pass", "fail", "pass", "unscored"]) == Pattern(2, 1, 0, 1)

@@ -3,6 +3,7 @@ states told apart; duplicate keys; compact columns whatever the text."""
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import re
@@ -23,6 +24,7 @@ from evalstream._verdicts.records import (
     VerdictFile,
     read_verdicts,
 )
+from tests.helpers import ROOT
 
 GOOD = b'{"case_id":"c1","rubric_id":"r1","status":"pass"}'
 
@@ -305,3 +307,56 @@ def test_a_line_without_status_is_a_judge_state_only_with_an_object_state(
     reject = items[1]
     assert (reject.line, reject.path) == (2, path)  # type: ignore[union-attr]
     assert reject.error.startswith(start)  # type: ignore[union-attr]
+
+
+# -- the statuses, each meaning defined once -------------------------------------------------------
+_STATUS_WORDS = {"pass", "fail", "na", "unscored"}
+_SOURCE_WORDS = {"synthetic", "human", "imported"}
+# Where a list of statuses or label sources may still be written out, and why. Any other
+# module takes them from ``_verdicts.records`` (or the case format's Literals).
+_WRITTEN_OUT = {
+    "evalstream/_cases/schema.py": "the case format's Literals: a label's statuses, sources",
+    "evalstream/_verdicts/records.py": "the verdict's Literal, VerdictStatus",
+    "evalstream/_judge/logprobs.py": "the providers' registry must not load the records",
+    "evalstream/_judge/answer.py": "the answer's Literal; the registry's light path too",
+    "evalstream/_judge/inputs.py": "a judge state's Literal (judge's own module)",
+    "evalstream/_checks/state.py": "below _verdicts: the statuses a judge may answer",
+    "evalstream/_stats/rows.py": "below _verdicts: waits for a constant in _cases/schema.py",
+}
+
+
+def _written_out(tree: ast.AST) -> list[int]:
+    """The lines of literal tuples, lists or sets of three or more statuses or sources."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(node.elts) >= 3 and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            words = {e.value for e in node.elts}  # type: ignore[attr-defined]
+            if (words <= _STATUS_WORDS and len(words) >= 3) or words == _SOURCE_WORDS:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_statuses_and_sources_are_written_once() -> None:
+    found = []
+    for path in sorted((ROOT / "evalstream").rglob("*.py")):
+        name = str(path.relative_to(ROOT))
+        if name not in _WRITTEN_OUT:
+            found += [f"{name}:{n}" for n in _written_out(ast.parse(path.read_text()))]
+    assert found == [], ("take the statuses from `_verdicts.records` (LABEL_STATUSES, "
+                         f"LABEL_SOURCES, STATUSES, VOTE_STATUSES): {found}")
+
+
+def test_the_status_orders_stay() -> None:
+    """Codes kept in columns (view's kept index) and report keys follow these orders."""
+    from evalstream._judge import logprobs
+    from evalstream._stats import rows
+    from evalstream._verdicts import records
+
+    assert records.LABEL_STATUSES == ("pass", "fail", "na")
+    assert records.LABEL_SOURCES == ("synthetic", "human", "imported")
+    assert records.STATUSES == ("pass", "fail", "unscored", "na")
+    assert records.VOTE_STATUSES == ("pass", "fail", "na", "unscored")
+    # The copies kept below or beside the records, for a reason (``_WRITTEN_OUT``).
+    assert logprobs.STATUSES == records.LABEL_STATUSES
+    assert (rows.STATUSES, rows.SOURCES) == (records.LABEL_STATUSES, records.LABEL_SOURCES)

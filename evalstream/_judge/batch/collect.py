@@ -53,10 +53,10 @@ from evalstream._judge.batch.report import (
     ResultFile,
 )
 from evalstream._judge.batch.report import encode as encode_report
-from evalstream._judge.report import DEFAULT_MAX_UNSCORED_RATE, Prices, too_unscored
+from evalstream._judge.report import DEFAULT_MAX_UNSCORED_RATE, too_unscored
 from evalstream._judge.store import Failure, Store, Stored
-from evalstream._verdicts.cost import usd
-from evalstream._verdicts.records import JudgeVerdict, TokenUsage
+from evalstream._verdicts.cost import price, usd
+from evalstream._verdicts.records import VOTE_STATUSES, JudgeVerdict, TokenUsage
 from evalstream._version import __version__
 from evalstream.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_REJECTS, UsageError
 
@@ -177,8 +177,7 @@ class Collector:
         self._encode = msgspec.json.Encoder().encode
 
     def _reject(self, path: str, rej: Reject) -> None:
-        self.rejects.write(self._encode(FileReject(path, rej.line, rej.offset, rej.id, rej.path,
-                                                   rej.error, rej.raw)) + b"\n")
+        self.rejects.write(self._encode(FileReject.of(path, rej)) + b"\n")
 
     def read(self, path: str) -> None:
         reader = RecordReader(results.kind(self.config.api, self.manifest, self.folder),
@@ -429,8 +428,7 @@ def _report(opts: Options, collector: Collector, writer: Writer, store: str, rej
     judged = sum(writer.by_status.values())
     unscored = writer.by_status["unscored"]
     rate = unscored / judged if judged else None
-    prices = None if opts.price_in is None or opts.price_out is None else Prices(
-        opts.price_in, opts.price_out)
+    prices = price(opts.price_in, opts.price_out)
     cost = None if prices is None else round(
         usd(writer.usage_all[0], writer.usage_all[1], prices.input, prices.output), 6)
     if c.missing:
@@ -443,7 +441,7 @@ def _report(opts: Options, collector: Collector, writer: Writer, store: str, rej
         command="batch collect", evalstream=__version__, folder=opts.folder, output=opts.output,
         rejects=rejects, store=store, judge=writer.info, result_files=collector.files,
         results=collector.counts, by_type=dict(collector.by_type), counts=c,
-        by_status={s: writer.by_status[s] for s in ("pass", "fail", "na", "unscored")},
+        by_status={s: writer.by_status[s] for s in VOTE_STATUSES},
         by_cause=dict(sorted(writer.by_cause.items())), unscored_rate=rate,
         max_unscored_rate=opts.max_unscored_rate, missing_policy=opts.missing,
         usage=TokenUsage(*collector.usage), usage_all=TokenUsage(*writer.usage_all),
