@@ -48,12 +48,12 @@ def judge_states(cases: Iterable[schema.Case | dict[str, Any]], rubrics: RubricS
     encode = msgspec.json.Encoder().encode
     for n, given in enumerate(cases, 1):
         case = given if isinstance(given, schema.Case) else _case(given, n, kind, encode)
-        for check in checker.check(case, n):
-            if check.reason is None:  # written: its line is the pieces ``add`` appends
-                pieces: list[bytes] = []
-                encoder.add(case.id, [check], pieces)
-                line = b"".join(pieces)
-                yield decode_exact(line) if check.passed is not None else decode_judge(line)
+        checks = checker.check(case, n)
+        lines: list[bytes] = []
+        encoder.add(case.id, checks, lines)
+        written = [check for check in checks if check.reason is None]
+        for check, line in zip(written, lines, strict=True):
+            yield decode_exact(line) if check.passed is not None else decode_judge(line)
 
 
 def _case(given: dict[str, Any], n: int, kind: Any, encode: Any) -> schema.Case:
