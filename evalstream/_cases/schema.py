@@ -139,11 +139,18 @@ def group_value(metadata: dict[str, Any] | None, path: tuple[str, ...]) -> str |
 
 def duplicate_item_id(case: Case) -> tuple[str, str] | None:
     """The JSON path and value of the first repeated message, passage or tool-event id."""
-    # Runs for every case: the set is built in C (measured 1.5 -> 1.15 us a case).
-    for field, items in (("messages", case.messages), ("context", case.context),
-                         ("toolEvents", case.tool_events)):
-        if items and len(items) > 1 and len(set(map(_ID, items))) < len(items):
-            return _first_repeat(field, items)
+    # Runs for every case: the set is built in C (measured 1.5 -> 1.15 us a case), and the
+    # three lists are tested one after the other, not looped over as a tuple of pairs made
+    # for each case (2.0 -> 1.25 us a case on `benchmarks generate` cases, 2026-12-05).
+    items: list[Any] | None = case.messages
+    if items and len(items) > 1 and len(set(map(_ID, items))) < len(items):
+        return _first_repeat("messages", items)
+    items = case.context
+    if items and len(items) > 1 and len(set(map(_ID, items))) < len(items):
+        return _first_repeat("context", items)
+    items = case.tool_events
+    if items and len(items) > 1 and len(set(map(_ID, items))) < len(items):
+        return _first_repeat("toolEvents", items)
     return None
 
 

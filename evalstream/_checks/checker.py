@@ -231,6 +231,9 @@ class Checker:
                                     encodings.check_name(tokenizer), exact_tokens,
                                     output=max_output_tokens,
                                     pairwise=any(r.pairwise for r in judges), volume=volume)
+        # The bytes a state may have and fit without being counted; none when every state
+        # is counted (a state is at least `{}`). Read once here, not twice for every state.
+        self._byte_room = -1 if self.budget.exact else self.budget.byte_room
         # The case attributes two cases of a pair must hold equal: `input`, and every shared
         # field a pairwise rubric shows (shown once, it must be the same in both runs).
         shown = {n for r in rubrics.rubrics if r.pairwise for n in r.shows}
@@ -369,7 +372,7 @@ class Checker:
         """A judge rubric's state, and whether it fits the budget. ``fields`` and ``counted``
         hold the case's shown fields encoded, and their segments' token counts (by key and
         whether the field is the state's last: ``tokens.segment``), for the next rubrics."""
-        parts: list[bytes] = []
+        parts: list[bytes]
         state: bytes | None
         if plan.alone is not None:
             # Its fields are its own: the state is a dict of them encoded in one call, the
@@ -379,8 +382,9 @@ class Checker:
             state = escape_line_breaks(self.encode({name: getattr(case, attr)
                                                     for name, attr in plan.alone}))
             size = len(state)
-            parts.append(state)
+            parts = [state]
         else:
+            parts = []
             for key, attr in plan.keys:
                 value = fields.get(attr)
                 if value is None:
@@ -400,10 +404,10 @@ class Checker:
         budget = self.budget
         longest = budget.longest_question_bytes
         sizes = Sizes(size, longest, size + longest)
-        if size <= budget.byte_room and not budget.exact:
+        if size <= self._byte_room:
             # Most states: they fit in bytes, so in tokens; nothing is counted.
             return Check(plan, None, state, Tokens(budget.tokenizer, budget.max_tokens, sizes,
-                                                   reserved=budget.reserved), None, None)
+                                                   None, budget.reserved), None, None)
         if budget.exact and plan.alone is None:
             # Every state is counted (stats, --exact-tokens), to the end: a state's count is
             # the sum of its fields' segments', and each segment is counted once a case

@@ -198,6 +198,20 @@ def test_duplicate_item_ids_are_found() -> None:
     assert schema.duplicate_item_id(ok) is None  # unique within each list, not across lists
 
 
+@pytest.mark.parametrize("repeated", ["messages", "context", "toolEvents"])
+def test_each_list_names_its_own_repeated_id(repeated: str) -> None:
+    # Each list is tested on its own (duplicate_item_id is unrolled for speed): each names
+    # its own path, and a repeat in an earlier list is named before one in a later list.
+    items = {"messages": [{"id": "x", "role": "user", "content": "a"}],
+             "context": [{"id": "x", "text": "a"}],
+             "toolEvents": [{"id": "x", "name": "n", "status": "success"}]}
+    lists = {name: value * (2 if name == repeated else 1) for name, value in items.items()}
+    assert schema.duplicate_item_id(STRICT.decode(case(**lists))) == (f"$.{repeated}[1].id", "x")
+    every = {name: value * 2 for name, value in items.items()}
+    first = next(iter(items))
+    assert schema.duplicate_item_id(STRICT.decode(case(**every))) == (f"$.{first}[1].id", "x")
+
+
 def test_id_with_a_final_newline_is_rejected() -> None:
     # `$` in a regex matches before a final newline; the id rule must not.
     path, error = error_of(case(id="abc\n"))
