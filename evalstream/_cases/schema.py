@@ -3,7 +3,7 @@
 import json
 import re
 from operator import attrgetter
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 from msgspec import Meta, Struct
@@ -35,6 +35,9 @@ Role = Literal["system", "user", "assistant", "tool"]
 ToolStatus = Literal["success", "failure"]
 LabelStatus = Literal["pass", "fail", "na"]
 LabelSource = Literal["synthetic", "human", "imported"]
+# In this order everywhere they are coded or counted (columns, report keys): never reorder.
+LABEL_STATUSES: tuple[str, ...] = get_args(LabelStatus)
+LABEL_SOURCES: tuple[str, ...] = get_args(LabelSource)
 # Tool inputs and outputs are any JSON value; a string among them is still a text field.
 ToolValue = Text | dict[str, Any] | list[Any] | int | float | bool | None
 

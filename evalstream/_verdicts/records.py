@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 # The statuses, each meaning defined once (``tests/verdicts/test_verdicts.py`` fails on a
 # copy elsewhere). Their order is the order of codes kept in columns and of report keys:
 # never reorder one. A label's, from the case format: pass, fail, na; its sources.
-LABEL_STATUSES: tuple[str, ...] = get_args(schema.LabelStatus)
-LABEL_SOURCES: tuple[str, ...] = get_args(schema.LabelSource)
+LABEL_STATUSES, LABEL_SOURCES = schema.LABEL_STATUSES, schema.LABEL_SOURCES
 # A verdict's: `na` (the judge says the rubric does not apply) came last, so that the codes
 # of the others stayed.
 VerdictStatus = Literal["pass", "fail", "unscored", "na"]
