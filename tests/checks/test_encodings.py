@@ -57,6 +57,22 @@ def test_vocabulary_is_the_published_file(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
+def test_the_digest_toktok_is_checked_against_is_the_published_vocabularys(name: str) -> None:
+    # toktok's vocabulary is checked against this compact digest, not the file's own SHA-256:
+    # it must come from the file that hashes to tiktoken's published SHA-256, ranks in order.
+    ranks = encodings.ranks(name)  # parsed from that checked file
+    tokens = sorted(ranks, key=ranks.__getitem__)
+    assert [ranks[t] for t in tokens] == list(range(encodings.SPECS[name].ranks))
+    assert encodings.token_digest(tokens) == encodings.SPECS[name].tokens_sha256
+
+
+def test_the_token_digest_tells_where_tokens_are_cut_and_their_order() -> None:
+    digests = {encodings.token_digest(t) for t in (
+        [b"ab", b"c"], [b"a", b"bc"], [b"abc"], [b"c", b"ab"], [b"ab", b"c", b""])}
+    assert len(digests) == 5
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
 def test_no_token_is_longer_than_the_bound_the_budget_relies_on(name: str) -> None:
     assert max(map(len, encodings.ranks(name))) == encodings.MAX_TOKEN_BYTES
 
