@@ -248,6 +248,26 @@ def test_toktok_counts_the_text_it_reads_and_no_other(monkeypatch: pytest.Monkey
     assert seen == ["ascii again", "😀", "", "and more", "東京 Привет 😀 naïve", "end"]
 
 
+def test_no_printable_code_point_is_unassigned_or_a_surrogate() -> None:
+    # toktok_reads takes printable text without the table: that holds only if every
+    # printable code point is assigned, on this Python's own tables (one C lookup each).
+    import unicodedata
+
+    category = unicodedata.category
+    assert [c for c in range(0x110000) if chr(c).isprintable()
+            and category(chr(c)) in ("Cn", "Cs")] == []
+
+
+def test_printable_text_skips_the_table_and_other_text_asks_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    table = encodings.Unassigned()
+    monkeypatch.setattr(encodings, "unassigned", lambda: table)
+    assert encodings.toktok_reads("東京 Привет 😀 naïve") and table.planes == 0
+    assert encodings.toktok_reads("👨‍💻	naïve")  # ZWJ, tab: assigned
+    assert table.planes == 2
+    assert not encodings.toktok_reads("caf\u088fé") and not encodings.toktok_reads("\ud800")
+
+
 def test_a_run_that_counts_much_loads_toktok_at_its_first_count(
         monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _spied_toktok(monkeypatch)
