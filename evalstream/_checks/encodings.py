@@ -131,7 +131,7 @@ def tokenizer(name: str) -> Tokenizer:
     return Tokenizer(check_name(name))
 
 
-# toktok costs ~0.6 s of CPU to load and check (o200k_base); tiktoken ~0.35 s, and it counts
+# toktok costs ~0.35 s of CPU to load and check (o200k_base); tiktoken ~0.27 s, and it counts
 # case text at 15-80 MB/s. So text goes to tiktoken until it has counted this much (about
 # what loading toktok costs), then to toktok where toktok reads it: never more than twice
 # the better choice's time, and no load of toktok for the few MB a build usually counts.
