@@ -6,22 +6,21 @@ never its text; ``dataset.parallel``: the same over worker processes). Every jud
 is counted exactly in the run's tokenizer (``build`` decides the same checks, mostly by a
 byte bound: a state that fits in bytes fits in tokens), so every token figure here is an
 exact count.
-Here the rows are aggregated with numpy into ``DatasetStats``: a msgspec Struct with a
+Here the rows are aggregated with Polars into ``DatasetStats``: a msgspec Struct with a
 stable JSON shape (documented in docs/stats.md). It holds no timings, so the same input
 gives the same bytes, whatever the number of workers.
 
 Memory: the rows take about 40 bytes per case (build's id index takes 36-72, and is freed
 before the aggregation); the rest is bounded: outcome and label counts per key, metadata
 keys (at most ``KEYS_CAP`` key paths, exact values up to ``DISTINCT_CAP`` per key, then a
-fixed-size estimate). stats does not import Polars (its figures are Polars' to the last bit:
-see "aggregation").
+fixed-size estimate). Polars is imported only to aggregate.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
 import numpy as np
@@ -72,6 +71,9 @@ from evalstream._stats.rows import (
 from evalstream._version import __version__
 from evalstream.errors import UsageError
 
+if TYPE_CHECKING:  # Polars is imported when the rows are aggregated (see _summarize)
+    import polars as pl
+
 SHAPE = "evalstream.stats/2"  # the JSON shape's name and version; bumped on any change
 # Histogram bin edges (a 1-2-5 series): fixed, so two datasets' histograms line up.
 EDGES = (0, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000,
@@ -79,8 +81,10 @@ EDGES = (0, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_0
 TOP_VALUES = 10
 LOW_CARDINALITY = 20  # keys with at most this many distinct values list their top values
 FIRST_REJECTS = 20
-_COLUMNS = ("g", "line_bytes", "input_chars", "output_chars", "messages", "tool_events",
-            "tool_failures", "state_tokens", "judge_tokens", *(f"has_{f}" for f in FIELDS))
+_DTYPES = {"g": "UInt32", "line_bytes": "UInt64", "input_chars": "UInt32",
+           "output_chars": "UInt32", "messages": "UInt16", "tool_events": "UInt16",
+           "tool_failures": "UInt16", "state_tokens": "Int64", "judge_tokens": "UInt64",
+           **{f"has_{f}": "Boolean" for f in FIELDS}}
 
 
 # -- the JSON shape ------------------------------------------------------------------------------
@@ -397,96 +401,42 @@ class _Counting:
 
 
 # -- aggregation ---------------------------------------------------------------------------------
-# The rows are aggregated with numpy (loaded anyway, for the rows): Polars cost ~0.1 s of CPU
-# to import in every run, a third of its fixed cost at 100 MB, for a group_by over a few
-# numeric columns. The figures are Polars' own, to the last bit (the integers' sums are
-# exact, the quantiles use Polars' linear interpolation: ``tests/stats/test_numbers.py``
-# holds both against Polars), so the reports are byte-identical to those Polars made.
 _SUMMARIZED = ("messages", "input_chars", "output_chars", "line_bytes", "state_tokens")
-_SUMS = {**{f"has_{f}": f"has_{f}" for f in FIELDS}, "tool_events": "tool_events_sum",
-         "tool_failures": "tool_failures_sum", "judge_tokens": "judge_tokens_sum"}
 
 
-def _quantile(ordered: np.ndarray, starts: np.ndarray, sizes: np.ndarray, nulls: np.ndarray,
-              q: float) -> np.ndarray:
-    """The ``q`` quantile of each run ``ordered[start:start + size]`` (sorted, not empty)
-    whose group also has ``nulls`` missing values, as Polars' ``quantile(q, "linear")``
-    computes it: its position counts the nulls (sorted first) and takes them off again, which
-    changes the last bit (numpy's differs too: it interpolates from the upper value above
-    the midpoint)."""
-    at = (sizes - 1) * q + nulls
-    low = np.floor(at).astype(np.int64)
-    lower = ordered[starts + low - nulls].astype(np.float64)
-    upper = ordered[starts + np.ceil(at).astype(np.int64) - nulls].astype(np.float64)
-    return np.where(lower == upper, lower, (at - low) * (upper - lower) + lower)
+def _summary(column: str) -> list[pl.Expr]:
+    import polars as pl
+
+    col = pl.col(column)
+    return [col.mean().alias(f"{column}:mean"), col.median().alias(f"{column}:median"),
+            col.quantile(0.95, "linear").alias(f"{column}:p95"),
+            col.max().alias(f"{column}:max")]
 
 
-def _runs(codes: np.ndarray, values: np.ndarray,
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``values`` (as int64) sorted by group code, then by value; the codes present, and each
-    one's run: its start and size."""
-    order = np.lexsort((values, codes))
-    present, starts, sizes = np.unique(codes[order], return_index=True, return_counts=True)
-    return values[order].astype(np.int64), present, starts, sizes
+def _counts() -> list[pl.Expr]:
+    import polars as pl
+
+    return [pl.len().alias("cases"),
+            *(pl.col(f"has_{f}").sum().alias(f"has_{f}") for f in FIELDS),
+            pl.col("tool_events").cast(pl.UInt64).sum().alias("tool_events_sum"),
+            pl.col("tool_failures").cast(pl.UInt64).sum().alias("tool_failures_sum"),
+            pl.col("judge_tokens").sum().alias("judge_tokens_sum")]
 
 
-def _summaries(column: str, codes: np.ndarray, values: np.ndarray,
-               cases: dict[int, dict[str, Any]], total_cases: int,
-               ) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
-    """Mean, median, 95th percentile and max of ``values`` per group code and over all (all
-    None where there are no values; a group's other ``cases`` are its missing values)."""
-    names = (f"{column}:mean", f"{column}:median", f"{column}:p95", f"{column}:max")
-    total: dict[str, Any] = dict.fromkeys(names)
-    if not len(values):
-        return {}, total
-    ordered, present, starts, sizes = _runs(codes, values)
-    nulls = np.array([cases[g]["cases"] for g in present.tolist()]) - sizes
-    # Exact integer sums (int64), then one division, as Polars' mean does.
-    means = np.add.reduceat(ordered, starts) / sizes
-    medians = _quantile(ordered, starts, sizes, nulls, 0.5)
-    p95s = _quantile(ordered, starts, sizes, nulls, 0.95)
-    figures = zip(present.tolist(), means.tolist(), medians.tolist(), p95s.tolist(),
-                  ordered[starts + sizes - 1].tolist(), strict=True)
-    groups = {g: dict(zip(names, row, strict=True)) for g, *row in figures}
-    whole = np.sort(values).astype(np.int64)
-    one, size = np.zeros(1, np.int64), np.array([len(whole)])
-    missing = np.array([total_cases - len(whole)])
-    total.update(zip(names, (int(whole.sum()) / len(whole),
-                             _quantile(whole, one, size, missing, 0.5).item(),
-                             _quantile(whole, one, size, missing, 0.95).item(),
-                             int(whole[-1])), strict=True))
-    return groups, total
+def _aggregate(cases: pl.DataFrame) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
+    """The counts and summaries of every group (by code) and of all cases.
 
-
-def _aggregate(columns: dict[str, np.ndarray],
-               ) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
-    """The counts and summaries of every group (by code) and of all cases. One column at a
-    time: a column's sort copies that column only."""
-    codes = columns["g"]
-    order = np.argsort(codes, kind="stable")
-    present, starts, sizes = np.unique(codes[order], return_index=True, return_counts=True)
-    groups: dict[int, dict[str, Any]] = {g: {"cases": n} for g, n in zip(
-        present.tolist(), sizes.tolist(), strict=True)}
-    total: dict[str, Any] = {"cases": len(codes)}
-    for column, name in _SUMS.items():
-        values = columns[column][order].astype(np.uint64)  # exact sums, as Polars' UInt64
-        if len(values):
-            for g, n in zip(present.tolist(), np.add.reduceat(values, starts).tolist(),
-                            strict=True):
-                groups[g][name] = n
-        total[name] = int(values.sum())
-    del order
+    One column at a time: a median sorts its column, and sorting one at a time keeps the
+    working memory to one column's copy.
+    """
+    counts = _counts()
+    groups = {row["g"]: row for row in cases.group_by("g").agg(counts).iter_rows(named=True)}
+    total = cases.select(counts).row(0, named=True)
     for column in _SUMMARIZED:
-        values = columns[column]
-        if column == "state_tokens":  # cases without a judge state have no state tokens
-            kept = values != NO_STATE
-            per_group, whole = _summaries(column, codes[kept], values[kept], groups,
-                                          len(codes))
-        else:
-            per_group, whole = _summaries(column, codes, values, groups, len(codes))
-        for g, row in groups.items():
-            row.update(per_group.get(g) or dict.fromkeys(whole))
-        total.update(whole)
+        part = cases.select("g", column)
+        for row in part.group_by("g").agg(_summary(column)).iter_rows(named=True):
+            groups[row.pop("g")].update(row)
+        total.update(part.select(_summary(column)).row(0, named=True))
     return groups, total
 
 
@@ -517,26 +467,38 @@ def _group_stats(key: dict[str, str], row: dict[str, Any], checks: int,
         checks=checks, over_budget=over)
 
 
-def _histogram(columns: dict[str, np.ndarray], column: str) -> Histogram:
-    values = columns[column]
-    if column == "state_tokens":
-        values = values[values != NO_STATE]
-    # The bin of each value: how many edges are at or below it, minus one.
-    bins = np.searchsorted(np.array(EDGES[1:]), values, side="right")
-    return Histogram(list(EDGES), np.bincount(bins, minlength=len(EDGES)).tolist())
+def _histogram(frame: pl.DataFrame, column: str) -> Histogram:
+    import polars as pl
+
+    values = frame.get_column(column).drop_nulls()
+    counts = [0] * len(EDGES)
+    if len(values):
+        # The bin of each value: how many edges are at or below it, minus one.
+        bins = pl.Series(EDGES[1:]).search_sorted(values, side="right")
+        for b, n in pl.DataFrame({"b": bins}).group_by("b").len().iter_rows():
+            counts[int(b)] = int(n)
+    return Histogram(list(EDGES), counts)
 
 
-def _columns(collector: Collector) -> dict[str, np.ndarray]:
-    """All case rows, one array a column (joined once, never row by row)."""
-    columns = {}
-    for name in _COLUMNS:
+def _frame(collector: Collector) -> pl.DataFrame:
+    """All case rows as one frame (columns concatenated once, never row by row)."""
+    import polars as pl
+
+    columns = []
+    for name, dtype in _DTYPES.items():
         # Column by column, each batch's copy dropped as soon as it is joined: the rows are
         # held about once, not twice.
         parts = [batch.pop(name) for batch in collector.batches]
-        columns[name] = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         del parts
+        series = pl.Series(name, values, dtype=getattr(pl, dtype))
+        del values
+        if name == "state_tokens":
+            series = pl.select(pl.when(series == NO_STATE).then(None).otherwise(series)
+                               .alias(name)).to_series()
+        columns.append(series)
     collector.batches.clear()
-    return columns
+    return pl.DataFrame(columns)
 
 
 def _metadata(keys: MetadataKeys) -> MetadataStats:
@@ -604,7 +566,7 @@ def _summarize(collector: Collector, lines: LineCounts, checks_tally: CheckTally
                opts: StatsOptions, rubric_set: RubricSet, n_bytes: int,
                first_rejects: list[Reject]) -> DatasetStats:
     group_keys = sorted(collector.groups, key=collector.groups.__getitem__)  # by code
-    cases = _columns(collector)
+    cases = _frame(collector)
     outcomes = _Outcomes(collector, len(rubric_set.rubrics))
     rows, total_row = _aggregate(cases)
     question_tokens = {r.id: encodings.count(system_text(question_text(r.question), r.allows_na),

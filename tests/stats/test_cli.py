@@ -177,19 +177,6 @@ def test_stats_does_not_slow_down_help_or_build() -> None:
     assert done.stdout.strip() == "[]", done.stderr
 
 
-def test_stats_aggregates_without_polars(tmp_path: Path) -> None:
-    # Importing Polars cost ~0.1 s of CPU a run (a third of stats' fixed cost at 100 MB)
-    # for a group_by that numpy does with the same figures (test_numbers.py).
-    code = ("import sys\nfrom evalstream._cli import main\n"
-            f"code = main(['stats', {CASES!r}, '--format', 'json', '-o', "
-            f"{str(tmp_path / 'stats.json')!r}, '-q'])\n"
-            "print(code, 'polars' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
-    assert done.stdout.split() == ["0", "False"], done.stderr
-    assert json.loads((tmp_path / "stats.json").read_bytes())["overview"]["cases"] == 48
-
-
 def test_compressed_input(tmp_path: Path) -> None:
     import gzip
 

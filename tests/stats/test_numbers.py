@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from evalstream._stats import rows as stats_rows
-from evalstream._stats import stats as stats_module
 from evalstream._stats.stats import DatasetStats, StatsOptions, collect
 from tests.helpers import SAMPLES, oracle_count
 from tests.stats import plain
@@ -184,90 +179,3 @@ def test_exact_token_counts_match_tiktoken(tokenizer: str) -> None:
                                                           abs=0.011)
     assert {c.rubric: c.question_tokens for c in result.checks} == {
         r: (oracle_count(asked[r], tokenizer) if r in asked else None) for r in plain.BUILTIN}
-
-
-# -- the aggregation, against Polars ---------------------------------------------------------
-# stats aggregates its rows with numpy; Polars did it before, and its figures are the contract:
-# the same rows must give Polars' numbers to the last bit (every report byte-identical).
-def _polars_aggregate(columns: dict[str, Any]) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
-    """The aggregation as Polars does it (the code stats used before it moved to numpy)."""
-    import polars as pl
-
-    frame = pl.DataFrame({name: pl.Series(name, values) for name, values in columns.items()})
-    frame = frame.with_columns(pl.when(pl.col("state_tokens") == stats_rows.NO_STATE)
-                               .then(None).otherwise(pl.col("state_tokens")).alias("state_tokens"))
-    counts = [pl.len().alias("cases"),
-              *(pl.col(column).cast(pl.UInt64).sum().alias(name)
-                for column, name in stats_module._SUMS.items())]
-
-    def summary(column: str) -> list[pl.Expr]:
-        col = pl.col(column)
-        return [col.mean().alias(f"{column}:mean"), col.median().alias(f"{column}:median"),
-                col.quantile(0.95, "linear").alias(f"{column}:p95"),
-                col.max().alias(f"{column}:max")]
-
-    groups = {row["g"]: row for row in frame.group_by("g").agg(counts).iter_rows(named=True)}
-    total = frame.select(counts).row(0, named=True)
-    for column in stats_module._SUMMARIZED:
-        for row in frame.group_by("g").agg(summary(column)).iter_rows(named=True):
-            groups[row.pop("g")].update(row)
-        total.update(frame.select(summary(column)).row(0, named=True))
-    for row in groups.values():
-        row.pop("g", None)
-    return groups, total
-
-
-_VALUES = st.one_of(st.integers(0, 60), st.integers(0, 3_000_000))
-
-
-@st.composite
-def _rows(draw: st.DrawFn) -> dict[str, Any]:
-    n = draw(st.integers(0, 80))
-    groups = draw(st.integers(1, 6))
-    column = st.lists(_VALUES, min_size=n, max_size=n)
-    columns: dict[str, Any] = {"g": np.array(draw(st.lists(st.integers(0, groups - 1),
-                                                           min_size=n, max_size=n)), np.uint32)}
-    for name in stats_module._COLUMNS[1:]:
-        if name.startswith("has_"):
-            values = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), np.bool_)
-        elif name == "state_tokens":  # some cases without a judge state
-            values = np.array([stats_rows.NO_STATE if v % 3 == 0 else v
-                               for v in draw(column)], np.int64)
-        elif name in ("messages", "tool_events", "tool_failures"):
-            values = np.array([v % 65_536 for v in draw(column)], np.uint16)
-        elif name in ("input_chars", "output_chars"):
-            values = np.array(draw(column), np.uint32)
-        else:
-            values = np.array(draw(column), np.uint64)
-        columns[name] = values
-    return columns
-
-
-@pytest.mark.slow
-@settings(max_examples=200, deadline=None)
-@given(_rows())
-def test_the_aggregation_gives_polars_figures_to_the_last_bit(columns: dict[str, Any]) -> None:
-    expected = _polars_aggregate(columns)
-    got = stats_module._aggregate(dict(columns))
-    assert got == expected
-    for mine, theirs in ((got[1], expected[1]), *((got[0][g], expected[0][g]) for g in got[0])):
-        for key, value in mine.items():  # == holds 1 == 1.0: the types must be Polars' too
-            assert type(value) is type(theirs[key]), key
-
-
-def test_a_quantile_with_missing_values_is_polars_to_the_last_bit() -> None:
-    # Polars places the missing values first and counts them into the position:
-    # (2 - 1) * 0.95 + 4 = 4.95, whose fraction is 0.9500000000000002, not 0.95.
-    codes = np.zeros(6, np.uint32)
-    states = np.array([stats_rows.NO_STATE] * 4 + [1, 2], np.int64)
-    columns = {name: np.zeros(6, np.uint64) for name in stats_module._COLUMNS}
-    columns |= {"g": codes, "state_tokens": states}
-    groups, total = stats_module._aggregate(columns)
-    assert total["state_tokens:p95"] == groups[0]["state_tokens:p95"] == 1.9500000000000002
-    assert total["state_tokens:median"] == 1.5 and total["state_tokens:max"] == 2
-
-
-def test_the_histogram_bins_every_value_with_a_state() -> None:
-    values = np.array([0, 9, 10, 499_999, 500_000, 10**9, stats_rows.NO_STATE], np.int64)
-    got = stats_module._histogram({"state_tokens": values}, "state_tokens")
-    assert got.counts[:2] == [2, 1] and got.counts[-2:] == [1, 2] and sum(got.counts) == 6
