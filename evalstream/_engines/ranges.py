@@ -88,6 +88,7 @@ REJECT_BYTES = 1 << 18  # a range's rejects go to their part file in pieces of a
 # Where a range's rejects go: a part file; all back with the part (a cluster run with no
 # folder for part files); or only the first ones (the run writes no rejects).
 TO_FILE, ALL, FIRST = "file", "all", "first"
+REJECTS = "rejects"  # the kind of a range's rejects part file
 
 
 class Writer(Protocol):
@@ -197,7 +198,8 @@ class PartFiles:
         if self.folder is None:
             return None
         path = f"{self.folder}/{self.index:08d}.{kind}"
-        writer: Writer = _LocalPart(path) if self.local else PartFile(path)
+        # A command's output writes over a spare; a range's rejects, mostly few, do not.
+        writer: Writer = _LocalPart(path, kind != REJECTS) if self.local else PartFile(path)
         self.opened.append(writer)
         return writer
 
@@ -212,17 +214,23 @@ class PartFiles:
 
 class _LocalPart:
     """A worker's part file on this machine: pieces written with ``os.writev``, no copy
-    (the parent's temporary folder holds it: nothing to rename)."""
+    (the parent's temporary folder holds it: nothing to rename). With ``spare`` it writes
+    over a spare (``Spares``) where the parent left one; it is cut to its own bytes on
+    ``commit``."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, spare: bool = True) -> None:
         self.path, self.size = path, 0
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        if spare:
+            _claim_spare(path)
+        # No O_TRUNC: a claimed spare's pages are written over, not freed and allocated again.
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
 
     def write_all(self, pieces: list[bytes]) -> None:
         write_all(self._fd, pieces)
         self.size += sum(map(len, pieces))
 
     def commit(self) -> int:
+        os.ftruncate(self._fd, self.size)  # a longer spare's tail is not this part's
         self._close()
         return self.size
 
@@ -235,12 +243,56 @@ class _LocalPart:
             self._fd = -1
 
 
+SPARE = "spare-"  # a part file the parent is done with (``Spares``)
+SPARES_PER_WORKER = 2  # a worker writes one range while the parent takes another
+MIN_SPARE = 1 << 20  # smaller part files (most rejects) are not worth keeping
+
+
+class Spares:
+    """Part files the parent has taken, kept in the run's folder for the workers' next part
+    files to write over (``_claim_spare``), at most ``most`` at a time (the rest removed).
+
+    A part file's bytes are copied into the output, so a run with workers writes its output
+    twice; on tmpfs most of a write's cost is taking pages for a new file and giving them
+    back when it is removed (1.5 GB of 16 MiB files, this machine: 0.66-0.69 CPU s written
+    anew and removed, 0.22-0.28 s written over), and a build with the built-in rubrics
+    writes ~5 bytes of records per input byte. On a disk a file written over needs no new
+    blocks either."""
+
+    def __init__(self, folder: str, most: int) -> None:
+        self.folder, self.most, self.made = folder, most, 0
+
+    def add(self, path: str) -> None:
+        """Keep the part file at ``path`` as a spare, or remove it when it is small or there
+        are enough."""
+        if os.stat(path).st_size >= MIN_SPARE and \
+                sum(name.startswith(SPARE) for name in os.listdir(self.folder)) < self.most:
+            os.rename(path, f"{self.folder}/{SPARE}{self.made:08d}")
+            self.made += 1
+        else:
+            os.unlink(path)
+
+
+def _claim_spare(path: str) -> bool:
+    """Rename a spare of ``path``'s folder to ``path``; whether there was one. Two workers may
+    try the same spare: the rename is atomic, and the one that loses tries the next."""
+    folder = os.path.dirname(path)
+    for name in os.listdir(folder):
+        if name.startswith(SPARE):
+            try:
+                os.rename(f"{folder}/{name}", path)
+                return True
+            except FileNotFoundError:  # the other worker took it
+                continue
+    return False
+
+
 class _Rejects:
     """A range's rejects, as JSON lines: into a part file in pieces, or kept (all, or the
     first ones)."""
 
     def __init__(self, settings: Settings[Any], files: PartFiles) -> None:
-        self.file = files.open("rejects") if settings.rejects == TO_FILE else None
+        self.file = files.open(REJECTS) if settings.rejects == TO_FILE else None
         self.keep_all = settings.rejects == ALL
         self.kept: list[bytes] = []
         self.held = 0
@@ -429,6 +481,7 @@ def on_workers(produce: Produce[R], combine: Combine[R], *, path: str, size: int
     try:
         with temp_folder(*where) as folder:
             settings = Settings(produce, folder, _rejects_mode(folder, rejects_out), path, target)
+            spares = Spares(folder, SPARES_PER_WORKER * workers)
             for part in map_ordered(_init_worker, _read_range, settings,
                                     range_tasks(fd, size, range_bytes(size, workers)), workers,
                                     describe=lambda t: f"bytes {t[1]:,}-{t[2]:,} of {path}"):
@@ -441,7 +494,7 @@ def on_workers(produce: Produce[R], combine: Combine[R], *, path: str, size: int
                     return merger.merged(size, stopped=True)
                 finally:
                     for name in part.files:
-                        os.unlink(name)
+                        spares.add(name)
                 if on_progress is not None:
                     on_progress(part.end, size)
     finally:

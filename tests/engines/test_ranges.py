@@ -118,3 +118,28 @@ def test_the_parts_add_up_to_one_process(tmp_path: Path, monkeypatch: pytest.Mon
     assert collect.read_again >= 2  # late duplicates in several ranges
     assert merged.bytes == path.stat().st_size and not merged.stopped
     assert not list(tmp_path.glob("parts-*"))  # the part files are gone
+
+
+def test_a_part_file_written_over_a_spare_holds_only_its_own_bytes(tmp_path: Path) -> None:
+    spares = engine.Spares(str(tmp_path), most=2)
+    for n, size in enumerate((3 << 20, 2 << 20, 1 << 20, 10)):
+        (tmp_path / f"{n}.out").write_bytes(b"x" * size)
+        spares.add(str(tmp_path / f"{n}.out"))
+    # two kept (at most two), the third removed; a small one is never kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spare-00000000", "spare-00000001"]
+    claimed = []
+    for n, data in enumerate([b"short\n", b"y" * (4 << 20), b"fresh\n"]):
+        part = engine._LocalPart(str(tmp_path / f"p{n}.out"))
+        claimed.append(sorted(p.name for p in tmp_path.glob("spare-*")))
+        part.write_all([data[:3], data[3:]])
+        assert part.commit() == len(data)
+        assert (tmp_path / f"p{n}.out").read_bytes() == data
+    # the first two took the spares, the third found none and made a new file
+    assert claimed == [["spare-00000001"], [], []] or claimed == [["spare-00000000"], [], []]
+    # a rejects part file never takes a spare (it would free the spare's pages at once)
+    (tmp_path / "r.out").write_bytes(b"z" * (2 << 20))
+    spares.add(str(tmp_path / "r.out"))
+    files = engine.PartFiles(str(tmp_path), 9, local=True)
+    rejects = files.open(engine.REJECTS)
+    assert rejects is not None and len(list(tmp_path.glob("spare-*"))) == 1
+    files.abort()
