@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from evalstream._convert import mapping
 from evalstream._convert.rows import Notes
 from tests.convert.support import convert
@@ -52,3 +54,15 @@ def test_a_row_that_adds_origins_adds_them_to_its_own_copy() -> None:
     narrow = mapping.build({"q": "x", "a": "b"}, Notes(), keep, [])
     assert wide.origin == {("input",): "q", ("output",): "a", ("metadata", "o"): "o"}
     assert narrow.origin == keep._origin == {("input",): "q", ("output",): "a"}
+
+
+@pytest.mark.parametrize("value", [
+    [], ["a"], ["a", "b", "c"], ["x"] * 500, ["x"] * 501, ["a", {"text": "b"}, 3],
+    [{"id": "p", "text": "b", "extra": 1}, "c"], ("a", "b")])
+def test_passages_from_a_list_are_numbered_as_ever(value: list[object]) -> None:
+    # A list of texts takes the ids made once; any other list the item-by-item rule: the
+    # same passages as that rule gives every list.
+    expected = [{"id": item.get("id") or f"c{i}", **{k: v for k, v in item.items() if k != "id"}}
+                if isinstance(item, dict) else {"id": f"c{i}", "text": item}
+                for i, item in enumerate(value, 1)]
+    assert mapping._passages(value, "c") == expected
