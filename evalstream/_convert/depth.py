@@ -31,6 +31,14 @@ MAX_DEPTH = 256
 Path = tuple[str | int, ...]
 Events = Iterator[tuple[str, Any]]  # ijson.basic_parse's (event, value) pairs
 _decode = msgspec.json.Decoder().decode
+# Plain JSON values, and lists and objects of them: what most rows and JSON cells hold. A text
+# decoded as one of these nests two levels at most, so the bound need not search it for
+# brackets (``may_be_deeper``: ~1 us a text of 0.7-1 KB, as much as its decode); msgspec reads
+# every JSON value alike under these types and as any value (tests/convert/test_depth.py and
+# test_tables.py hold them equal), and a text they do not fit is decoded as any value.
+Plain = str | int | float | bool | None
+Shallow = Plain | list[Plain] | dict[str, Plain]
+_decode_shallow = msgspec.json.Decoder(Shallow).decode
 
 
 class Deep:
@@ -203,6 +211,10 @@ def loads(text: str, what: str, column: str | None) -> Any:
     """A JSON text from the source (a ``--parse-json`` cell, tool-call arguments, a tool
     result), decoded and held to ``MAX_DEPTH``: a RowProblem naming ``what`` and ``column``
     when it nests deeper; msgspec's DecodeError when it is not JSON."""
+    try:
+        return _decode_shallow(text)  # two levels at most: within the limit
+    except (msgspec.DecodeError, RecursionError):
+        pass  # deeper, or not JSON: read as any value below, its errors as ever
     try:
         value = _decode(text)
     except RecursionError:

@@ -370,12 +370,9 @@ def parquet_scan(paths: str | list[str]) -> Any:
 
 
 # -- JSON lines ------------------------------------------------------------------------------------
-# What most tables' lines hold: plain values, and lists and objects of them. A line decoded as
-# this is at most three levels deep, so the depth bound need not search its bytes for brackets
-# (measured ~1 us a row of 0.7-1 KB, as much as its decode); msgspec reads every JSON value
-# alike as this type and as `Any` (tests/convert/test_tables.py holds them equal).
-_Plain = str | int | float | bool | None
-_Shallow = dict[str, _Plain | list[_Plain] | dict[str, _Plain]]
+# A line that is an object of ``depth.Shallow`` values nests three levels at most: it needs no
+# depth bound (see there).
+_Shallow = dict[str, depth.Shallow]
 
 
 class _ObjectLines:
