@@ -383,23 +383,14 @@ class _ObjectLines:
     def __init__(self) -> None:
         self.last_kind = ""
         self.last_column: str | None = None  # the column of the last reject, when known
-        self._decode_shallow = msgspec.json.Decoder(_Shallow).decode
-        self._decode_any = msgspec.json.Decoder(dict[str, Any]).decode
-        self._shallow: Any = None  # the last row decoded as _Shallow
-        self.kind = RecordKind(decode=self._decode, reject=self._reject,
+        # Deeper lines, not objects, not JSON: read as any object, its errors as ever.
+        self._read = depth.ShallowFirst(msgspec.json.Decoder(_Shallow).decode,
+                                        msgspec.json.Decoder(dict[str, Any]).decode)
+        self.kind = RecordKind(decode=self._read, reject=self._reject,
                                too_long=self._too_long, check=self._check)
 
-    def _decode(self, line: bytes) -> dict[str, Any]:
-        try:
-            value = self._decode_shallow(line)
-        except (msgspec.DecodeError, RecursionError):
-            # Deeper, not an object, or not JSON: decoded as any object, its errors as ever.
-            return self._decode_any(line)
-        self._shallow = value
-        return value
-
     def _check(self, value: dict[str, Any], line_no: int, line: bytes) -> Problem | None:
-        if value is self._shallow:  # at most three levels deep (_Shallow)
+        if value is self._read.last:  # read as _Shallow: three levels at most
             return None
         # A line that opens fewer arrays and objects than the limit cannot nest deeper (found
         # in C, where a walk is Python).

@@ -372,3 +372,26 @@ def test_loads_reads_a_cell_as_any_value(text: str) -> None:
             assert str(caught.value) == str(exc)
         return
     assert repr(depth.loads(text, "The cell", "c")) == repr(expected)
+
+
+def test_the_shallow_type_is_tried_until_it_misses_many_texts_in_a_row() -> None:
+    # A miss costs more than reading the text as any value at once: a source whose texts
+    # nest deeper (chats) stops paying it after SHALLOW_TRIES of them in a row.
+    import msgspec
+
+    tried: list[bytes] = []
+
+    def shallow(text: bytes) -> Any:
+        tried.append(text)
+        return msgspec.json.Decoder(depth.Shallow).decode(text)
+
+    read = depth.ShallowFirst(shallow, msgspec.json.decode)
+    flat, nested = b'{"a": 1}', b'{"a": [{"b": 1}]}'
+    for _ in range(depth.SHALLOW_TRIES - 1):
+        assert read(nested) == {"a": [{"b": 1}]} and read.last is None
+    assert read(flat) is read.last == {"a": 1}  # a fit: tried again as often
+    for _ in range(depth.SHALLOW_TRIES + 5):
+        assert read(nested) == {"a": [{"b": 1}]}
+    assert len(tried) == 2 * depth.SHALLOW_TRIES and read.tries == 0
+    value = read(flat)
+    assert value == {"a": 1} and value is not read.last  # no longer tried: read as any value
