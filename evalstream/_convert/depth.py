@@ -17,7 +17,7 @@ is walked with a stack of iterators.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -31,6 +31,43 @@ MAX_DEPTH = 256
 Path = tuple[str | int, ...]
 Events = Iterator[tuple[str, Any]]  # ijson.basic_parse's (event, value) pairs
 _decode = msgspec.json.Decoder().decode
+# Plain JSON values, and lists and objects of them: what most rows and JSON cells hold. A text
+# decoded as one of these nests two levels at most, so the bound need not search it for
+# brackets (``may_be_deeper``: ~1 us a text of 0.7-1 KB, as much as its decode); msgspec reads
+# every JSON value alike under these types and as any value (tests/convert/test_depth.py and
+# test_tables.py hold them equal), and a text they do not fit is decoded as any value.
+Plain = str | int | float | bool | None
+Shallow = Plain | list[Plain] | dict[str, Plain]
+SHALLOW_TRIES = 64  # texts in a row the shallow type may miss before it is no longer tried
+
+
+class ShallowFirst:
+    """A decoder that reads each text as a shallow type first (``last`` is then the value),
+    else as any value, with the errors of that. A miss (a deeper text) costs ~1.2 us more
+    than reading it as any value at once, so after ``SHALLOW_TRIES`` misses in a row (a
+    source of chats, or of nested cells) the shallow type is no longer tried."""
+
+    __slots__ = ("_shallow", "_any", "tries", "last")
+
+    def __init__(self, shallow: Callable[[Any], Any], any_value: Callable[[Any], Any]) -> None:
+        self._shallow, self._any = shallow, any_value
+        self.tries = SHALLOW_TRIES
+        self.last: Any = None  # the last value read as the shallow type
+
+    def __call__(self, text: bytes | str) -> Any:
+        if self.tries:
+            try:
+                value = self._shallow(text)
+            except (msgspec.DecodeError, RecursionError):
+                self.tries -= 1
+                return self._any(text)
+            self.tries = SHALLOW_TRIES
+            self.last = value
+            return value
+        return self._any(text)
+
+
+_read = ShallowFirst(msgspec.json.Decoder(Shallow).decode, _decode)
 
 
 class Deep:
@@ -204,9 +241,11 @@ def loads(text: str, what: str, column: str | None) -> Any:
     result), decoded and held to ``MAX_DEPTH``: a RowProblem naming ``what`` and ``column``
     when it nests deeper; msgspec's DecodeError when it is not JSON."""
     try:
-        value = _decode(text)
+        value = _read(text)
     except RecursionError:
         raise too_deep(what, column, path_in(text.encode("utf-8", "surrogatepass"))) from None
+    if value is _read.last:  # read as Shallow: two levels at most
+        return value
     if may_be_deeper(text):  # most texts open too few arrays and objects: no walk
         path = deep_path(value)
         if path is not None:

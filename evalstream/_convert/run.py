@@ -28,7 +28,7 @@ from evalstream._convert import chat, formats, mapping
 from evalstream._convert.fits import fits
 from evalstream._convert.formats.base import Format, Given, Source
 from evalstream._convert.report import ConvertCounts, ConvertReject, ConvertReport, encode
-from evalstream._convert.rows import OWN_ID, Built, Notes, Row, RowProblem, own_id
+from evalstream._convert.rows import ID_SLOT, OWN_ID, Built, Notes, Row, RowProblem, own_id
 from evalstream._files.lines import DEFAULT_MAX_LINE_BYTES
 from evalstream._files.outputs import AtomicOutput, escape_line_breaks
 from evalstream._files.transaction import Target, Transaction
@@ -189,10 +189,13 @@ class _Converter:
                 case_id, how = self._case_id(values, row.number, notes)
             built = self.build(values, notes)
             case = built.case
-            if "id" not in case:
-                case = {"id": case_id, **case}
+            if case.get("id", ID_SLOT) is ID_SLOT:  # the run gives the case its id
+                if "id" in case:
+                    case["id"] = case_id  # in the place the builder held for it, first
+                else:
+                    case = {"id": case_id, **case}
                 if how != "hash":
-                    built.origin[("id",)] = self.id_from or OWN_ID
+                    built.id_column = self.id_from or OWN_ID
             if built.verdicts is not None:
                 return self._verdicts(row, case["id"], built, notes)
             data = escape_line_breaks(self.encode(case))
@@ -264,8 +267,9 @@ class _Converter:
         rejected (one bad verdict rejects its case's row, so that a case is judged whole or
         not at all)."""
         assert built.verdicts is not None
-        if ("id",) in built.origin:  # a verdict's id is its `case_id`: a reject names its source
-            built.origin[("case_id",)] = built.origin[("id",)]
+        id_column = built.id_column or built.origin.get(("id",))
+        if id_column is not None:  # a verdict's id is its `case_id`: a reject names its source
+            built.origin[("case_id",)] = id_column
         lines = []
         for verdict in built.verdicts:
             data = escape_line_breaks(self.encode({"case_id": case_id, **verdict}))

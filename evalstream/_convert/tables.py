@@ -370,6 +370,11 @@ def parquet_scan(paths: str | list[str]) -> Any:
 
 
 # -- JSON lines ------------------------------------------------------------------------------------
+# A line that is an object of ``depth.Shallow`` values nests three levels at most: it needs no
+# depth bound (see there).
+_Shallow = dict[str, depth.Shallow]
+
+
 class _ObjectLines:
     """How ``convert`` reads JSONL rows through the one line loop (``cases.reading``): any
     JSON object nested at most ``depth.MAX_DEPTH`` levels is a row; the problem of the
@@ -378,10 +383,15 @@ class _ObjectLines:
     def __init__(self) -> None:
         self.last_kind = ""
         self.last_column: str | None = None  # the column of the last reject, when known
-        self.kind = RecordKind(decode=msgspec.json.Decoder(dict[str, Any]).decode,
-                               reject=self._reject, too_long=self._too_long, check=self._check)
+        # Deeper lines, not objects, not JSON: read as any object, its errors as ever.
+        self._read = depth.ShallowFirst(msgspec.json.Decoder(_Shallow).decode,
+                                        msgspec.json.Decoder(dict[str, Any]).decode)
+        self.kind = RecordKind(decode=self._read, reject=self._reject,
+                               too_long=self._too_long, check=self._check)
 
     def _check(self, value: dict[str, Any], line_no: int, line: bytes) -> Problem | None:
+        if value is self._read.last:  # read as _Shallow: three levels at most
+            return None
         # A line that opens fewer arrays and objects than the limit cannot nest deeper (found
         # in C, where a walk is Python).
         if not depth.may_be_deeper(line):

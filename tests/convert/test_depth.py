@@ -335,3 +335,63 @@ def test_may_be_deeper_holds_for_a_limit_under_the_few_found_one_by_one(limit: i
     for opened in range(limit + 3):
         text = "[" * opened + "]" * opened + " " * (2 * limit + 1)
         assert depth.may_be_deeper(text, limit) is (opened > limit), opened
+
+
+_SCALAR = (st.none() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False)
+           | st.integers() | st.sampled_from([2**63, 2**64 - 1, 2**64, -(2**63) - 1, -0.0])
+           | st.text(max_size=5))
+_JSON = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=10)
+_TEXT = _JSON.map(json.dumps) | st.sampled_from(
+    ["1e400", '{"a": 1, "a": [2]}', '"\\ud800"', "[", "[1] x", "[" * 300 + "]" * 300,
+     '[[1], {"a": {}}]', '{"a": [[]]}', "", " 1 "]) | st.text(max_size=8)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None)
+@given(_TEXT)
+def test_loads_reads_a_cell_as_any_value(text: str) -> None:
+    # A text is first decoded as a shallow value (depth.Shallow, spared the bound): the value,
+    # its types and every error are those of a decode as any value held to the limit.
+    import msgspec
+
+    def oracle() -> Any:
+        value = msgspec.json.decode(text)
+        path = depth.deep_path(value)
+        if path is not None:
+            raise depth.too_deep("The cell", "c", path)
+        return value
+
+    try:
+        expected = oracle()
+    except (msgspec.DecodeError, RecursionError, depth.RowProblem) as exc:
+        kind = depth.RowProblem if isinstance(exc, RecursionError) else type(exc)
+        with pytest.raises(kind) as caught:
+            depth.loads(text, "The cell", "c")
+        if not isinstance(exc, RecursionError):
+            assert str(caught.value) == str(exc)
+        return
+    assert repr(depth.loads(text, "The cell", "c")) == repr(expected)
+
+
+def test_the_shallow_type_is_tried_until_it_misses_many_texts_in_a_row() -> None:
+    # A miss costs more than reading the text as any value at once: a source whose texts
+    # nest deeper (chats) stops paying it after SHALLOW_TRIES of them in a row.
+    import msgspec
+
+    tried: list[bytes] = []
+
+    def shallow(text: bytes) -> Any:
+        tried.append(text)
+        return msgspec.json.Decoder(depth.Shallow).decode(text)
+
+    read = depth.ShallowFirst(shallow, msgspec.json.decode)
+    flat, nested = b'{"a": 1}', b'{"a": [{"b": 1}]}'
+    for _ in range(depth.SHALLOW_TRIES - 1):
+        assert read(nested) == {"a": [{"b": 1}]} and read.last is None
+    assert read(flat) is read.last == {"a": 1}  # a fit: tried again as often
+    for _ in range(depth.SHALLOW_TRIES + 5):
+        assert read(nested) == {"a": [{"b": 1}]}
+    assert len(tried) == 2 * depth.SHALLOW_TRIES and read.tries == 0
+    value = read(flat)
+    assert value == {"a": 1} and value is not read.last  # no longer tried: read as any value

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from evalstream._convert import depth
 from evalstream.errors import InputError, UsageError, WrongFileError
 from tests.convert.support import convert, golden_run, validate_accepts
 
@@ -299,3 +302,57 @@ def test_polars_rows_are_polars_own_rows_of_every_type(slice_rows: int,
     assert repr([r.values for r in got]) == repr(expected)  # NaN, -0.0 and types alike
     assert [[type(v) for v in r.values.values()] for r in got] == \
         [[type(v) for v in r.values()] for r in expected]
+
+
+_SCALAR = (st.none() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False)
+           | st.integers() | st.sampled_from([2**63, 2**64 - 1, 2**64, -(2**63) - 1, -0.0])
+           | st.text(max_size=5))
+_JSON = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=10)
+_LINE = st.one_of(
+    st.dictionaries(st.text(max_size=3), _JSON, max_size=4).map(lambda v: json.dumps(v).encode()),
+    _JSON.map(lambda v: json.dumps(v).encode()),
+    st.sampled_from([b'{"a": 1e400}', b'{"a": 1, "a": [2]}', b'{"a": "\\ud800"}', b'{"a": [',
+                     b'{"a": {"b": {"c": []}}}', b'{"a": 1} x', b"[1]", b'"x"', b"{}",
+                     b'{"a": ' + b"[" * 300 + b"]" * 300 + b"}"]),
+    st.binary(max_size=12))
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_LINE)
+def test_a_jsonl_row_is_read_as_any_object(line: bytes) -> None:
+    # A line is first decoded as a shallow object (tables._Shallow, which spares it the depth
+    # bound): the value, its types and every error are those of a decode as any object.
+    from typing import Any
+
+    import msgspec
+
+    from evalstream._convert.tables import _ObjectLines
+
+    reads = _ObjectLines()
+    oracle = msgspec.json.Decoder(dict[str, Any]).decode
+    try:
+        expected: Any = oracle(line)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        with pytest.raises(type(exc)) as caught:
+            reads.kind.decode(line)
+        assert str(caught.value) == str(exc)
+        return
+    value = reads.kind.decode(line)
+    assert repr(value) == repr(expected)  # floats and ints told apart, -0.0 too
+    assert reads.kind.check is not None
+    if value is reads._read.last:  # spared the depth bound: three levels at most
+        assert reads.kind.check(value, 1, line) is None
+        assert depth.deep_path(value, 3) is None
+
+
+def test_a_jsonl_row_nested_past_the_limit_is_still_one_reject(tmp_path: Path) -> None:
+    src = tmp_path / "t.jsonl"
+    deep = {"q": "x", "a": "y", "m": json.loads("[" * 300 + "]" * 300)}
+    src.write_text(json.dumps({"q": "x", "a": "y", "m": [[1]]}) + "\n" + json.dumps(deep) + "\n")
+    result = convert(tmp_path, src, maps=["input=q,output=a,metadata.m=m"])
+    assert result.report.counts.cases == 1
+    [reject] = result.rejects
+    assert (reject["row"], reject["column"]) == (2, "m")
+    assert "nested more than 256 levels deep" in reject["error"]
