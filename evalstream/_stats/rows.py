@@ -25,6 +25,7 @@ import msgspec
 import numpy as np
 import xxhash
 
+from evalstream._cases import schema
 from evalstream._cases.ids import CaseLog
 from evalstream._cases.reading import Record
 from evalstream._cases.rejects import Reject
@@ -34,8 +35,7 @@ from evalstream._checks.rubrics import RubricSet
 
 BATCH_ROWS = 65_536
 MISSING = "(missing)"
-STATUSES = ("pass", "fail", "na")
-SOURCES = ("synthetic", "human", "imported")
+STATUSES, SOURCES = schema.LABEL_STATUSES, schema.LABEL_SOURCES
 FIELDS = ("messages", "context", "policy", "tool_events", "metadata", "expected")
 DISTINCT_CAP = 1_000
 KEYS_CAP = 1_000

@@ -313,7 +313,7 @@ def test_a_line_without_status_is_a_judge_state_only_with_an_object_state(
 _STATUS_WORDS = {"pass", "fail", "na", "unscored"}
 _SOURCE_WORDS = {"synthetic", "human", "imported"}
 # Where a list of statuses or label sources may still be written out, and why. Any other
-# module takes them from ``_verdicts.records`` (or the case format's Literals).
+# module takes them from ``_verdicts.records`` (or ``_cases.schema``, below it).
 _WRITTEN_OUT = {
     "evalstream/_cases/schema.py": "the case format's Literals: a label's statuses, sources",
     "evalstream/_verdicts/records.py": "the verdict's Literal, VerdictStatus",
@@ -321,7 +321,6 @@ _WRITTEN_OUT = {
     "evalstream/_judge/answer.py": "the answer's Literal; the registry's light path too",
     "evalstream/_judge/inputs.py": "a judge state's Literal (judge's own module)",
     "evalstream/_checks/state.py": "below _verdicts: the statuses a judge may answer",
-    "evalstream/_stats/rows.py": "below _verdicts: waits for a constant in _cases/schema.py",
 }
 
 
