@@ -32,11 +32,9 @@ from evalstream._files.parts import is_directory
 from evalstream._files.sniff import check_cases_input, check_cases_stream
 from evalstream._files.store import (
     InputFile,
-    check_stdin,
     is_url,
-    needs_resolving,
     open_file,
-    resolve,
+    resolve_inputs,
 )
 from evalstream._files.temporaries import remove_stale_shared
 from evalstream._files.transaction import Target, Transaction
@@ -66,10 +64,7 @@ def run(opts: Options, on_progress: Progress | None = None) -> tuple[RunReport, 
     if opts.scheduler is not None and opts.engine != "dask":
         raise UsageError("--scheduler needs --engine dask.")
     arguments = opts.arguments()
-    check_stdin(arguments, opts.engine)
-    files = None
-    if opts.engine == "dask" or len(arguments) > 1 or needs_resolving(arguments[0]):
-        files = resolve(arguments)
+    files = resolve_inputs(arguments, opts.engine)
     outputs = _plan(opts, [f.url for f in files] if files is not None else [opts.input])
     remove_stale_shared()  # what killed runs left in /tmp, whether this run needs it or not
     if opts.pair_with is not None:

@@ -146,16 +146,25 @@ def input_paths(arguments: list[str]) -> list[str]:
     """The files that input arguments name, in order, as build reads its inputs: one path (or
     ``-``, stdin) as given; several, a glob or a URL resolved (``resolve``). Raises UsageError
     for stdin among several (``check_stdin``)."""
-    check_stdin(arguments)
-    if len(arguments) == 1 and not needs_resolving(arguments[0]):
-        return list(arguments)
-    return [f.url for f in resolve(arguments)]
+    files = resolve_inputs(arguments)
+    return list(arguments) if files is None else [f.url for f in files]
+
+
+def resolve_inputs(arguments: list[str], engine: str = "local") -> list[InputFile] | None:
+    """The files that a command's input arguments name (``resolve``), or None where it reads
+    its one argument as given (a path, or ``-``) in this machine's processes; stdin checked
+    first (``check_stdin``). The one rule of build, validate and stats, and of
+    ``input_paths``."""
+    check_stdin(arguments, engine)
+    if engine == "dask" or len(arguments) > 1 or needs_resolving(arguments[0]):
+        return resolve(arguments)
+    return None
 
 
 def check_stdin(arguments: list[str], engine: str = "local") -> None:
     """UsageError unless ``-`` (stdin) is absent, or the one input argument of a run in this
-    machine's processes: the one rule of every command that reads cases (build, validate and
-    stats check it before resolving their inputs; the others through ``input_paths``)."""
+    machine's processes: the one rule of every command that reads cases (through
+    ``resolve_inputs``)."""
     if "-" not in arguments:
         return
     if len(arguments) > 1:

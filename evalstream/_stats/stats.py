@@ -46,11 +46,9 @@ from evalstream._files.outputs import AtomicOutput, escape_line_breaks
 from evalstream._files.sniff import check_cases_input, check_cases_stream
 from evalstream._files.store import (
     InputFile,
-    check_stdin,
     is_url,
-    needs_resolving,
     open_file,
-    resolve,
+    resolve_inputs,
 )
 from evalstream._files.temporaries import remove_stale_shared
 from evalstream._files.transaction import Transaction, open_reports, report_targets
@@ -303,10 +301,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
     if opts.scheduler is not None and opts.engine != "dask":
         raise UsageError("--scheduler needs --engine dask.")
     arguments = opts.arguments()
-    check_stdin(arguments, opts.engine)
-    files = None
-    if opts.engine == "dask" or len(arguments) > 1 or needs_resolving(arguments[0]):
-        files = resolve(arguments)
+    files = resolve_inputs(arguments, opts.engine)
     inputs = [f.url for f in files] if files is not None else [opts.input]
     targets = Transaction(
         [*(("input", i) for i in inputs), *(("rubrics", f) for f in opts.rubric_files)],
