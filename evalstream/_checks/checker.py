@@ -244,6 +244,11 @@ class Checker:
         self._when_keys = {key: path for r in rubrics.rubrics for key, path, _ in r.when}
         self._rubric_index = {r.id: i for i, r in enumerate(rubrics.rubrics)}
 
+    def preload(self) -> None:
+        """Load now what the first check would load when every state is counted (stats,
+        --exact-tokens): the engine calls it before forking its workers, which then share it."""
+        self.budget.preload()
+
     @property
     def tally(self) -> CheckTally:
         """Every outcome counted so far."""

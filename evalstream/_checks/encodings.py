@@ -157,6 +157,13 @@ class Tokenizer:
         if nbytes > TOKTOK_AFTER:
             self._left = 0
 
+    def preload(self) -> None:
+        """Load now the counter the next count would load: toktok, once ``expect`` said that
+        much text will be counted. Processes forked after this share it (it starts no thread:
+        ``tests/checks/test_encodings.py``), where each of stats' workers loaded it itself."""
+        if not self._fast_tried and self._left <= 0:
+            self._load_fast()
+
     def count(self, text: str) -> int:
         """The exact number of tokens in ``text``."""
         fast = self._fast

@@ -184,6 +184,12 @@ class Budget:
         # States of at most this many bytes fit without counting.
         self.byte_room = max_tokens - self.longest_question_bytes - self.held
 
+    def preload(self) -> None:
+        """Load now the counter a budget that counts every state (``exact``) loads at its
+        first count, for the worker processes forked after this to share."""
+        if self.exact:
+            encodings.tokenizer(self.tokenizer).preload()
+
     @property
     def pieces(self) -> PieceCounts:
         """The piece counts this budget uses: by default the process's one cache for its
