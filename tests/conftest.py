@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,26 @@ def worker_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(engine, "temp_folder", spy)
     return made
+
+
+@pytest.fixture
+def tokenizer_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A file that gets the process id of every load of toktok's counter, in this process or
+    in its forked workers, by a run that counts as a large input (toktok loads at its first
+    count). The process's tokenizers are made anew for the test, and again after it."""
+    from evalstream._checks import encodings
+
+    loads = tmp_path / "toktok-loads.txt"
+    loads.touch()
+    counter = encodings.toktok_counter
+
+    def spy(name: str) -> object:
+        with open(loads, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return counter(name)
+
+    monkeypatch.setattr(encodings, "toktok_counter", spy)
+    monkeypatch.setattr(encodings, "TOKTOK_AFTER", 1)  # an input over a byte is large
+    encodings.tokenizer.cache_clear()
+    yield loads
+    encodings.tokenizer.cache_clear()

@@ -43,6 +43,7 @@ class BuildRange:
 
     opts: Options
     rubric_set: RubricSet | None
+    volume: int | None = None  # the whole input's size, as one process's checker is told
 
     @property
     def allow_unknown_fields(self) -> bool:
@@ -53,7 +54,7 @@ class BuildRange:
         return self.opts.max_line_bytes
 
     def checker(self) -> Checker | None:
-        return checker_for(self.opts, self.rubric_set)
+        return checker_for(self.opts, self.rubric_set, self.volume)
 
     def read(self, records: Iterator[Record[Any] | Reject], checker: Checker | None,
              reject: Callable[[bytes], object], log: CaseLog, files: PartFiles) -> Records | None:
@@ -158,7 +159,7 @@ def run(opts: Options, rubric_set: RubricSet | None, size: int, out: AtomicOutpu
         where = (os.path.dirname(out.tmp), f".{os.path.basename(out.path)}.", PARTS_SUFFIX)
     else:
         where = shared_folder(SHARED_PARTS)
-    produce = BuildRange(opts, rubric_set)
+    produce = BuildRange(opts, rubric_set, size)
     merged = on_workers(produce, BuildMerge(produce, out), path=opts.input, size=size,
                         workers=opts.workers, where=where, counts_checks=rubric_set is not None,
                         rejects_out=rejects,

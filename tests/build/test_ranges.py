@@ -137,3 +137,23 @@ def test_ranges_give_every_worker_several_tasks() -> None:
             assert MIN_RANGE <= r <= MAX_RANGE
             tasks = -(-size // r)
             assert tasks >= min(2 * workers, size // MIN_RANGE)
+
+
+def test_forked_workers_share_the_tokenizer_of_exact_counts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker_runs: list[str],
+        tokenizer_loads: Path) -> None:
+    """--exact-tokens counts every state, as stats does: the parent loads the tokenizer once,
+    before forking the workers, which share it."""
+    import os
+
+    from evalstream._engines import local
+
+    monkeypatch.setattr(local, "start_method", lambda: "fork")
+    monkeypatch.setattr(engine, "range_bytes", lambda size, workers: 3_000)
+    src = SAMPLES / "cases.jsonl"
+    run(Options(input=str(src), output=str(tmp_path / "many.jsonl"), exact_tokens=True,
+                workers=2))
+    assert len(worker_runs) == 1
+    assert tokenizer_loads.read_text().split() == [str(os.getpid())]
+    run(Options(input=str(src), output=str(tmp_path / "one.jsonl"), exact_tokens=True))
+    assert (tmp_path / "many.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()

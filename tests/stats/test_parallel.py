@@ -144,29 +144,14 @@ def test_capped_tables_are_the_same_for_any_number_of_workers(tmp_path: Path,
 
 
 def test_forked_workers_share_the_tokenizer_the_parent_loaded(
-        tmp_path: Path, worker_runs: list[str], monkeypatch: pytest.MonkeyPatch,
-        request: pytest.FixtureRequest) -> None:
+        tmp_path: Path, worker_runs: list[str], tokenizer_loads: Path) -> None:
     """stats counts every state, so each worker would load the tokenizer (~0.3 s of CPU for
     toktok's o200k_base): the parent loads it before forking them, once."""
     import os
 
-    from evalstream._checks import encodings
-
     if local.start_method() != "fork":
         pytest.skip("spawned workers load their own: nothing is shared")
-    loads = tmp_path / "loads.txt"
-    counter = encodings.toktok_counter
-
-    def spy(name: str) -> object:
-        with open(loads, "a") as f:
-            f.write(f"{os.getpid()}\n")
-        return counter(name)
-
-    monkeypatch.setattr(encodings, "toktok_counter", spy)
-    monkeypatch.setattr(encodings, "TOKTOK_AFTER", 0)  # the sample counts as a large input
-    encodings.tokenizer.cache_clear()  # a new counter, loaded by this run alone
-    request.addfinalizer(encodings.tokenizer.cache_clear)
     two = collect(StatsOptions(input=str(SAMPLES / "cases.jsonl"), workers=2))
     assert len(worker_runs) == 1
-    assert loads.read_text().split() == [str(os.getpid())]
+    assert tokenizer_loads.read_text().split() == [str(os.getpid())]
     assert two == collect(StatsOptions(input=str(SAMPLES / "cases.jsonl"), workers=1))
