@@ -27,7 +27,7 @@ from evalstream._engines.dask import Cluster
 from evalstream._engines.ranges import on_cluster
 from evalstream._files.lines import Progress
 from evalstream._files.parts import Streamed, parts_folder, remove_folder
-from evalstream._files.store import InputFile
+from evalstream._files.store import InputFile, input_volume
 from evalstream._files.transaction import Transaction
 
 
@@ -73,7 +73,7 @@ def _merge(cluster: Cluster, opts: Options, rubric_set: RubricSet | None,
     # A local output file is joined while the other tasks run, as the process engine joins
     # it (see BuildMerge). A directory, an object or standard output is joined in order.
     ahead = out.output if isinstance(out, Streamed) and out.output.rewindable else None
-    produce = BuildRange(opts, rubric_set)
+    produce = BuildRange(opts, rubric_set, input_volume(files, opts.input))
     merge = BuildMerge(produce, out, ahead=ahead, sizes=getattr(out, "part_sizes", None))
     merged = on_cluster(cluster, produce, merge, files=files, folder=folder,
                         counts_checks=rubric_set is not None, rejects_out=rej_out,

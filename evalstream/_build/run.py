@@ -32,6 +32,7 @@ from evalstream._files.parts import is_directory
 from evalstream._files.sniff import check_cases_input, check_cases_stream
 from evalstream._files.store import (
     InputFile,
+    input_volume,
     is_url,
     open_file,
     resolve_inputs,
@@ -121,7 +122,7 @@ def _serial(opts: Options, rubric_set: RubricSet | None, files: list[InputFile] 
     """Read the whole input (one stream, or ``files`` in order) in this process, writing
     output and rejects as they come."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
-    checker = checker_for(opts, rubric_set, size)
+    checker = checker_for(opts, rubric_set, input_volume(files, opts.input))
     stream = open_input(opts.input) if files is None else None
     if stream is not None and opts.input == "-":
         stream = check_cases_stream(stream)

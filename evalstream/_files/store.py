@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 
 from evalstream._files.lines import (
     Chunk,
+    input_size,
     line_start,
     open_range,
     range_tasks,
@@ -159,6 +160,14 @@ def resolve_inputs(arguments: list[str], engine: str = "local") -> list[InputFil
     if engine == "dask" or len(arguments) > 1 or needs_resolving(arguments[0]):
         return resolve(arguments)
     return None
+
+
+def input_volume(files: list[InputFile] | None, path: str) -> int | None:
+    """At least how many bytes a run reads: the one plain file's size, or the resolved
+    files' sizes summed (a compressed file's, which its text exceeds); None when it cannot
+    be known (stdin, one compressed file). A run that counts every state tells its
+    tokenizer (``Tokenizer.expect``), wherever it runs."""
+    return input_size(path) if files is None else sum(f.size for f in files)
 
 
 def check_stdin(arguments: list[str], engine: str = "local") -> None:

@@ -46,6 +46,7 @@ from evalstream._files.outputs import AtomicOutput, escape_line_breaks
 from evalstream._files.sniff import check_cases_input, check_cases_stream
 from evalstream._files.store import (
     InputFile,
+    input_volume,
     is_url,
     open_file,
     resolve_inputs,
@@ -322,7 +323,7 @@ def collect(opts: StatsOptions, on_progress: Progress | None = None,
         rejects_out: Any = targets.open_any("rejects") if opts.rejects else None
         produce = ranges.StatsRange(opts.by, rubric_set, opts.max_tokens, opts.tokenizer,
                                     opts.max_line_bytes, opts.allow_unknown_fields,
-                                    opts.max_output_tokens, size)
+                                    opts.max_output_tokens, input_volume(files, opts.input))
         reports = open_reports(targets, opts.format)
         if opts.engine == "dask":
             assert files is not None
@@ -349,7 +350,7 @@ def _read(collector: Collector, rubric_set: RubricSet, opts: StatsOptions,
     counts, check tally, first rejects and the bytes read."""
     reader = case_reader(opts.allow_unknown_fields, opts.max_line_bytes)
     checker = stats_checker(rubric_set, opts.max_tokens, opts.tokenizer, opts.max_output_tokens,
-                            size)
+                            input_volume(files, opts.input))
     encode = msgspec.json.Encoder().encode
     stream = None
     counted: list[_Counting] = []

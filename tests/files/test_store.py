@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalstream._files.lines import Chunk, read_chunks, read_files
-from evalstream._files.store import InputFile, TaskReader, resolve, tasks_of
+from evalstream._files.store import InputFile, TaskReader, input_volume, resolve, tasks_of
 
 
 def _lines_of(reader: TaskReader) -> list[tuple[int, bytes]]:
@@ -104,3 +104,16 @@ def test_copy_range_streams_in_blocks_and_refuses_a_short_part(
     assert max(map(len, blocks)) == 1000  # never the whole range at once
     with pytest.raises(OutputError, match=r"ends at byte 10,240, before byte 20,000"):
         store.copy_range(str(part), 0, 20_000, blocks.append)
+
+
+def test_input_volume_is_what_a_run_reads_at_least(tmp_path: Path) -> None:
+    plain = tmp_path / "a.jsonl"
+    plain.write_bytes(b"x" * 1000)
+    packed = tmp_path / "b.jsonl.gz"
+    packed.write_bytes(gzip.compress(b"y" * 5000))
+    assert input_volume(None, str(plain)) == 1000
+    assert input_volume(None, "-") is None  # stdin: not known up front
+    assert input_volume(None, str(packed)) is None
+    files = resolve([str(plain), str(packed)])
+    # A compressed file counts its own size, which its text only exceeds.
+    assert input_volume(files, str(plain)) == 1000 + packed.stat().st_size

@@ -155,3 +155,21 @@ def test_forked_workers_share_the_tokenizer_the_parent_loaded(
     assert len(worker_runs) == 1
     assert tokenizer_loads.read_text().split() == [str(os.getpid())]
     assert two == collect(StatsOptions(input=str(SAMPLES / "cases.jsonl"), workers=1))
+
+
+def test_several_files_tell_the_tokenizer_their_whole_size(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """stats counts every state of every file: its tokenizer is told their sizes summed, as
+    it is told one file's, so toktok loads at the first count of a large dataset."""
+    from evalstream._checks import encodings
+
+    told: list[int] = []
+    expect = encodings.Tokenizer.expect
+    monkeypatch.setattr(encodings.Tokenizer, "expect",
+                        lambda self, nbytes: (told.append(nbytes), expect(self, nbytes)))
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    lines = (SAMPLES / "cases.jsonl").read_text().splitlines(keepends=True)
+    a.write_text("".join(lines[:20]))
+    b.write_text("".join(lines[20:]))
+    collect(StatsOptions(input=str(tmp_path / "*.jsonl"), workers=1))
+    assert told and set(told) == {a.stat().st_size + b.stat().st_size}
