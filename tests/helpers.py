@@ -70,6 +70,12 @@ def loaded_after(code: str, modules: Iterable[str]) -> list[str]:
     return loaded
 
 
+def threads() -> int:
+    """The threads this process runs now (Linux: /proc/self/status)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
 def build(tmp_path: Path, lines: list[str] | bytes, **options: object) -> tuple[RunReport, Path]:
     """Build ``lines`` (a list of JSON lines, or raw bytes) in ``tmp_path``; return report and output."""
     src = tmp_path / "cases.jsonl"

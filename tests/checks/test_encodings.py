@@ -12,6 +12,7 @@ import hashlib
 import importlib.resources
 import itertools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 from evalstream._checks import encodings
 from evalstream._cli.common import TOKENIZERS
 from evalstream.errors import SetupError, UsageError
-from tests.helpers import CORPUS, loaded_after, oracle
+from tests.helpers import CORPUS, loaded_after, oracle, threads
 
 ENCODINGS = encodings.ENCODINGS
 
@@ -269,6 +270,32 @@ def test_a_run_that_counts_much_loads_toktok_at_its_first_count(
     tok.expect(encodings.TOKTOK_AFTER + 1)
     assert tok.count("naïve text") == len(oracle("o200k_base").encode_ordinary("naïve text"))
     assert seen == ["naïve text"]
+
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists() or not hasattr(os, "fork"),
+                    reason="counts this process's threads through Linux's /proc")
+def test_a_preloaded_toktok_starts_no_thread_and_counts_in_a_forked_child() -> None:
+    """``Tokenizer.preload``: the engine loads toktok in the parent and forks the workers
+    after it, which is safe only while loading and counting start no thread."""
+    tok = encodings.Tokenizer("o200k_base")
+    before = threads()
+    tok.preload()  # nothing said about the volume yet: nothing loads
+    assert not tok._fast_tried
+    tok.expect(encodings.TOKTOK_AFTER + 1)
+    tok.preload()
+    assert tok._fast_tried  # loaded (or found missing) now, before any count
+    if not tok.uses_toktok:
+        pytest.skip("toktok is not installed or not used here")
+    text, other = "a forked worker counts with the parent's tables " * 20, "Hello, world!"
+    want, want_other = (len(oracle("o200k_base").encode_ordinary(t)) for t in (text, other))
+    assert tok.count(text) == want
+    assert threads() == before
+    pid = os.fork()
+    if pid == 0:  # the child: its exit status says whether it counted as tiktoken does
+        os._exit(0 if (tok.count(text), tok.count(other)) == (want, want_other) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_on_another_unicode_version_only_ascii_reaches_toktok(

@@ -14,7 +14,7 @@ from evalstream._engines import local
 from evalstream._engines import ranges as engine
 from evalstream._stats import ranges as stats_ranges
 from evalstream._stats.stats import StatsOptions, collect
-from tests.helpers import CORPUS, SAMPLES
+from tests.helpers import CORPUS, SAMPLES, threads
 
 
 # Spawned workers import evalstream again: about a second a test, so those are slow ones.
@@ -24,16 +24,11 @@ def small_ranges(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     # of starting them (the workers never touch Polars, so forking is safe here).
     import sys
 
-    if request.param == "fork" and sys.version_info >= (3, 12) and _threads() > 1:
+    if request.param == "fork" and sys.version_info >= (3, 12) and threads() > 1:
         pytest.skip("Python 3.12+ warns about forking a process that runs threads (Polars' "
                     "pool in this test process); the command line forks before loading it.")
     monkeypatch.setattr(engine, "range_bytes", lambda size, workers: 3_000)
     monkeypatch.setattr(local, "start_method", lambda: request.param)
-
-
-def _threads() -> int:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
 
 
 @pytest.mark.slow
